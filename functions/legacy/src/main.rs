@@ -1,0 +1,9 @@
+//! Lambda entry point of the `legacy` route group: configuration from the environment, the
+//! group's router, served by lambda_http.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::web::init_tracing();
+    let state = shared::web::AppState::new(shared::config::Config::from_env())?;
+    lambda_http::run(legacy::router(state)).await
+}

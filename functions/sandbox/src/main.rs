@@ -1,0 +1,101 @@
+//! `sandbox`: the local server (all surfaces on one port, embedded SQLite, no cloud), or, when
+//! started by the Lambda runtime, one Lambda function serving every route group.
+
+use clap::{Parser, Subcommand};
+use shared::config::Config;
+use shared::web::AppState;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "sandbox",
+    about = "Billing platform sandbox: Surfaces A, B and C plus the admin API"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every surface on one local port.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Directory of the registry and the tenant databases.
+        #[arg(long, default_value = "./data", env = "SANDBOX_DATA_DIR")]
+        data_dir: PathBuf,
+        /// Admin API key; generated and printed when absent.
+        #[arg(long, env = "SANDBOX_ADMIN_KEY", hide_env_values = true)]
+        admin_key: Option<String>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    shared::web::init_tracing();
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        let state = AppState::new(Config::from_env())?;
+        return lambda_http::run(sandbox::app(state)).await;
+    }
+    let Command::Serve {
+        listen,
+        data_dir,
+        admin_key,
+    } = Cli::parse().command;
+    let admin_key = admin_key
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| format!("adm_{}", hex_token()));
+    let mut config = Config::from_env();
+    config.data_dir = data_dir;
+    config.admin_key = Some(admin_key.clone());
+    let state = AppState::new(config)?;
+    let demo = sandbox::ensure_demo_tenant(&state).await?;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    say(&sandbox::banner(&base, &admin_key, demo.as_ref()));
+    axum::serve(listener, sandbox::app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    say("sandbox stopped");
+    Ok(())
+}
+
+/// Prints a line to stdout; a closed stdout (a pipe whose reader left) is not an error.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+fn hex_token() -> String {
+    shared::auth::random_bytes(16)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

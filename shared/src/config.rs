@@ -1,0 +1,47 @@
+//! Configuration read from the environment (every variable is listed in README.md).
+
+use std::path::PathBuf;
+
+/// Process-wide settings shared by every route group.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where tenant databases and the registry live (`SANDBOX_DATA_DIR`, default `./data`).
+    pub data_dir: PathBuf,
+    /// The admin API key (`SANDBOX_ADMIN_KEY`); `None` disables the admin API.
+    pub admin_key: Option<String>,
+    /// Largest request body accepted, in bytes (`SANDBOX_MAX_BODY_BYTES`, default 1 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Config {
+    /// Reads the configuration from the environment, with the documented defaults.
+    pub fn from_env() -> Self {
+        let data_dir = std::env::var_os("SANDBOX_DATA_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("./data"));
+        let admin_key = std::env::var("SANDBOX_ADMIN_KEY")
+            .ok()
+            .filter(|k| !k.is_empty());
+        let max_body_bytes = std::env::var("SANDBOX_MAX_BODY_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        Config {
+            data_dir,
+            admin_key,
+            max_body_bytes,
+        }
+    }
+
+    /// A configuration for a given data dir and admin key, other settings at their defaults.
+    pub fn new(data_dir: impl Into<PathBuf>, admin_key: Option<String>) -> Self {
+        Config {
+            data_dir: data_dir.into(),
+            admin_key,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// Default request body limit: 1 MiB, ample for 50 usage events or any XML entity.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;

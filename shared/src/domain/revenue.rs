@@ -1,0 +1,384 @@
+//! Revenue management records: charts of accounts, rule sets, run modes, AR ledgers with
+//! their accounting calendars, and the collector catalogue.
+
+use super::{check_currency, check_enum, insert, require};
+use crate::{Error, Result};
+use chrono::{Datelike, Months, NaiveDate};
+use rusqlite::Transaction;
+use serde::Deserialize;
+
+/// Ledger statuses.
+pub const LEDGER_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+/// Ledger currency conversion modes.
+pub const CONVERT_CURRENCY: &[&str] = &["NONE", "GL", "ACCOUNT_CATEGORY"];
+
+/// A named reference record (chart of accounts, rule set).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewNamed {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Name.
+    pub name: String,
+}
+
+/// Creates a chart of accounts.
+pub fn create_chart_of_accounts(tx: &Transaction<'_>, c: &NewNamed) -> Result<i64> {
+    insert(tx, "chart_of_accounts", &[("id", &c.id), ("name", &c.name)])
+}
+
+/// Creates a rule set.
+pub fn create_rule_set(tx: &Transaction<'_>, c: &NewNamed) -> Result<i64> {
+    insert(tx, "rule_sets", &[("id", &c.id), ("name", &c.name)])
+}
+
+/// A GL run mode.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewRunMode {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Name.
+    pub name: String,
+    /// ACTUALS or COLLECTOR_AUTO.
+    pub run_type: String,
+}
+
+/// Creates a GL run mode.
+pub fn create_run_mode(tx: &Transaction<'_>, m: &NewRunMode) -> Result<i64> {
+    check_enum("run_type", &m.run_type, &["ACTUALS", "COLLECTOR_AUTO"])?;
+    insert(
+        tx,
+        "gl_run_modes",
+        &[("id", &m.id), ("name", &m.name), ("run_type", &m.run_type)],
+    )
+}
+
+/// An AR ledger to create.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewLedger {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Unique name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// One of [`LEDGER_STATUSES`], default ACTIVE.
+    pub status: Option<String>,
+    /// One of [`CONVERT_CURRENCY`], default NONE.
+    pub convert_currency: Option<String>,
+    /// Conversion currency.
+    pub conversion_currency: Option<String>,
+    /// Chart of accounts.
+    pub chart_of_account_id: Option<i64>,
+    /// Rule set.
+    pub rule_set_id: Option<i64>,
+    /// Actuals run mode.
+    pub run_mode_actuals_id: Option<i64>,
+    /// Conversion rate set.
+    pub conversion_rate_set_id: Option<String>,
+    /// Currency exchange version.
+    pub currency_exchange_version: Option<String>,
+    /// Billing account categories the ledger posts for.
+    #[serde(default)]
+    pub billing_account_category_ids: Vec<i64>,
+    /// Expected customer lifetime (months).
+    pub expected_customer_lifetime: Option<i64>,
+    /// Create zero-amount journal entries.
+    #[serde(default)]
+    pub create_zero_amount_entries: bool,
+    /// IANA time zone of the ledger, default UTC.
+    pub timezone_name: Option<String>,
+}
+
+/// Creates an AR ledger with its (empty) calendar; the name must be unused.
+pub fn create_ledger(tx: &Transaction<'_>, l: &NewLedger) -> Result<i64> {
+    let status = l.status.clone().unwrap_or_else(|| "ACTIVE".into());
+    check_enum("status", &status, LEDGER_STATUSES)?;
+    let convert = l.convert_currency.clone().unwrap_or_else(|| "NONE".into());
+    check_enum("convert_currency", &convert, CONVERT_CURRENCY)?;
+    if let Some(c) = &l.conversion_currency {
+        check_currency("conversion_currency", c)?;
+    }
+    let tz = l.timezone_name.clone().unwrap_or_else(|| "UTC".into());
+    if crate::time::parse_tz(&tz).is_none() {
+        return Err(Error::bad_request(format!(
+            "timezone_name: '{tz}' is not an IANA time zone"
+        )));
+    }
+    if l.name.trim().is_empty() {
+        return Err(Error::bad_request("name must not be empty"));
+    }
+    if tx
+        .prepare_cached("SELECT 1 FROM ledgers WHERE name = ?1")?
+        .exists([&l.name])?
+    {
+        return Err(Error::conflict(format!(
+            "a ledger named '{}' already exists",
+            l.name
+        )));
+    }
+    if let Some(id) = l.chart_of_account_id {
+        require(tx, "chart_of_accounts", "chart of accounts", id)?;
+    }
+    if let Some(id) = l.rule_set_id {
+        require(tx, "rule_sets", "rule set", id)?;
+    }
+    if let Some(id) = l.run_mode_actuals_id {
+        require(tx, "gl_run_modes", "run mode", id)?;
+    }
+    let id = insert(
+        tx,
+        "ledgers",
+        &[
+            ("id", &l.id),
+            ("name", &l.name),
+            ("description", &l.description),
+            ("status", &status),
+            ("convert_currency", &convert),
+            ("conversion_currency", &l.conversion_currency),
+            ("chart_of_account_id", &l.chart_of_account_id),
+            ("rule_set_id", &l.rule_set_id),
+            ("run_mode_actuals_id", &l.run_mode_actuals_id),
+            ("conversion_rate_set_id", &l.conversion_rate_set_id),
+            ("currency_exchange_version", &l.currency_exchange_version),
+            ("expected_customer_lifetime", &l.expected_customer_lifetime),
+            ("create_zero_amount_entries", &l.create_zero_amount_entries),
+            ("timezone_name", &tz),
+        ],
+    )?;
+    for cat in &l.billing_account_category_ids {
+        require(
+            tx,
+            "billing_account_categories",
+            "billing account category",
+            *cat,
+        )?;
+        insert(
+            tx,
+            "ledger_categories",
+            &[("ledger_id", &id), ("billing_account_category_id", cat)],
+        )?;
+    }
+    insert(
+        tx,
+        "calendar_nodes",
+        &[("ledger_id", &id), ("type", &"CALENDAR"), ("name", &l.name)],
+    )?;
+    Ok(id)
+}
+
+/// An accounting period of a year.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewPeriod {
+    /// Name, e.g. `2025-01`.
+    pub name: String,
+    /// Quarter 1..4.
+    pub quarter: Option<i64>,
+    /// First day.
+    pub start_date: NaiveDate,
+    /// Last day (inclusive).
+    pub end_date: NaiveDate,
+    /// Open for postings.
+    #[serde(default = "open_default")]
+    pub open: bool,
+}
+
+fn open_default() -> bool {
+    true
+}
+
+/// An accounting year to add to a ledger's calendar.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewYear {
+    /// Name, e.g. `FY2025`.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// First day.
+    pub start_date: NaiveDate,
+    /// Last day (inclusive).
+    pub end_date: NaiveDate,
+    /// The periods; ignored when generating.
+    #[serde(default, rename = "accounting-periods")]
+    pub accounting_periods: Vec<NewPeriod>,
+}
+
+/// Monthly periods (with quarters counted from the year's start) covering a year that starts
+/// on the first of a month and ends the day before the same date one or two years later.
+pub fn generate_monthly_periods(start: NaiveDate, end: NaiveDate) -> Result<Vec<NewPeriod>> {
+    if start.day() != 1 {
+        return Err(Error::bad_request(
+            "with generate-periods, start_date must be the first day of a month",
+        ));
+    }
+    let one = start
+        .checked_add_months(Months::new(12))
+        .and_then(|d| d.pred_opt());
+    let two = start
+        .checked_add_months(Months::new(24))
+        .and_then(|d| d.pred_opt());
+    if Some(end) != one && Some(end) != two {
+        return Err(Error::bad_request(
+            "with generate-periods, end_date must end one or two years after start_date (the day before the anniversary)",
+        ));
+    }
+    let mut periods = Vec::new();
+    let mut month = 0u32;
+    loop {
+        let (Some(from), Some(next)) = (
+            start.checked_add_months(Months::new(month)),
+            start.checked_add_months(Months::new(month + 1)),
+        ) else {
+            return Err(Error::bad_request("dates out of range"));
+        };
+        if from > end {
+            break;
+        }
+        let to = next.pred_opt().unwrap_or(next);
+        periods.push(NewPeriod {
+            name: from.format("%Y-%m").to_string(),
+            quarter: Some(i64::from((month % 12) / 3 + 1)),
+            start_date: from,
+            end_date: to,
+            open: true,
+        });
+        month += 1;
+    }
+    Ok(periods)
+}
+
+/// Adds a year (and its periods) to a ledger's calendar; periods must lie inside the year,
+/// in order, without overlapping. Answers the year's id.
+pub fn create_year(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    y: &NewYear,
+    generate: bool,
+) -> Result<i64> {
+    require(tx, "ledgers", "ledger", ledger_id)?;
+    if y.end_date < y.start_date {
+        return Err(Error::bad_request("end_date must not be before start_date"));
+    }
+    let periods = if generate {
+        generate_monthly_periods(y.start_date, y.end_date)?
+    } else {
+        check_periods(y)?;
+        y.accounting_periods.clone()
+    };
+    let overlaps = tx
+        .prepare_cached(
+            "SELECT 1 FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'YEAR'
+             AND start_date <= ?3 AND end_date >= ?2",
+        )?
+        .exists(rusqlite::params![
+            ledger_id,
+            y.start_date.to_string(),
+            y.end_date.to_string()
+        ])?;
+    if overlaps {
+        return Err(Error::conflict(
+            "the year overlaps a year already in the calendar",
+        ));
+    }
+    let calendar_id: i64 = tx.query_row(
+        "SELECT id FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'CALENDAR'",
+        [ledger_id],
+        |r| r.get(0),
+    )?;
+    let year_id = insert(
+        tx,
+        "calendar_nodes",
+        &[
+            ("ledger_id", &ledger_id),
+            ("type", &"YEAR"),
+            ("parent_id", &calendar_id),
+            ("name", &y.name),
+            ("description", &y.description),
+            ("start_date", &y.start_date.to_string()),
+            ("end_date", &y.end_date.to_string()),
+            ("open", &true),
+        ],
+    )?;
+    for p in &periods {
+        insert(
+            tx,
+            "calendar_nodes",
+            &[
+                ("ledger_id", &ledger_id),
+                ("type", &"PERIOD"),
+                ("parent_id", &year_id),
+                ("name", &p.name),
+                ("quarter", &p.quarter),
+                ("start_date", &p.start_date.to_string()),
+                ("end_date", &p.end_date.to_string()),
+                ("open", &p.open),
+            ],
+        )?;
+    }
+    Ok(year_id)
+}
+
+/// Checks caller-given periods: inside the year, each well-formed, in order, not overlapping.
+pub fn check_periods(y: &NewYear) -> Result<()> {
+    let mut previous_end: Option<NaiveDate> = None;
+    for (i, p) in y.accounting_periods.iter().enumerate() {
+        if p.end_date < p.start_date {
+            return Err(Error::bad_request(format!(
+                "accounting-periods[{i}]: end_date is before start_date"
+            )));
+        }
+        if p.start_date < y.start_date || p.end_date > y.end_date {
+            return Err(Error::bad_request(format!(
+                "accounting-periods[{i}]: the period lies outside the year"
+            )));
+        }
+        if let Some(q) = p.quarter {
+            if !(1..=4).contains(&q) {
+                return Err(Error::bad_request(format!(
+                    "accounting-periods[{i}]: quarter must be 1..4"
+                )));
+            }
+        }
+        if let Some(prev) = previous_end {
+            if p.start_date <= prev {
+                return Err(Error::bad_request(format!(
+                    "accounting-periods[{i}]: periods must be in order and must not overlap"
+                )));
+            }
+        }
+        previous_end = Some(p.end_date);
+    }
+    Ok(())
+}
+
+/// A collector of the catalogue.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewCollector {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Unique name.
+    pub name: String,
+    /// Friendly name.
+    pub friendly_name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Group.
+    pub group: String,
+    /// Category.
+    pub category: String,
+}
+
+/// Adds a collector to the catalogue.
+pub fn create_collector(tx: &Transaction<'_>, c: &NewCollector) -> Result<i64> {
+    insert(
+        tx,
+        "collectors",
+        &[
+            ("id", &c.id),
+            ("name", &c.name),
+            ("friendly_name", &c.friendly_name),
+            ("description", &c.description),
+            ("group", &c.group),
+            ("category", &c.category),
+        ],
+    )
+}

@@ -1,0 +1,69 @@
+//! The domain error: what went wrong, independent of any surface. Each surface maps it onto
+//! its own error shape and status code (see `web` for the JSON surfaces).
+
+/// Result with the domain [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a domain or store operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input is malformed or breaks a rule; the message says which and where.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The named record does not exist (for this tenant).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with the current state (duplicate name, run already running...).
+    #[error("{0}")]
+    Conflict(String),
+    /// A precondition on the state of another record does not hold.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// The storage backend cannot be reached right now; nothing was applied.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or an unexpected storage failure; details go to the log, never to the client.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::BadRequest`].
+    pub fn bad_request(msg: impl Into<String>) -> Self {
+        Error::BadRequest(msg.into())
+    }
+    /// Shorthand for [`Error::NotFound`].
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Error::NotFound(msg.into())
+    }
+    /// Shorthand for [`Error::Conflict`].
+    pub fn conflict(msg: impl Into<String>) -> Self {
+        Error::Conflict(msg.into())
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        match e {
+            rusqlite::Error::SqliteFailure(ref f, _)
+                if f.code == rusqlite::ErrorCode::DatabaseBusy
+                    || f.code == rusqlite::ErrorCode::DatabaseLocked =>
+            {
+                Error::Unavailable(format!("database busy: {e}"))
+            }
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Internal(format!("json: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Internal(format!("io: {e}"))
+    }
+}

@@ -1,0 +1,88 @@
+//! Date-times: stored in UTC with a fixed-width RFC 3339 form (so text order is time order),
+//! rendered with the tenant's UTC offset, parsed from a date or a date-time.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// The current time. One place, so a sandbox clock can be added without hunting for calls.
+pub fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+/// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn to_storage(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses a stored instant (any RFC 3339 form is accepted).
+pub fn from_storage(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Renders a stored instant in the tenant's zone with its offset, e.g.
+/// `2018-12-25T00:00:00-06:00`. Text that is not a stored instant is returned unchanged.
+pub fn render(stored: &str, tz: Tz) -> String {
+    match from_storage(stored) {
+        Some(t) => t
+            .with_timezone(&tz)
+            .to_rfc3339_opts(SecondsFormat::AutoSi, false),
+        None => stored.to_string(),
+    }
+}
+
+/// Parses a date-time with an offset (RFC 3339), or a date alone (midnight in `tz`), or a
+/// date-time without offset (local time in `tz`). `None` when it is none of these.
+pub fn parse_date_or_datetime(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return local_to_utc(d.and_hms_opt(0, 0, 0)?, tz);
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
+            return local_to_utc(t, tz);
+        }
+    }
+    None
+}
+
+/// Local wall-clock time in `tz` to UTC; in a DST gap the later instant is taken.
+fn local_to_utc(t: NaiveDateTime, tz: Tz) -> Option<DateTime<Utc>> {
+    tz.from_local_datetime(&t)
+        .earliest()
+        .or_else(|| {
+            tz.from_local_datetime(&(t + chrono::Duration::hours(1)))
+                .earliest()
+        })
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Parses an IANA time-zone name.
+pub fn parse_tz(name: &str) -> Option<Tz> {
+    name.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_is_midnight_in_tenant_zone() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        let t = parse_date_or_datetime("2018-12-25", tz).unwrap();
+        assert_eq!(to_storage(t), "2018-12-25T06:00:00.000Z");
+        assert_eq!(render(&to_storage(t), tz), "2018-12-25T00:00:00-06:00");
+    }
+
+    #[test]
+    fn offsets_are_kept_as_instants() {
+        let tz: Tz = "UTC".parse().unwrap();
+        let t = parse_date_or_datetime("2024-03-01T10:00:00+02:00", tz).unwrap();
+        assert_eq!(to_storage(t), "2024-03-01T08:00:00.000Z");
+        assert!(parse_date_or_datetime("yesterday", tz).is_none());
+    }
+}

@@ -1,0 +1,384 @@
+//! The axum glue every route group shares: application state, the authenticated tenant
+//! extractors of Surfaces B and C, the JSON error shape `{code, message}`, a JSON body
+//! extractor whose rejections use that shape, and the fallback for unknown routes.
+//! Surface A's XML fault is here too, because the common fallback must be able to answer it.
+
+use crate::auth::{self, jwt};
+use crate::config::Config;
+use crate::store::{Store, TenantDb, TenantRecord};
+use crate::Error;
+use axum::body::Bytes;
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use chrono_tz::Tz;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// Route prefix of Surface A (legacy XML).
+pub const LEGACY_PREFIX: &str = "/t/s/r/1.28";
+/// Route prefix of Surface B (billing API v2).
+pub const BILLING_PREFIX: &str = "/billing/2";
+/// Route prefix of Surface C (revenue management).
+pub const REVENUE_PREFIX: &str = "/revenue/3";
+/// Route prefix of the sandbox admin API.
+pub const ADMIN_PREFIX: &str = "/sandbox/v1";
+
+/// State shared by every handler of every route group.
+#[derive(Clone)]
+pub struct AppState {
+    /// The tenant store.
+    pub store: Store,
+    /// Process configuration.
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    /// Opens the store named by `config`.
+    pub fn new(config: Config) -> crate::Result<AppState> {
+        let store = Store::open(&config.data_dir)?;
+        Ok(AppState {
+            store,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The authenticated view of a registered tenant.
+    pub fn tenant(&self, record: TenantRecord) -> crate::Result<Tenant> {
+        let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
+        let db = self.store.tenant_db(&record.id)?;
+        Ok(Tenant { record, tz, db })
+    }
+}
+
+/// A tenant that presented valid credentials.
+#[derive(Clone)]
+pub struct Tenant {
+    /// The registry entry.
+    pub record: TenantRecord,
+    /// The tenant's time zone.
+    pub tz: Tz,
+    /// The tenant's database.
+    pub db: Arc<TenantDb>,
+}
+
+/// The error body of Surfaces B and C: `{code, message}` with an HTTP status.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiError {
+    /// The HTTP status (not serialized).
+    #[serde(skip)]
+    pub status: StatusCode,
+    /// A stable, upper-case code, e.g. `BAD_REQUEST`.
+    pub code: String,
+    /// A human-readable explanation.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with an explicit status, code and message.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+    /// 400 BAD_REQUEST.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+    }
+    /// 404 NOT_FOUND.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
+    }
+    /// 401 UNAUTHORIZED.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::BadRequest(m) => ApiError::bad_request(m),
+            Error::NotFound(m) => ApiError::not_found(m),
+            Error::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "CONFLICT", m),
+            Error::PreconditionFailed(m) => {
+                ApiError::new(StatusCode::PRECONDITION_FAILED, "PRECONDITION_FAILED", m)
+            }
+            Error::Unavailable(m) => {
+                tracing::warn!(error = %m, "storage unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    "The service is temporarily unavailable; nothing was applied. Retry later.",
+                )
+            }
+            Error::Internal(m) => {
+                tracing::error!(error = %m, "internal error");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    "An unexpected error occurred.",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status;
+        (status, axum::Json(self)).into_response()
+    }
+}
+
+/// Surface B's 401 message.
+pub const BILLING_AUTH_MESSAGE: &str =
+    "Missing or invalid credentials: send X-Api-Key or Authorization: Bearer <JWT>.";
+/// Surface C's 401 message, exactly as the platform words it.
+pub const REVENUE_AUTH_MESSAGE: &str = "Authentication failed.";
+
+/// The tenant of a Surface B request (`X-Api-Key` or `Authorization: Bearer <JWT>`).
+pub struct BillingAuth(pub Tenant);
+
+/// The tenant of a Surface C request (`X-Api-Key`).
+pub struct RevenueAuth(pub Tenant);
+
+impl<S> FromRequestParts<S> for BillingAuth
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = AppState::from_ref(state);
+        let deny = || ApiError::unauthorized(BILLING_AUTH_MESSAGE);
+        let record = if let Some(key) = header_str(&parts.headers, "x-api-key") {
+            app.store.registry().find_by_api_key(key)?
+        } else if let Some(token) = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(auth::parse_bearer)
+        {
+            tenant_for_jwt(&app, token)?
+        } else {
+            None
+        };
+        let record = record.ok_or_else(deny)?;
+        Ok(BillingAuth(app.tenant(record)?))
+    }
+}
+
+impl<S> FromRequestParts<S> for RevenueAuth
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = AppState::from_ref(state);
+        let record = match header_str(&parts.headers, "x-api-key") {
+            Some(key) => app.store.registry().find_by_api_key(key)?,
+            None => None,
+        };
+        let record = record.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "AUTHENTICATION_FAILED",
+                REVENUE_AUTH_MESSAGE,
+            )
+        })?;
+        Ok(RevenueAuth(app.tenant(record)?))
+    }
+}
+
+/// Verifies a bearer token and answers the tenant it was issued for.
+fn tenant_for_jwt(app: &AppState, token: &str) -> crate::Result<Option<TenantRecord>> {
+    let Ok(claims) = jwt::peek_claims(token) else {
+        return Ok(None);
+    };
+    let Some(record) = app.store.registry().get(&claims.sub)? else {
+        return Ok(None);
+    };
+    let key = jwt::tenant_key(&app.store.registry().jwt_master_secret()?, &record.id);
+    match jwt::verify(token, &key, crate::time::now().timestamp()) {
+        Ok(_) => Ok(Some(record)),
+        Err(e) => {
+            tracing::debug!(error = %e, "bearer token refused");
+            Ok(None)
+        }
+    }
+}
+
+/// A header's value as text, when present, non-empty and visible ASCII.
+pub fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// A JSON request body whose rejections are `{code, message}` errors: 415 for a content type
+/// that is not JSON, 413 past the body limit, 400 for malformed JSON or wrong field types
+/// (the message names the field and the position).
+pub struct JsonBody<T>(pub T);
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(ct) = header_str(req.headers(), "content-type") {
+            let mime = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if mime != "application/json" && !mime.ends_with("+json") {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "UNSUPPORTED_MEDIA_TYPE",
+                    format!("expected Content-Type application/json, found {ct}"),
+                ));
+            }
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            let status = e.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(status, "PAYLOAD_TOO_LARGE", "request body is too large")
+            } else {
+                ApiError::bad_request(format!("could not read the request body: {e}"))
+            }
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a JSON document into `T`, with a 400 that says what and where on failure.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("a JSON request body is required"));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+}
+
+/// Surface A's error body: an XML `fault` with `failureReason` and `message`.
+pub fn xml_fault(status: StatusCode, failure_reason: &str, message: &str) -> Response {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<fault xmlns=\"{ns}\"><failureReason>{reason}</failureReason><message>{msg}</message></fault>",
+        ns = xml_namespace(),
+        reason = quick_xml::escape::escape(failure_reason),
+        msg = quick_xml::escape::escape(message),
+    );
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/xml"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`, with a documented default).
+pub fn xml_namespace() -> String {
+    std::env::var("SANDBOX_XML_NAMESPACE")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_XML_NAMESPACE.to_string())
+}
+
+/// Default XML domain namespace of Surface A.
+pub const DEFAULT_XML_NAMESPACE: &str = "http://billing-sandbox.dev/xml/domain/1.28";
+
+/// Answers an unknown route in the shape of the surface its path belongs to.
+pub async fn fallback(uri: Uri) -> Response {
+    let path = uri.path();
+    let msg = format!("no such resource: {path}");
+    if path.starts_with(LEGACY_PREFIX) {
+        xml_fault(StatusCode::NOT_FOUND, "GENERAL", &msg)
+    } else {
+        ApiError::not_found(msg).into_response()
+    }
+}
+
+/// Adds what every served router needs: the unknown-route fallback, the body limit and the
+/// request log, then binds the state.
+pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
+    let limit = state.config.max_body_bytes;
+    routes
+        .fallback(fallback)
+        .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(log_request))
+        .with_state(state)
+}
+
+/// One structured log line per request: method, path, status, latency.
+async fn log_request(req: Request, next: axum::middleware::Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(req).await;
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
+
+/// Installs the log subscriber: JSON lines under Lambda, plain text locally; the level comes
+/// from `RUST_LOG` (default `info`).
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        builder.json().without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Query parameters as a map (the last value wins for repeated names). Malformed encoding
+/// is a 400 in the `{code, message}` shape.
+pub struct Params(pub std::collections::HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+            .map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
+        Ok(Params(pairs.into_iter().collect()))
+    }
+}
+
+/// Surface C's paged JSON answer: the items with X-Total-Count, X-Elements-Count and
+/// X-Total-Pages.
+pub fn revenue_paged<T: Serialize>(paged: crate::paging::Paged<T>) -> Response {
+    let mut response = axum::Json(&paged.items).into_response();
+    let h = response.headers_mut();
+    h.insert("X-Total-Count", HeaderValue::from(paged.total));
+    h.insert("X-Elements-Count", HeaderValue::from(paged.items.len()));
+    h.insert(
+        "X-Total-Pages",
+        HeaderValue::from(paged.page.total_pages(paged.total)),
+    );
+    response
+}

@@ -1,0 +1,389 @@
+//! Foundation: auth matrix per surface, tenant isolation, admin API (create, list, tokens,
+//! reset, delete, bad input), and concurrency of the tenant store.
+
+use base64::Engine;
+use e2e::{error_body, TestServer, ADMIN_KEY};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const B_PATH: &str = "/billing/2/adjustment-categories/5";
+const C_PATH: &str = "/revenue/3/collectors";
+const A_PATH: &str = "/t/s/r/1.28/users/current";
+
+#[tokio::test]
+async fn surface_b_auth_matrix() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let other = s.create_tenant("other", "empty").await;
+
+    // missing
+    let r = s.client.get(s.url(B_PATH)).send().await.unwrap();
+    let (status, code, _) = error_body(r).await;
+    assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"));
+    // malformed, wrong secret
+    for key in ["garbage", "sbx_0000000000000000000000000000000000000000000000000"] {
+        let (status, _, _) = error_body(s.get_with_key(B_PATH, key).await).await;
+        assert_eq!(status, 401, "key {key}");
+    }
+    let r = s
+        .client
+        .get(s.url(B_PATH))
+        .header("Authorization", "Basic Zm9vOmJhcg==")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+    // other tenant's credential opens only the other tenant (empty: no such category)
+    let (status, code, _) = error_body(s.get_with_key(B_PATH, &other.api_key).await).await;
+    assert_eq!((status, code.as_str()), (404, "NOT_FOUND"));
+    // valid key
+    let r = s.get_with_key(B_PATH, &t.api_key).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["name"], "Goodwill Credit");
+    assert_eq!(v["id"], "5");
+
+    // bearer: valid
+    let token = s.token(&t, 60).await;
+    let r = s.client.get(s.url(B_PATH)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    // bearer: tampered payload, signature of another tenant, alg none, expired
+    let parts: Vec<&str> = token.split('.').collect();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+    claims["exp"] = json!(claims["exp"].as_i64().unwrap() + 3600);
+    let tampered = format!("{}.{}.{}", parts[0], b64.encode(claims.to_string()), parts[2]);
+    let none = format!("{}.{}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#), parts[1]);
+    let other_token = s.token(&other, 60).await;
+    let op: Vec<&str> = other_token.split('.').collect();
+    let cross = format!("{}.{}.{}", parts[0], parts[1], op[2]);
+    let mut expired_claims = claims.clone();
+    expired_claims["exp"] = json!(1);
+    let expired = format!("{}.{}.{}", parts[0], b64.encode(expired_claims.to_string()), parts[2]);
+    for (label, bad) in [
+        ("tampered", tampered),
+        ("alg none", none),
+        ("cross-tenant signature", cross),
+        ("expired", expired),
+        ("not a jwt", "abc".to_string()),
+    ] {
+        let r = s.client.get(s.url(B_PATH)).bearer_auth(&bad).send().await.unwrap();
+        let (status, code, _) = error_body(r).await;
+        assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"), "{label}");
+    }
+}
+
+#[tokio::test]
+async fn expired_token_is_refused() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let token = s.token(&t, 1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let r = s.client.get(s.url(B_PATH)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+}
+
+#[tokio::test]
+async fn surface_c_auth_matrix() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let other = s.create_tenant("other", "empty").await;
+    let missing = s.client.get(s.url(C_PATH)).send().await.unwrap();
+    let token = s.token(&t, 60).await;
+    let bearer = s.client.get(s.url(C_PATH)).bearer_auth(&token).send().await.unwrap();
+    for r in [missing, s.get_with_key(C_PATH, "garbage").await, bearer] {
+        let (status, _, message) = error_body(r).await;
+        assert_eq!((status, message.as_str()), (401, "Authentication failed."));
+    }
+    let r = s.get_with_key(C_PATH, &other.api_key).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "0");
+    let r = s.get_with_key(C_PATH, &t.api_key).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "4");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn surface_a_auth_matrix() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let other = s.create_tenant("other", "empty").await;
+    let wrong = e2e::TestTenant {
+        password: "wrong".into(),
+        ..t.clone()
+    };
+    let unknown = e2e::TestTenant {
+        username: "nobody".into(),
+        ..t.clone()
+    };
+    for auth in [None, Some("Basic !!!".to_string()), Some(wrong.basic_header()), Some(unknown.basic_header()), Some(format!("X-Api-Key {}", t.api_key))] {
+        let mut req = s.client.get(s.url(A_PATH));
+        if let Some(a) = &auth {
+            req = req.header("Authorization", a);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 401, "{auth:?}");
+        assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with("Basic"));
+        assert_eq!(r.headers()["content-type"], "application/xml");
+        let body = r.text().await.unwrap();
+        assert!(body.contains("<fault") && body.contains("<failureReason>GENERAL</failureReason>"), "{body}");
+    }
+    for (tenant, name) in [(&t, "acme"), (&other, "other")] {
+        let r = s
+            .client
+            .get(s.url(A_PATH))
+            .header("Authorization", tenant.basic_header())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let body = r.text().await.unwrap();
+        assert!(body.contains(&format!("username=\"{name}\"")), "{body}");
+        assert!(body.contains(&tenant.id));
+    }
+}
+
+#[tokio::test]
+async fn admin_lists_gets_resets_and_deletes() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let r = s.admin(Method::GET, "/sandbox/v1/tenants").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(!text.contains(&t.api_key) && !text.contains(&t.password), "no secrets in lists");
+    let list: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["name"], "acme");
+
+    let r = s.admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let one: Value = r.json().await.unwrap();
+    assert_eq!(one["id"], t.id.as_str());
+    assert!(one.get("api_key").is_none());
+
+    // reset to empty: data gone, credentials kept
+    let r = s
+        .admin(Method::POST, &format!("/sandbox/v1/tenants/{}/reset", t.id))
+        .json(&json!({"seed": "empty"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = s.get_with_key(C_PATH, &t.api_key).await;
+    assert_eq!(r.headers()["x-total-count"], "0");
+    assert_eq!(s.get_with_key(B_PATH, &t.api_key).await.status(), 404);
+    // reset to demo: data back
+    let r = s
+        .admin(Method::POST, &format!("/sandbox/v1/tenants/{}/reset", t.id))
+        .json(&json!({"seed": "demo"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(s.get_with_key(C_PATH, &t.api_key).await.headers()["x-total-count"], "4");
+    assert_eq!(s.get_with_key(B_PATH, &t.api_key).await.status(), 200);
+
+    // delete: credentials and data gone
+    let db_file = s.state.store.data_dir().join("tenants").join(format!("{}.db", t.id));
+    assert!(db_file.exists());
+    let r = s.admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert!(!db_file.exists());
+    assert_eq!(s.get_with_key(C_PATH, &t.api_key).await.status(), 401);
+    let r = s.admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 404);
+    let r = s.admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 404);
+    // the name is free again
+    s.create_tenant("acme", "empty").await;
+}
+
+#[tokio::test]
+async fn admin_rejects_bad_input_clearly() {
+    let s = TestServer::start().await;
+    let path = "/sandbox/v1/tenants";
+    // admin key missing or wrong
+    let r = s.client.get(s.url(path)).send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+    let r = s.client.get(s.url(path)).header("X-Admin-Key", "nope").send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+
+    let post = |body: String| {
+        s.admin(Method::POST, path)
+            .header("Content-Type", "application/json")
+            .body(body)
+    };
+    let cases = [
+        ("{not json", 400, "invalid JSON"),
+        ("", 400, "required"),
+        (r#"{"name": "x", "seed": "full"}"#, 400, "seed"),
+        (r#"{"name": "has space"}"#, 400, "name"),
+        (r#"{"name": ""}"#, 400, "name"),
+        (r#"{"name": "x", "colour": "red"}"#, 400, "unknown field"),
+        (r#"{"name": 5}"#, 400, "invalid type"),
+        (r#"{"name": "x", "time_zone": "Mars/Olympus"}"#, 400, "time_zone"),
+    ];
+    for (body, status, needle) in cases {
+        let (got, code, message) = error_body(post(body.to_string()).send().await.unwrap()).await;
+        assert_eq!(got, status, "{body}: {message}");
+        assert_eq!(code, "BAD_REQUEST");
+        assert!(message.contains(needle), "{body}: {message}");
+    }
+    let huge = format!(r#"{{"name": "{}"}}"#, "x".repeat(2 * 1024 * 1024));
+    let (status, code, _) = error_body(post(huge).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    let r = s
+        .admin(Method::POST, path)
+        .header("Content-Type", "text/plain")
+        .body(r#"{"name": "x"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 415);
+
+    // duplicate name
+    s.create_tenant("dup", "empty").await;
+    let (status, code, _) = error_body(post(r#"{"name": "dup"}"#.into()).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (409, "CONFLICT"));
+
+    // tokens: bad ttl, unknown tenant
+    let t = s.create_tenant("tok", "empty").await;
+    for ttl in [0, -5, 31 * 24 * 3600] {
+        let r = s
+            .admin(Method::POST, &format!("{path}/{}/tokens", t.id))
+            .json(&json!({ "ttl_seconds": ttl }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(error_body(r).await.0, 400, "ttl {ttl}");
+    }
+    let r = s.admin(Method::POST, &format!("{path}/t_missing/tokens")).send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 404);
+    // a token request without a body gets the default lifetime
+    let r = s.admin(Method::POST, &format!("{path}/{}/tokens", t.id)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!((v["token_type"].as_str(), v["expires_in"].as_i64()), (Some("Bearer"), Some(3600)));
+    // reset with an unknown seed
+    let r = s
+        .admin(Method::POST, &format!("{path}/{}/reset", t.id))
+        .json(&json!({"seed": "bogus"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 400);
+    // unknown route answers in the surface's shape
+    let r = s.admin(Method::GET, "/sandbox/v1/nothing").send().await.unwrap();
+    assert_eq!(error_body(r).await.0, 404);
+    let r = s.client.get(s.url("/t/s/r/1.28/nothing")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("<fault"));
+    let _ = ADMIN_KEY;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_to_one_tenant_lose_nothing() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("busy", "empty").await;
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    let writers = 64;
+    let per_writer = 10;
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_writer {
+                db.write(move |tx| {
+                    tx.execute(
+                        "INSERT INTO reasons (name) VALUES (?1)",
+                        [format!("writer {w} write {i}")],
+                    )?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    // readers run beside the writers and always see a consistent count
+    let reader = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let mut last = 0i64;
+            for _ in 0..50 {
+                let n: i64 = db
+                    .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM reasons", [], |r| r.get(0))?))
+                    .await
+                    .unwrap();
+                assert!(n >= last, "counts never go back");
+                last = n;
+            }
+        })
+    };
+    for task in tasks {
+        task.await.unwrap();
+    }
+    reader.await.unwrap();
+    let (count, distinct): (i64, i64) = db
+        .read(|c| Ok(c.query_row("SELECT COUNT(*), COUNT(DISTINCT name) FROM reasons", [], |r| Ok((r.get(0)?, r.get(1)?)))?))
+        .await
+        .unwrap();
+    assert_eq!((count, distinct), (writers * per_writer, writers * per_writer));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tenants_never_block_each_other() {
+    let s = TestServer::start().await;
+    let a = s.create_tenant("slow", "empty").await;
+    let b = s.create_tenant("fast", "empty").await;
+    let db_a = s.state.store.tenant_db(&a.id).unwrap();
+    let db_b = s.state.store.tenant_db(&b.id).unwrap();
+    // Tenant A's write holds its transaction open until tenant B's write has committed: if
+    // B waited for A, this would deadlock and the timeout would fire.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let done_rx = Arc::new(std::sync::Mutex::new(done_rx));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Arc::new(std::sync::Mutex::new(Some(started_tx)));
+    let slow = tokio::spawn(async move {
+        db_a.write(move |tx| {
+            tx.execute("INSERT INTO reasons (name) VALUES ('a')", [])?;
+            if let Some(s) = started_tx.lock().unwrap().take() {
+                let _ = s.send(());
+            }
+            let _ = done_rx.lock().unwrap().recv_timeout(std::time::Duration::from_secs(20));
+            Ok(())
+        })
+        .await
+    });
+    started_rx.await.unwrap();
+    let fast = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        db_b.write(|tx| Ok(tx.execute("INSERT INTO reasons (name) VALUES ('b')", [])?)),
+    )
+    .await;
+    done_tx.send(()).unwrap();
+    assert!(matches!(fast, Ok(Ok(1))), "tenant B finished while A held its write");
+    slow.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_write_applies_nothing() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("atomic", "empty").await;
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    let r: shared::Result<()> = db
+        .write(|tx| {
+            tx.execute("INSERT INTO reasons (name) VALUES ('half')", [])?;
+            Err(shared::Error::bad_request("second step fails"))
+        })
+        .await;
+    assert!(r.is_err());
+    let n: i64 = db
+        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM reasons", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+}

@@ -1,0 +1,135 @@
+//! Test support: a real sandbox server on a loopback port with its own data directory, and
+//! small helpers to create tenants and speak to each surface.
+
+use base64::Engine;
+use serde_json::{json, Value};
+use shared::config::Config;
+use shared::web::AppState;
+
+/// The admin key every test server uses.
+pub const ADMIN_KEY: &str = "test-admin-key";
+
+/// A sandbox served on 127.0.0.1 with a temporary data directory.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// A client without default headers.
+    pub client: reqwest::Client,
+    /// The state the server runs on (for store-level assertions).
+    pub state: AppState,
+    _dir: tempfile::TempDir,
+}
+
+/// Credentials of a tenant created through the admin API.
+#[derive(Debug, Clone)]
+pub struct TestTenant {
+    /// Tenant id.
+    pub id: String,
+    /// Tenant name.
+    pub name: String,
+    /// X-Api-Key value.
+    pub api_key: String,
+    /// Basic username.
+    pub username: String,
+    /// Basic password.
+    pub password: String,
+}
+
+impl TestTenant {
+    /// The `Authorization: Basic ...` value of this tenant.
+    pub fn basic_header(&self) -> String {
+        let raw = format!("{}:{}", self.username, self.password);
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(raw))
+    }
+}
+
+impl TestServer {
+    /// Starts a server on an ephemeral port.
+    pub async fn start() -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let state = AppState::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string())))
+            .expect("state");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let app = sandbox::app(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        TestServer {
+            base,
+            client: reqwest::Client::new(),
+            state,
+            _dir: dir,
+        }
+    }
+
+    /// Absolute URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Creates a tenant through the admin API (`seed`: demo or empty).
+    pub async fn create_tenant(&self, name: &str, seed: &str) -> TestTenant {
+        let r = self
+            .client
+            .post(self.url("/sandbox/v1/tenants"))
+            .header("X-Admin-Key", ADMIN_KEY)
+            .json(&json!({"name": name, "seed": seed, "time_zone": "America/Chicago"}))
+            .send()
+            .await
+            .expect("create tenant");
+        assert_eq!(r.status(), 201, "tenant creation");
+        let v: Value = r.json().await.expect("json");
+        TestTenant {
+            id: v["id"].as_str().expect("id").to_string(),
+            name: v["name"].as_str().expect("name").to_string(),
+            api_key: v["api_key"].as_str().expect("api_key").to_string(),
+            username: v["basic"]["username"].as_str().expect("username").to_string(),
+            password: v["basic"]["password"].as_str().expect("password").to_string(),
+        }
+    }
+
+    /// Issues a bearer token for a tenant through the admin API.
+    pub async fn token(&self, tenant: &TestTenant, ttl_seconds: i64) -> String {
+        let r = self
+            .client
+            .post(self.url(&format!("/sandbox/v1/tenants/{}/tokens", tenant.id)))
+            .header("X-Admin-Key", ADMIN_KEY)
+            .json(&json!({ "ttl_seconds": ttl_seconds }))
+            .send()
+            .await
+            .expect("token");
+        assert_eq!(r.status(), 201);
+        let v: Value = r.json().await.expect("json");
+        v["access_token"].as_str().expect("token").to_string()
+    }
+
+    /// GET with `X-Api-Key`.
+    pub async fn get_with_key(&self, path: &str, key: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .header("X-Api-Key", key)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// A request builder for `method path` with the admin key.
+    pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .header("X-Admin-Key", ADMIN_KEY)
+    }
+}
+
+/// Reads a `{code, message}` error body and checks its shape.
+pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.expect("error body is JSON");
+    let code = v["code"].as_str().expect("code is a string").to_string();
+    let message = v["message"].as_str().expect("message is a string").to_string();
+    assert_eq!(v.as_object().map(|o| o.len()), Some(2), "only code and message: {v}");
+    (status, code, message)
+}
