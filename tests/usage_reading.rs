@@ -254,3 +254,105 @@ async fn single_event_by_id() {
         assert_eq!((status, code.as_str()), (404, "NOT_FOUND"), "{path}");
     }
 }
+
+#[tokio::test]
+async fn list_filters_sorts_and_shapes() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let posting = |hours: i64, seq: &str| {
+        json!({"service_resource_identifier": "srv-compute-0001", "usage_uom": "HOUR", "usage_amount": hours,
+               "start_time": format!("2026-02-{:02}", hours), "reference_id": "f", "sequence_id": seq})
+    };
+    let body = |events: Value| json!({"mode": "OVERWRITE_ON_EXISTING", "usage_events": events});
+    call(
+        &s,
+        &t,
+        BULK,
+        &body(json!([posting(5, "a"), posting(20, "b"), posting(10, "c")])),
+    )
+    .await;
+    call(&s, &t, BULK, &body(json!([posting(15, "a")]))).await; // voids the 5-hour event
+
+    let charges = |path: String| {
+        let s = &s;
+        let key = t.api_key.clone();
+        async move {
+            let r = s.get_with_key(&path, &key).await;
+            assert_eq!(r.status(), 200, "{path}");
+            let v: Value = r.json().await.unwrap();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["total_charge"].to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    let q = |rest: &str| format!("/billing/2/usage-events?reference_id=f&{rest}");
+    assert_eq!(charges(q("")).await, ["0.6", "2.4", "1.2", "1.8"]);
+    assert_eq!(
+        charges(q("filter=voided%20EQ%20'false'&sort=-total_charge")).await,
+        ["2.4", "1.8", "1.2"]
+    );
+    assert_eq!(
+        charges(q(
+            "filter=total_charge%20GT%20'1.5'%20AND%20NOT%20voided%20EQ%20'true'&sort=total_charge"
+        ))
+        .await,
+        ["1.8", "2.4"]
+    );
+    assert_eq!(
+        charges(q("filter=event_charges.charge%20LT%20'1'")).await,
+        ["0.6"]
+    );
+    assert_eq!(
+        charges(q("filter=start_time%20GTE%20'2026-02-15'&sort=-start_time")).await,
+        ["2.4", "1.8"]
+    );
+    assert_eq!(
+        charges(q(
+            "filter=sequence_id%20IN%20('a',%20'c')%20AND%20voided%20EQ%20'false'"
+        ))
+        .await,
+        ["1.2", "1.8"]
+    );
+    assert_eq!(charges("/billing/2/usage-events?account_num=ACC-1001&filter=reference_id%20LIKE%20'%25'&sort=-id&page_size=2".into()).await, ["1.8", "1.2"]);
+    for bad in [
+        "filter=price%20EQ%20'1'",
+        "filter=voided%20EQ%20'maybe'",
+        "sort=event_charges.charge",
+        "filter=(usage_uom%20EQ%20'HOUR'",
+    ] {
+        let (status, _, message) = error_body(s.get_with_key(&q(bad), &t.api_key).await).await;
+        assert_eq!(status, 400, "{bad}: {message}");
+    }
+
+    // SIMPLE drops the nested collections, keeps references as {id}; ETag revalidates
+    let r = s
+        .get_with_key(&q("return=SIMPLE&page_size=1"), &t.api_key)
+        .await;
+    let etag = r.headers()["etag"].clone();
+    let v: Value = r.json().await.unwrap();
+    assert!(v[0].get("event_charges").is_none());
+    assert!(v[0]["service_period"]["id"].is_string());
+    let r = s
+        .client
+        .get(s.url(&q("return=SIMPLE&page_size=1")))
+        .header("X-Api-Key", &t.api_key)
+        .header("If-None-Match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    let id = v[0]["id"].as_str().unwrap();
+    let r = s
+        .client
+        .get(s.url(&format!("/billing/2/usage-events/{id}")))
+        .header("X-Api-Key", &t.api_key)
+        .header("Prefer", "return=minimal")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["preference-applied"], "return=minimal");
+    let one: Value = r.json().await.unwrap();
+    assert_eq!(one, v[0]);
+}

@@ -3,24 +3,16 @@
 //! and render.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderValue;
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono_tz::Tz;
-use rusqlite::types::ToSql;
 use rusqlite::Transaction;
-use shared::domain::usage::{self, BulkOutcome, BulkRequest, ListQuery, RatedEvent};
-use shared::paging::{Page, Paged, PagingRules};
+use shared::domain::usage::{self, BulkOutcome, BulkRequest};
+use shared::query::list::{json_with_etag, list_response, read_shape, shaped, with_preference};
+use shared::query::ListParams;
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant, BILLING_PREFIX};
-
-/// Surface B's paging rules: page_number >= 0 (default 1), page_size 0..50 (default 50).
-const BILLING_PAGING: PagingRules = PagingRules {
-    min_number: 0,
-    min_size: 0,
-    max_size: 50,
-    default_size: 50,
-};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -76,27 +68,30 @@ async fn run_bulk(
 async fn list_events(
     BillingAuth(tenant): BillingAuth,
     State(_): State<AppState>,
+    headers: HeaderMap,
     Params(params): Params,
 ) -> Result<Response, ApiError> {
-    let query = ListQuery::from_params(&params)?;
-    let page = Page::from_params(&params, BILLING_PAGING)?;
+    usage::require_narrowing(&params)?;
     let tz = tenant.tz;
-    let paged = tenant
-        .db
-        .read(move |c| {
-            let (where_sql, values) = query.to_sql();
-            let refs: Vec<&dyn ToSql> = values.iter().map(|v| v.as_ref() as &dyn ToSql).collect();
-            usage::list(c, &where_sql, &refs, "e.id", page, tz)
-        })
-        .await?;
-    Ok(billing_paged(paged))
+    let list = ListParams::parse(&params, &headers, &usage::EVENT_LIST, tz, &[])?;
+    let query = list.clone();
+    let (events, total) = tenant.db.read(move |c| usage::list(c, &query, tz)).await?;
+    let records = events
+        .into_iter()
+        .map(|e| serde_json::to_value(e).map(|v| shaped(v, list.shape)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(shared::Error::from)?;
+    Ok(list_response(records, total, &list, &headers))
 }
 
 async fn get_event(
     BillingAuth(tenant): BillingAuth,
     State(_): State<AppState>,
+    headers: HeaderMap,
+    Params(params): Params,
     Path(id): Path<String>,
-) -> Result<Json<RatedEvent>, ApiError> {
+) -> Result<Response, ApiError> {
+    let (shape, applied) = read_shape(&params, &headers)?;
     let Ok(numeric) = id.parse::<i64>() else {
         return Err(ApiError::not_found(format!(
             "usage event {id} does not exist"
@@ -104,18 +99,12 @@ async fn get_event(
     };
     let tz = tenant.tz;
     let event = tenant.db.read(move |c| usage::get(c, numeric, tz)).await?;
-    Ok(Json(event))
-}
-
-/// A Surface B list: a bare JSON array with X-total-count, X-element-count, X-total-pages.
-fn billing_paged<T: serde::Serialize>(paged: Paged<T>) -> Response {
-    let mut response = Json(&paged.items).into_response();
-    let h = response.headers_mut();
-    h.insert("X-total-count", HeaderValue::from(paged.total));
-    h.insert("X-element-count", HeaderValue::from(paged.items.len()));
-    h.insert(
-        "X-total-pages",
-        HeaderValue::from(paged.page.total_pages(paged.total)),
+    let record = shaped(
+        serde_json::to_value(event).map_err(shared::Error::from)?,
+        shape,
     );
-    response
+    Ok(with_preference(
+        json_with_etag(StatusCode::OK, &record, "", &headers),
+        applied,
+    ))
 }

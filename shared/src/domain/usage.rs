@@ -16,6 +16,7 @@
 
 use super::catalog::USAGE_UOMS;
 use crate::money::{canonical, serialize_number};
+use crate::query::{FieldKind, FieldSpec, ListParams, ListSource};
 use crate::rating::{self, Attributes, Condition, LookupRow, Rate, RatingError, Rule, Usage};
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
@@ -801,12 +802,12 @@ fn add_to_pending_charges(tx: &Transaction<'_>, account: i64, delta: Decimal) ->
 }
 
 /// Columns of a rated event, in the order [`event_from_row`] reads them.
-pub const EVENT_COLUMNS: &str = "e.id, e.total_charge, e.start_time, e.end_time,
+const EVENT_COLUMNS: &str = "e.id, e.total_charge, e.start_time, e.end_time,
     e.service_resource_identifier, e.usage_uom, e.usage_amount, e.reference_id, e.sequence_id,
     e.request_id, e.service_period_id, e.overwrite_counter, e.voided";
 
 /// Reads a row of [`EVENT_COLUMNS`] (charges are filled separately).
-pub fn event_from_row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<RatedEvent> {
+fn event_from_row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<RatedEvent> {
     let time = |i: usize| -> rusqlite::Result<String> {
         Ok(crate::time::render(&r.get::<_, String>(i)?, tz))
     };
@@ -834,7 +835,7 @@ pub fn event_from_row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<RatedEv
 }
 
 /// Fills the charges of `events` (which carry ids) from storage.
-pub fn attach_charges(conn: &Connection, events: &mut [RatedEvent]) -> Result<()> {
+fn attach_charges(conn: &Connection, events: &mut [RatedEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -916,25 +917,8 @@ pub fn get(conn: &Connection, id: i64, tz: Tz) -> Result<RatedEvent> {
         .ok_or_else(|| Error::not_found(format!("usage event {id} does not exist")))
 }
 
-/// Narrowing parameters of the usage event list; at least one of reference_id, request_id,
-/// service_period_id, account_num or billing_account_id is required.
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    /// Events of this reference id.
-    pub reference_id: Option<String>,
-    /// Events of this sequence id (narrows only beside another parameter).
-    pub sequence_id: Option<String>,
-    /// Events of one posting call.
-    pub request_id: Option<String>,
-    /// Events of one service period.
-    pub service_period_id: Option<i64>,
-    /// Events of the billing account with this number.
-    pub account_num: Option<String>,
-    /// Events of this billing account.
-    pub billing_account_id: Option<i64>,
-}
-
-/// Names of the parameters that narrow the usage event list.
+/// The parameters of which the usage event list needs at least one (the platform refuses
+/// to list a tenant's whole usage).
 pub const NARROWING_PARAMETERS: &[&str] = &[
     "reference_id",
     "request_id",
@@ -943,99 +927,103 @@ pub const NARROWING_PARAMETERS: &[&str] = &[
     "billing_account_id",
 ];
 
-impl ListQuery {
-    /// Reads the narrowing parameters from query parameters; ids must be integers, and at
-    /// least one narrowing parameter must be present.
-    pub fn from_params(params: &HashMap<String, String>) -> Result<ListQuery> {
-        let text = |name: &str| params.get(name).cloned();
-        let id = |name: &str| -> Result<Option<i64>> {
-            params
-                .get(name)
-                .map(|v| {
-                    v.trim().parse::<i64>().map_err(|_| {
-                        Error::bad_request(format!("{name}: '{v}' is not an integer id"))
-                    })
-                })
-                .transpose()
-        };
-        let q = ListQuery {
-            reference_id: text("reference_id"),
-            sequence_id: text("sequence_id"),
-            request_id: text("request_id"),
-            service_period_id: id("service_period_id")?,
-            account_num: text("account_num"),
-            billing_account_id: id("billing_account_id")?,
-        };
-        if q.reference_id.is_none()
-            && q.request_id.is_none()
-            && q.service_period_id.is_none()
-            && q.account_num.is_none()
-            && q.billing_account_id.is_none()
-        {
-            return Err(Error::bad_request(format!(
-                "listing usage events needs at least one of {}",
-                NARROWING_PARAMETERS.join(", ")
-            )));
-        }
-        Ok(q)
-    }
-
-    /// The SQL condition (on `usage_events e`) and its bound values.
-    pub fn to_sql(&self) -> (String, Vec<Box<dyn ToSql + Send>>) {
-        let mut clauses: Vec<&str> = Vec::new();
-        let mut values: Vec<Box<dyn ToSql + Send>> = Vec::new();
-        let mut push = |clause: &'static str, v: Box<dyn ToSql + Send>| {
-            clauses.push(clause);
-            values.push(v);
-        };
-        if let Some(v) = &self.reference_id {
-            push("e.reference_id = ?", Box::new(v.clone()));
-        }
-        if let Some(v) = &self.sequence_id {
-            push("e.sequence_id = ?", Box::new(v.clone()));
-        }
-        if let Some(v) = &self.request_id {
-            push("e.request_id = ?", Box::new(v.clone()));
-        }
-        if let Some(v) = self.service_period_id {
-            push("e.service_period_id = ?", Box::new(v));
-        }
-        if let Some(v) = &self.account_num {
-            push(
-                "e.billing_account_id = (SELECT id FROM billing_accounts WHERE account_num = ?)",
-                Box::new(v.clone()),
-            );
-        }
-        if let Some(v) = self.billing_account_id {
-            push("e.billing_account_id = ?", Box::new(v));
-        }
-        (clauses.join(" AND "), values)
+/// Fails with 400 unless `params` names at least one of [`NARROWING_PARAMETERS`].
+pub fn require_narrowing(params: &HashMap<String, String>) -> Result<()> {
+    if NARROWING_PARAMETERS.iter().any(|p| params.contains_key(*p)) {
+        Ok(())
+    } else {
+        Err(Error::bad_request(format!(
+            "listing usage events needs at least one of the parameters {}",
+            NARROWING_PARAMETERS.join(", ")
+        )))
     }
 }
 
-/// One page of the events matching `where_sql` (a condition on `usage_events e`, values bound
-/// in order), sorted by `order_sql`, with the total count.
+/// Filterable and sortable fields of usage events.
+pub const EVENT_FIELDS_WHITELIST: &[FieldSpec] = &[
+    FieldSpec::new("id", "e.id", FieldKind::Integer).sortable(),
+    FieldSpec::new("request_id", "e.request_id", FieldKind::Text).sortable(),
+    FieldSpec::new("reference_id", "e.reference_id", FieldKind::Text).sortable(),
+    FieldSpec::new("sequence_id", "e.sequence_id", FieldKind::Text).sortable(),
+    FieldSpec::new(
+        "service_resource_identifier",
+        "e.service_resource_identifier",
+        FieldKind::Text,
+    )
+    .sortable(),
+    FieldSpec::new("usage_uom", "e.usage_uom", FieldKind::Enum(USAGE_UOMS)).sortable(),
+    FieldSpec::new("usage_amount", "e.usage_amount", FieldKind::Decimal).sortable(),
+    FieldSpec::new("total_charge", "e.total_charge", FieldKind::Decimal).sortable(),
+    FieldSpec::new("start_time", "e.start_time", FieldKind::DateTime).sortable(),
+    FieldSpec::new("end_time", "e.end_time", FieldKind::DateTime).sortable(),
+    FieldSpec::new(
+        "overwrite_counter",
+        "e.overwrite_counter",
+        FieldKind::Integer,
+    )
+    .sortable(),
+    FieldSpec::new("voided", "e.voided", FieldKind::Bool).sortable(),
+    FieldSpec::new(
+        "service_period_id",
+        "e.service_period_id",
+        FieldKind::Integer,
+    )
+    .sortable(),
+    FieldSpec::new(
+        "service_period.id",
+        "e.service_period_id",
+        FieldKind::Integer,
+    )
+    .sortable(),
+    FieldSpec::new(
+        "billing_account_id",
+        "e.billing_account_id",
+        FieldKind::Integer,
+    )
+    .sortable(),
+    FieldSpec::new("account_num", "ba.account_num", FieldKind::Text).sortable(),
+    FieldSpec::new(
+        "event_charges.charge",
+        "c.charge COLLATE DECIMAL",
+        FieldKind::Decimal,
+    )
+    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+    FieldSpec::new(
+        "event_charges.usage_rule.id",
+        "c.usage_rule_id",
+        FieldKind::Integer,
+    )
+    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+    FieldSpec::new(
+        "event_charges.charge_category.id",
+        "c.charge_category_id",
+        FieldKind::Integer,
+    )
+    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+];
+
+/// What the usage event list reads: every event of the tenant, voided ones included.
+pub const EVENT_LIST: ListSource = ListSource {
+    noun: "usage event",
+    fields: EVENT_FIELDS_WHITELIST,
+    named_filters: &[
+        "reference_id",
+        "sequence_id",
+        "request_id",
+        "service_period_id",
+        "account_num",
+        "billing_account_id",
+    ],
+    from: "usage_events e LEFT JOIN billing_accounts ba ON ba.id = e.billing_account_id",
+    id: "e.id",
+};
+
+/// One page of the usage event list, with the total unless omitted.
 pub fn list(
     conn: &Connection,
-    where_sql: &str,
-    values: &[&dyn ToSql],
-    order_sql: &str,
-    page: crate::paging::Page,
+    params: &ListParams,
     tz: Tz,
-) -> Result<crate::paging::Paged<RatedEvent>> {
-    let total: i64 = conn.query_row(
-        &format!("SELECT COUNT(*) FROM usage_events e WHERE {where_sql}"),
-        values,
-        |r| r.get(0),
-    )?;
-    let (limit, offset) = page.limit_offset();
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM usage_events e WHERE {where_sql} ORDER BY {order_sql} LIMIT {limit} OFFSET {offset}"
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let mut items = stmt
-        .query_map(values, |r| event_from_row(r, tz))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    attach_charges(conn, &mut items)?;
-    Ok(crate::paging::Paged { items, total, page })
+) -> Result<(Vec<RatedEvent>, Option<i64>)> {
+    let (ids, total) = params.fetch_ids(conn, &EVENT_LIST)?;
+    Ok((fetch_by_ids(conn, &ids, tz)?, total))
 }
