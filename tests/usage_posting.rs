@@ -548,3 +548,29 @@ async fn bearer_tokens_post_too() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(dec(&v["rated_events"][0]["total_charge"]), d("0.02"));
 }
+
+#[tokio::test]
+async fn child_srids_rate_on_their_service() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let v = bulk(
+        &s,
+        &t,
+        "FAIL_ON_EXISTING",
+        json!([
+            ev("srv-compute-0001-vm-a", "DAY", json!(1), "2026-02-01"),
+            ev("srv-compute-0001", "DAY", json!(1), "2026-02-01"),
+        ]),
+    )
+    .await;
+    let rated = v["rated_events"].as_array().unwrap();
+    assert_eq!(rated.len(), 2, "{v}");
+    // 1 DAY = 24 HOUR at 0.12
+    assert_eq!(dec(&rated[0]["total_charge"]), d("2.88"));
+    assert_eq!(
+        rated[0]["service_resource_identifier"],
+        "srv-compute-0001-vm-a"
+    );
+    assert_eq!(rated[0]["service_period"], rated[1]["service_period"]);
+    assert_eq!(pending(&s, &t, 1).await, d("5.76"));
+}
