@@ -15,6 +15,7 @@ pub mod error;
 pub mod money;
 pub mod paging;
 pub mod query;
+pub mod rating;
 pub mod seed;
 pub mod store;
 pub mod tenants;

@@ -8,6 +8,7 @@ pub mod agreements;
 pub mod billing;
 pub mod catalog;
 pub mod revenue;
+pub mod usage;
 
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
