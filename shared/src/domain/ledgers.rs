@@ -3,8 +3,8 @@
 //! Creation lives in [`super::revenue`] (shared with the seed loader).
 
 use super::revenue::{
-    check_periods, check_year_free, insert_period, params, record_period_state, Where,
-    CONVERT_CURRENCY, LEDGER_STATUSES,
+    check_periods, check_year_free, insert_period, params, record_period_state, LedgerChecks,
+    Where, CONVERT_CURRENCY, LEDGER_STATUSES,
 };
 use super::{check_currency, check_enum, require};
 use crate::paging::{Page, Paged};
@@ -466,44 +466,18 @@ pub fn update_ledger(tx: &Transaction<'_>, id: i64, u: &LedgerUpdate) -> Result<
             )));
         }
     }
-    if let Some(name) = &u.name {
-        if name.trim().is_empty() {
-            return Err(Error::bad_request("name must not be empty"));
-        }
-        let taken = tx
-            .prepare_cached("SELECT 1 FROM ledgers WHERE name = ?1 AND id <> ?2")?
-            .exists(rusqlite::params![name, id])?;
-        if taken {
-            return Err(Error::conflict(format!(
-                "a ledger named '{name}' already exists"
-            )));
-        }
+    LedgerChecks {
+        name: u.name.as_deref(),
+        ledger_id: Some(id),
+        status: u.status.as_deref(),
+        convert_currency: u.convert_currency.as_deref(),
+        conversion_currency: u.conversion_currency.as_deref(),
+        timezone_name: u.timezone_name.as_deref(),
+        chart_of_account_id: u.chart_of_account_id,
+        rule_set_id: u.rule_set_id,
+        run_mode_actuals_id: u.run_mode_actuals_id,
     }
-    if let Some(s) = &u.status {
-        check_enum("status", s, LEDGER_STATUSES)?;
-    }
-    if let Some(c) = &u.convert_currency {
-        check_enum("convert_currency", c, CONVERT_CURRENCY)?;
-    }
-    if let Some(c) = &u.conversion_currency {
-        check_currency("conversion_currency", c)?;
-    }
-    if let Some(tz) = &u.timezone_name {
-        if crate::time::parse_tz(tz).is_none() {
-            return Err(Error::bad_request(format!(
-                "timezone_name: '{tz}' is not an IANA time zone"
-            )));
-        }
-    }
-    if let Some(r) = u.chart_of_account_id {
-        require(tx, "chart_of_accounts", "chart of accounts", r)?;
-    }
-    if let Some(r) = u.rule_set_id {
-        require(tx, "rule_sets", "rule set", r)?;
-    }
-    if let Some(r) = u.run_mode_actuals_id {
-        require(tx, "gl_run_modes", "run mode", r)?;
-    }
+    .check(tx)?;
     tx.execute(
         "UPDATE ledgers SET
             name = COALESCE(?2, name),

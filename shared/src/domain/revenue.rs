@@ -92,39 +92,20 @@ pub struct NewLedger {
 /// Creates an AR ledger with its (empty) calendar; the name must be unused.
 pub fn create_ledger(tx: &Transaction<'_>, l: &NewLedger) -> Result<i64> {
     let status = l.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, LEDGER_STATUSES)?;
     let convert = l.convert_currency.clone().unwrap_or_else(|| "NONE".into());
-    check_enum("convert_currency", &convert, CONVERT_CURRENCY)?;
-    if let Some(c) = &l.conversion_currency {
-        check_currency("conversion_currency", c)?;
-    }
     let tz = l.timezone_name.clone().unwrap_or_else(|| "UTC".into());
-    if crate::time::parse_tz(&tz).is_none() {
-        return Err(Error::bad_request(format!(
-            "timezone_name: '{tz}' is not an IANA time zone"
-        )));
+    LedgerChecks {
+        name: Some(&l.name),
+        ledger_id: None,
+        status: Some(&status),
+        convert_currency: Some(&convert),
+        conversion_currency: l.conversion_currency.as_deref(),
+        timezone_name: Some(&tz),
+        chart_of_account_id: l.chart_of_account_id,
+        rule_set_id: l.rule_set_id,
+        run_mode_actuals_id: l.run_mode_actuals_id,
     }
-    if l.name.trim().is_empty() {
-        return Err(Error::bad_request("name must not be empty"));
-    }
-    if tx
-        .prepare_cached("SELECT 1 FROM ledgers WHERE name = ?1")?
-        .exists([&l.name])?
-    {
-        return Err(Error::conflict(format!(
-            "a ledger named '{}' already exists",
-            l.name
-        )));
-    }
-    if let Some(id) = l.chart_of_account_id {
-        require(tx, "chart_of_accounts", "chart of accounts", id)?;
-    }
-    if let Some(id) = l.rule_set_id {
-        require(tx, "rule_sets", "rule set", id)?;
-    }
-    if let Some(id) = l.run_mode_actuals_id {
-        require(tx, "gl_run_modes", "run mode", id)?;
-    }
+    .check(tx)?;
     let id = insert(
         tx,
         "ledgers",
@@ -164,6 +145,75 @@ pub fn create_ledger(tx: &Transaction<'_>, l: &NewLedger) -> Result<i64> {
         &[("ledger_id", &id), ("type", &"CALENDAR"), ("name", &l.name)],
     )?;
     Ok(id)
+}
+
+/// The ledger fields that create and update check alike; `None` skips a field.
+pub(crate) struct LedgerChecks<'a> {
+    /// Must be non-empty and unused by other ledgers.
+    pub name: Option<&'a str>,
+    /// The ledger being updated (its own name is no conflict).
+    pub ledger_id: Option<i64>,
+    /// One of [`LEDGER_STATUSES`].
+    pub status: Option<&'a str>,
+    /// One of [`CONVERT_CURRENCY`].
+    pub convert_currency: Option<&'a str>,
+    /// A currency code.
+    pub conversion_currency: Option<&'a str>,
+    /// An IANA zone.
+    pub timezone_name: Option<&'a str>,
+    /// Must exist.
+    pub chart_of_account_id: Option<i64>,
+    /// Must exist.
+    pub rule_set_id: Option<i64>,
+    /// Must exist.
+    pub run_mode_actuals_id: Option<i64>,
+}
+
+impl LedgerChecks<'_> {
+    /// 400 for a bad value, 404 for an unknown reference, 409 for a name in use.
+    pub(crate) fn check(&self, tx: &Transaction<'_>) -> Result<()> {
+        if let Some(s) = self.status {
+            check_enum("status", s, LEDGER_STATUSES)?;
+        }
+        if let Some(c) = self.convert_currency {
+            check_enum("convert_currency", c, CONVERT_CURRENCY)?;
+        }
+        if let Some(c) = self.conversion_currency {
+            check_currency("conversion_currency", c)?;
+        }
+        if let Some(tz) = self.timezone_name {
+            if crate::time::parse_tz(tz).is_none() {
+                return Err(Error::bad_request(format!(
+                    "timezone_name: '{tz}' is not an IANA time zone"
+                )));
+            }
+        }
+        if let Some(name) = self.name {
+            if name.trim().is_empty() {
+                return Err(Error::bad_request("name must not be empty"));
+            }
+            let taken = tx
+                .prepare_cached(
+                    "SELECT 1 FROM ledgers WHERE name = ?1 AND (?2 IS NULL OR id <> ?2)",
+                )?
+                .exists(rusqlite::params![name, self.ledger_id])?;
+            if taken {
+                return Err(Error::conflict(format!(
+                    "a ledger named '{name}' already exists"
+                )));
+            }
+        }
+        if let Some(id) = self.chart_of_account_id {
+            require(tx, "chart_of_accounts", "chart of accounts", id)?;
+        }
+        if let Some(id) = self.rule_set_id {
+            require(tx, "rule_sets", "rule set", id)?;
+        }
+        if let Some(id) = self.run_mode_actuals_id {
+            require(tx, "gl_run_modes", "run mode", id)?;
+        }
+        Ok(())
+    }
 }
 
 /// An accounting period of a year.
