@@ -96,6 +96,7 @@ fn accounts_for(charge_info_type: &str) -> (&'static str, &'static str) {
     }
 }
 
+#[derive(Debug)]
 struct PeriodSpan {
     id: i64,
     start: NaiveDate,
@@ -428,4 +429,54 @@ pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<J
             })
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    fn span(id: i64, start: &str, end: &str, open: bool) -> PeriodSpan {
+        PeriodSpan {
+            id,
+            start: day(start),
+            end: day(end),
+            open,
+        }
+    }
+
+    #[test]
+    fn closed_periods_move_postings_to_the_next_open_one() {
+        let periods = [
+            span(1, "2026-01-01", "2026-01-31", false),
+            span(2, "2026-02-01", "2026-02-28", false),
+            span(3, "2026-03-01", "2026-03-31", true),
+            span(4, "2026-04-01", "2026-04-30", false),
+        ];
+        let (p, d) = posting_period(&periods, day("2026-01-15")).unwrap();
+        assert_eq!((p.id, d), (3, day("2026-03-01")));
+        let (p, d) = posting_period(&periods, day("2026-03-31")).unwrap();
+        assert_eq!((p.id, d), (3, day("2026-03-31")));
+        let err = posting_period(&periods, day("2026-04-02")).unwrap_err();
+        assert!(err.contains("no later period is open"), "{err}");
+        let err = posting_period(&periods, day("2025-12-31")).unwrap_err();
+        assert!(err.contains("no accounting period covers"), "{err}");
+    }
+
+    #[test]
+    fn a_date_alone_runs_through_the_end_of_that_day() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        assert_eq!(
+            run_bound("2026-11-30", tz).unwrap(),
+            "2026-12-01T06:00:00.000Z"
+        );
+        assert_eq!(
+            run_bound("2026-11-30T10:00:00Z", tz).unwrap(),
+            "2026-11-30T10:00:00.000Z"
+        );
+        assert!(run_bound("later", tz).is_err());
+    }
 }

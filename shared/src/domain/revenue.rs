@@ -630,3 +630,35 @@ pub mod params {
             .transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn generated_years_end_one_or_two_years_after_their_start() {
+        let one = generate_monthly_periods(day("2026-03-01"), day("2027-02-28")).unwrap();
+        assert_eq!(one.len(), 12);
+        assert_eq!(one[11].end_date, day("2027-02-28"));
+        let two = generate_monthly_periods(day("2027-03-01"), day("2029-02-28")).unwrap();
+        assert_eq!(two.len(), 24);
+        assert_eq!(two[11].end_date, day("2028-02-29"), "leap February");
+        assert!(generate_monthly_periods(day("2026-03-02"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2028-02-28")).is_err());
+    }
+
+    #[test]
+    fn calendar_dates_accept_a_date_or_a_date_time() {
+        assert_eq!(parse_calendar_date("2026-01-31"), Some(day("2026-01-31")));
+        assert_eq!(
+            parse_calendar_date("2026-01-31T23:00:00-06:00"),
+            Some(day("2026-01-31"))
+        );
+        assert_eq!(parse_calendar_date("31/01/2026"), None);
+    }
+}
