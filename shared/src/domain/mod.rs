@@ -13,6 +13,7 @@ pub mod glrun;
 pub mod ledgers;
 pub mod replication;
 pub mod revenue;
+pub mod usage;
 
 use crate::{Error, Result};
 use rusqlite::types::ToSql;

@@ -1,0 +1,183 @@
+//! Throughput of bulk posting, in process: calls of 50 usage events through the real router
+//! (auth, JSON, validation, rating, storage, the rendered answer) and through the domain
+//! function alone, next to the raw rate of inserting the same number of plain rows with
+//! rusqlite (one transaction per 50 rows, same pragmas) in the same run.
+//!
+//! Run: `cargo bench -p usage --bench bulk` (env BENCH_CALLS sets the calls per measurement,
+//! default 200 = 10,000 events). Prints events/second of each and the ratios.
+
+use axum::body::Body;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use shared::config::Config;
+use shared::domain::usage::{post as post_bulk, BulkRequest};
+use shared::seed::Seed;
+use shared::web::AppState;
+use std::time::{Duration, Instant};
+use tower::ServiceExt;
+
+const EVENTS_PER_CALL: usize = 50;
+const ROUNDS: usize = 3;
+
+/// One call's events: every rate kind, unique (reference_id, sequence_id) pairs.
+fn events(call: usize) -> Value {
+    let kinds = [
+        ("srv-compute-0001", "MINUTE", "90"),
+        ("srv-transfer-0001", "MEGABYTE", "150000"),
+        ("meter-0001", "WATTS_PER_HOUR", "2500"),
+        ("mkt-0001", "CURRENCY", "12.345"),
+        ("api-0001", "COUNT", "1500"),
+    ];
+    let list: Vec<Value> = (0..EVENTS_PER_CALL)
+        .map(|i| {
+            let (srid, uom, amount) = kinds[i % kinds.len()];
+            let amount: Value = serde_json::from_str(amount).unwrap_or(Value::Null);
+            json!({
+                "service_resource_identifier": srid, "usage_uom": uom, "usage_amount": amount,
+                "start_time": "2026-02-01T10:00:00-06:00",
+                "reference_id": format!("bench-{call}"), "sequence_id": i.to_string()
+            })
+        })
+        .collect();
+    json!({"mode": "FAIL_ON_EXISTING", "usage_events": list})
+}
+
+fn rate(events: usize, took: Duration) -> f64 {
+    events as f64 / took.as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Posts `calls` bulk calls through the router; answers the elapsed time.
+async fn through_router(app: &axum::Router, key: &str, calls: usize, offset: usize) -> Duration {
+    let bodies: Vec<String> = (0..calls).map(|c| events(offset + c).to_string()).collect();
+    let started = Instant::now();
+    for body in bodies {
+        let req = http::Request::post("/billing/2/usage-events/bulk")
+            .header("X-Api-Key", key)
+            .header("Content-Type", "application/json")
+            .body(Body::from(body))
+            .expect("request");
+        let res = app.clone().oneshot(req).await.expect("response");
+        assert_eq!(res.status(), 200);
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(
+            v["rated_events"].as_array().map(Vec::len),
+            Some(EVENTS_PER_CALL),
+            "{v}"
+        );
+    }
+    started.elapsed()
+}
+
+/// Posts `calls` bulk calls through the domain function alone.
+fn through_domain(
+    db: &shared::store::TenantDb,
+    tz: chrono_tz::Tz,
+    calls: usize,
+    offset: usize,
+) -> Duration {
+    let requests: Vec<BulkRequest> = (0..calls)
+        .map(|c| serde_json::from_value(events(offset + c)).expect("request"))
+        .collect();
+    let started = Instant::now();
+    for req in &requests {
+        let out = db
+            .write_blocking(|tx| post_bulk(tx, req, tz))
+            .expect("post");
+        assert_eq!(out.rated_events.len(), EVENTS_PER_CALL);
+    }
+    started.elapsed()
+}
+
+/// Inserts `calls` × 50 plain rows with rusqlite, 50 per transaction.
+fn raw_inserts(path: &std::path::Path, calls: usize) -> Duration {
+    let mut conn = shared::store::sqlite::open(path).expect("open");
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS plain (id INTEGER PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL,
+         c TEXT NOT NULL, d TEXT NOT NULL, e TEXT)",
+    )
+    .expect("table");
+    let started = Instant::now();
+    for call in 0..calls {
+        let tx = conn.transaction().expect("tx");
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO plain (a, b, c, d, e) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .expect("prepare");
+            for i in 0..EVENTS_PER_CALL {
+                stmt.execute(rusqlite::params![
+                    "srv-compute-0001",
+                    "2026-02-01T16:00:00.000Z",
+                    "MINUTE",
+                    "90",
+                    format!("bench-{call}-{i}")
+                ])
+                .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    started.elapsed()
+}
+
+fn main() {
+    let calls: usize = std::env::var("BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let events_per_round = calls * EVENTS_PER_CALL;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let state = AppState::new(Config::new(dir.path(), None)).expect("state");
+    let (record, creds) = runtime
+        .block_on(shared::tenants::create(
+            &state.store,
+            "bench",
+            Seed::Demo,
+            "America/Chicago",
+        ))
+        .expect("tenant");
+    let tz = shared::time::parse_tz(&record.time_zone).expect("tz");
+    let db = state.store.tenant_db(&record.id).expect("db");
+    let app = usage::router(state.clone());
+
+    // warm up every path once
+    runtime.block_on(through_router(&app, &creds.api_key, 2, 1_000_000));
+    through_domain(&db, tz, 2, 2_000_000);
+    raw_inserts(&dir.path().join("raw.db"), 2);
+
+    let (mut http, mut domain, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let offset = round * calls;
+        http.push(rate(
+            events_per_round,
+            runtime.block_on(through_router(&app, &creds.api_key, calls, offset)),
+        ));
+        domain.push(rate(
+            events_per_round,
+            through_domain(&db, tz, calls, 10_000_000 + offset),
+        ));
+        raw.push(rate(
+            events_per_round,
+            raw_inserts(&dir.path().join("raw.db"), calls),
+        ));
+    }
+    let (http, domain, raw) = (median(http), median(domain), median(raw));
+    println!("bulk posting, {calls} calls x {EVENTS_PER_CALL} events per measurement, median of {ROUNDS}:");
+    println!("  router (HTTP in process, rated + stored): {http:>10.0} events/s");
+    println!("  domain post() alone (rated + stored):     {domain:>10.0} events/s");
+    println!("  raw rusqlite inserts, 50 rows per tx:     {raw:>10.0} rows/s");
+    println!(
+        "  ratio router / raw: {:.3}   domain / raw: {:.3}",
+        http / raw,
+        domain / raw
+    );
+}

@@ -1,0 +1,550 @@
+//! Usage events, posting: request validation, per-event validation, rating of every rate kind
+//! with exact decimals, erred codes, duplicates and overwrites, pending charges.
+
+use e2e::{error_body, TestServer, TestTenant};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use shared::domain::{agreements, catalog};
+
+const BULK: &str = "/billing/2/usage-events/bulk";
+
+async fn post(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> reqwest::Response {
+    s.client
+        .post(s.url(path))
+        .header("X-Api-Key", &t.api_key)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Posts `events` in `mode` and answers the 200 body.
+async fn bulk(s: &TestServer, t: &TestTenant, mode: &str, events: Value) -> Value {
+    let r = post(s, t, BULK, &json!({"mode": mode, "usage_events": events})).await;
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+/// A JSON number as an exact decimal (the server writes canonical decimal text).
+fn dec(v: &Value) -> Decimal {
+    assert!(v.is_number(), "not a number: {v}");
+    v.to_string().parse().unwrap()
+}
+
+fn d(s: &str) -> Decimal {
+    s.parse().unwrap()
+}
+
+fn ev(srid: &str, uom: &str, amount: Value, start: &str) -> Value {
+    json!({"service_resource_identifier": srid, "usage_uom": uom, "usage_amount": amount, "start_time": start})
+}
+
+/// A billing account's pending charges, read from the store.
+async fn pending(s: &TestServer, t: &TestTenant, account: i64) -> Decimal {
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    let text: String = db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT pending_charges_total FROM billing_accounts WHERE id = ?1",
+                [account],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    d(&text)
+}
+
+#[tokio::test]
+async fn whole_request_problems_are_400() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let one = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    let fifty_one: Vec<Value> = (0..51).map(|_| one.clone()).collect();
+    for (label, body) in [
+        ("no mode", json!({"usage_events": [one]})),
+        (
+            "bad mode",
+            json!({"mode": "REPLACE", "usage_events": [one]}),
+        ),
+        ("no events", json!({"mode": "FAIL_ON_EXISTING"})),
+        (
+            "zero events",
+            json!({"mode": "FAIL_ON_EXISTING", "usage_events": []}),
+        ),
+        (
+            "51 events",
+            json!({"mode": "FAIL_ON_EXISTING", "usage_events": fifty_one}),
+        ),
+        (
+            "events not an array",
+            json!({"mode": "FAIL_ON_EXISTING", "usage_events": one}),
+        ),
+        (
+            "unknown field",
+            json!({"mode": "FAIL_ON_EXISTING", "usage_events": [one], "x": 1}),
+        ),
+    ] {
+        for path in [BULK, "/billing/2/usage-events/simulate/bulk"] {
+            let (status, code, message) = error_body(post(&s, &t, path, &body).await).await;
+            assert_eq!(
+                (status, code.as_str()),
+                (400, "BAD_REQUEST"),
+                "{label} {path}: {message}"
+            );
+        }
+    }
+    let r = s
+        .client
+        .post(s.url(BULK))
+        .header("X-Api-Key", &t.api_key)
+        .header("Content-Type", "application/json")
+        .body("{\"mode\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 400);
+    // exactly 50 is fine
+    let fifty: Vec<Value> = (0..50).map(|_| one.clone()).collect();
+    let v = bulk(&s, &t, "FAIL_ON_EXISTING", json!(fifty)).await;
+    assert_eq!(v["rated_events"].as_array().unwrap().len(), 50);
+    // no credential
+    let r = s
+        .client
+        .post(s.url(BULK))
+        .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": [one]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+}
+
+#[tokio::test]
+async fn every_rate_kind_charges_exact_decimals() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let v = bulk(
+        &s,
+        &t,
+        "FAIL_ON_EXISTING",
+        json!([
+            // FLAT 0.12 per HOUR; 10.375 h = 1.245 -> 1.25 (half-up, banker's would say 1.24)
+            ev(
+                "srv-compute-0001",
+                "HOUR",
+                json!(10.375),
+                "2026-02-01T10:00:00-06:00"
+            ),
+            // converted: 90 MINUTE = 1.5 HOUR
+            ev(
+                "srv-compute-0001",
+                "MINUTE",
+                json!(90),
+                "2026-02-01T11:00:00Z"
+            ),
+            // TIERED GIGABYTE: 100*0.09 + 50*0.07
+            ev("srv-transfer-0001", "GIGABYTE", json!(150), "2026-02-02"),
+            // 1500000 MEGABYTE = 1500 GB: 100*0.09 + 900*0.07 + 500*0.05
+            ev(
+                "srv-transfer-0001",
+                "MEGABYTE",
+                json!(1500000),
+                "2026-02-02"
+            ),
+            // TABLE kWh (EUR account): 2026 row 0.2375 -> 2.375 -> 2.38
+            ev("meter-0001", "KILOWATTS_PER_HOUR", json!(10), "2026-02-03"),
+            // 2025 row 0.21, 1500 Wh = 1.5 kWh -> 0.315 -> 0.32
+            ev("meter-0001", "WATTS_PER_HOUR", json!(1500), "2025-06-03"),
+            // PASS_THROUGH CURRENCY (GBP account): 19.999 -> 20.00
+            ev("mkt-0001", "CURRENCY", json!(19.999), "2026-02-04"),
+            // COUNT rules by amount window: below 1000 at 0.002, from 1000 at 0.001
+            ev("api-0001", "COUNT", json!(999), "2026-02-05"),
+            ev("api-0001", "COUNT", json!(1000), "2026-02-05"),
+        ]),
+    )
+    .await;
+    assert_eq!(v["erred_events"], json!([]), "{v}");
+    let rated = v["rated_events"].as_array().unwrap();
+    let expected = [
+        ("1.25", "1", "HOUR", "10.375"),
+        ("0.18", "1", "HOUR", "1.5"),
+        ("12.5", "2", "GIGABYTE", "150"),
+        ("97", "2", "GIGABYTE", "1500"),
+        ("2.38", "3", "KILOWATTS_PER_HOUR", "10"),
+        ("0.32", "3", "KILOWATTS_PER_HOUR", "1.5"),
+        ("20", "4", "CURRENCY", "19.999"),
+        ("2", "5", "COUNT", "999"),
+        ("1", "6", "COUNT", "1000"),
+    ];
+    assert_eq!(rated.len(), expected.len());
+    for (e, (charge, rule, uom, amount)) in rated.iter().zip(expected) {
+        assert_eq!(dec(&e["total_charge"]), d(charge), "{e}");
+        let charges = e["event_charges"].as_array().unwrap();
+        assert_eq!(charges.len(), 1);
+        let c = &charges[0];
+        assert_eq!(dec(&c["charge"]), d(charge));
+        assert_eq!(c["usage_rule"]["id"], rule);
+        assert_eq!(c["usage_uom"], uom);
+        assert_eq!(dec(&c["usage_amount"]), d(amount));
+        assert!(c["id"].is_string());
+        assert!(c["charge_category"]["name"].is_string());
+        assert_eq!(e["overwrite_counter"], 0);
+        assert_eq!(e["voided"], false);
+        assert!(e["id"].is_string());
+    }
+    // the table row applied is shown as the rate
+    assert_eq!(dec(&rated[4]["event_charges"][0]["rate"]), d("0.2375"));
+    assert_eq!(dec(&rated[5]["event_charges"][0]["rate"]), d("0.21"));
+    assert_eq!(
+        rated[6]["event_charges"][0]["charge_category"],
+        json!({"charge_category_type": "Adhoc", "id": "4", "name": "Resale"})
+    );
+    // one request id for the whole call, a UUID
+    let request_id = rated[0]["request_id"].as_str().unwrap();
+    assert_eq!(request_id.len(), 36);
+    assert!(rated.iter().all(|e| e["request_id"] == request_id));
+    // echoes, times with the tenant's offset; end_time defaults to start_time
+    assert_eq!(rated[0]["start_time"], "2026-02-01T10:00:00-06:00");
+    assert_eq!(rated[1]["start_time"], "2026-02-01T05:00:00-06:00");
+    assert_eq!(rated[2]["start_time"], "2026-02-02T00:00:00-06:00");
+    assert_eq!(rated[2]["end_time"], rated[2]["start_time"]);
+    assert_eq!(rated[5]["start_time"], "2025-06-03T00:00:00-05:00");
+    assert_eq!(rated[1]["usage_uom"], "MINUTE");
+    assert_eq!(dec(&rated[1]["usage_amount"]), d("90"));
+    assert_eq!(rated[1]["reference_id"], Value::Null);
+
+    // pending charges rose by the account's charges (account 1: compute and transfer)
+    let account1: Decimal = ["1.25", "0.18", "12.5", "97"].iter().map(|x| d(x)).sum();
+    assert_eq!(pending(&s, &t, 1).await, account1);
+    assert_eq!(pending(&s, &t, 4).await, d("2.70"));
+    assert_eq!(pending(&s, &t, 6).await, d("20"));
+    assert_eq!(pending(&s, &t, 2).await, d("3"));
+}
+
+#[tokio::test]
+async fn service_period_holds_the_start() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    // Periods are calendar months of the tenant's zone: 00:30 local on March 1st is March.
+    let v = bulk(
+        &s,
+        &t,
+        "FAIL_ON_EXISTING",
+        json!([
+            ev(
+                "srv-compute-0001",
+                "HOUR",
+                json!(1),
+                "2026-03-01T00:30:00-06:00"
+            ),
+            ev(
+                "srv-compute-0001",
+                "HOUR",
+                json!(1),
+                "2026-02-28T23:30:00-06:00"
+            ),
+        ]),
+    )
+    .await;
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    for (e, month_start) in v["rated_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["2026-03-01T06:00:00.000Z", "2026-02-01T06:00:00.000Z"])
+    {
+        let period: i64 = e["service_period"]["id"].as_str().unwrap().parse().unwrap();
+        let start: String = db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT start_date FROM service_periods WHERE id = ?1 AND service_id = 1",
+                    [period],
+                    |r| r.get(0),
+                )?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(start, month_start, "{e}");
+    }
+}
+
+/// Adds, through the domain functions, a product whose rules exercise the rarer outcomes,
+/// sold to a new JPY account: srid `lab-0001`.
+async fn add_lab_service(s: &TestServer, t: &TestTenant) {
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    let tz = shared::time::parse_tz("America/Chicago").unwrap();
+    db.write(move |tx| {
+        let account: shared::domain::accounts::NewAccount = serde_json::from_value(json!({
+            "id": 50, "account_num": "ACC-JPY", "name": "Yen Co", "currency_code": "JPY"
+        }))?;
+        shared::domain::accounts::create_account(tx, &account, tz)?;
+        catalog::create_product(tx, &serde_json::from_value(json!({"id": 50, "name": "Lab"}))?)?;
+        catalog::create_lookup_table(
+            tx,
+            &serde_json::from_value(json!({"id": 50, "name": "2027 only", "rows": [
+                {"key": "LAB", "value": 3, "valid_from": "2027-01-01"}
+            ]}))?,
+            tz,
+        )?;
+        for rule in [
+            json!({"product_id": 50, "position": 1, "name": "roaming seconds", "charge_category_id": 1, "uom": "SECOND", "attribute_match": "reference_id LIKE 'roam%'", "rate_kind": "FLAT", "rate": {"rate": 1.5}}),
+            json!({"product_id": 50, "position": 2, "name": "lab table", "charge_category_id": 1, "uom": "EVENT", "rate_kind": "TABLE", "rate": {"lookup_table_id": 50, "key": "LAB"}}),
+            json!({"product_id": 50, "position": 3, "name": "broken", "charge_category_id": 1, "uom": "COUNT", "rate_kind": "FLAT", "rate": {"rate": "cheap"}}),
+            json!({"product_id": 50, "position": 4, "name": "yen per kilobyte", "charge_category_id": 1, "uom": "KILOBYTE", "rate_kind": "FLAT", "rate": {"rate": 0.5}}),
+        ] {
+            catalog::create_usage_rule(tx, &serde_json::from_value(rule)?, tz)?;
+        }
+        let agreement: agreements::NewAgreement =
+            serde_json::from_value(json!({"name": "Lab agreement", "product_ids": [50]}))?;
+        let agreement_id = agreements::create_agreement(tx, &agreement, tz)?;
+        let service: agreements::NewService = serde_json::from_value(json!({
+            "billing_account_id": 50, "product_id": 50, "agreement_id": agreement_id,
+            "start_date": "2026-01-01", "end_date": "2026-07-01",
+            "resources": [{"identifier": "lab-0001"}]
+        }))?;
+        agreements::create_service(tx, &service, tz)?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_bulk_call_mixes_rated_erred_and_duplicate_events() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    add_lab_service(&s, &t).await;
+    // an earlier posting makes ("ref-1", "1") live
+    let mut first = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    first["reference_id"] = json!("ref-1");
+    first["sequence_id"] = json!("1");
+    bulk(&s, &t, "FAIL_ON_EXISTING", json!([first.clone()])).await;
+
+    let mut pair2 = ev("srv-compute-0001", "HOUR", json!(2), "2026-02-01");
+    pair2["reference_id"] = json!("ref-1");
+    pair2["sequence_id"] = json!("2");
+    let mut roaming = ev("lab-0001", "MINUTE", json!(1), "2026-02-01");
+    roaming["reference_id"] = json!("roam-7");
+    let mut home = ev("lab-0001", "MINUTE", json!(1), "2026-02-01");
+    home["reference_id"] = json!("home-7");
+    let mut missing = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    missing.as_object_mut().unwrap().remove("usage_amount");
+    let mut unknown_field = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    unknown_field["usage_ammount"] = json!(1);
+    let mut end_before = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01T10:00:00Z");
+    end_before["end_time"] = json!("2026-02-01T09:00:00Z");
+
+    let cases: Vec<(Value, Option<&str>)> = vec![
+        (pair2.clone(), None),                         // rated
+        (first.clone(), Some("DUPLICATE_EVENT")),      // live pair
+        (pair2.clone(), Some("DUPLICATE_IN_REQUEST")), // same call
+        (
+            ev("srv-compute-0001", "HOUR", json!(0.5), "2026-02-01"),
+            None,
+        ), // rated
+        (
+            ev("nope-0001", "HOUR", json!(1), "2026-02-01"),
+            Some("UNKNOWN_SERVICE_RESOURCE"),
+        ),
+        (
+            ev("srv-compute-0002", "HOUR", json!(1), "2026-02-01"),
+            Some("INACTIVE_SERVICE_RESOURCE"),
+        ),
+        (
+            ev("srv-transfer-0002", "GIGABYTE", json!(1), "2025-06-01"),
+            Some("INACTIVE_SERVICE_RESOURCE"),
+        ),
+        (
+            ev("api-0001", "COUNT", json!(1), "2025-01-10"),
+            Some("BEFORE_SERVICE_START"),
+        ),
+        (
+            ev("lab-0001", "KILOBYTE", json!(1), "2026-07-01"),
+            Some("AFTER_SERVICE_END"),
+        ),
+        (
+            ev("srv-compute-0001", "HOUR", json!(1), "2028-01-15"),
+            Some("NO_SERVICE_PERIOD"),
+        ),
+        (
+            ev("srv-compute-0001", "GIGABYTE", json!(1), "2026-02-01"),
+            Some("UOM_NOT_CONVERTIBLE"),
+        ),
+        (roaming, None), // 60 s * 1.5 = 90 JPY
+        (home, Some("NO_MATCHING_RULE")),
+        (
+            ev("lab-0001", "EVENT", json!(1), "2026-02-01"),
+            Some("RATE_NOT_FOUND"),
+        ),
+        (
+            ev("lab-0001", "COUNT", json!(1), "2026-02-01"),
+            Some("RULE_MISCONFIGURED"),
+        ),
+        (ev("lab-0001", "BYTE", json!(1001), "2026-02-01"), None), // 0.5005 JPY -> 1
+        (missing, Some("MISSING_FIELD")),
+        (unknown_field, Some("INVALID_FIELD")),
+        (end_before, Some("INVALID_FIELD")),
+        (
+            ev("srv-compute-0001", "FURLONG", json!(1), "2026-02-01"),
+            Some("INVALID_FIELD"),
+        ),
+        (
+            ev("srv-compute-0001", "HOUR", json!("1"), "2026-02-01"),
+            Some("INVALID_FIELD"),
+        ),
+        (
+            ev("srv-compute-0001", "HOUR", json!(-1), "2026-02-01"),
+            Some("INVALID_FIELD"),
+        ),
+        (
+            ev("srv-compute-0001", "HOUR", json!(1), "yesterday"),
+            Some("INVALID_FIELD"),
+        ),
+        (json!(42), Some("INVALID_FIELD")),
+    ];
+    let events: Vec<Value> = cases.iter().map(|(e, _)| e.clone()).collect();
+    let v = bulk(&s, &t, "FAIL_ON_EXISTING", json!(events)).await;
+    let rated = v["rated_events"].as_array().unwrap();
+    let erred = v["erred_events"].as_array().unwrap();
+    let want_erred: Vec<(&Value, &str)> = cases
+        .iter()
+        .filter_map(|(e, c)| c.map(|c| (e, c)))
+        .collect();
+    assert_eq!(rated.len(), cases.len() - want_erred.len(), "{v:#}");
+    assert_eq!(erred.len(), want_erred.len());
+    for (got, (submitted, code)) in erred.iter().zip(&want_erred) {
+        assert_eq!(got["code"], *code, "{got}");
+        assert_eq!(&got["unrated_event"], *submitted);
+        assert!(!got["message"].as_str().unwrap().is_empty());
+        assert_eq!(got.as_object().unwrap().len(), 3);
+    }
+    assert_eq!(dec(&rated[0]["total_charge"]), d("0.24"));
+    assert_eq!(dec(&rated[1]["total_charge"]), d("0.06"));
+    assert_eq!(dec(&rated[2]["total_charge"]), d("90"));
+    assert_eq!(dec(&rated[2]["event_charges"][0]["usage_amount"]), d("60"));
+    assert_eq!(dec(&rated[3]["total_charge"]), d("1"));
+    assert_eq!(
+        dec(&rated[3]["event_charges"][0]["usage_amount"]),
+        d("1.001")
+    );
+    // erred events touched nothing: only the rated ones moved pending charges
+    assert_eq!(pending(&s, &t, 1).await, d("0.42"));
+    assert_eq!(pending(&s, &t, 50).await, d("91"));
+}
+
+#[tokio::test]
+async fn three_successive_overwrites() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let posting = |hours: i64| {
+        let mut e = ev("srv-compute-0001", "HOUR", json!(hours), "2026-02-01");
+        e["reference_id"] = json!("batch-9");
+        e["sequence_id"] = json!("17");
+        e
+    };
+    let mut ids = Vec::new();
+    for (i, hours) in [10, 20, 30, 40].into_iter().enumerate() {
+        let v = bulk(&s, &t, "OVERWRITE_ON_EXISTING", json!([posting(hours)])).await;
+        assert_eq!(v["erred_events"], json!([]));
+        let e = &v["rated_events"][0];
+        assert_eq!(e["overwrite_counter"], i as i64, "{e}");
+        assert_eq!(e["voided"], false);
+        ids.push(e["id"].as_str().unwrap().to_string());
+        // pending charges hold only the live event's charge: 0.12 per hour
+        assert_eq!(pending(&s, &t, 1).await, d("0.12") * Decimal::from(hours));
+    }
+    // FAIL_ON_EXISTING still refuses the pair
+    let v = bulk(&s, &t, "FAIL_ON_EXISTING", json!([posting(50)])).await;
+    assert_eq!(v["erred_events"][0]["code"], "DUPLICATE_EVENT");
+    // by the pair: the three voided events and the live one
+    let r = s
+        .get_with_key(
+            "/billing/2/usage-events?reference_id=batch-9&sequence_id=17",
+            &t.api_key,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "4");
+    let list: Value = r.json().await.unwrap();
+    let got: Vec<(String, bool, i64)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap().to_string(),
+                e["voided"].as_bool().unwrap(),
+                e["overwrite_counter"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, bool, i64)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.clone(), i < 3, i as i64))
+        .collect();
+    assert_eq!(got, want);
+    // a voided event stays readable by id
+    let r = s
+        .get_with_key(&format!("/billing/2/usage-events/{}", ids[0]), &t.api_key)
+        .await;
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(
+        (e["voided"].as_bool(), dec(&e["total_charge"])),
+        (Some(true), d("1.2"))
+    );
+}
+
+#[tokio::test]
+async fn events_without_a_full_pair_are_never_duplicates() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let mut only_ref = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    only_ref["reference_id"] = json!("r");
+    let plain = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    let events = json!([only_ref, only_ref, plain, plain]);
+    for mode in ["FAIL_ON_EXISTING", "OVERWRITE_ON_EXISTING"] {
+        let v = bulk(&s, &t, mode, events.clone()).await;
+        assert_eq!(v["rated_events"].as_array().unwrap().len(), 4, "{mode}");
+        assert!(v["rated_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["overwrite_counter"] == 0));
+    }
+    assert_eq!(pending(&s, &t, 1).await, d("0.96"));
+}
+
+#[tokio::test]
+async fn in_request_duplicates_err_in_overwrite_mode_too() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let mut a = ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01");
+    a["reference_id"] = json!("r");
+    a["sequence_id"] = json!("1");
+    let mut b = a.clone();
+    b["usage_amount"] = json!(2);
+    let v = bulk(&s, &t, "OVERWRITE_ON_EXISTING", json!([a, b])).await;
+    assert_eq!(v["rated_events"].as_array().unwrap().len(), 1);
+    assert_eq!(dec(&v["rated_events"][0]["usage_amount"]), d("1"));
+    assert_eq!(v["erred_events"][0]["code"], "DUPLICATE_IN_REQUEST");
+    assert_eq!(v["erred_events"][0]["unrated_event"], b);
+}
+
+#[tokio::test]
+async fn bearer_tokens_post_too() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let token = s.token(&t, 60).await;
+    let r = s
+        .client
+        .post(s.url(BULK))
+        .bearer_auth(token)
+        .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": [ev("api-0001", "COUNT", json!(10), "2026-01-01")]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(dec(&v["rated_events"][0]["total_charge"]), d("0.02"));
+}

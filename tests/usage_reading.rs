@@ -1,0 +1,358 @@
+//! Usage events, simulation and reading back: simulation stores nothing (content hash of the
+//! whole database unchanged, no id consumed) yet answers what posting answers; the list needs
+//! a narrowing parameter and pages; single events by id.
+
+use e2e::{error_body, TestServer, TestTenant};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const BULK: &str = "/billing/2/usage-events/bulk";
+const SIMULATE: &str = "/billing/2/usage-events/simulate/bulk";
+
+async fn call(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> Value {
+    let r = s
+        .client
+        .post(s.url(path))
+        .header("X-Api-Key", &t.api_key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{path}");
+    r.json().await.unwrap()
+}
+
+/// SHA-256 over every row of every table of the tenant's database, in rowid order.
+async fn content_hash(s: &TestServer, t: &TestTenant) -> String {
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    db.read(|c| {
+        let mut hash = Sha256::new();
+        for table in shared::store::sqlite::user_tables(c)? {
+            hash.update(table.as_bytes());
+            let mut stmt = c.prepare(&format!("SELECT * FROM \"{table}\" ORDER BY rowid"))?;
+            let n = stmt.column_count();
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                for i in 0..n {
+                    let v: rusqlite::types::Value = row.get(i)?;
+                    hash.update(format!("{v:?}|").as_bytes());
+                }
+                hash.update(b"\n");
+            }
+        }
+        Ok(hex(&hash.finalize()))
+    })
+    .await
+    .unwrap()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn mixed_events() -> Value {
+    json!([
+        {"service_resource_identifier": "srv-compute-0001", "usage_uom": "HOUR", "usage_amount": 3, "start_time": "2026-02-01", "reference_id": "sim", "sequence_id": "1"},
+        {"service_resource_identifier": "srv-transfer-0001", "usage_uom": "GIGABYTE", "usage_amount": 250, "start_time": "2026-02-01"},
+        {"service_resource_identifier": "meter-0001", "usage_uom": "KILOWATTS_PER_HOUR", "usage_amount": 4, "start_time": "2026-02-01"},
+        {"service_resource_identifier": "mkt-0001", "usage_uom": "CURRENCY", "usage_amount": 12.345, "start_time": "2026-02-01"},
+        {"service_resource_identifier": "api-0001", "usage_uom": "COUNT", "usage_amount": 2500, "start_time": "2026-02-01"},
+        {"service_resource_identifier": "nope", "usage_uom": "COUNT", "usage_amount": 1, "start_time": "2026-02-01"}
+    ])
+}
+
+/// A rated event without the fields only a posting has.
+fn without_ids(e: &Value) -> Value {
+    let mut e = e.clone();
+    let o = e.as_object_mut().unwrap();
+    o.remove("id");
+    o.remove("request_id");
+    for c in o["event_charges"].as_array_mut().unwrap() {
+        c.as_object_mut().unwrap().remove("id");
+    }
+    e
+}
+
+#[tokio::test]
+async fn simulation_stores_nothing_and_answers_like_posting() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    // a live pair, so that the simulation also simulates an overwrite
+    let first = call(
+        &s,
+        &t,
+        BULK,
+        &json!({"mode": "FAIL_ON_EXISTING", "usage_events": [mixed_events()[0]]}),
+    )
+    .await;
+    let first_id: i64 = first["rated_events"][0]["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let before = content_hash(&s, &t).await;
+    let body = json!({"mode": "OVERWRITE_ON_EXISTING", "usage_events": mixed_events()});
+    let sim = call(&s, &t, SIMULATE, &body).await;
+    let sim_again = call(&s, &t, SIMULATE, &body).await;
+    assert_eq!(
+        content_hash(&s, &t).await,
+        before,
+        "simulation changed the database"
+    );
+    assert_eq!(sim, sim_again);
+
+    let rated = sim["rated_events"].as_array().unwrap();
+    assert_eq!(rated.len(), 5);
+    assert_eq!(sim["erred_events"][0]["code"], "UNKNOWN_SERVICE_RESOURCE");
+    for e in rated {
+        let o = e.as_object().unwrap();
+        assert!(
+            !o.contains_key("request_id") && !o.contains_key("id"),
+            "{e}"
+        );
+    }
+    assert_eq!(rated[0]["overwrite_counter"], 1);
+
+    // posting the same call answers the same events, plus ids and one request id
+    let posted = call(&s, &t, BULK, &body).await;
+    assert_eq!(posted["erred_events"], sim["erred_events"]);
+    let posted_rated = posted["rated_events"].as_array().unwrap();
+    let stripped: Vec<Value> = posted_rated.iter().map(without_ids).collect();
+    assert_eq!(&stripped, rated);
+    // no id was consumed by the simulations: ids continue right after the first posting
+    let ids: Vec<i64> = posted_rated
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids, ((first_id + 1)..=(first_id + 5)).collect::<Vec<_>>());
+    assert_ne!(content_hash(&s, &t).await, before);
+}
+
+#[tokio::test]
+async fn list_needs_a_narrowing_parameter_and_pages() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    for path in [
+        "/billing/2/usage-events",
+        "/billing/2/usage-events?sequence_id=1",
+        "/billing/2/usage-events?page_size=5",
+        "/billing/2/usage-events?billing_account_id=x",
+        "/billing/2/usage-events?account_num=ACC-1001&page_size=51",
+        "/billing/2/usage-events?account_num=ACC-1001&page_number=-1",
+    ] {
+        let (status, code, _) = error_body(s.get_with_key(path, &t.api_key).await).await;
+        assert_eq!((status, code.as_str()), (400, "BAD_REQUEST"), "{path}");
+    }
+    let events: Vec<Value> = (0..7)
+        .map(|i| json!({"service_resource_identifier": if i < 5 { "srv-compute-0001" } else { "api-0001" }, "usage_uom": "HOUR", "usage_amount": i, "start_time": "2026-02-01"}))
+        .map(|mut e| {
+            if e["service_resource_identifier"] == "api-0001" {
+                e["usage_uom"] = json!("COUNT");
+            }
+            e
+        })
+        .collect();
+    let posted = call(
+        &s,
+        &t,
+        BULK,
+        &json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}),
+    )
+    .await;
+    let request_id = posted["rated_events"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let period = posted["rated_events"][0]["service_period"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let count = |path: String| {
+        let s = &s;
+        let key = t.api_key.clone();
+        async move {
+            let r = s.get_with_key(&path, &key).await;
+            assert_eq!(r.status(), 200, "{path}");
+            let h = r.headers().clone();
+            let v: Value = r.json().await.unwrap();
+            (
+                h["x-total-count"].to_str().unwrap().to_string(),
+                h["x-element-count"].to_str().unwrap().to_string(),
+                h["x-total-pages"].to_str().unwrap().to_string(),
+                v.as_array().unwrap().len(),
+            )
+        }
+    };
+    let base = "/billing/2/usage-events";
+    for (query, want) in [
+        (format!("request_id={request_id}"), ("7", "7", "1", 7)),
+        ("account_num=ACC-1001".to_string(), ("5", "5", "1", 5)),
+        ("billing_account_id=2".to_string(), ("2", "2", "1", 2)),
+        (format!("service_period_id={period}"), ("5", "5", "1", 5)),
+        ("account_num=ACC-9999".to_string(), ("0", "0", "0", 0)),
+        (
+            format!("request_id={request_id}&page_size=3&page_number=3"),
+            ("7", "1", "3", 1),
+        ),
+        (
+            format!("request_id={request_id}&page_size=0"),
+            ("7", "0", "0", 0),
+        ),
+    ] {
+        let (total, elements, pages, n) = count(format!("{base}?{query}")).await;
+        assert_eq!(
+            (total.as_str(), elements.as_str(), pages.as_str(), n),
+            want,
+            "{query}"
+        );
+    }
+
+    // pages are in id order and do not overlap
+    let r = s
+        .get_with_key(
+            &format!("/billing/2/usage-events?request_id={request_id}&page_size=3&page_number=2"),
+            &t.api_key,
+        )
+        .await;
+    let page: Value = r.json().await.unwrap();
+    let want: Vec<&Value> = posted["rated_events"].as_array().unwrap()[3..6]
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    let got: Vec<&Value> = page.as_array().unwrap().iter().map(|e| &e["id"]).collect();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn single_event_by_id() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let other = s.create_tenant("other", "demo").await;
+    let posted = call(
+        &s,
+        &t,
+        BULK,
+        &json!({"mode": "FAIL_ON_EXISTING", "usage_events": [mixed_events()[1]]}),
+    )
+    .await;
+    let e = &posted["rated_events"][0];
+    let id = e["id"].as_str().unwrap();
+    let r = s
+        .get_with_key(&format!("/billing/2/usage-events/{id}"), &t.api_key)
+        .await;
+    assert_eq!(r.status(), 200);
+    let got: Value = r.json().await.unwrap();
+    assert_eq!(&got, e);
+    for (path, key) in [
+        (format!("/billing/2/usage-events/{id}"), &other.api_key),
+        ("/billing/2/usage-events/999999".to_string(), &t.api_key),
+        ("/billing/2/usage-events/abc".to_string(), &t.api_key),
+    ] {
+        let (status, code, _) = error_body(s.get_with_key(&path, key).await).await;
+        assert_eq!((status, code.as_str()), (404, "NOT_FOUND"), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn list_filters_sorts_and_shapes() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let posting = |hours: i64, seq: &str| {
+        json!({"service_resource_identifier": "srv-compute-0001", "usage_uom": "HOUR", "usage_amount": hours,
+               "start_time": format!("2026-02-{:02}", hours), "reference_id": "f", "sequence_id": seq})
+    };
+    let body = |events: Value| json!({"mode": "OVERWRITE_ON_EXISTING", "usage_events": events});
+    call(
+        &s,
+        &t,
+        BULK,
+        &body(json!([posting(5, "a"), posting(20, "b"), posting(10, "c")])),
+    )
+    .await;
+    call(&s, &t, BULK, &body(json!([posting(15, "a")]))).await; // voids the 5-hour event
+
+    let charges = |path: String| {
+        let s = &s;
+        let key = t.api_key.clone();
+        async move {
+            let r = s.get_with_key(&path, &key).await;
+            assert_eq!(r.status(), 200, "{path}");
+            let v: Value = r.json().await.unwrap();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["total_charge"].to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    let q = |rest: &str| format!("/billing/2/usage-events?reference_id=f&{rest}");
+    assert_eq!(charges(q("")).await, ["0.6", "2.4", "1.2", "1.8"]);
+    assert_eq!(
+        charges(q("filter=voided%20EQ%20'false'&sort=-total_charge")).await,
+        ["2.4", "1.8", "1.2"]
+    );
+    assert_eq!(
+        charges(q(
+            "filter=total_charge%20GT%20'1.5'%20AND%20NOT%20voided%20EQ%20'true'&sort=total_charge"
+        ))
+        .await,
+        ["1.8", "2.4"]
+    );
+    assert_eq!(
+        charges(q("filter=event_charges.charge%20LT%20'1'")).await,
+        ["0.6"]
+    );
+    assert_eq!(
+        charges(q("filter=start_time%20GTE%20'2026-02-15'&sort=-start_time")).await,
+        ["2.4", "1.8"]
+    );
+    assert_eq!(
+        charges(q(
+            "filter=sequence_id%20IN%20('a',%20'c')%20AND%20voided%20EQ%20'false'"
+        ))
+        .await,
+        ["1.2", "1.8"]
+    );
+    assert_eq!(charges("/billing/2/usage-events?account_num=ACC-1001&filter=reference_id%20LIKE%20'%25'&sort=-id&page_size=2".into()).await, ["1.8", "1.2"]);
+    for bad in [
+        "filter=price%20EQ%20'1'",
+        "filter=voided%20EQ%20'maybe'",
+        "sort=event_charges.charge",
+        "filter=(usage_uom%20EQ%20'HOUR'",
+    ] {
+        let (status, _, message) = error_body(s.get_with_key(&q(bad), &t.api_key).await).await;
+        assert_eq!(status, 400, "{bad}: {message}");
+    }
+
+    // SIMPLE drops the nested collections, keeps references as {id}; ETag revalidates
+    let r = s
+        .get_with_key(&q("return=SIMPLE&page_size=1"), &t.api_key)
+        .await;
+    let etag = r.headers()["etag"].clone();
+    let v: Value = r.json().await.unwrap();
+    assert!(v[0].get("event_charges").is_none());
+    assert!(v[0]["service_period"]["id"].is_string());
+    let r = s
+        .client
+        .get(s.url(&q("return=SIMPLE&page_size=1")))
+        .header("X-Api-Key", &t.api_key)
+        .header("If-None-Match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    let id = v[0]["id"].as_str().unwrap();
+    let r = s
+        .client
+        .get(s.url(&format!("/billing/2/usage-events/{id}")))
+        .header("X-Api-Key", &t.api_key)
+        .header("Prefer", "return=minimal")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["preference-applied"], "return=minimal");
+    let one: Value = r.json().await.unwrap();
+    assert_eq!(one, v[0]);
+}
