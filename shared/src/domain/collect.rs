@@ -7,6 +7,7 @@
 //! | category   | source                                   | charge info type |
 //! |------------|------------------------------------------|------------------|
 //! | USAGE      | usage events not voided (by start_time)  | USAGE_EVENT (parent) with one USAGE child per event charge |
+//! | USAGE      | collected events voided since (by voided_at) | the same, negated (a reversal, dated as the event) |
 //! | INVOICE    | invoices (by occurred_on)                | INVOICE          |
 //! | PAYMENT    | payments (by occurred_on)                | PAYMENT          |
 //! | ADJUSTMENT | account adjustments (by occurred_on)     | ADJUSTMENT       |
@@ -235,8 +236,41 @@ struct UsageEvent {
     product: Option<(i64, String)>,
 }
 
+/// How one pass over usage events turns them into charge info.
+struct UsagePass {
+    /// Which events, with `?1..?2` the window.
+    condition: &'static str,
+    /// Source kinds of the parent and of the children.
+    kinds: (&'static str, &'static str),
+    /// +1 for charges, -1 for reversals.
+    negate: bool,
+}
+
+/// Live events, by start_time.
+const LIVE_USAGE: UsagePass = UsagePass {
+    condition: "e.voided = 0 AND e.start_time >= ?1 AND e.start_time < ?2",
+    kinds: ("USAGE_EVENT", "USAGE_CHARGE"),
+    negate: false,
+};
+
+/// Events voided (by an overwrite) inside the window after they were collected: their
+/// charges are reversed with the event's own date, so a ledger run posts the reversal into
+/// the original period (or, when that is closed, the next open one).
+const VOIDED_USAGE: UsagePass = UsagePass {
+    condition: "e.voided = 1 AND e.voided_at >= ?1 AND e.voided_at < ?2
+                AND EXISTS (SELECT 1 FROM charge_infos x
+                            WHERE x.source_kind = 'USAGE_EVENT' AND x.source_id = e.id)",
+    kinds: ("USAGE_EVENT_VOID", "USAGE_CHARGE_VOID"),
+    negate: true,
+};
+
 fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
-    let mut stmt = ctx.tx.prepare(
+    collect_usage_pass(ctx, &LIVE_USAGE)?;
+    collect_usage_pass(ctx, &VOIDED_USAGE)
+}
+
+fn collect_usage_pass(ctx: &RunContext<'_>, pass: &UsagePass) -> Result<()> {
+    let mut stmt = ctx.tx.prepare(&format!(
         "SELECT e.id, a.id, a.account_num, a.currency_code, e.start_time, e.total_charge,
                 s.id, p.id, p.name
          FROM usage_events e
@@ -245,9 +279,10 @@ fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
          LEFT JOIN agreement_services ags ON ags.id = e.agreement_service_id
          LEFT JOIN services s ON s.id = COALESCE(sr.service_id, ags.service_id)
          LEFT JOIN products p ON p.id = s.product_id
-         WHERE e.voided = 0 AND e.start_time >= ?1 AND e.start_time < ?2
+         WHERE {condition}
          ORDER BY e.id",
-    )?;
+        condition = pass.condition,
+    ))?;
     let events = stmt
         .query_map(rusqlite::params![ctx.from, ctx.to], |r| {
             let account = match r.get::<_, Option<i64>>(1)? {
@@ -273,6 +308,7 @@ fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
          JOIN charge_categories cc ON cc.id = c.charge_category_id
          WHERE c.usage_event_id = ?1 ORDER BY c.id",
     )?;
+    let sign = |d: Decimal| if pass.negate { -d } else { d };
     for e in events {
         let Some((account_id, account_num, currency)) = e.account else {
             ctx.error(format!(
@@ -298,11 +334,11 @@ fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
             product_name: e.product.as_ref().map(|p| p.1.clone()),
         };
         let parent = ctx.store(&base(
-            "USAGE_EVENT",
+            pass.kinds.0,
             e.id,
             "USAGE_EVENT",
             None,
-            e.total,
+            sign(e.total),
             None,
         ))?;
         let lines = charges
@@ -312,11 +348,11 @@ fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
             .collect::<rusqlite::Result<Vec<(i64, Decimal, String)>>>()?;
         for (charge_id, amount, category) in lines {
             ctx.store(&base(
-                "USAGE_CHARGE",
+                pass.kinds.1,
                 charge_id,
                 "USAGE",
                 Some(parent),
-                amount,
+                sign(amount),
                 Some(category),
             ))?;
         }
