@@ -908,3 +908,70 @@ async fn svs_replication_writes_json_lines_batches() {
         .await;
     assert!(msg.contains("temporarily unavailable"), "{msg}");
 }
+
+#[tokio::test]
+async fn collector_catalogue_filters_and_ledger_delete_cascade() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let (all, total, _, _) = c.paged("/collectors").await;
+    assert_eq!(total, 4);
+    assert_eq!(
+        all[0],
+        json!({"name": "usage-charges", "friendly_name": "Usage charges",
+               "description": "Rated usage event charges", "group": "BILLING", "category": "USAGE"})
+    );
+    let names =
+        |items: Vec<Value>| -> Vec<String> { items.iter().map(|i| text(i, "name")).collect() };
+    assert_eq!(
+        names(c.paged("/collectors?group=RECEIVABLES").await.0),
+        vec!["payments", "adjustments"]
+    );
+    assert_eq!(
+        names(c.paged("/collectors?category=INVOICE").await.0),
+        vec!["invoices"]
+    );
+    assert_eq!(
+        c.paged("/collectors?group=BILLING&category=PAYMENT")
+            .await
+            .1,
+        0
+    );
+    let (page, total, elements, pages) = c.paged("/collectors?page_size=3&page_number=2").await;
+    assert_eq!((total, elements, pages), (4, 1, 2));
+    assert_eq!(names(page), vec!["adjustments"]);
+    c.error(Method::GET, "/collectors?page_number=0", None, 400)
+        .await;
+
+    // deleting a ledger takes its runs, journal entries and charge info states along
+    c.expect(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!(["invoices"]))),
+        201,
+    )
+    .await;
+    let run = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", run["id"]))
+            .await
+            .1,
+        5
+    );
+    c.expect(Method::DELETE, "/ledgers/1", None, 200).await;
+    c.error(Method::GET, &format!("/glruns/{}", run["id"]), None, 404)
+        .await;
+    c.error(Method::GET, "/ledgers/1/glruns", None, 404).await;
+    assert_eq!(c.paged("/glruns").await.1, 0);
+    assert_eq!(
+        c.paged("/ledgers/chargeinfos").await.1,
+        5,
+        "charge info itself stays"
+    );
+}

@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 use shared::domain::revenue::{self, NewLedger, NewYear};
 use shared::domain::{chargeinfo, collect, glrun, ledgers, replication};
-use shared::paging::{int_param, Page, Paged, REVENUE_PAGING};
+use shared::paging::{int_param, Page, REVENUE_PAGING};
 use shared::web::{
     revenue_paged, ApiError, AppState, JsonBody, Params, RevenueAuth, Tenant, REVENUE_PREFIX,
 };
@@ -224,48 +224,12 @@ async fn period_history(
 
 // ---- collectors ----------------------------------------------------------------------
 
-/// A collector of the catalogue as Surface C renders it.
-#[derive(Debug, Serialize)]
-struct Collector {
-    name: String,
-    friendly_name: String,
-    description: Option<String>,
-    group: String,
-    category: String,
-}
-
-async fn list_collectors(RevenueAuth(tenant): RevenueAuth, Params(params): Params) -> Answer {
-    let page = page(&params)?;
-    let group = params.get("group").cloned();
-    let category = params.get("category").cloned();
-    let paged = tenant
-        .db
-        .read(move |c| {
-            let filter = "WHERE (?1 IS NULL OR \"group\" = ?1) AND (?2 IS NULL OR category = ?2)";
-            let total: i64 = c.query_row(
-                &format!("SELECT COUNT(*) FROM collectors {filter}"),
-                rusqlite::params![group, category],
-                |r| r.get(0),
-            )?;
-            let (limit, offset) = page.limit_offset();
-            let mut stmt = c.prepare(&format!(
-                "SELECT name, friendly_name, description, \"group\", category FROM collectors {filter}
-                 ORDER BY id LIMIT ?3 OFFSET ?4"
-            ))?;
-            let items = stmt
-                .query_map(rusqlite::params![group, category, limit, offset], |r| {
-                    Ok(Collector {
-                        name: r.get(0)?,
-                        friendly_name: r.get(1)?,
-                        description: r.get(2)?,
-                        group: r.get(3)?,
-                        category: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(Paged { items, total, page })
-        })
-        .await?;
+async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let (group, category) = (q.get("group").cloned(), q.get("category").cloned());
+    let paged =
+        t.db.read(move |c| collect::list_collectors(c, group, category, page))
+            .await?;
     Ok(revenue_paged(paged))
 }
 

@@ -299,6 +299,8 @@ pub fn list_for_ledger(
     w.opt("ci.created_on < ?", f.created_to.clone());
     w.opt("ci.updated_on >= ?", f.updated_from.clone());
     w.opt("ci.updated_on < ?", f.updated_to.clone());
+    // The join's ledger id precedes the WHERE values in the statement, so it is written in
+    // (an i64, never text from input) rather than bound.
     let from = format!(
         "charge_infos ci JOIN billing_accounts a ON a.id = ci.billing_account_id
          LEFT JOIN charge_info_states s ON s.charge_info_id = ci.id AND s.ledger_id = {ledger_id}"

@@ -88,6 +88,50 @@ pub struct CollectorRun {
     pub overlap_fetch_time: i64,
 }
 
+/// A collector of the catalogue as rendered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Collector {
+    /// Unique name (what `collector_operations` names).
+    pub name: String,
+    /// Display name.
+    pub friendly_name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Group.
+    pub group: String,
+    /// Category: picks the source the collector reads.
+    pub category: String,
+}
+
+/// One page of the collector catalogue, optionally of one group and/or category.
+pub fn list_collectors(
+    conn: &Connection,
+    group: Option<String>,
+    category: Option<String>,
+    page: Page,
+) -> Result<Paged<Collector>> {
+    let mut w = Where::default();
+    w.opt("\"group\" = ?", group);
+    w.opt("category = ?", category);
+    paged_query(
+        conn,
+        "name, friendly_name, description, \"group\", category",
+        "collectors",
+        &w,
+        "id",
+        page,
+        |r| {
+            Ok(Collector {
+                name: r.get(0)?,
+                friendly_name: r.get(1)?,
+                description: r.get(2)?,
+                group: r.get(3)?,
+                category: r.get(4)?,
+            })
+        },
+    )
+}
+
 /// A run error record (ledger run or collector run).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunError {
