@@ -17,6 +17,7 @@ use crate::time::to_storage;
 use crate::{Error, Result};
 use rusqlite::Connection;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Smallest and largest accepted batch_size, and the default.
@@ -143,10 +144,21 @@ pub fn read_svs(conn: &Connection) -> Result<SvsSnapshot> {
             .collect::<rusqlite::Result<Vec<String>>>()?;
         services.push(serde_json::to_string(&s)?);
     }
-    let mut states = conn.prepare(
-        "SELECT ledger_id, state, gl_run_id FROM charge_info_states WHERE charge_info_id = ?1
-         ORDER BY ledger_id",
+    // All states in one pass, grouped by record (one lookup per record would scan them all).
+    let mut states: HashMap<i64, Vec<LedgerState>> = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT charge_info_id, ledger_id, state, gl_run_id FROM charge_info_states
+         ORDER BY charge_info_id, ledger_id",
     )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        states.entry(r.get(0)?).or_default().push(LedgerState {
+            ledger_id: r.get(1)?,
+            state: r.get(2)?,
+            gl_run_id: r.get(3)?,
+        });
+    }
+    drop(rows);
     let mut stmt = conn.prepare(
         "SELECT id, charge_info_type, core_id, billing_account_num, charge_date, amount,
                 currency_code, charge_category, invoice_number, service_id, product_id,
@@ -175,15 +187,7 @@ pub fn read_svs(conn: &Connection) -> Result<SvsSnapshot> {
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut charges = Vec::with_capacity(rows.len());
     for mut c in rows {
-        c.ledger_states = states
-            .query_map([c.charge_info_id], |r| {
-                Ok(LedgerState {
-                    ledger_id: r.get(0)?,
-                    state: r.get(1)?,
-                    gl_run_id: r.get(2)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        c.ledger_states = states.remove(&c.charge_info_id).unwrap_or_default();
         charges.push(serde_json::to_string(&c)?);
     }
     Ok(SvsSnapshot { services, charges })

@@ -15,6 +15,7 @@ CREATE INDEX charge_infos_created ON charge_infos(created_on);
 CREATE INDEX charge_infos_parent ON charge_infos(parent_id);
 CREATE INDEX charge_infos_account ON charge_infos(billing_account_id);
 CREATE INDEX charge_info_states_run ON charge_info_states(gl_run_id);
+CREATE INDEX charge_info_states_charge ON charge_info_states(charge_info_id);
 CREATE INDEX journal_entries_run ON journal_entries(gl_run_id);
 CREATE INDEX journal_entries_charge ON journal_entries(ledger_id, charge_info_id);
 CREATE INDEX run_errors_gl ON run_errors(gl_run_id);
