@@ -1,19 +1,64 @@
 //! Route group `revenue`: Surface C, the revenue management API under `/revenue/3`.
-//! Handlers parse, call the shared domain, and render.
+//! Handlers parse, call the shared domain, and render. Behaviour: docs/revenue.md.
 
-use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
 use serde::Serialize;
-use shared::paging::{Page, Paged, REVENUE_PAGING};
-use shared::web::{revenue_paged, ApiError, AppState, Params, RevenueAuth, REVENUE_PREFIX};
+use shared::domain::revenue::{self, NewLedger, NewYear};
+use shared::domain::{chargeinfo, collect, glrun, ledgers, replication};
+use shared::paging::{int_param, Page, REVENUE_PAGING};
+use shared::web::{
+    revenue_paged, ApiError, AppState, JsonBody, Params, RevenueAuth, Tenant, REVENUE_PREFIX,
+};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        &format!("{REVENUE_PREFIX}/collectors"),
-        get(list_collectors),
-    )
+    let p = |path: &str| format!("{REVENUE_PREFIX}{path}");
+    let year = "/ledgers/{id}/calendar/years/{yid}";
+    let period = "/ledgers/{id}/calendar/years/{yid}/accounting-periods/{pid}";
+    Router::new()
+        .route(&p("/collectors"), get(list_collectors))
+        .route(
+            &p("/collector-runs"),
+            get(list_collector_runs).post(start_collector_run),
+        )
+        .route(&p("/collector-runs/{id}"), get(get_collector_run))
+        .route(&p("/collector-runs/{id}/errors"), get(collector_run_errors))
+        .route(&p("/glruns"), get(list_gl_runs).post(start_gl_run))
+        .route(&p("/glruns/{id}"), get(get_gl_run).delete(delete_gl_run))
+        .route(&p("/glruns/{id}/errors"), get(gl_run_errors))
+        .route(&p("/glruns/{id}/journal-entries"), get(gl_run_entries))
+        .route(&p("/replication/svs"), axum::routing::post(replicate_svs))
+        .route(&p("/ledgers"), get(list_ledgers).post(create_ledger))
+        .route(
+            &p("/ledgers/chargeinfos"),
+            get(list_charge_infos).delete(delete_charge_infos),
+        )
+        .route(
+            &p("/ledgers/merged-chargeinfos"),
+            get(list_merged_charge_infos),
+        )
+        .route(
+            &p("/ledgers/{id}"),
+            get(get_ledger).put(update_ledger).delete(delete_ledger),
+        )
+        .route(&p("/ledgers/{id}/glruns"), get(ledger_gl_runs))
+        .route(&p("/ledgers/{id}/chargeinfos"), get(ledger_charge_infos))
+        .route(
+            &p("/ledgers/{id}/chargeinfos/state"),
+            axum::routing::delete(delete_charge_info_states),
+        )
+        .route(
+            &p("/ledgers/{id}/calendar/years"),
+            axum::routing::post(create_year),
+        )
+        .route(&p(year), get(get_year).put(update_year).delete(delete_year))
+        .route(&p(&format!("{period}/open")), put(open_period))
+        .route(&p(&format!("{period}/close")), put(close_period))
+        .route(&p(&format!("{period}/history")), get(period_history))
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
@@ -21,50 +66,366 @@ pub fn router(state: AppState) -> Router {
     shared::web::finish(routes(), state)
 }
 
-/// A collector of the catalogue as Surface C renders it.
-#[derive(Debug, Serialize)]
-struct Collector {
-    name: String,
-    friendly_name: String,
-    description: Option<String>,
-    group: String,
-    category: String,
+/// A Surface C path identifier: an int64, else a 400 naming it.
+fn id(name: &str, raw: &str) -> Result<i64, ApiError> {
+    raw.trim()
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("{name}: '{raw}' is not an int64 identifier")))
 }
 
-async fn list_collectors(
-    RevenueAuth(tenant): RevenueAuth,
-    Params(params): Params,
-) -> Result<Response, ApiError> {
-    let page = Page::from_params(&params, REVENUE_PAGING)?;
-    let group = params.get("group").cloned();
-    let category = params.get("category").cloned();
-    let paged = tenant
+fn page(params: &std::collections::HashMap<String, String>) -> Result<Page, ApiError> {
+    Ok(Page::from_params(params, REVENUE_PAGING)?)
+}
+
+fn created<T: Serialize>(value: T) -> Response {
+    (StatusCode::CREATED, Json(value)).into_response()
+}
+
+fn ok<T: Serialize>(value: T) -> Response {
+    Json(value).into_response()
+}
+
+type Answer = Result<Response, ApiError>;
+
+// ---- ledgers -------------------------------------------------------------------------
+
+async fn answer_ledger(tenant: &Tenant, ledger_id: i64) -> Answer {
+    let ledger = tenant
         .db
-        .read(move |c| {
-            let filter = "WHERE (?1 IS NULL OR \"group\" = ?1) AND (?2 IS NULL OR category = ?2)";
-            let total: i64 = c.query_row(
-                &format!("SELECT COUNT(*) FROM collectors {filter}"),
-                rusqlite::params![group, category],
-                |r| r.get(0),
-            )?;
-            let (limit, offset) = page.limit_offset();
-            let mut stmt = c.prepare(&format!(
-                "SELECT name, friendly_name, description, \"group\", category FROM collectors {filter}
-                 ORDER BY id LIMIT ?3 OFFSET ?4"
-            ))?;
-            let items = stmt
-                .query_map(rusqlite::params![group, category, limit, offset], |r| {
-                    Ok(Collector {
-                        name: r.get(0)?,
-                        friendly_name: r.get(1)?,
-                        description: r.get(2)?,
-                        group: r.get(3)?,
-                        category: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(Paged { items, total, page })
-        })
+        .read(move |c| ledgers::get_ledger(c, ledger_id))
         .await?;
+    Ok(ok(ledger))
+}
+
+async fn list_ledgers(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let filter = ledgers::LedgerFilter::from_params(&q)?;
+    let paged =
+        t.db.read(move |c| ledgers::list_ledgers(c, &filter, page))
+            .await?;
     Ok(revenue_paged(paged))
+}
+
+async fn create_ledger(
+    RevenueAuth(t): RevenueAuth,
+    JsonBody(mut body): JsonBody<NewLedger>,
+) -> Answer {
+    // The server assigns ids, and a new ledger starts ACTIVE (the body has no status).
+    body.id = None;
+    body.status = None;
+    let new_id =
+        t.db.write(move |tx| revenue::create_ledger(tx, &body))
+            .await?;
+    let ledger = t.db.read(move |c| ledgers::get_ledger(c, new_id)).await?;
+    Ok(created(ledger))
+}
+
+async fn get_ledger(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    answer_ledger(&t, id("id", &raw)?).await
+}
+
+async fn update_ledger(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody<ledgers::LedgerUpdate>,
+) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    t.db.write(move |tx| ledgers::update_ledger(tx, ledger_id, &body))
+        .await?;
+    answer_ledger(&t, ledger_id).await
+}
+
+async fn delete_ledger(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    t.db.write(move |tx| ledgers::delete_ledger(tx, ledger_id))
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+// ---- calendars -----------------------------------------------------------------------
+
+async fn create_year(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    Params(q): Params,
+    JsonBody(body): JsonBody<NewYear>,
+) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    let generate = revenue::params::boolean(&q, "generate-periods")?.unwrap_or(false);
+    t.db.write(move |tx| revenue::create_year(tx, ledger_id, &body, generate))
+        .await?;
+    answer_ledger(&t, ledger_id).await
+}
+
+async fn get_year(RevenueAuth(t): RevenueAuth, Path((l, y)): Path<(String, String)>) -> Answer {
+    let (ledger_id, year_id) = (id("id", &l)?, id("yid", &y)?);
+    let year =
+        t.db.read(move |c| ledgers::get_year(c, ledger_id, year_id))
+            .await?;
+    Ok(ok(year))
+}
+
+async fn update_year(
+    RevenueAuth(t): RevenueAuth,
+    Path((l, y)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Answer {
+    let (ledger_id, year_id) = (id("id", &l)?, id("yid", &y)?);
+    // Whether the body names its periods decides between replacing them and keeping them.
+    let raw: serde_json::Value = shared::web::parse_json(&body)?;
+    let periods_given = raw.get("accounting-periods").is_some();
+    let year: NewYear = shared::web::parse_json(&body)?;
+    t.db.write(move |tx| ledgers::update_year(tx, ledger_id, year_id, &year, periods_given))
+        .await?;
+    answer_ledger(&t, ledger_id).await
+}
+
+async fn delete_year(RevenueAuth(t): RevenueAuth, Path((l, y)): Path<(String, String)>) -> Answer {
+    let (ledger_id, year_id) = (id("id", &l)?, id("yid", &y)?);
+    t.db.write(move |tx| ledgers::delete_year(tx, ledger_id, year_id))
+        .await?;
+    answer_ledger(&t, ledger_id).await
+}
+
+async fn set_period(t: Tenant, l: String, y: String, p: String, open: bool) -> Answer {
+    let (ledger_id, year_id, period_id) = (id("id", &l)?, id("yid", &y)?, id("pid", &p)?);
+    t.db.write(move |tx| ledgers::set_period_open(tx, ledger_id, year_id, period_id, open))
+        .await?;
+    answer_ledger(&t, ledger_id).await
+}
+
+async fn open_period(
+    RevenueAuth(t): RevenueAuth,
+    Path((l, y, p)): Path<(String, String, String)>,
+) -> Answer {
+    set_period(t, l, y, p, true).await
+}
+
+async fn close_period(
+    RevenueAuth(t): RevenueAuth,
+    Path((l, y, p)): Path<(String, String, String)>,
+) -> Answer {
+    set_period(t, l, y, p, false).await
+}
+
+async fn period_history(
+    RevenueAuth(t): RevenueAuth,
+    Path((l, y, p)): Path<(String, String, String)>,
+    Params(q): Params,
+) -> Answer {
+    let (ledger_id, year_id, period_id) = (id("id", &l)?, id("yid", &y)?, id("pid", &p)?);
+    let page = page(&q)?;
+    let tz = t.tz;
+    let paged =
+        t.db.read(move |c| ledgers::period_history(c, ledger_id, year_id, period_id, page, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+// ---- collectors ----------------------------------------------------------------------
+
+async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let (group, category) = (q.get("group").cloned(), q.get("category").cloned());
+    let paged =
+        t.db.read(move |c| collect::list_collectors(c, group, category, page))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn list_collector_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let (tenant_id, tz) = (t.record.id.clone(), t.tz);
+    let paged =
+        t.db.read(move |c| collect::list_collector_runs(c, page, &tenant_id, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn start_collector_run(
+    RevenueAuth(t): RevenueAuth,
+    JsonBody(body): JsonBody<collect::NewCollectorRun>,
+) -> Answer {
+    let tz = t.tz;
+    let run_id =
+        t.db.write(move |tx| collect::run_collectors(tx, &body, tz))
+            .await?;
+    let tenant_id = t.record.id.clone();
+    let run =
+        t.db.read(move |c| collect::get_collector_run(c, run_id, &tenant_id, tz))
+            .await?;
+    Ok(created(run))
+}
+
+async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    let run_id = id("id", &raw)?;
+    let (tenant_id, tz) = (t.record.id.clone(), t.tz);
+    let run =
+        t.db.read(move |c| collect::get_collector_run(c, run_id, &tenant_id, tz))
+            .await?;
+    Ok(ok(run))
+}
+
+async fn run_errors(
+    t: Tenant,
+    raw: String,
+    q: std::collections::HashMap<String, String>,
+    collector: bool,
+) -> Answer {
+    let run_id = id("id", &raw)?;
+    let page = page(&q)?;
+    let paged =
+        t.db.read(move |c| collect::list_run_errors(c, run_id, collector, page))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn collector_run_errors(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    Params(q): Params,
+) -> Answer {
+    run_errors(t, raw, q, true).await
+}
+
+// ---- ledger runs ---------------------------------------------------------------------
+
+async fn list_gl_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let status = collect::status_param(&q)?;
+    let tz = t.tz;
+    let paged =
+        t.db.read(move |c| glrun::list_runs(c, status, page, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn start_gl_run(
+    RevenueAuth(t): RevenueAuth,
+    JsonBody(body): JsonBody<glrun::NewGlRun>,
+) -> Answer {
+    let run_id = t.db.write(move |tx| glrun::run_ledger(tx, &body)).await?;
+    let tz = t.tz;
+    let run = t.db.read(move |c| glrun::get_run(c, run_id, tz)).await?;
+    Ok(created(run))
+}
+
+async fn get_gl_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    let run_id = id("id", &raw)?;
+    let tz = t.tz;
+    let run = t.db.read(move |c| glrun::get_run(c, run_id, tz)).await?;
+    Ok(ok(run))
+}
+
+async fn delete_gl_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    let run_id = id("id", &raw)?;
+    t.db.write(move |tx| glrun::delete_run(tx, run_id)).await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn gl_run_errors(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    Params(q): Params,
+) -> Answer {
+    run_errors(t, raw, q, false).await
+}
+
+async fn gl_run_entries(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    Params(q): Params,
+) -> Answer {
+    let run_id = id("id", &raw)?;
+    let page = page(&q)?;
+    let paged =
+        t.db.read(move |c| glrun::run_entries(c, run_id, page))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    let tz = t.tz;
+    let runs =
+        t.db.read(move |c| glrun::ledger_runs(c, ledger_id, tz))
+            .await?;
+    Ok(ok(runs))
+}
+
+// ---- charge info ---------------------------------------------------------------------
+
+async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let tz = t.tz;
+    let filter = chargeinfo::ChargeInfoFilter::from_params(&q, tz, false)?;
+    let paged =
+        t.db.read(move |c| chargeinfo::list(c, &filter, page, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn list_merged_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    let page = page(&q)?;
+    let tz = t.tz;
+    let filter = chargeinfo::ChargeInfoFilter::from_params(&q, tz, true)?;
+    let paged =
+        t.db.read(move |c| chargeinfo::list_merged(c, &filter, page, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn ledger_charge_infos(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    Params(q): Params,
+) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    let page = page(&q)?;
+    let tz = t.tz;
+    let filter = chargeinfo::LedgerChargeInfoFilter::from_params(&q, tz)?;
+    let paged =
+        t.db.read(move |c| chargeinfo::list_for_ledger(c, ledger_id, &filter, page, tz))
+            .await?;
+    Ok(revenue_paged(paged))
+}
+
+async fn delete_charge_infos(
+    RevenueAuth(t): RevenueAuth,
+    JsonBody(body): JsonBody<chargeinfo::Ids>,
+) -> Answer {
+    let deleted = t.db.write(move |tx| chargeinfo::delete(tx, &body)).await?;
+    Ok(ok(deleted))
+}
+
+async fn delete_charge_info_states(
+    RevenueAuth(t): RevenueAuth,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody<chargeinfo::Ids>,
+) -> Answer {
+    let ledger_id = id("id", &raw)?;
+    let deleted =
+        t.db.write(move |tx| chargeinfo::delete_states(tx, ledger_id, &body))
+            .await?;
+    Ok(ok(deleted))
+}
+
+// ---- replication ---------------------------------------------------------------------
+
+async fn replicate_svs(
+    State(state): State<AppState>,
+    RevenueAuth(t): RevenueAuth,
+    Params(q): Params,
+) -> Answer {
+    let (min, max, default) = replication::BATCH_SIZE_RANGE;
+    let batch_size = int_param(&q, "batch_size", default, min, max)?;
+    let snapshot = t.db.read(replication::read_svs).await?;
+    let sink = replication::LocalDirSink::new(state.store.data_dir());
+    let tenant_id = t.record.id.clone();
+    let summary = tokio::task::spawn_blocking(move || {
+        replication::write_svs(&sink, &tenant_id, &snapshot, batch_size)
+    })
+    .await
+    .map_err(|e| shared::Error::Internal(format!("replication task failed: {e}")))??;
+    Ok(created(summary))
 }

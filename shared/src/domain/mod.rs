@@ -7,6 +7,11 @@ pub mod accounts;
 pub mod agreements;
 pub mod billing;
 pub mod catalog;
+pub mod chargeinfo;
+pub mod collect;
+pub mod glrun;
+pub mod ledgers;
+pub mod replication;
 pub mod revenue;
 pub mod usage;
 

@@ -92,39 +92,20 @@ pub struct NewLedger {
 /// Creates an AR ledger with its (empty) calendar; the name must be unused.
 pub fn create_ledger(tx: &Transaction<'_>, l: &NewLedger) -> Result<i64> {
     let status = l.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, LEDGER_STATUSES)?;
     let convert = l.convert_currency.clone().unwrap_or_else(|| "NONE".into());
-    check_enum("convert_currency", &convert, CONVERT_CURRENCY)?;
-    if let Some(c) = &l.conversion_currency {
-        check_currency("conversion_currency", c)?;
-    }
     let tz = l.timezone_name.clone().unwrap_or_else(|| "UTC".into());
-    if crate::time::parse_tz(&tz).is_none() {
-        return Err(Error::bad_request(format!(
-            "timezone_name: '{tz}' is not an IANA time zone"
-        )));
+    LedgerChecks {
+        name: Some(&l.name),
+        ledger_id: None,
+        status: Some(&status),
+        convert_currency: Some(&convert),
+        conversion_currency: l.conversion_currency.as_deref(),
+        timezone_name: Some(&tz),
+        chart_of_account_id: l.chart_of_account_id,
+        rule_set_id: l.rule_set_id,
+        run_mode_actuals_id: l.run_mode_actuals_id,
     }
-    if l.name.trim().is_empty() {
-        return Err(Error::bad_request("name must not be empty"));
-    }
-    if tx
-        .prepare_cached("SELECT 1 FROM ledgers WHERE name = ?1")?
-        .exists([&l.name])?
-    {
-        return Err(Error::conflict(format!(
-            "a ledger named '{}' already exists",
-            l.name
-        )));
-    }
-    if let Some(id) = l.chart_of_account_id {
-        require(tx, "chart_of_accounts", "chart of accounts", id)?;
-    }
-    if let Some(id) = l.rule_set_id {
-        require(tx, "rule_sets", "rule set", id)?;
-    }
-    if let Some(id) = l.run_mode_actuals_id {
-        require(tx, "gl_run_modes", "run mode", id)?;
-    }
+    .check(tx)?;
     let id = insert(
         tx,
         "ledgers",
@@ -166,16 +147,93 @@ pub fn create_ledger(tx: &Transaction<'_>, l: &NewLedger) -> Result<i64> {
     Ok(id)
 }
 
+/// The ledger fields that create and update check alike; `None` skips a field.
+pub(crate) struct LedgerChecks<'a> {
+    /// Must be non-empty and unused by other ledgers.
+    pub name: Option<&'a str>,
+    /// The ledger being updated (its own name is no conflict).
+    pub ledger_id: Option<i64>,
+    /// One of [`LEDGER_STATUSES`].
+    pub status: Option<&'a str>,
+    /// One of [`CONVERT_CURRENCY`].
+    pub convert_currency: Option<&'a str>,
+    /// A currency code.
+    pub conversion_currency: Option<&'a str>,
+    /// An IANA zone.
+    pub timezone_name: Option<&'a str>,
+    /// Must exist.
+    pub chart_of_account_id: Option<i64>,
+    /// Must exist.
+    pub rule_set_id: Option<i64>,
+    /// Must exist.
+    pub run_mode_actuals_id: Option<i64>,
+}
+
+impl LedgerChecks<'_> {
+    /// 400 for a bad value, 404 for an unknown reference, 409 for a name in use.
+    pub(crate) fn check(&self, tx: &Transaction<'_>) -> Result<()> {
+        if let Some(s) = self.status {
+            check_enum("status", s, LEDGER_STATUSES)?;
+        }
+        if let Some(c) = self.convert_currency {
+            check_enum("convert_currency", c, CONVERT_CURRENCY)?;
+        }
+        if let Some(c) = self.conversion_currency {
+            check_currency("conversion_currency", c)?;
+        }
+        if let Some(tz) = self.timezone_name {
+            if crate::time::parse_tz(tz).is_none() {
+                return Err(Error::bad_request(format!(
+                    "timezone_name: '{tz}' is not an IANA time zone"
+                )));
+            }
+        }
+        if let Some(name) = self.name {
+            if name.trim().is_empty() {
+                return Err(Error::bad_request("name must not be empty"));
+            }
+            let taken = tx
+                .prepare_cached(
+                    "SELECT 1 FROM ledgers WHERE name = ?1 AND (?2 IS NULL OR id <> ?2)",
+                )?
+                .exists(rusqlite::params![name, self.ledger_id])?;
+            if taken {
+                return Err(Error::conflict(format!(
+                    "a ledger named '{name}' already exists"
+                )));
+            }
+        }
+        if let Some(id) = self.chart_of_account_id {
+            require(tx, "chart_of_accounts", "chart of accounts", id)?;
+        }
+        if let Some(id) = self.rule_set_id {
+            require(tx, "rule_sets", "rule set", id)?;
+        }
+        if let Some(id) = self.run_mode_actuals_id {
+            require(tx, "gl_run_modes", "run mode", id)?;
+        }
+        Ok(())
+    }
+}
+
 /// An accounting period of a year.
 #[derive(Debug, Clone, Deserialize)]
 pub struct NewPeriod {
+    /// The period being kept, when a year update names an existing one.
+    #[serde(default)]
+    pub id: Option<i64>,
     /// Name, e.g. `2025-01`.
     pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
     /// Quarter 1..4.
     pub quarter: Option<i64>,
     /// First day.
+    #[serde(deserialize_with = "calendar_date")]
     pub start_date: NaiveDate,
     /// Last day (inclusive).
+    #[serde(deserialize_with = "calendar_date")]
     pub end_date: NaiveDate,
     /// Open for postings.
     #[serde(default = "open_default")]
@@ -186,6 +244,29 @@ fn open_default() -> bool {
     true
 }
 
+/// A calendar day from `YYYY-MM-DD` or from a date-time (its own calendar day), since Surface C
+/// clients send calendar bounds either way.
+fn calendar_date<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<NaiveDate, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_calendar_date(&text).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "'{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+        ))
+    })
+}
+
+/// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day.
+pub fn parse_calendar_date(text: &str) -> Option<NaiveDate> {
+    let t = text.trim();
+    NaiveDate::parse_from_str(t, "%Y-%m-%d").ok().or_else(|| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|d| d.date_naive())
+    })
+}
+
 /// An accounting year to add to a ledger's calendar.
 #[derive(Debug, Clone, Deserialize)]
 pub struct NewYear {
@@ -194,8 +275,10 @@ pub struct NewYear {
     /// Description.
     pub description: Option<String>,
     /// First day.
+    #[serde(deserialize_with = "calendar_date")]
     pub start_date: NaiveDate,
     /// Last day (inclusive).
+    #[serde(deserialize_with = "calendar_date")]
     pub end_date: NaiveDate,
     /// The periods; ignored when generating.
     #[serde(default, rename = "accounting-periods")]
@@ -235,7 +318,9 @@ pub fn generate_monthly_periods(start: NaiveDate, end: NaiveDate) -> Result<Vec<
         }
         let to = next.pred_opt().unwrap_or(next);
         periods.push(NewPeriod {
+            id: None,
             name: from.format("%Y-%m").to_string(),
+            description: None,
             quarter: Some(i64::from((month % 12) / 3 + 1)),
             start_date: from,
             end_date: to,
@@ -264,21 +349,7 @@ pub fn create_year(
         check_periods(y)?;
         y.accounting_periods.clone()
     };
-    let overlaps = tx
-        .prepare_cached(
-            "SELECT 1 FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'YEAR'
-             AND start_date <= ?3 AND end_date >= ?2",
-        )?
-        .exists(rusqlite::params![
-            ledger_id,
-            y.start_date.to_string(),
-            y.end_date.to_string()
-        ])?;
-    if overlaps {
-        return Err(Error::conflict(
-            "the year overlaps a year already in the calendar",
-        ));
-    }
+    check_year_free(tx, ledger_id, y.start_date, y.end_date, None)?;
     let calendar_id: i64 = tx.query_row(
         "SELECT id FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'CALENDAR'",
         [ledger_id],
@@ -299,22 +370,82 @@ pub fn create_year(
         ],
     )?;
     for p in &periods {
-        insert(
-            tx,
-            "calendar_nodes",
-            &[
-                ("ledger_id", &ledger_id),
-                ("type", &"PERIOD"),
-                ("parent_id", &year_id),
-                ("name", &p.name),
-                ("quarter", &p.quarter),
-                ("start_date", &p.start_date.to_string()),
-                ("end_date", &p.end_date.to_string()),
-                ("open", &p.open),
-            ],
-        )?;
+        insert_period(tx, ledger_id, year_id, p)?;
     }
     Ok(year_id)
+}
+
+/// Inserts one period of a year and opens its history with its initial state.
+pub fn insert_period(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    year_id: i64,
+    p: &NewPeriod,
+) -> Result<i64> {
+    let id = insert(
+        tx,
+        "calendar_nodes",
+        &[
+            ("ledger_id", &ledger_id),
+            ("type", &"PERIOD"),
+            ("parent_id", &year_id),
+            ("name", &p.name),
+            ("description", &p.description),
+            ("quarter", &p.quarter),
+            ("start_date", &p.start_date.to_string()),
+            ("end_date", &p.end_date.to_string()),
+            ("open", &p.open),
+        ],
+    )?;
+    record_period_state(tx, id, p.open)?;
+    Ok(id)
+}
+
+/// Closes the period's current history entry and appends one for its new state.
+pub fn record_period_state(tx: &Transaction<'_>, period_id: i64, open: bool) -> Result<()> {
+    let now = crate::time::to_storage(crate::time::now());
+    tx.execute(
+        "UPDATE period_history SET end_date = ?2 WHERE period_id = ?1 AND end_date IS NULL",
+        rusqlite::params![period_id, now],
+    )?;
+    insert(
+        tx,
+        "period_history",
+        &[
+            ("period_id", &period_id),
+            ("open", &open),
+            ("start_date", &now),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Fails with 409 when `start..=end` overlaps a year of the ledger's calendar other than
+/// `except`.
+pub fn check_year_free(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    start: NaiveDate,
+    end: NaiveDate,
+    except: Option<i64>,
+) -> Result<()> {
+    let overlaps = tx
+        .prepare_cached(
+            "SELECT 1 FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'YEAR'
+             AND start_date <= ?3 AND end_date >= ?2 AND (?4 IS NULL OR id <> ?4)",
+        )?
+        .exists(rusqlite::params![
+            ledger_id,
+            start.to_string(),
+            end.to_string(),
+            except
+        ])?;
+    if overlaps {
+        return Err(Error::conflict(
+            "the year overlaps a year already in the calendar",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks caller-given periods: inside the year, each well-formed, in order, not overlapping.
@@ -381,4 +512,153 @@ pub fn create_collector(tx: &Transaction<'_>, c: &NewCollector) -> Result<i64> {
             ("category", &c.category),
         ],
     )
+}
+
+/// A conjunction of SQL conditions with their bound values, built from optional filters.
+/// Conditions are compile-time text of the callers with `?` placeholders; only values come
+/// from input.
+#[derive(Debug, Default)]
+pub(crate) struct Where {
+    clauses: Vec<String>,
+    values: Vec<rusqlite::types::Value>,
+}
+
+impl Where {
+    /// Adds `clause` (with one `?` per value) when `value` is present.
+    pub(crate) fn opt<V: Into<rusqlite::types::Value>>(&mut self, clause: &str, value: Option<V>) {
+        if let Some(v) = value {
+            let v = v.into();
+            let marks = clause.matches('?').count();
+            self.clauses.push(clause.to_string());
+            for _ in 0..marks {
+                self.values.push(v.clone());
+            }
+        }
+    }
+
+    /// Adds a condition without values.
+    pub(crate) fn always(&mut self, clause: &str) {
+        self.clauses.push(clause.to_string());
+    }
+
+    /// `WHERE a AND b ...`, or nothing.
+    pub(crate) fn sql(&self) -> String {
+        if self.clauses.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", self.clauses.join(" AND "))
+        }
+    }
+
+    /// The bound values, followed by `extra` (e.g. LIMIT and OFFSET).
+    pub(crate) fn values(&self, extra: &[i64]) -> Vec<rusqlite::types::Value> {
+        let mut v = self.values.clone();
+        v.extend(extra.iter().map(|x| rusqlite::types::Value::Integer(*x)));
+        v
+    }
+}
+
+/// Counts the rows of `from` (a table or join, with `w`) and reads one page of `select`
+/// ordered by `order`, mapping rows with `map`.
+pub(crate) fn paged_query<T>(
+    conn: &rusqlite::Connection,
+    select: &str,
+    from: &str,
+    w: &Where,
+    order: &str,
+    page: crate::paging::Page,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<crate::paging::Paged<T>> {
+    let total: i64 = conn.query_row(
+        &format!("SELECT COUNT(*) FROM {from}{}", w.sql()),
+        rusqlite::params_from_iter(w.values(&[])),
+        |r| r.get(0),
+    )?;
+    let (limit, offset) = page.limit_offset();
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {select} FROM {from}{} ORDER BY {order} LIMIT ? OFFSET ?",
+        w.sql()
+    ))?;
+    let items = stmt
+        .query_map(rusqlite::params_from_iter(w.values(&[limit, offset])), map)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(crate::paging::Paged { items, total, page })
+}
+
+/// Typed readers of optional query parameters; each names the parameter in its 400.
+pub mod params {
+    use crate::{Error, Result};
+    use std::collections::HashMap;
+
+    /// An optional int64 parameter.
+    pub fn int(p: &HashMap<String, String>, name: &str) -> Result<Option<i64>> {
+        p.get(name)
+            .map(|raw| {
+                raw.trim()
+                    .parse::<i64>()
+                    .map_err(|_| Error::bad_request(format!("{name}: '{raw}' is not an integer")))
+            })
+            .transpose()
+    }
+
+    /// An optional boolean parameter (`true` or `false`).
+    pub fn boolean(p: &HashMap<String, String>, name: &str) -> Result<Option<bool>> {
+        p.get(name)
+            .map(|raw| match raw.trim().to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(Error::bad_request(format!(
+                    "{name}: '{raw}' is not true or false"
+                ))),
+            })
+            .transpose()
+    }
+
+    /// An optional text parameter.
+    pub fn text(p: &HashMap<String, String>, name: &str) -> Option<String> {
+        p.get(name).cloned()
+    }
+
+    /// An optional date-time parameter in stored form (a date alone is midnight in `tz`).
+    pub fn time(
+        p: &HashMap<String, String>,
+        name: &str,
+        tz: chrono_tz::Tz,
+    ) -> Result<Option<String>> {
+        p.get(name)
+            .map(|raw| super::super::parse_time(name, raw, tz))
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn generated_years_end_one_or_two_years_after_their_start() {
+        let one = generate_monthly_periods(day("2026-03-01"), day("2027-02-28")).unwrap();
+        assert_eq!(one.len(), 12);
+        assert_eq!(one[11].end_date, day("2027-02-28"));
+        let two = generate_monthly_periods(day("2027-03-01"), day("2029-02-28")).unwrap();
+        assert_eq!(two.len(), 24);
+        assert_eq!(two[11].end_date, day("2028-02-29"), "leap February");
+        assert!(generate_monthly_periods(day("2026-03-02"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2028-02-28")).is_err());
+    }
+
+    #[test]
+    fn calendar_dates_accept_a_date_or_a_date_time() {
+        assert_eq!(parse_calendar_date("2026-01-31"), Some(day("2026-01-31")));
+        assert_eq!(
+            parse_calendar_date("2026-01-31T23:00:00-06:00"),
+            Some(day("2026-01-31"))
+        );
+        assert_eq!(parse_calendar_date("31/01/2026"), None);
+    }
 }

@@ -15,6 +15,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("migrations/0001_foundation.sql"),
     ),
     ("0003_usage", include_str!("migrations/0003_usage.sql")),
+    ("0004_revenue", include_str!("migrations/0004_revenue.sql")),
 ];
 
 /// The schema version a fully migrated tenant database has.

@@ -1,0 +1,482 @@
+//! Ledger runs (`/glruns`): post a ledger's charge info as journal entries.
+//!
+//! A run for ledger L up to `run_to_date` takes every charge info record that
+//! - belongs to a billing account whose category is one of L's categories,
+//! - is a leaf (a USAGE_EVENT parent is posted through its USAGE children),
+//! - is dated before `run_to_date` (a date alone means through the end of that day in L's
+//!   time zone), and
+//! - is not yet POSTED (or SKIPPED) in L,
+//!
+//! and posts it into the accounting period holding its date in L's time zone. A closed
+//! period moves the posting to the next open period (the posting date becomes that period's
+//! first day); no period covering the date, or no open period after a closed one, is a run
+//! error for that record, whose state in L becomes ERROR (a later run retries it).
+//!
+//! The run executes inside the request's write transaction: `POST /glruns` answers the
+//! finished run (COMPLETE, or ERROR when any record failed).
+
+use super::revenue::{paged_query, Where};
+use super::{insert, require};
+use crate::money::{canonical, Number};
+use crate::paging::{Page, Paged};
+use crate::time::{render, to_storage};
+use crate::{Error, Result};
+use chrono::{NaiveDate, TimeZone};
+use chrono_tz::Tz;
+use rusqlite::{Connection, OptionalExtension, Transaction};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// The body of `POST /glruns`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewGlRun {
+    /// Run mode (default: the ledger's actuals run mode).
+    pub gl_run_mode_id: Option<i64>,
+    /// The ledger to post.
+    pub ledger_id: i64,
+    /// Post charges dated up to this date or date-time.
+    pub run_to_date: String,
+}
+
+/// A ledger run as rendered.
+#[derive(Debug, Clone, Serialize)]
+pub struct GlRun {
+    /// Id.
+    pub id: i64,
+    /// When it started.
+    pub date_started: Option<String>,
+    /// When it ended.
+    pub date_ended: Option<String>,
+    /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
+    pub status: String,
+    /// Number of run errors.
+    pub num_errors: i64,
+    /// ON_DEMAND for runs started over the API.
+    pub run_trigger_type: String,
+    /// Run mode.
+    pub gl_run_mode_id: Option<i64>,
+    /// Ledger.
+    pub ledger_id: i64,
+    /// Upper bound (exclusive) of the charge dates posted.
+    pub run_to_date: String,
+}
+
+/// A journal entry as rendered (a sandbox extension: the platform shows them elsewhere).
+#[derive(Debug, Clone, Serialize)]
+pub struct JournalEntry {
+    /// Id.
+    pub id: i64,
+    /// The run that posted it.
+    pub gl_run_id: i64,
+    /// Ledger.
+    pub ledger_id: i64,
+    /// The charge info posted.
+    pub charge_info_id: i64,
+    /// The accounting period posted into.
+    pub period_id: i64,
+    /// Posting day (`YYYY-MM-DD`, ledger time zone).
+    pub posting_date: String,
+    /// Amount (positive; the accounts carry the direction).
+    pub amount: Number,
+    /// Account debited.
+    pub debit_account: Option<String>,
+    /// Account credited.
+    pub credit_account: Option<String>,
+}
+
+/// The accounts a positive amount of a charge info type moves between (debit, credit); a
+/// negative amount swaps them.
+fn accounts_for(charge_info_type: &str) -> (&'static str, &'static str) {
+    match charge_info_type {
+        "USAGE" => ("1200 Unbilled Receivables", "4000 Usage Revenue"),
+        "INVOICE" => ("1100 Accounts Receivable", "1200 Unbilled Receivables"),
+        "PAYMENT" => ("1100 Accounts Receivable", "1000 Cash"),
+        "ADJUSTMENT" => ("1100 Accounts Receivable", "4900 Revenue Adjustments"),
+        _ => ("1100 Accounts Receivable", "4100 Other Revenue"),
+    }
+}
+
+#[derive(Debug)]
+struct PeriodSpan {
+    id: i64,
+    start: NaiveDate,
+    end: NaiveDate,
+    open: bool,
+}
+
+fn ledger_periods(tx: &Transaction<'_>, ledger_id: i64) -> Result<Vec<PeriodSpan>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, start_date, end_date, open FROM calendar_nodes
+         WHERE ledger_id = ?1 AND type = 'PERIOD' ORDER BY start_date",
+    )?;
+    let rows = stmt
+        .query_map([ledger_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, bool>(3)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, s, e, open)| {
+            Some(PeriodSpan {
+                id,
+                start: NaiveDate::parse_from_str(&s, "%Y-%m-%d").ok()?,
+                end: NaiveDate::parse_from_str(&e, "%Y-%m-%d").ok()?,
+                open,
+            })
+        })
+        .collect())
+}
+
+/// Where a charge dated `day` posts: the period holding it when open, else the next open one.
+fn posting_period(
+    periods: &[PeriodSpan],
+    day: NaiveDate,
+) -> std::result::Result<(&PeriodSpan, NaiveDate), String> {
+    let Some(home) = periods.iter().find(|p| p.start <= day && day <= p.end) else {
+        return Err(format!("no accounting period covers {day}"));
+    };
+    if home.open {
+        return Ok((home, day));
+    }
+    periods
+        .iter()
+        .find(|p| p.open && p.start > home.end)
+        .map(|p| (p, p.start))
+        .ok_or_else(|| {
+            format!(
+                "the period holding {day} ({} .. {}) is closed and no later period is open",
+                home.start, home.end
+            )
+        })
+}
+
+/// The exclusive upper bound of a run: a date alone covers that whole day in the ledger's zone.
+fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
+    if let Ok(day) = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d") {
+        let next = day
+            .succ_opt()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .and_then(|t| ledger_tz.from_local_datetime(&t).earliest())
+            .ok_or_else(|| Error::bad_request(format!("run_to_date: '{text}' is out of range")))?;
+        return Ok(to_storage(next.with_timezone(&chrono::Utc)));
+    }
+    super::parse_time("run_to_date", text, ledger_tz)
+}
+
+/// Creates and executes a ledger run; answers its id. 404 unknown ledger or run mode, 400 bad
+/// input, 409 another run of the ledger unfinished, 412 an INACTIVE ledger or one whose
+/// calendar has no open period.
+pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
+    require(tx, "ledgers", "ledger", r.ledger_id)?;
+    let (status, tz_name, actuals, zero_entries): (String, String, Option<i64>, bool) = tx
+        .query_row(
+            "SELECT status, timezone_name, run_mode_actuals_id, create_zero_amount_entries
+         FROM ledgers WHERE id = ?1",
+            [r.ledger_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )?;
+    if let Some(mode) = r.gl_run_mode_id {
+        require(tx, "gl_run_modes", "run mode", mode)?;
+    }
+    let tz = crate::time::parse_tz(&tz_name).unwrap_or(chrono_tz::UTC);
+    let bound = run_bound(&r.run_to_date, tz)?;
+    if status != "ACTIVE" {
+        return Err(Error::PreconditionFailed(format!(
+            "ledger {} is {status}; only ACTIVE ledgers run",
+            r.ledger_id
+        )));
+    }
+    let periods = ledger_periods(tx, r.ledger_id)?;
+    if !periods.iter().any(|p| p.open) {
+        return Err(Error::PreconditionFailed(format!(
+            "the calendar of ledger {} has no open accounting period",
+            r.ledger_id
+        )));
+    }
+    if let Some(id) = tx
+        .prepare_cached(
+            "SELECT id FROM gl_runs WHERE ledger_id = ?1 AND status IN ('NOT_STARTED', 'RUNNING')",
+        )?
+        .query_row([r.ledger_id], |row| row.get::<_, i64>(0))
+        .optional()?
+    {
+        return Err(Error::conflict(format!(
+            "ledger run {id} of ledger {} has not finished",
+            r.ledger_id
+        )));
+    }
+    let now = to_storage(crate::time::now());
+    let run_id = insert(
+        tx,
+        "gl_runs",
+        &[
+            ("status", &"NOT_STARTED"),
+            ("run_trigger_type", &"ON_DEMAND"),
+            ("gl_run_mode_id", &r.gl_run_mode_id.or(actuals)),
+            ("ledger_id", &r.ledger_id),
+            ("run_to_date", &bound),
+        ],
+    )?;
+    tx.execute(
+        "UPDATE gl_runs SET status = 'RUNNING', date_started = ?2 WHERE id = ?1",
+        rusqlite::params![run_id, now],
+    )?;
+    let mut stmt = tx.prepare(
+        "SELECT ci.id, ci.charge_info_type, ci.charge_date, ci.amount FROM charge_infos ci
+         JOIN billing_accounts a ON a.id = ci.billing_account_id
+         WHERE a.billing_account_category_id IN
+               (SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)
+           AND ci.charge_date < ?2
+           AND NOT EXISTS (SELECT 1 FROM charge_info_states s WHERE s.ledger_id = ?1
+                           AND s.charge_info_id = ci.id AND s.state IN ('POSTED', 'SKIPPED'))
+         ORDER BY ci.charge_date, ci.id",
+    )?;
+    let candidates = stmt
+        .query_map(rusqlite::params![r.ledger_id, bound], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let run_by = format!("gl-run-{run_id}");
+    let mut errors = 0i64;
+    for (ci_id, ci_type, charge_date, amount_text) in candidates {
+        let amount = crate::money::parse_decimal(&amount_text).unwrap_or(Decimal::ZERO);
+        let day =
+            crate::time::from_storage(&charge_date).map(|t| t.with_timezone(&tz).date_naive());
+        let placed = match day {
+            Some(day) => posting_period(&periods, day),
+            None => Err(format!(
+                "its charge date '{charge_date}' is not a date-time"
+            )),
+        };
+        let state = match placed {
+            Err(why) => {
+                errors += 1;
+                insert(
+                    tx,
+                    "run_errors",
+                    &[
+                        ("gl_run_id", &run_id),
+                        ("error_message", &format!("charge info {ci_id}: {why}")),
+                    ],
+                )?;
+                "ERROR"
+            }
+            Ok(_) if amount.is_zero() && !zero_entries => "SKIPPED",
+            Ok((period, posting_day)) => {
+                let (debit, credit) = accounts_for(&ci_type);
+                let (debit, credit) = if amount.is_sign_negative() {
+                    (credit, debit)
+                } else {
+                    (debit, credit)
+                };
+                insert(
+                    tx,
+                    "journal_entries",
+                    &[
+                        ("gl_run_id", &run_id),
+                        ("ledger_id", &r.ledger_id),
+                        ("charge_info_id", &ci_id),
+                        ("period_id", &period.id),
+                        ("posting_date", &posting_day.to_string()),
+                        ("amount", &canonical(amount.abs())),
+                        ("debit_account", &debit),
+                        ("credit_account", &credit),
+                    ],
+                )?;
+                "POSTED"
+            }
+        };
+        tx.execute(
+            "INSERT INTO charge_info_states (ledger_id, charge_info_id, state, gl_run_id)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (ledger_id, charge_info_id)
+             DO UPDATE SET state = excluded.state, gl_run_id = excluded.gl_run_id",
+            rusqlite::params![r.ledger_id, ci_id, state, run_id],
+        )?;
+        tx.execute(
+            "UPDATE charge_infos SET updated_on = ?2, updated_by = ?3 WHERE id = ?1",
+            rusqlite::params![ci_id, now, run_by],
+        )?;
+    }
+    tx.execute(
+        "UPDATE gl_runs SET status = ?2, num_errors = ?3, date_ended = ?4 WHERE id = ?1",
+        rusqlite::params![
+            run_id,
+            if errors > 0 { "ERROR" } else { "COMPLETE" },
+            errors,
+            now
+        ],
+    )?;
+    Ok(run_id)
+}
+
+const RUN_COLUMNS: &str =
+    "id, date_started, date_ended, status, num_errors, run_trigger_type, gl_run_mode_id, ledger_id, run_to_date";
+
+fn run_row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<GlRun> {
+    let time = |i: usize| -> rusqlite::Result<Option<String>> {
+        Ok(r.get::<_, Option<String>>(i)?.map(|t| render(&t, tz)))
+    };
+    Ok(GlRun {
+        id: r.get(0)?,
+        date_started: time(1)?,
+        date_ended: time(2)?,
+        status: r.get(3)?,
+        num_errors: r.get(4)?,
+        run_trigger_type: r.get(5)?,
+        gl_run_mode_id: r.get(6)?,
+        ledger_id: r.get(7)?,
+        run_to_date: render(&r.get::<_, String>(8)?, tz),
+    })
+}
+
+/// Reads one ledger run.
+pub fn get_run(conn: &Connection, id: i64, tz: Tz) -> Result<GlRun> {
+    conn.query_row(
+        &format!("SELECT {RUN_COLUMNS} FROM gl_runs WHERE id = ?1"),
+        [id],
+        |r| run_row(r, tz),
+    )
+    .optional()?
+    .ok_or_else(|| Error::not_found(format!("ledger run {id} does not exist")))
+}
+
+/// One page of ledger runs, optionally of one status, newest first.
+pub fn list_runs(
+    conn: &Connection,
+    status: Option<String>,
+    page: Page,
+    tz: Tz,
+) -> Result<Paged<GlRun>> {
+    let mut w = Where::default();
+    w.opt("status = ?", status);
+    paged_query(conn, RUN_COLUMNS, "gl_runs", &w, "id DESC", page, |r| {
+        run_row(r, tz)
+    })
+}
+
+/// Every run of one ledger, newest first (404 unknown ledger).
+pub fn ledger_runs(conn: &Connection, ledger_id: i64, tz: Tz) -> Result<Vec<GlRun>> {
+    if !conn
+        .prepare_cached("SELECT 1 FROM ledgers WHERE id = ?1")?
+        .exists([ledger_id])?
+    {
+        return Err(Error::not_found(format!(
+            "ledger {ledger_id} does not exist"
+        )));
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {RUN_COLUMNS} FROM gl_runs WHERE ledger_id = ?1 ORDER BY id DESC"
+    ))?;
+    let runs = stmt
+        .query_map([ledger_id], |r| run_row(r, tz))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(runs)
+}
+
+/// Deletes a run with all its results: journal entries, the charge info states it set and
+/// its errors (the charge info records themselves stay and are posted again by a later run).
+pub fn delete_run(tx: &Transaction<'_>, id: i64) -> Result<()> {
+    require(tx, "gl_runs", "ledger run", id)?;
+    tx.execute("DELETE FROM journal_entries WHERE gl_run_id = ?1", [id])?;
+    tx.execute("DELETE FROM charge_info_states WHERE gl_run_id = ?1", [id])?;
+    tx.execute("DELETE FROM run_errors WHERE gl_run_id = ?1", [id])?;
+    tx.execute("DELETE FROM gl_runs WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// One page of the journal entries a run posted (404 unknown run).
+pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<JournalEntry>> {
+    if !conn
+        .prepare_cached("SELECT 1 FROM gl_runs WHERE id = ?1")?
+        .exists([run_id])?
+    {
+        return Err(Error::not_found(format!(
+            "ledger run {run_id} does not exist"
+        )));
+    }
+    let mut w = Where::default();
+    w.opt("gl_run_id = ?", Some(run_id));
+    paged_query(
+        conn,
+        "id, gl_run_id, ledger_id, charge_info_id, period_id, posting_date, amount, debit_account, credit_account",
+        "journal_entries",
+        &w,
+        "id",
+        page,
+        |r| {
+            Ok(JournalEntry {
+                id: r.get(0)?,
+                gl_run_id: r.get(1)?,
+                ledger_id: r.get(2)?,
+                charge_info_id: r.get(3)?,
+                period_id: r.get(4)?,
+                posting_date: r.get(5)?,
+                amount: Number(crate::money::from_sql_text(r.get_ref(6)?).unwrap_or_default()),
+                debit_account: r.get(7)?,
+                credit_account: r.get(8)?,
+            })
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    fn span(id: i64, start: &str, end: &str, open: bool) -> PeriodSpan {
+        PeriodSpan {
+            id,
+            start: day(start),
+            end: day(end),
+            open,
+        }
+    }
+
+    #[test]
+    fn closed_periods_move_postings_to_the_next_open_one() {
+        let periods = [
+            span(1, "2026-01-01", "2026-01-31", false),
+            span(2, "2026-02-01", "2026-02-28", false),
+            span(3, "2026-03-01", "2026-03-31", true),
+            span(4, "2026-04-01", "2026-04-30", false),
+        ];
+        let (p, d) = posting_period(&periods, day("2026-01-15")).unwrap();
+        assert_eq!((p.id, d), (3, day("2026-03-01")));
+        let (p, d) = posting_period(&periods, day("2026-03-31")).unwrap();
+        assert_eq!((p.id, d), (3, day("2026-03-31")));
+        let err = posting_period(&periods, day("2026-04-02")).unwrap_err();
+        assert!(err.contains("no later period is open"), "{err}");
+        let err = posting_period(&periods, day("2025-12-31")).unwrap_err();
+        assert!(err.contains("no accounting period covers"), "{err}");
+    }
+
+    #[test]
+    fn a_date_alone_runs_through_the_end_of_that_day() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        assert_eq!(
+            run_bound("2026-11-30", tz).unwrap(),
+            "2026-12-01T06:00:00.000Z"
+        );
+        assert_eq!(
+            run_bound("2026-11-30T10:00:00Z", tz).unwrap(),
+            "2026-11-30T10:00:00.000Z"
+        );
+        assert!(run_bound("later", tz).is_err());
+    }
+}

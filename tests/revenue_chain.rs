@@ -1,0 +1,977 @@
+//! Surface C: the revenue chain. Rated usage and billing activity -> collector run -> charge
+//! info -> ledger run -> journal entries (closed periods moving postings forward) -> run
+//! deleted with its results; the charge info lists and deletions; SVS replication; and the
+//! 409, 412 and 503 meanings.
+
+#[path = "revenue_common/mod.rs"]
+mod common;
+
+use common::{text, Rev};
+use e2e::TestServer;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// The window covering all of the demo's billing activity (Sep..Nov 2026).
+fn autumn_run(operations: Value) -> Value {
+    json!({
+        "type": "AUTO",
+        "collector_operations": operations,
+        "data_fetch_from_date": "2026-09-01T00:00:00Z",
+        "data_fetch_to_date": "2026-12-01T00:00:00Z",
+        "overlap_fetch_time": 0
+    })
+}
+
+/// The id of a period of ledger 1's FY2026 by name (`2026-09`), with the year id.
+async fn us_period(c: &Rev<'_>, name: &str) -> (i64, i64) {
+    let l = c.get_ok("/ledgers/1").await;
+    let y = &l["calendar"]["years"][1];
+    let p = y["accounting-periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("period {name}"));
+    (y["id"].as_i64().unwrap(), p["id"].as_i64().unwrap())
+}
+
+async fn set_open(c: &Rev<'_>, period: &str, open: bool) {
+    let (yid, pid) = us_period(c, period).await;
+    let verb = if open { "open" } else { "close" };
+    c.expect(
+        Method::PUT,
+        &format!("/ledgers/1/calendar/years/{yid}/accounting-periods/{pid}/{verb}"),
+        None,
+        200,
+    )
+    .await;
+}
+
+fn ci(v: &Value, key: &str) -> Value {
+    v["ci_values"][key].clone()
+}
+
+#[tokio::test]
+async fn full_chain_usage_to_journal_entries_and_back() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    // rated usage of ACC-1001 (category 1, in the US ledger) on 15 Sep 2026, two charges
+    let (event, charges) = c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2026-09-15T12:00:00.000Z",
+        &[("1.20", 1), ("0.0000000000000000000000000001", 9)],
+        false,
+    );
+    // a voided event is not collected; an event without an account is a run error
+    c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2026-09-16T12:00:00.000Z",
+        &[("5", 1)],
+        true,
+    );
+    let (orphan, _) = c.insert_usage(
+        "nobody",
+        None,
+        "2026-09-17T12:00:00.000Z",
+        &[("3", 1)],
+        false,
+    );
+    // usage outside the window (by more than the overlap) is not collected
+    c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2026-08-31T22:59:59.000Z",
+        &[("7", 1)],
+        false,
+    );
+    // inside the window only thanks to overlap_fetch_time (1 hour before its start)
+    let (early, _) = c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2026-08-31T23:30:00.000Z",
+        &[("2", 1)],
+        false,
+    );
+
+    let mut body = autumn_run(json!([]));
+    body["overlap_fetch_time"] = json!(3600);
+    let run = c
+        .expect(Method::POST, "/collector-runs", Some(body), 201)
+        .await;
+    let run_id = run["id"].as_i64().unwrap();
+    assert_eq!(run["status"], "ERROR", "{run}");
+    assert_eq!(run["num_errors"], 1);
+    assert_eq!(run["run_trigger_type"], "ON_DEMAND");
+    assert_eq!(run["tenant_id"], c.t.id);
+    assert_eq!(run["gl_run_mode_id"], 2, "the demo's COLLECTOR_AUTO mode");
+    assert_eq!(
+        run["collector_operations"],
+        json!(["usage-charges", "invoices", "payments", "adjustments"])
+    );
+    assert_eq!(run["overlap_fetch_time"], 3600);
+    assert_eq!(run["data_fetch_from_date"], "2026-08-31T19:00:00-05:00");
+    assert_eq!(c.get_ok(&format!("/collector-runs/{run_id}")).await, run);
+    let (errors, total, _, _) = c.paged(&format!("/collector-runs/{run_id}/errors")).await;
+    assert_eq!(total, 1);
+    assert_eq!(errors[0]["collector_run_id"], run_id);
+    assert!(errors[0]["gl_run_id"].is_null());
+    assert!(text(&errors[0], "error_message").contains(&format!("usage event {orphan}")));
+
+    // what was collected: 2 usage events (parents), their 3 charges, 5 invoices, 2 payments,
+    // 3 adjustments
+    let count = |q: &'static str| {
+        let c = &c;
+        async move { c.paged(&format!("/ledgers/chargeinfos?{q}")).await.1 }
+    };
+    assert_eq!(count("").await, 15);
+    assert_eq!(count("charge_info_type=USAGE_EVENT").await, 2);
+    assert_eq!(count("charge_info_type=USAGE").await, 3);
+    assert_eq!(count("charge_info_type=INVOICE").await, 5);
+    assert_eq!(count("charge_info_type=PAYMENT").await, 2);
+    assert_eq!(count("charge_info_type=ADJUSTMENT").await, 3);
+    assert_eq!(count("is_parent=true").await, 2);
+    assert_eq!(count("is_parent=false").await, 13);
+    let (parents, _, _, _) = c.paged("/ledgers/chargeinfos?is_parent=true").await;
+    let parent = parents
+        .iter()
+        .find(|p| text(p, "core_id") == format!("core:usage_event:{event}"))
+        .expect("the event's parent record")
+        .clone();
+    let parent_id = parent["id"].as_i64().unwrap();
+    let (kids, _, _, _) = c
+        .paged(&format!("/ledgers/chargeinfos?parent_id={parent_id}"))
+        .await;
+    assert_eq!(kids.len(), 2);
+    assert_eq!(
+        text(&kids[0], "core_id"),
+        format!("core:usage_charge:{}", charges[0])
+    );
+    // exact amounts survive the whole way
+    for (query, exact) in [
+        (
+            format!("parent_id={parent_id}"),
+            "0.0000000000000000000000000001",
+        ),
+        (
+            "is_parent=true".to_string(),
+            "1.2000000000000000000000000001",
+        ),
+    ] {
+        let raw = c
+            .call(Method::GET, &format!("/ledgers/chargeinfos?{query}"), None)
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(raw.contains(&format!("\"charge_amount\":{exact}")), "{raw}");
+    }
+    assert_eq!(ci(&kids[0], "charge_category"), "Compute Usage");
+    assert_eq!(ci(&kids[0], "service_id"), 1);
+    assert_eq!(ci(&kids[0], "product_name"), "Cloud Compute");
+    assert_eq!(text(&kids[0], "billing_account_num"), "ACC-1001");
+    assert_eq!(
+        text(&kids[0], "created_by"),
+        format!("collector-run-{run_id}")
+    );
+    assert_eq!(count("charge_category=API%20Usage").await, 1);
+    assert_eq!(
+        count("billing_account=ACC-1002").await,
+        4,
+        "2 invoices, 1 payment, 1 adjustment"
+    );
+    assert_eq!(count("billing_account=2").await, 4, "by account id too");
+    assert_eq!(count("invoice_number=INV-0003").await, 1);
+    assert_eq!(count("service_id=1").await, 5);
+    assert_eq!(count("product_id=1").await, 5);
+    assert_eq!(count("order_number=ORD-1").await, 0);
+    let early_parent = c
+        .paged("/ledgers/chargeinfos?charge_info_type=USAGE_EVENT")
+        .await
+        .0
+        .into_iter()
+        .any(|p| text(&p, "core_id") == format!("core:usage_event:{early}"));
+    assert!(early_parent, "collected through the overlap");
+
+    // the same window again collects nothing twice
+    let again = c
+        .expect(
+            Method::POST,
+            "/collector-runs",
+            Some(autumn_run(json!(["invoices", "payments"]))),
+            201,
+        )
+        .await;
+    assert_eq!(again["status"], "COMPLETE");
+    assert_eq!(again["num_errors"], 0);
+    assert_eq!(count("").await, 15);
+    let (runs, total, _, _) = c.paged("/collector-runs").await;
+    assert_eq!((total, runs[0]["id"].as_i64()), (2, again["id"].as_i64()));
+
+    // close September: its usage posts into October
+    set_open(&c, "2026-09", false).await;
+    let glrun = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    let gl_id = glrun["id"].as_i64().unwrap();
+    assert_eq!(glrun["status"], "COMPLETE", "{glrun}");
+    assert_eq!(glrun["num_errors"], 0);
+    assert_eq!(glrun["gl_run_mode_id"], 1, "the ledger's actuals mode");
+    assert_eq!(
+        glrun["run_to_date"], "2026-12-01T00:00:00-06:00",
+        "through the end of the day"
+    );
+    assert!(glrun["date_started"].is_string() && glrun["date_ended"].is_string());
+    let (entries, _, _, _) = c
+        .paged(&format!("/glruns/{gl_id}/journal-entries?page_size=50"))
+        .await;
+    let (_, oct) = us_period(&c, "2026-10").await;
+    let charge_ids: Vec<i64> = kids.iter().map(|k| k["id"].as_i64().unwrap()).collect();
+    let usage_entries: Vec<&Value> = entries
+        .iter()
+        .filter(|e| charge_ids.contains(&e["charge_info_id"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(usage_entries.len(), 2);
+    for e in &usage_entries {
+        assert_eq!(e["period_id"], oct, "moved out of closed September");
+        assert_eq!(e["posting_date"], "2026-10-01");
+        assert_eq!(e["debit_account"], "1200 Unbilled Receivables");
+        assert_eq!(e["credit_account"], "4000 Usage Revenue");
+    }
+    assert_eq!(usage_entries[0]["amount"].to_string(), "1.2");
+    // parents are posted through their children; payments swap the accounts
+    let parent_ids: Vec<i64> = parents.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    assert!(entries
+        .iter()
+        .all(|e| !parent_ids.contains(&e["charge_info_id"].as_i64().unwrap())));
+    assert!(entries.iter().any(|e| e["debit_account"] == "1000 Cash"));
+
+    // the per-ledger list shows the states; gl_event_id selects this run's records
+    let (mine, total, _, _) = c
+        .paged(&format!(
+            "/ledgers/1/chargeinfos?gl_event_id={gl_id}&page_size=50"
+        ))
+        .await;
+    assert_eq!(
+        total as usize,
+        entries.len(),
+        "every handled record was posted"
+    );
+    assert!(mine
+        .iter()
+        .all(|m| m["charge_info_state_values"] == "POSTED"));
+    let (all, _, _, _) = c.paged("/ledgers/1/chargeinfos?page_size=50").await;
+    assert!(
+        all.iter().any(|m| m["charge_info_state_values"].is_null()),
+        "parents have no state"
+    );
+    assert!(all
+        .iter()
+        .all(|m| m.get("charge_info_state_values").is_some()));
+    let (plain, _, _, _) = c.paged("/ledgers/chargeinfos").await;
+    assert!(plain
+        .iter()
+        .all(|m| m.get("charge_info_state_values").is_none()));
+    assert_eq!(text(&mine[0], "updated_by"), format!("gl-run-{gl_id}"));
+
+    // a second run finds nothing new
+    let second = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 1})),
+            201,
+        )
+        .await;
+    assert_eq!(second["status"], "COMPLETE");
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", second["id"]))
+            .await
+            .1,
+        0
+    );
+
+    // lists of runs
+    let runs = c.get_ok("/ledgers/1/glruns").await;
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+    assert_eq!(c.paged("/glruns?status=COMPLETE").await.1, 2);
+    assert_eq!(c.paged("/glruns?status=ERROR").await.1, 0);
+    c.error(Method::GET, "/glruns?status=DONE", None, 400).await;
+    assert_eq!(c.get_ok(&format!("/glruns/{gl_id}")).await, glrun);
+
+    // deleting the run removes all its results
+    c.expect(Method::DELETE, &format!("/glruns/{gl_id}"), None, 200)
+        .await;
+    c.error(Method::GET, &format!("/glruns/{gl_id}"), None, 404)
+        .await;
+    c.error(
+        Method::GET,
+        &format!("/glruns/{gl_id}/journal-entries"),
+        None,
+        404,
+    )
+    .await;
+    c.error(Method::DELETE, &format!("/glruns/{gl_id}"), None, 404)
+        .await;
+    assert_eq!(
+        c.paged(&format!("/ledgers/1/chargeinfos?gl_event_id={gl_id}"))
+            .await
+            .1,
+        0
+    );
+    let (all, _, _, _) = c.paged("/ledgers/1/chargeinfos?page_size=50").await;
+    assert!(all.iter().all(|m| m["charge_info_state_values"].is_null()));
+    assert_eq!(
+        c.get_ok("/ledgers/1/glruns")
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // ... so the next run posts them again
+    let third = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30T23:59:59-06:00"})),
+            201,
+        )
+        .await;
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", third["id"]))
+            .await
+            .1 as usize,
+        entries.len()
+    );
+}
+
+#[tokio::test]
+async fn closed_periods_without_a_later_open_one_are_run_errors() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2026-12-10T12:00:00.000Z",
+        &[("4", 1)],
+        false,
+    );
+    c.insert_usage(
+        "srv-compute-0001",
+        Some(1),
+        "2027-02-10T12:00:00.000Z",
+        &[("6", 1)],
+        false,
+    );
+    let mut body = autumn_run(json!(["usage-charges"]));
+    body["data_fetch_to_date"] = json!("2027-03-01");
+    let run = c
+        .expect(Method::POST, "/collector-runs", Some(body), 201)
+        .await;
+    assert_eq!(run["status"], "COMPLETE");
+    set_open(&c, "2026-12", false).await;
+
+    let glrun = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2027-03-01T00:00:00Z"})),
+            201,
+        )
+        .await;
+    assert_eq!(glrun["status"], "ERROR");
+    assert_eq!(glrun["num_errors"], 2);
+    let gl_id = glrun["id"].as_i64().unwrap();
+    let (errors, total, _, _) = c.paged(&format!("/glruns/{gl_id}/errors")).await;
+    assert_eq!(total, 2);
+    assert!(errors
+        .iter()
+        .all(|e| e["gl_run_id"] == gl_id && e["collector_run_id"].is_null()));
+    let messages: Vec<String> = errors.iter().map(|e| text(e, "error_message")).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("is closed and no later period is open")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("no accounting period covers 2027-02-10")),
+        "{messages:?}"
+    );
+    assert_eq!(c.paged("/glruns?status=ERROR").await.1, 1);
+    let (states, _, _, _) = c
+        .paged(&format!("/ledgers/1/chargeinfos?gl_event_id={gl_id}"))
+        .await;
+    assert!(states
+        .iter()
+        .all(|x| x["charge_info_state_values"] == "ERROR"));
+
+    // reopening December lets a later run post what failed
+    set_open(&c, "2026-12", true).await;
+    let retry = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2027-01-01"})),
+            201,
+        )
+        .await;
+    assert_eq!(retry["status"], "COMPLETE");
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", retry["id"]))
+            .await
+            .1,
+        1
+    );
+    c.error(Method::GET, "/glruns/999/errors", None, 404).await;
+    c.error(Method::GET, "/collector-runs/999/errors", None, 404)
+        .await;
+}
+
+#[tokio::test]
+async fn conflicts_and_failed_preconditions() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let run = json!({"ledger_id": 1, "run_to_date": "2026-11-30"});
+
+    // 412: an INACTIVE ledger does not run
+    let msg = c
+        .error(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 3, "run_to_date": "2026-11-30"})),
+            412,
+        )
+        .await;
+    assert!(msg.contains("INACTIVE"), "{msg}");
+    // 412: a calendar without an open period (a ledger without years, then one closed year)
+    let l = c
+        .expect(
+            Method::POST,
+            "/ledgers",
+            Some(json!({"name": "Closed", "billing_account_category_ids": [1]})),
+            201,
+        )
+        .await;
+    let lid = l["id"].as_i64().unwrap();
+    let body = json!({"ledger_id": lid, "run_to_date": "2026-11-30"});
+    c.error(Method::POST, "/glruns", Some(body.clone()), 412)
+        .await;
+    c.expect(
+        Method::POST,
+        &format!("/ledgers/{lid}/calendar/years"),
+        Some(json!({"name": "FY", "start_date": "2026-01-01", "end_date": "2026-12-31",
+            "accounting-periods": [{"name": "all", "start_date": "2026-01-01", "end_date": "2026-12-31", "open": false}]})),
+        200,
+    )
+    .await;
+    let msg = c.error(Method::POST, "/glruns", Some(body), 412).await;
+    assert!(msg.contains("no open accounting period"), "{msg}");
+    assert_eq!(c.paged("/glruns").await.1, 0, "nothing was created");
+
+    // 404 / 400 on the body
+    c.error(
+        Method::POST,
+        "/glruns",
+        Some(json!({"ledger_id": 99, "run_to_date": "2026-11-30"})),
+        404,
+    )
+    .await;
+    c.error(
+        Method::POST,
+        "/glruns",
+        Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 9})),
+        404,
+    )
+    .await;
+    c.error(
+        Method::POST,
+        "/glruns",
+        Some(json!({"ledger_id": 1, "run_to_date": "soon"})),
+        400,
+    )
+    .await;
+    c.error(
+        Method::POST,
+        "/glruns",
+        Some(json!({"ledger_id": "1", "run_to_date": "2026-11-30"})),
+        400,
+    )
+    .await;
+    c.error(Method::POST, "/glruns", Some(json!({"ledger_id": 1})), 400)
+        .await;
+
+    // 409: a run of the same ledger that has not finished (as a run in another process
+    // would be while it works)
+    let db = s.state.store.tenant_db(&c.t.id).unwrap();
+    db.write_blocking(|tx| {
+        tx.execute(
+            "INSERT INTO gl_runs (status, run_trigger_type, ledger_id, run_to_date)
+             VALUES ('RUNNING', 'SCHEDULED', 1, '2026-10-01T00:00:00.000Z')",
+            [],
+        )?;
+        tx.execute(
+            "INSERT INTO collector_runs (status, run_trigger_type, type)
+             VALUES ('RUNNING', 'SCHEDULED', 'AUTO')",
+            [],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let msg = c
+        .error(Method::POST, "/glruns", Some(run.clone()), 409)
+        .await;
+    assert!(msg.contains("has not finished"), "{msg}");
+    assert_eq!(c.paged("/glruns?status=RUNNING").await.1, 1);
+    // another ledger is not blocked
+    let eu = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 2, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    assert_eq!(eu["status"], "COMPLETE");
+    c.error(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!([]))),
+        409,
+    )
+    .await;
+
+    // collector run input
+    let tenant2 = Rev::new(&s, "empty", "empty").await;
+    let msg = tenant2
+        .error(
+            Method::POST,
+            "/collector-runs",
+            Some(autumn_run(json!([]))),
+            412,
+        )
+        .await;
+    assert!(msg.contains("catalogue is empty"), "{msg}");
+    db.write_blocking(|tx| {
+        tx.execute("UPDATE collector_runs SET status = 'ERROR'", [])?;
+        Ok(())
+    })
+    .unwrap();
+    for bad in [
+        json!({"type": "SOMETIMES"}),
+        json!({"type": "AUTO", "collector_operations": ["nope"]}),
+        json!({"type": "AUTO", "overlap_fetch_time": -1}),
+        json!({"type": "AUTO", "overlap_fetch_time": 2678401}),
+        json!({"type": "AUTO", "data_fetch_from_date": "2026-12-01", "data_fetch_to_date": "2026-11-01"}),
+        json!({"type": "AUTO", "data_fetch_from_date": "whenever"}),
+        json!({"collector_operations": []}),
+    ] {
+        c.error(Method::POST, "/collector-runs", Some(bad), 400)
+            .await;
+    }
+    c.error(Method::GET, "/collector-runs/777", None, 404).await;
+    c.error(Method::GET, "/collector-runs?page_size=99", None, 400)
+        .await;
+    // a catalogue collector without a source is a run error, not a failure
+    db.write_blocking(|tx| {
+        tx.execute(
+            "INSERT INTO collectors (name, friendly_name, \"group\", category)
+             VALUES ('orders', 'Orders', 'SALES', 'ORDER')",
+            [],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let r = c
+        .expect(
+            Method::POST,
+            "/collector-runs",
+            Some(json!({"type": "AUTO", "collector_operations": ["orders"],
+                "data_fetch_from_date": "2026-10-01", "data_fetch_to_date": "2026-11-01T00:00:00Z"})),
+            201,
+        )
+        .await;
+    assert_eq!(
+        (r["status"].as_str(), r["num_errors"].as_i64()),
+        (Some("ERROR"), Some(1))
+    );
+    // the next run's window starts where the last one ended
+    let r = c
+        .expect(
+            Method::POST,
+            "/collector-runs",
+            Some(json!({"type": "MANUAL", "collector_operations": ["invoices"]})),
+            201,
+        )
+        .await;
+    assert_eq!(r["data_fetch_from_date"], "2026-10-31T19:00:00-05:00");
+}
+
+#[tokio::test]
+async fn charge_info_filters_merging_and_deletions() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let (event, _) = c.insert_usage(
+        "api-0001",
+        Some(2),
+        "2026-10-03T08:00:00.000Z",
+        &[("0.5", 9), ("0.25", 9), ("1", 1)],
+        false,
+    );
+    let first = c
+        .expect(
+            Method::POST,
+            "/collector-runs",
+            Some(autumn_run(json!(["usage-charges"]))),
+            201,
+        )
+        .await;
+    assert_eq!(first["status"], "COMPLETE");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    c.expect(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!(["invoices"]))),
+        201,
+    )
+    .await;
+
+    // created_from inclusive, created_to exclusive, at the exact instant of the second run
+    let (invoices, _, _, _) = c
+        .paged("/ledgers/chargeinfos?charge_info_type=INVOICE")
+        .await;
+    let second_at = text(&invoices[0], "created_on");
+    let enc = second_at.replace('+', "%2B");
+    let (from, _, _, _) = c
+        .paged(&format!("/ledgers/chargeinfos?created_from={enc}"))
+        .await;
+    assert_eq!(from.len(), 5, "the invoices only, created at that instant");
+    let (to, _, _, _) = c
+        .paged(&format!("/ledgers/chargeinfos?created_to={enc}"))
+        .await;
+    assert_eq!(to.len(), 4, "the usage records, created before");
+    assert_eq!(
+        c.paged(&format!(
+            "/ledgers/chargeinfos?created_from={enc}&created_to={enc}"
+        ))
+        .await
+        .1,
+        0
+    );
+    c.error(
+        Method::GET,
+        "/ledgers/chargeinfos?created_from=yesterday",
+        None,
+        400,
+    )
+    .await;
+    c.error(
+        Method::GET,
+        "/ledgers/chargeinfos?is_parent=maybe",
+        None,
+        400,
+    )
+    .await;
+    c.error(Method::GET, "/ledgers/chargeinfos?service_id=x", None, 400)
+        .await;
+
+    // max_records caps the list before paging; default 1000, at least 1
+    let (_, total, _, pages) = c
+        .paged("/ledgers/chargeinfos?max_records=3&page_size=2")
+        .await;
+    assert_eq!((total, pages), (3, 2));
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
+    c.error(Method::GET, "/ledgers/chargeinfos?max_records=0", None, 400)
+        .await;
+
+    // merged: the parent carries its children's sum, categories and ids; children vanish
+    let (merged, total, _, _) = c.paged("/ledgers/merged-chargeinfos").await;
+    assert_eq!(total, 6, "1 merged usage record + 5 invoices");
+    let m = &merged[0];
+    assert_eq!(text(m, "core_id"), format!("core:usage_event:{event}"));
+    assert_eq!(ci(m, "charge_amount").to_string(), "1.75");
+    assert_eq!(ci(m, "charge_category"), "API Usage, Compute Usage");
+    assert_eq!(ci(m, "merged_charge_info_ids").as_array().unwrap().len(), 3);
+    assert_eq!(
+        c.paged("/ledgers/merged-chargeinfos?charge_category=Compute%20Usage")
+            .await
+            .1,
+        1
+    );
+    assert_eq!(
+        c.paged("/ledgers/merged-chargeinfos?charge_info_type=INVOICE&billing_account=ACC-1002")
+            .await
+            .1,
+        2
+    );
+    c.error(
+        Method::GET,
+        "/ledgers/merged-chargeinfos?page_number=0",
+        None,
+        400,
+    )
+    .await;
+
+    // post, then delete the state of one record: its entry goes, the next run posts it again
+    let gl = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    let (entries, n, _, _) = c
+        .paged(&format!(
+            "/glruns/{}/journal-entries?page_size=50",
+            gl["id"]
+        ))
+        .await;
+    assert_eq!(n, 8, "3 usage charges and 5 invoices");
+    let target = entries[0]["charge_info_id"].as_i64().unwrap();
+    let d = c
+        .expect(
+            Method::DELETE,
+            "/ledgers/1/chargeinfos/state",
+            Some(json!({"ids": [target, 987654]})),
+            200,
+        )
+        .await;
+    assert_eq!(d, json!({"deleted": 1, "deleted_journal_entries": 1}));
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", gl["id"]))
+            .await
+            .1,
+        7
+    );
+    c.error(
+        Method::DELETE,
+        "/ledgers/1/chargeinfos/state",
+        Some(json!({"ids": []})),
+        400,
+    )
+    .await;
+    c.error(
+        Method::DELETE,
+        "/ledgers/99/chargeinfos/state",
+        Some(json!({"ids": [1]})),
+        404,
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let again = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    let (re, _, _, _) = c
+        .paged(&format!("/glruns/{}/journal-entries", again["id"]))
+        .await;
+    assert_eq!(re.len(), 1);
+    assert_eq!(re[0]["charge_info_id"], target);
+    let (upd, _, _, _) = c
+        .paged(&format!(
+            "/ledgers/1/chargeinfos?gl_event_id={}",
+            again["id"]
+        ))
+        .await;
+    let posted_at = text(&upd[0], "updated_on").replace('+', "%2B");
+    assert_eq!(
+        c.paged(&format!("/ledgers/1/chargeinfos?updated_from={posted_at}"))
+            .await
+            .1,
+        1
+    );
+    assert_eq!(
+        c.paged(&format!("/ledgers/1/chargeinfos?updated_to={posted_at}"))
+            .await
+            .1,
+        8
+    );
+
+    // delete charge infos: a parent takes its children, states and journal entries along
+    let parent = m["id"].as_i64().unwrap();
+    let d = c
+        .expect(
+            Method::DELETE,
+            "/ledgers/chargeinfos",
+            Some(json!({"ids": [parent]})),
+            200,
+        )
+        .await;
+    assert_eq!(d["deleted"], 4);
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 5);
+    assert!(d["deleted_journal_entries"].as_i64().unwrap() >= 2);
+    c.error(
+        Method::DELETE,
+        "/ledgers/chargeinfos",
+        Some(json!({"ids": []})),
+        400,
+    )
+    .await;
+    c.error(
+        Method::DELETE,
+        "/ledgers/chargeinfos",
+        Some(json!({"idz": [1]})),
+        400,
+    )
+    .await;
+    // ... and a later collector run collects the source again
+    c.expect(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!(["usage-charges"]))),
+        201,
+    )
+    .await;
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
+    c.error(Method::GET, "/ledgers/42/chargeinfos", None, 404)
+        .await;
+}
+
+#[tokio::test]
+async fn svs_replication_writes_json_lines_batches() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    c.expect(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!([]))),
+        201,
+    )
+    .await;
+
+    let summary = c
+        .expect(Method::POST, "/replication/svs?batch_size=4", None, 201)
+        .await;
+    assert_eq!(summary["status"], "COMPLETE");
+    assert_eq!(summary["batch_size"], 4);
+    let prefix = text(&summary, "prefix");
+    assert!(
+        prefix.starts_with(&format!("analytics/{}/svs/", c.t.id)),
+        "{prefix}"
+    );
+    let views = summary["views"].as_array().unwrap();
+    assert_eq!(views[0]["name"], "service_view");
+    assert_eq!(views[0]["rows"], 7, "the demo's services");
+    assert_eq!(views[1]["name"], "charge_view");
+    assert_eq!(
+        views[1]["rows"], 10,
+        "5 invoices, 2 payments, 3 adjustments"
+    );
+    let mut rows = 0;
+    for view in views {
+        let objects = view["objects"].as_array().unwrap();
+        let expected = (view["rows"].as_u64().unwrap() as usize).div_ceil(4);
+        assert_eq!(objects.len(), expected);
+        for key in objects {
+            let path = s.state.store.data_dir().join(key.as_str().unwrap());
+            let body = std::fs::read_to_string(&path).expect("object written");
+            let lines: Vec<&str> = body.lines().collect();
+            assert!(!lines.is_empty() && lines.len() <= 4);
+            for line in lines {
+                let row: Value = serde_json::from_str(line).expect("a JSON object per line");
+                assert!(row.is_object());
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, summary["total_rows"].as_i64().unwrap());
+    c.error(Method::POST, "/replication/svs?batch_size=0", None, 400)
+        .await;
+    c.error(Method::POST, "/replication/svs?batch_size=10001", None, 400)
+        .await;
+    c.error(Method::POST, "/replication/svs?batch_size=many", None, 400)
+        .await;
+    let default = c.expect(Method::POST, "/replication/svs", None, 201).await;
+    assert_eq!(default["total_objects"], 2);
+
+    // 503: the analytics storage cannot be reached (its folder is a file here)
+    let other = Rev::new(&s, "blocked", "demo").await;
+    let root = s.state.store.data_dir().join("analytics").join(&other.t.id);
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::fs::write(&root, "not a folder").unwrap();
+    let msg = other
+        .error(Method::POST, "/replication/svs", None, 503)
+        .await;
+    assert!(msg.contains("temporarily unavailable"), "{msg}");
+}
+
+#[tokio::test]
+async fn collector_catalogue_filters_and_ledger_delete_cascade() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let (all, total, _, _) = c.paged("/collectors").await;
+    assert_eq!(total, 4);
+    assert_eq!(
+        all[0],
+        json!({"name": "usage-charges", "friendly_name": "Usage charges",
+               "description": "Rated usage event charges", "group": "BILLING", "category": "USAGE"})
+    );
+    let names =
+        |items: Vec<Value>| -> Vec<String> { items.iter().map(|i| text(i, "name")).collect() };
+    assert_eq!(
+        names(c.paged("/collectors?group=RECEIVABLES").await.0),
+        vec!["payments", "adjustments"]
+    );
+    assert_eq!(
+        names(c.paged("/collectors?category=INVOICE").await.0),
+        vec!["invoices"]
+    );
+    assert_eq!(
+        c.paged("/collectors?group=BILLING&category=PAYMENT")
+            .await
+            .1,
+        0
+    );
+    let (page, total, elements, pages) = c.paged("/collectors?page_size=3&page_number=2").await;
+    assert_eq!((total, elements, pages), (4, 1, 2));
+    assert_eq!(names(page), vec!["adjustments"]);
+    c.error(Method::GET, "/collectors?page_number=0", None, 400)
+        .await;
+
+    // deleting a ledger takes its runs, journal entries and charge info states along
+    c.expect(
+        Method::POST,
+        "/collector-runs",
+        Some(autumn_run(json!(["invoices"]))),
+        201,
+    )
+    .await;
+    let run = c
+        .expect(
+            Method::POST,
+            "/glruns",
+            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
+            201,
+        )
+        .await;
+    assert_eq!(
+        c.paged(&format!("/glruns/{}/journal-entries", run["id"]))
+            .await
+            .1,
+        5
+    );
+    c.expect(Method::DELETE, "/ledgers/1", None, 200).await;
+    c.error(Method::GET, &format!("/glruns/{}", run["id"]), None, 404)
+        .await;
+    c.error(Method::GET, "/ledgers/1/glruns", None, 404).await;
+    assert_eq!(c.paged("/glruns").await.1, 0);
+    assert_eq!(
+        c.paged("/ledgers/chargeinfos").await.1,
+        5,
+        "charge info itself stays"
+    );
+}

@@ -1,0 +1,161 @@
+//! Helpers shared by the Surface C tests: a client bound to one tenant's API key, and
+//! direct inserts of rated usage (what Surface B's posting stores) for the chain tests.
+
+#![allow(dead_code)]
+
+use e2e::{TestServer, TestTenant};
+use reqwest::{Method, Response};
+use serde_json::Value;
+
+/// A Surface C client for one tenant.
+pub struct Rev<'a> {
+    /// The server.
+    pub s: &'a TestServer,
+    /// The tenant.
+    pub t: TestTenant,
+}
+
+impl<'a> Rev<'a> {
+    /// Starts a tenant with `seed` and binds a client to it.
+    pub async fn new(s: &'a TestServer, name: &str, seed: &str) -> Rev<'a> {
+        let t = s.create_tenant(name, seed).await;
+        Rev { s, t }
+    }
+
+    /// Sends `method /revenue/3{path}` with an optional JSON body.
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Response {
+        let mut req = self
+            .s
+            .client
+            .request(method, self.s.url(&format!("/revenue/3{path}")))
+            .header("X-Api-Key", &self.t.api_key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        req.send().await.expect("request")
+    }
+
+    /// GET, asserting 200, answering the JSON.
+    pub async fn get_ok(&self, path: &str) -> Value {
+        let r = self.call(Method::GET, path, None).await;
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.expect("json")
+    }
+
+    /// A paged GET: the JSON array and the three paging headers.
+    pub async fn paged(&self, path: &str) -> (Vec<Value>, i64, i64, i64) {
+        let r = self.call(Method::GET, path, None).await;
+        assert_eq!(r.status(), 200, "GET {path}");
+        let h = |name: &str| -> i64 {
+            r.headers()
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} header on {path}"))
+                .to_str()
+                .expect("ascii")
+                .parse()
+                .expect("integer")
+        };
+        let (total, elements, pages) = (
+            h("X-Total-Count"),
+            h("X-Elements-Count"),
+            h("X-Total-Pages"),
+        );
+        let items: Vec<Value> = r.json().await.expect("json array");
+        assert_eq!(items.len() as i64, elements, "X-Elements-Count of {path}");
+        (items, total, elements, pages)
+    }
+
+    /// Sends and asserts the status, answering the JSON body (Null when empty).
+    pub async fn expect(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        status: u16,
+    ) -> Value {
+        let r = self.call(method.clone(), path, body).await;
+        let got = r.status().as_u16();
+        let text = r.text().await.expect("body");
+        assert_eq!(got, status, "{method} {path}: {text}");
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).expect("JSON body")
+        }
+    }
+
+    /// Sends and asserts a `{code, message}` error with `status`; answers the message.
+    pub async fn error(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        status: u16,
+    ) -> String {
+        let r = self.call(method.clone(), path, body).await;
+        let (got, _code, message) = e2e::error_body(r).await;
+        assert_eq!(got, status, "{method} {path}: {message}");
+        message
+    }
+
+    /// Inserts a rated usage event with its charges, as Surface B's posting stores them;
+    /// `account` None leaves it without a billing account. Answers the event id and the
+    /// charge ids.
+    pub fn insert_usage(
+        &self,
+        srid: &str,
+        account: Option<i64>,
+        start_time: &str,
+        charges: &[(&str, i64)],
+        voided: bool,
+    ) -> (i64, Vec<i64>) {
+        let db = self.s.state.store.tenant_db(&self.t.id).expect("tenant db");
+        let srid = srid.to_string();
+        let start = start_time.to_string();
+        let charges: Vec<(String, i64)> =
+            charges.iter().map(|(a, c)| (a.to_string(), *c)).collect();
+        db.write_blocking(move |tx| {
+            let resource: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM service_resources WHERE identifier = ?1",
+                    [&srid],
+                    |r| r.get(0),
+                )
+                .ok();
+            let sum = charges
+                .iter()
+                .filter_map(|(a, _)| shared::money::parse_decimal(a))
+                .reduce(|x, y| x + y)
+                .map(shared::money::canonical)
+                .unwrap_or_else(|| "0".to_string());
+            tx.execute(
+                "INSERT INTO usage_events (request_id, service_resource_identifier,
+                   service_resource_id, billing_account_id, start_time, end_time, usage_uom,
+                   usage_amount, total_charge, voided, created_at)
+                 VALUES ('test-request', ?1, ?2, ?3, ?4, ?4, 'HOUR', '1', ?5, ?6, ?4)",
+                (&srid, resource, account, &start, &sum, voided),
+            )?;
+            let event = tx.last_insert_rowid();
+            let mut ids = Vec::new();
+            for (amount, category) in &charges {
+                tx.execute(
+                    "INSERT INTO usage_event_charges (usage_event_id, usage_rule_id,
+                       charge_category_id, charge, usage_uom, usage_amount)
+                     VALUES (?1, 1, ?2, ?3, 'HOUR', '1')",
+                    (event, category, amount),
+                )?;
+                ids.push(tx.last_insert_rowid());
+            }
+            Ok((event, ids))
+        })
+        .expect("insert usage")
+    }
+}
+
+/// The created_on of a charge info, as the API renders it.
+pub fn text(v: &Value, key: &str) -> String {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} in {v}"))
+        .to_string()
+}
