@@ -3,10 +3,13 @@
 //! it, and answers the new record's id. The API handlers and the seed loader call the same
 //! functions, so seeded data obeys the rules API data obeys.
 
+pub mod account_status;
 pub mod accounts;
 pub mod agreements;
 pub mod billing;
 pub mod catalog;
+pub mod edits;
+pub mod payments;
 pub mod revenue;
 
 use crate::{Error, Result};
