@@ -1,12 +1,11 @@
 //! `billingAccounts`: the billing accounts Surfaces B and C see, with create and edit.
 
-use crate::entity::{col, find, Entity, Filter, FilterKind};
+use crate::created;
+use crate::entity::{col, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
-use crate::{created, xml_answer};
-use axum::http::StatusCode;
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::accounts::{create_account, NewAccount, ACCOUNT_STATUSES, BILL_TYPES};
@@ -21,31 +20,11 @@ pub static ENTITY: Entity = Entity {
              t.currency_code, t.tax_exempt, t.start_date, t.end_date, t.next_invoice_date, \
              t.billing_account_category_id, t.bill_cycle_id FROM billing_accounts t",
     filters: &[
-        Filter {
-            key: "accountNum",
-            column: "t.account_num",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "externalAccountNum",
-            column: "t.external_account_num",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::OneOf(ACCOUNT_STATUSES),
-        },
-        Filter {
-            key: "billType",
-            column: "t.bill_type",
-            kind: FilterKind::OneOf(BILL_TYPES),
-        },
-        Filter {
-            key: "billingAccountCategoryEid",
-            column: "t.billing_account_category_id",
-            kind: FilterKind::Integer,
-        },
+        Filter::text("accountNum", "t.account_num"),
+        Filter::text("externalAccountNum", "t.external_account_num"),
+        Filter::one_of("status", "t.status", ACCOUNT_STATUSES),
+        Filter::one_of("billType", "t.bill_type", BILL_TYPES),
+        Filter::integer("billingAccountCategoryEid", "t.billing_account_category_id"),
     ],
     render,
 };
@@ -140,10 +119,7 @@ pub async fn edit(
     let status = f.text("status");
     f.ignore(READ_ONLY);
     f.finish()?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
+    edit_and_show(&ENTITY, &tenant, eid, move |tx, tz| {
             if let Some(wanted) = &status {
                 let current = shared::domain::account_status::status_of(tx, eid)?;
                 if &current != wanted {
@@ -152,11 +128,9 @@ pub async fn edit(
                     )));
                 }
             }
-            edit_account(tx, eid, &edit, tz)?;
-            find(&ENTITY, tx, eid, tz)
+            edit_account(tx, eid, &edit, tz)
         })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+    .await
 }
 
 /// Refuses a body whose `eid` names another object than the path.

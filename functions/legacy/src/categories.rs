@@ -1,13 +1,12 @@
 //! `billingAccountCategories`, with create and edit.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, find, Entity, Filter, FilterKind};
+use crate::created;
+use crate::entity::{col, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
-use crate::{created, xml_answer};
-use axum::http::StatusCode;
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::accounts::{create_category, NewCategory, CATEGORY_STATUSES};
@@ -20,21 +19,9 @@ pub static ENTITY: Entity = Entity {
     select: "SELECT t.id, t.name, t.type, t.description, t.status, t.conversion_currency \
              FROM billing_account_categories t",
     filters: &[
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::OneOf(CATEGORY_STATUSES),
-        },
-        Filter {
-            key: "type",
-            column: "t.type",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "name",
-            column: "t.name",
-            kind: FilterKind::Text,
-        },
+        Filter::one_of("status", "t.status", CATEGORY_STATUSES),
+        Filter::text("type", "t.type"),
+        Filter::text("name", "t.name"),
     ],
     render,
 };
@@ -92,13 +79,8 @@ pub async fn edit(
         conversion_currency: f.text("conversionCurrencyType"),
     };
     f.finish()?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            edit_category(tx, eid, &edit)?;
-            find(&ENTITY, tx, eid, tz)
-        })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+    edit_and_show(&ENTITY, &tenant, eid, move |tx, _tz| {
+        edit_category(tx, eid, &edit)
+    })
+    .await
 }

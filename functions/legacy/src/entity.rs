@@ -44,6 +44,39 @@ pub struct Filter {
     pub kind: FilterKind,
 }
 
+impl Filter {
+    /// A text key.
+    pub const fn text(key: &'static str, column: &'static str) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::Text,
+        }
+    }
+
+    /// An integer (eid) key.
+    pub const fn integer(key: &'static str, column: &'static str) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::Integer,
+        }
+    }
+
+    /// A key taking one of `values`.
+    pub const fn one_of(
+        key: &'static str,
+        column: &'static str,
+        values: &'static [&'static str],
+    ) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::OneOf(values),
+        }
+    }
+}
+
 /// One Surface A entity's read model.
 pub struct Entity {
     /// Collection name in paths, e.g. `billingAccounts`; also the page wrapper element.
@@ -174,6 +207,28 @@ pub async fn get(
     let node = tenant
         .db
         .read(move |conn| find(entity, conn, eid, tz))
+        .await?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// Runs `change` on object `eid` in one write transaction and answers the object as it is
+/// afterwards (the answer of every PUT).
+pub async fn edit_and_show<F>(
+    entity: &'static Entity,
+    tenant: &shared::web::Tenant,
+    eid: i64,
+    change: F,
+) -> Result<Response, Fault>
+where
+    F: Fn(&rusqlite::Transaction<'_>, Tz) -> Result<()> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            change(tx, tz)?;
+            find(entity, tx, eid, tz)
+        })
         .await?;
     Ok(xml_answer(StatusCode::OK, node))
 }

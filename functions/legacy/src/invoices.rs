@@ -1,13 +1,12 @@
 //! `invoices`, with create and edit. Amounts and status move through `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, find, Entity, Filter, FilterKind};
+use crate::created;
+use crate::entity::{col, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
-use crate::{created, xml_answer};
-use axum::http::StatusCode;
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::billing::{
@@ -24,26 +23,10 @@ pub static ENTITY: Entity = Entity {
              t.billing_account_id, a.account_num \
              FROM invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
-        Filter {
-            key: "invoiceNum",
-            column: "t.invoice_num",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "accountNum",
-            column: "a.account_num",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "billingAccountEid",
-            column: "t.billing_account_id",
-            kind: FilterKind::Integer,
-        },
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::OneOf(INVOICE_STATUSES),
-        },
+        Filter::text("invoiceNum", "t.invoice_num"),
+        Filter::text("accountNum", "a.account_num"),
+        Filter::integer("billingAccountEid", "t.billing_account_id"),
+        Filter::one_of("status", "t.status", INVOICE_STATUSES),
     ],
     render,
 };
@@ -129,13 +112,8 @@ pub async fn edit(
     ]);
     f.children("billingAccount");
     f.finish()?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            edit_invoice(tx, eid, &edit, tz)?;
-            find(&ENTITY, tx, eid, tz)
-        })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+    edit_and_show(&ENTITY, &tenant, eid, move |tx, tz| {
+        edit_invoice(tx, eid, &edit, tz)
+    })
+    .await
 }

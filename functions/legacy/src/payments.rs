@@ -1,13 +1,12 @@
 //! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, find, Entity, Filter, FilterKind};
+use crate::created;
+use crate::entity::{col, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::{Element, Node};
-use crate::{created, xml_answer};
-use axum::http::StatusCode;
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::billing::{create_payment, NewPayment};
@@ -27,26 +26,10 @@ pub static ENTITY: Entity = Entity {
              t.status, t.payment_method, t.billing_account_id, a.account_num \
              FROM payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
-        Filter {
-            key: "billingAccountEid",
-            column: "t.billing_account_id",
-            kind: FilterKind::Integer,
-        },
-        Filter {
-            key: "accountNum",
-            column: "a.account_num",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::OneOf(PAYMENT_STATUSES),
-        },
-        Filter {
-            key: "reference",
-            column: "t.reference",
-            kind: FilterKind::Text,
-        },
+        Filter::integer("billingAccountEid", "t.billing_account_id"),
+        Filter::text("accountNum", "a.account_num"),
+        Filter::one_of("status", "t.status", PAYMENT_STATUSES),
+        Filter::text("reference", "t.reference"),
     ],
     render,
 };
@@ -188,13 +171,8 @@ pub async fn edit(
         f.children(method);
     }
     f.finish()?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            edit_payment(tx, eid, &edit)?;
-            find(&ENTITY, tx, eid, tz)
-        })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+    edit_and_show(&ENTITY, &tenant, eid, move |tx, _tz| {
+        edit_payment(tx, eid, &edit)
+    })
+    .await
 }

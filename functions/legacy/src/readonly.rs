@@ -1,7 +1,7 @@
 //! Read-only entities that Surfaces B and C own: `agreements`, `agreementServices`,
 //! `products` and `usageEvents`, with the same ids as there.
 
-use crate::entity::{col, Entity, Filter, FilterKind};
+use crate::entity::{col, Entity, Filter};
 use crate::xml::Node;
 use rusqlite::Row;
 use shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
@@ -15,16 +15,8 @@ pub static AGREEMENTS: Entity = Entity {
              t.minimum_amount_currency_type, t.prorate_on_cancel, t.preserve_service_price \
              FROM agreements t",
     filters: &[
-        Filter {
-            key: "name",
-            column: "t.name",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::Text,
-        },
+        Filter::text("name", "t.name"),
+        Filter::text("status", "t.status"),
     ],
     render: render_agreement,
 };
@@ -63,21 +55,9 @@ pub static AGREEMENT_SERVICES: Entity = Entity {
              t.agreement_period, t.agreement_id, t.service_id, s.billing_account_id, s.product_id \
              FROM agreement_services t JOIN services s ON s.id = t.service_id",
     filters: &[
-        Filter {
-            key: "status",
-            column: "t.status",
-            kind: FilterKind::OneOf(AGREEMENT_SERVICE_STATUSES),
-        },
-        Filter {
-            key: "agreementEid",
-            column: "t.agreement_id",
-            kind: FilterKind::Integer,
-        },
-        Filter {
-            key: "billingAccountEid",
-            column: "s.billing_account_id",
-            kind: FilterKind::Integer,
-        },
+        Filter::one_of("status", "t.status", AGREEMENT_SERVICE_STATUSES),
+        Filter::integer("agreementEid", "t.agreement_id"),
+        Filter::integer("billingAccountEid", "s.billing_account_id"),
     ],
     render: render_agreement_service,
 };
@@ -111,18 +91,7 @@ pub static PRODUCTS: Entity = Entity {
     collection: "products",
     element: "product",
     select: "SELECT t.id, t.name, t.sku, t.external_product_number FROM products t",
-    filters: &[
-        Filter {
-            key: "name",
-            column: "t.name",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "sku",
-            column: "t.sku",
-            kind: FilterKind::Text,
-        },
-    ],
+    filters: &[Filter::text("name", "t.name"), Filter::text("sku", "t.sku")],
     render: render_product,
 };
 
@@ -146,26 +115,10 @@ pub static USAGE_EVENTS: Entity = Entity {
              t.total_charge, t.overwrite_counter, t.voided, t.billing_account_id, \
              t.agreement_service_id FROM usage_events t",
     filters: &[
-        Filter {
-            key: "billingAccountEid",
-            column: "t.billing_account_id",
-            kind: FilterKind::Integer,
-        },
-        Filter {
-            key: "referenceId",
-            column: "t.reference_id",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "serviceResourceIdentifier",
-            column: "t.service_resource_identifier",
-            kind: FilterKind::Text,
-        },
-        Filter {
-            key: "requestId",
-            column: "t.request_id",
-            kind: FilterKind::Text,
-        },
+        Filter::integer("billingAccountEid", "t.billing_account_id"),
+        Filter::text("referenceId", "t.reference_id"),
+        Filter::text("serviceResourceIdentifier", "t.service_resource_identifier"),
+        Filter::text("requestId", "t.request_id"),
     ],
     render: render_usage_event,
 };
