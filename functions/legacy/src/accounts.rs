@@ -9,6 +9,7 @@ use crate::xml::Node;
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::accounts::{create_account, NewAccount, ACCOUNT_STATUSES, BILL_TYPES};
+use shared::domain::bill_batch_membership::join_category_bill_batches;
 use shared::domain::edits::{edit_account, AccountEdit};
 
 /// The billing account read model.
@@ -63,7 +64,8 @@ fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
 /// Attributes a client may echo back from a GET but cannot set.
 const READ_ONLY: &[&str] = &["eid", "balance", "pendingChargesTotal", "currencyType"];
 
-/// `POST billingAccounts`: creates an account; answers its eid.
+/// `POST billingAccounts`: creates an account, which joins the ACTIVE bill batches of its
+/// category; answers its eid.
 pub async fn create(
     BasicAuth(tenant): BasicAuth,
     XmlBody(body): XmlBody,
@@ -89,7 +91,11 @@ pub async fn create(
     let tz = tenant.tz;
     let eid = tenant
         .db
-        .write(move |tx| create_account(tx, &account, tz))
+        .write(move |tx| {
+            let eid = create_account(tx, &account, tz)?;
+            join_category_bill_batches(tx, eid)?;
+            Ok(eid)
+        })
         .await?;
     Ok(created(ENTITY.collection, eid))
 }
@@ -128,7 +134,11 @@ pub async fn edit(
                     )));
                 }
             }
-            edit_account(tx, eid, &edit, tz)
+            edit_account(tx, eid, &edit, tz)?;
+            if edit.billing_account_category_id.is_some() {
+                join_category_bill_batches(tx, eid)?;
+            }
+            Ok(())
         })
     .await
 }

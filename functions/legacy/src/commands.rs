@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
+use shared::domain::account_adjustments::{add_credit, NewCredit};
 use shared::domain::account_status::{change_status, status_of, StatusCommand};
 use shared::domain::billing::create_payment;
 use shared::domain::payments::{
@@ -202,4 +203,48 @@ pub async fn change_account_status(
             .attr("successful", true)
             .child(node),
     ))
+}
+
+/// `POST billingAccounts/{eid}/addAdjustment`: a credit adjustment, applied to the named
+/// open invoice as far as it needs (the rest stays unapplied on the adjustment).
+/// Body: `<addAdjustment amount="" description="" occurredOn=""><invoice eid=""/>
+/// <reason eid=""/></addAdjustment>`; only CREDIT adjustments are taken.
+pub async fn add_adjustment(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let now = shared::time::to_storage(shared::time::now());
+    let mut f = Fields::new(&body, "addAdjustment")?;
+    if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
+        return Err(Fault::validation(format!(
+            "adjustmentType: '{kind}' is not supported; addAdjustment takes CREDIT adjustments"
+        )));
+    }
+    let credit = NewCredit {
+        billing_account_id: eid,
+        amount: f
+            .decimal("amount")?
+            .ok_or_else(|| Fault::validation("attribute amount is required on <addAdjustment>"))?,
+        description: f.text("description"),
+        occurred_on: f.text("occurredOn").unwrap_or_else(|| now.clone()),
+        reason_id: f.reference("reason")?,
+        invoice_id: f.reference("invoice")?,
+        posted_by: Some(tenant.record.name.clone()),
+    };
+    f.finish()?;
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let outcome = add_credit(tx, &credit, &now, tz)?;
+            Ok(Node::new("commandResponse")
+                .attr("successful", true)
+                .attr("eid", outcome.adjustment_id)
+                .attr("appliedAmount", shared::money::canonical(outcome.applied))
+                .child(find(&accounts::ENTITY, tx, eid, tz)?))
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
 }

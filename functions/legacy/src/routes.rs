@@ -160,6 +160,7 @@ pub fn table() -> Vec<Route> {
         read_one!(accounts::ENTITY, "billingAccounts/{eid}"),
         write(Put, "billingAccounts/{eid}", "Edits a billing account; answers it.", "billingAccount", "billingAccount", |m| on(m, accounts::edit)),
         write(Post, "billingAccounts/{eid}/applyPayment", "Applies a payment to the listed invoices, or to the account's open invoices oldest first.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_account)),
+        write(Post, "billingAccounts/{eid}/addAdjustment", "Adds a CREDIT adjustment, applied to the named open invoice as far as it needs.", "addAdjustment", "commandResponse", |m| on(m, commands::add_adjustment)),
         status_command!(StatusCommand::Suspend, "billingAccounts/{eid}/suspend", "ACTIVE or COLLECTION -> SUSPENDED."),
         status_command!(StatusCommand::Resume, "billingAccounts/{eid}/resume", "SUSPENDED or COLLECTION -> ACTIVE."),
         status_command!(StatusCommand::Deactivate, "billingAccounts/{eid}/deactivate", "ACTIVE, SUSPENDED, PENDING or COLLECTION -> DEACTIVATED."),

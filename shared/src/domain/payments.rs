@@ -88,16 +88,7 @@ pub fn apply_payment(
         if amount <= Decimal::ZERO {
             continue;
         }
-        let to_pay = invoice.amount_to_pay - amount;
-        let (status, paid_date) = if to_pay.is_zero() {
-            ("CLOSED", Some(applied_on))
-        } else {
-            ("OPEN", None)
-        };
-        tx.execute(
-            "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
-            rusqlite::params![canonical(to_pay), status, paid_date, invoice.id],
-        )?;
+        settle_invoice(tx, invoice.id, amount, applied_on)?;
         insert(
             tx,
             "payment_applications",
@@ -108,7 +99,6 @@ pub fn apply_payment(
                 ("applied_on", &applied_on),
             ],
         )?;
-        add_to_balance(tx, payment.account_id, -amount)?;
         left -= amount;
         applied.push(PaymentApplication {
             invoice_id: invoice.id,
@@ -120,6 +110,39 @@ pub fn apply_payment(
         rusqlite::params![canonical(left), payment_id],
     )?;
     Ok(applied)
+}
+
+/// Lowers an invoice's amount to pay and its account's balance by `amount` (which the caller
+/// has bounded by the amount to pay); an invoice with nothing left to pay closes with
+/// `applied_on` as its paid date.
+pub fn settle_invoice(
+    tx: &Transaction<'_>,
+    invoice_id: i64,
+    amount: Decimal,
+    applied_on: &str,
+) -> Result<()> {
+    let invoice = load_invoice(tx, invoice_id)?;
+    let to_pay = invoice.amount_to_pay - amount;
+    let (status, paid_date) = if to_pay.is_zero() {
+        ("CLOSED", Some(applied_on))
+    } else {
+        ("OPEN", None)
+    };
+    tx.execute(
+        "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
+        rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
+    )?;
+    add_to_balance(tx, invoice.account_id, -amount)
+}
+
+/// An open invoice of `account_id` with its amount to pay: 404 when unknown, 400 when it
+/// belongs to another account, 409 when it is not OPEN.
+pub fn open_invoice_to_pay(
+    tx: &Transaction<'_>,
+    invoice_id: i64,
+    account_id: i64,
+) -> Result<Decimal> {
+    named_open_invoice(tx, invoice_id, account_id).map(|i| i.amount_to_pay)
 }
 
 /// The billing account a payment belongs to (404 when the payment does not exist).
