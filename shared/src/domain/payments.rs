@@ -237,3 +237,87 @@ fn sort_oldest_first(tx: &Transaction<'_>, list: Vec<InvoiceState>) -> Result<Ve
     keyed.dedup_by_key(|(_, i)| i.id);
     Ok(keyed.into_iter().map(|(_, i)| i).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::accounts::{create_account, NewAccount};
+    use crate::domain::billing::{create_invoice, create_payment, NewInvoice, NewPayment};
+    use std::str::FromStr;
+
+    fn dec(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    fn invoice(tx: &Transaction<'_>, num: &str, amount: &str, on: &str) -> i64 {
+        let i = NewInvoice {
+            id: None,
+            invoice_num: num.into(),
+            billing_account_id: 1,
+            bill_batch_run_id: None,
+            invoice_type: None,
+            amount: dec(amount),
+            description: None,
+            occurred_on: on.into(),
+            due_date: None,
+            status: None,
+        };
+        create_invoice(tx, &i, chrono_tz::UTC).unwrap()
+    }
+
+    #[test]
+    fn open_invoices_are_paid_oldest_first_and_the_rest_stays_unapplied() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::sqlite::configure(&conn).unwrap();
+        crate::store::sqlite::migrate(&mut conn).unwrap();
+        let tx = conn.transaction().unwrap();
+        let account: NewAccount =
+            serde_json::from_value(serde_json::json!({"id": 1, "account_num": "A", "name": "A"}))
+                .unwrap();
+        create_account(&tx, &account, chrono_tz::UTC).unwrap();
+        let newer = invoice(&tx, "N", "30", "2026-02-01");
+        let older = invoice(&tx, "O", "20", "2026-01-01");
+        let payment = NewPayment {
+            id: None,
+            billing_account_id: 1,
+            amount: dec("45.5"),
+            description: None,
+            reference: None,
+            occurred_on: "2026-03-01".into(),
+            payment_method: None,
+        };
+        let pid = create_payment(&tx, &payment, chrono_tz::UTC).unwrap();
+        let applied = apply_payment(&tx, pid, &PaymentTarget::OpenInvoices, "T").unwrap();
+        assert_eq!(
+            applied,
+            vec![
+                PaymentApplication {
+                    invoice_id: older,
+                    amount: dec("20")
+                },
+                PaymentApplication {
+                    invoice_id: newer,
+                    amount: dec("25.5")
+                },
+            ]
+        );
+        let balance: String = tx
+            .query_row(
+                "SELECT balance FROM billing_accounts WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(balance, "4.5");
+        let (status, paid): (String, Option<String>) = tx
+            .query_row(
+                "SELECT status, paid_date FROM invoices WHERE id = ?1",
+                [older],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((status.as_str(), paid.as_deref()), ("CLOSED", Some("T")));
+        let again = apply_payment(&tx, pid, &PaymentTarget::OpenInvoices, "T");
+        assert!(matches!(again, Err(Error::Conflict(_))));
+    }
+}
