@@ -41,6 +41,9 @@ impl Verb {
     }
 }
 
+/// A route's handler: given the route's method, the axum method router that serves it.
+pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
+
 /// One endpoint.
 pub struct Route {
     /// The method.
@@ -58,7 +61,7 @@ pub struct Route {
     /// Root element of the answer.
     pub response: &'static str,
     /// The handler, bound to the route's method.
-    pub handler: fn(MethodFilter) -> MethodRouter<AppState>,
+    pub handler: Handler,
 }
 
 /// `GET <collection>` of an entity (a macro, because a handler cannot capture the entity).
@@ -112,8 +115,6 @@ macro_rules! status_command {
         }
     };
 }
-
-type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
 
 fn write(
     verb: Verb,

@@ -88,11 +88,14 @@ fn method(route: &Route) -> Node {
             .children(entity.filters.iter().map(filter_param));
     }
     if let Some(element) = route.request {
-        request = request.child(
-            Node::new("representation")
-                .attr("mediaType", "application/xml")
-                .attr("element", format!("dom:{element}")),
-        );
+        let mut representation = Node::new("representation")
+            .attr("mediaType", "application/xml")
+            .attr("element", format!("dom:{element}"));
+        if route.request_optional {
+            representation = representation
+                .child(Node::new("doc").attr("title", "Optional: the request may carry no body."));
+        }
+        request = request.child(representation);
     }
     Node::new("method")
         .attr("name", route.verb.as_str())
