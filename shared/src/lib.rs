@@ -14,6 +14,7 @@ pub mod domain;
 pub mod error;
 pub mod money;
 pub mod paging;
+pub mod query;
 pub mod seed;
 pub mod store;
 pub mod tenants;
