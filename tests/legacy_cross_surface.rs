@@ -7,6 +7,7 @@ mod legacy_support;
 
 use legacy_support::{attr, child, dec, Legacy};
 use rust_decimal::Decimal;
+use serde_json::{json, Value};
 
 /// Creates account `num` in category 2 (the demo's ACTIVE bill batch 2 bills that category)
 /// with one open invoice of 40, and answers (account eid, invoice eid).
@@ -160,4 +161,93 @@ async fn an_xml_account_is_the_same_record_in_the_tenant_database() {
         .await
         .unwrap();
     assert!(joined >= 1);
+}
+
+/// GET a Surface B path with the tenant's API key; answers status and JSON body.
+async fn surface_b(a: &Legacy, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    let r =
+        a.s.client
+            .get(a.s.url(&format!("/billing/2{path}")))
+            .query(query)
+            .header("X-Api-Key", &a.t.api_key)
+            .send()
+            .await
+            .expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().await.expect("JSON body"))
+}
+
+#[tokio::test]
+async fn an_xml_account_appears_in_surface_b_bill_batches_and_adjustment_applications() {
+    let a = Legacy::start("demo").await;
+    let (eid, inv) = account_with_invoice(&a, "XML-B").await;
+    let r = a
+        .post(
+            &format!("billingAccounts/{eid}/addAdjustment"),
+            &format!(r#"<addAdjustment amount="15" description="XML credit" occurredOn="2026-11-10"><invoice eid="{inv}"/></addAdjustment>"#),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let adjustment = attr(r.el(), "eid").to_string();
+
+    // The demo's ACTIVE bill batch 2 bills category 2, which the XML account joined.
+    let (status, accounts) = surface_b(&a, "/bill-batches/2/billing-accounts", &[]).await;
+    assert_eq!(status, 200, "{accounts}");
+    let mine: Vec<&Value> = accounts
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .filter(|x| x["account_num"] == "XML-B")
+        .collect();
+    assert_eq!(mine.len(), 1, "{accounts}");
+    assert_eq!(mine[0]["id"], json!(eid), "one identity on both surfaces");
+    let (_, filtered) = surface_b(
+        &a,
+        "/bill-batches/2/billing-accounts",
+        &[("filter", "account_num EQ 'XML-B'")],
+    )
+    .await;
+    assert_eq!(filtered.as_array().map(Vec::len), Some(1), "{filtered}");
+    let (_, batches) = surface_b(&a, "/bill-batches", &[("account_num", "XML-B")]).await;
+    let batch_ids: Vec<&Value> = batches
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|b| &b["id"])
+        .collect();
+    assert!(batch_ids.contains(&&json!("2")), "{batches}");
+
+    // The credit's application is what Surface B's adjustment-application filters find.
+    for query in [
+        vec![("filter", "account_num EQ 'XML-B'")],
+        vec![("account_num", "XML-B")],
+    ] {
+        let (status, apps) = surface_b(&a, "/adjustment-applications", &query).await;
+        assert_eq!(status, 200, "{apps}");
+        let apps = apps.as_array().expect("array");
+        assert_eq!(apps.len(), 1, "{query:?}: {apps:?}");
+        let adj = &apps[0]["account_adjustment"];
+        assert_eq!(adj["id"], json!(adjustment));
+        assert_eq!(adj["amount"], json!(15));
+        assert_eq!(adj["unapplied_amount"], json!(0));
+        assert_eq!(adj["billing_account"]["id"], json!(eid));
+        assert_eq!(adj["billing_account"]["account_num"], "XML-B");
+        assert_eq!(adj["occurred_on"], "2026-11-10T00:00:00-06:00");
+    }
+
+    // Edits over XML are what Surface B reads next.
+    let r = a
+        .put(
+            &format!("billingAccounts/{eid}"),
+            r#"<billingAccount accountNum="XML-B2"/>"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (_, renamed) = surface_b(
+        &a,
+        "/bill-batches/2/billing-accounts",
+        &[("account_num", "XML-B2")],
+    )
+    .await;
+    assert_eq!(renamed[0]["id"], json!(eid), "{renamed}");
 }
