@@ -682,3 +682,21 @@ async fn read_only_entities_share_ids_with_the_other_surfaces() {
     let by_ref = a.get("usageEvents?referenceId=ref").await;
     assert_eq!(attr(by_ref.el(), "totalElements"), "1");
 }
+
+#[tokio::test]
+async fn what_a_get_answers_can_be_put_back_unchanged() {
+    let a = Legacy::start("demo").await;
+    for path in [
+        "billingAccounts/1",
+        "billingAccountCategories/1",
+        "invoices/2",
+        "payments/1",
+    ] {
+        let before = a.get(path).await;
+        assert_eq!(before.status, 200, "{path}");
+        let put = a.put(path, &before.body).await;
+        assert_eq!(put.status, 200, "{path}: {}", put.body);
+        assert_eq!(put.el(), before.el(), "{path}");
+        assert_eq!(a.get(path).await.el(), before.el(), "{path}");
+    }
+}
