@@ -3,7 +3,7 @@
 
 use crate::entity::find;
 use crate::fault::Fault;
-use crate::fields::Fields;
+use crate::fields::{eid_of, Fields};
 use crate::payments::PaymentDraft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
 use crate::xml::{Element, Node};
@@ -51,15 +51,7 @@ fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
     if let Some(list) = f.child("invoices") {
         let mut inner = Fields::new(list, "invoices")?;
         for invoice in inner.children("invoice") {
-            let eid = invoice
-                .attrs
-                .iter()
-                .find(|(k, _)| k == "eid")
-                .and_then(|(_, v)| v.trim().parse::<i64>().ok())
-                .ok_or_else(|| {
-                    Fault::validation("each <invoice> in <invoices> needs an integer eid")
-                })?;
-            invoices.push(eid);
+            invoices.push(eid_of(invoice, "invoices")?);
         }
         inner.finish()?;
     }

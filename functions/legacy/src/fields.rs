@@ -120,22 +120,9 @@ impl<'a> Fields<'a> {
     /// other attributes (what a GET rendered) are ignored.
     pub fn reference(&mut self, name: &str) -> Result<Option<i64>> {
         let parent = self.element.name.clone();
-        match self.child(name) {
-            None => Ok(None),
-            Some(child) => {
-                let eid = child.attrs.iter().find(|(k, _)| k == "eid").map(|(_, v)| v);
-                match eid.map(|v| v.trim().parse::<i64>()) {
-                    Some(Ok(eid)) => Ok(Some(eid)),
-                    Some(Err(_)) => Err(Error::bad_request(format!(
-                        "<{name}> in <{parent}>: eid '{}' is not a 64-bit integer",
-                        eid.map(String::as_str).unwrap_or_default()
-                    ))),
-                    None => Err(Error::bad_request(format!(
-                        "<{name}> in <{parent}> needs an eid attribute"
-                    ))),
-                }
-            }
-        }
+        self.child(name)
+            .map(|child| eid_of(child, &parent))
+            .transpose()
     }
 
     /// Marks attributes as read without using them (read-only attributes a client may echo
@@ -163,4 +150,22 @@ impl<'a> Fields<'a> {
         }
         Ok(())
     }
+}
+
+/// The `eid` attribute of a reference element inside `<parent>` (other attributes ignored).
+pub fn eid_of(element: &Element, parent: &str) -> Result<i64> {
+    let name = &element.name;
+    let raw = element
+        .attrs
+        .iter()
+        .find(|(k, _)| k == "eid")
+        .map(|(_, v)| v)
+        .ok_or_else(|| {
+            Error::bad_request(format!("<{name}> in <{parent}> needs an eid attribute"))
+        })?;
+    raw.trim().parse().map_err(|_| {
+        Error::bad_request(format!(
+            "<{name}> in <{parent}>: eid '{raw}' is not a 64-bit integer"
+        ))
+    })
 }
