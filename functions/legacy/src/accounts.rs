@@ -1,7 +1,6 @@
 //! `billingAccounts`: the billing accounts Surfaces B and C see, with create and edit.
 
-use crate::created;
-use crate::entity::{col, edit_and_show, Entity, Filter};
+use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -88,16 +87,12 @@ pub async fn create(
     };
     f.ignore(&["eid", "balance", "pendingChargesTotal"]);
     f.finish()?;
-    let tz = tenant.tz;
-    let eid = tenant
-        .db
-        .write(move |tx| {
-            let eid = create_account(tx, &account, tz)?;
-            join_category_bill_batches(tx, eid)?;
-            Ok(eid)
-        })
-        .await?;
-    Ok(created(ENTITY.collection, eid))
+    create_and_answer(&ENTITY, &tenant, move |tx, tz| {
+        let eid = create_account(tx, &account, tz)?;
+        join_category_bill_batches(tx, eid)?;
+        Ok(eid)
+    })
+    .await
 }
 
 /// `PUT billingAccounts/{eid}`: changes the attributes the body carries; answers the account.

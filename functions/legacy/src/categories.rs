@@ -1,8 +1,7 @@
 //! `billingAccountCategories`, with create and edit.
 
 use crate::accounts::check_same_eid;
-use crate::created;
-use crate::entity::{col, edit_and_show, Entity, Filter};
+use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -56,11 +55,10 @@ pub async fn create(
     };
     f.ignore(&["eid"]);
     f.finish()?;
-    let eid = tenant
-        .db
-        .write(move |tx| create_category(tx, &category))
-        .await?;
-    Ok(created(ENTITY.collection, eid))
+    create_and_answer(&ENTITY, &tenant, move |tx, _tz| {
+        create_category(tx, &category)
+    })
+    .await
 }
 
 /// `PUT billingAccountCategories/{eid}`: changes the attributes the body carries.

@@ -211,6 +211,21 @@ pub async fn get(
     Ok(xml_answer(StatusCode::OK, node))
 }
 
+/// Runs `create` in one write transaction and answers 201 with the new object's eid (the
+/// answer of every create).
+pub async fn create_and_answer<F>(
+    entity: &'static Entity,
+    tenant: &shared::web::Tenant,
+    create: F,
+) -> Result<Response, Fault>
+where
+    F: Fn(&rusqlite::Transaction<'_>, Tz) -> Result<i64> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let eid = tenant.db.write(move |tx| create(tx, tz)).await?;
+    Ok(crate::created(entity.collection, eid))
+}
+
 /// Runs `change` on object `eid` in one write transaction and answers the object as it is
 /// afterwards (the answer of every PUT).
 pub async fn edit_and_show<F>(

@@ -1,8 +1,7 @@
 //! `invoices`, with create and edit. Amounts and status move through `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::created;
-use crate::entity::{col, edit_and_show, Entity, Filter};
+use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -76,15 +75,11 @@ pub async fn create(
     };
     f.ignore(&["eid", "amountToPay", "paidDate"]);
     f.finish()?;
-    let tz = tenant.tz;
-    let eid = tenant
-        .db
-        .write(move |tx| {
-            check_invoice_num_free(tx, &invoice.invoice_num)?;
-            create_invoice(tx, &invoice, tz)
-        })
-        .await?;
-    Ok(created(ENTITY.collection, eid))
+    create_and_answer(&ENTITY, &tenant, move |tx, tz| {
+        check_invoice_num_free(tx, &invoice.invoice_num)?;
+        create_invoice(tx, &invoice, tz)
+    })
+    .await
 }
 
 /// `PUT invoices/{eid}`: changes description, dueDate and externalInvoiceNum; the other

@@ -1,8 +1,7 @@
 //! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::created;
-use crate::entity::{col, edit_and_show, Entity, Filter};
+use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -143,12 +142,10 @@ pub async fn create(
 ) -> Result<Response, Fault> {
     let now = shared::time::to_storage(shared::time::now());
     let payment = PaymentDraft::read(&body, &now)?.for_account(None)?;
-    let tz = tenant.tz;
-    let eid = tenant
-        .db
-        .write(move |tx| create_payment(tx, &payment, tz))
-        .await?;
-    Ok(created(ENTITY.collection, eid))
+    create_and_answer(&ENTITY, &tenant, move |tx, tz| {
+        create_payment(tx, &payment, tz)
+    })
+    .await
 }
 
 /// `PUT payments/{eid}`: changes description and reference; amounts move only through
