@@ -1,16 +1,54 @@
 //! Route group `legacy`: Surface A, the legacy XML REST interface under `/t/s/r/1.28`.
-//! HTTP Basic credentials name the tenant; errors are XML faults.
+//! HTTP Basic credentials name the tenant; bodies and answers are XML in the domain
+//! namespace; errors are XML faults. Every endpoint is declared once in [`routes::table`],
+//! which builds both the router and the WADL.
 
-use axum::extract::{FromRef, FromRequestParts};
-use axum::http::{header, request::Parts, HeaderValue, StatusCode};
+pub mod accounts;
+pub mod categories;
+pub mod commands;
+pub mod entity;
+pub mod fault;
+pub mod fields;
+pub mod invoices;
+pub mod payments;
+pub mod readonly;
+pub mod request;
+pub mod routes;
+pub mod wadl;
+pub mod xml;
+
+pub use fault::Fault;
+pub use request::BasicAuth;
+
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, MethodRouter};
 use axum::Router;
-use shared::web::{xml_fault, xml_namespace, AppState, Tenant, LEGACY_PREFIX};
+use shared::web::{xml_namespace, AppState, LEGACY_PREFIX};
+use std::collections::BTreeMap;
+use xml::Node;
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
-    Router::new().route(&format!("{LEGACY_PREFIX}/users/current"), get(current_user))
+    let mut by_path: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
+    for route in routes::table() {
+        let method = (route.handler)(route.verb_filter());
+        let merged = match by_path.remove(route.path) {
+            Some(existing) => existing.merge(method),
+            None => method,
+        };
+        by_path.insert(route.path, merged);
+    }
+    let mut router = Router::new()
+        .route(LEGACY_PREFIX, get(wadl::serve))
+        .route(&format!("{LEGACY_PREFIX}/"), get(wadl::serve));
+    for (path, method) in by_path {
+        router = router.route(
+            &format!("{LEGACY_PREFIX}/{path}"),
+            method.fallback(method_not_allowed),
+        );
+    }
+    router
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
@@ -18,103 +56,51 @@ pub fn router(state: AppState) -> Router {
     shared::web::finish(routes(), state)
 }
 
-/// A Surface A error: an XML fault with a status and failure reason.
-#[derive(Debug)]
-pub struct Fault {
-    status: StatusCode,
-    reason: &'static str,
-    message: String,
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Fault {
+    Fault::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "GENERAL",
+        format!("{method} is not supported on {}", uri.path()),
+    )
 }
 
-impl Fault {
-    /// 401 with `WWW-Authenticate: Basic`.
-    fn unauthorized() -> Self {
-        Fault {
-            status: StatusCode::UNAUTHORIZED,
-            reason: "GENERAL",
-            message: "Authentication required: send HTTP Basic credentials of a sandbox tenant."
-                .into(),
-        }
-    }
-}
-
-impl From<shared::Error> for Fault {
-    fn from(e: shared::Error) -> Self {
-        let api = shared::web::ApiError::from(e);
-        let reason = match api.status {
-            StatusCode::BAD_REQUEST => "VALIDATION_FAILURE",
-            StatusCode::CONFLICT => "ALREADY_EXISTS",
-            _ => "GENERAL",
-        };
-        Fault {
-            status: api.status,
-            reason,
-            message: api.message,
-        }
-    }
-}
-
-impl IntoResponse for Fault {
-    fn into_response(self) -> Response {
-        let mut response = xml_fault(self.status, self.reason, &self.message);
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"billing-sandbox\""),
-            );
-        }
-        response
-    }
-}
-
-/// The tenant of a Surface A request (HTTP Basic).
-pub struct BasicAuth(pub Tenant);
-
-impl<S> FromRequestParts<S> for BasicAuth
-where
-    AppState: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = Fault;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let app = AppState::from_ref(state);
-        let Some((user, pass)) = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(shared::auth::parse_basic)
-        else {
-            return Err(Fault::unauthorized());
-        };
-        let record = app
-            .store
-            .registry()
-            .find_by_basic(&user, &pass)?
-            .ok_or_else(Fault::unauthorized)?;
-        Ok(BasicAuth(app.tenant(record)?))
-    }
-}
-
-/// An XML answer with the right content type.
-fn xml(body: String) -> Response {
+/// An XML answer: `root` in the domain namespace, with the XML content type.
+pub fn xml_answer(status: StatusCode, root: Node) -> Response {
     (
+        status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/xml"),
         )],
-        body,
+        xml::document(root, &xml_namespace()),
     )
         .into_response()
 }
 
+/// Root element of the answer to a create.
+pub const CREATE_RESPONSE: &str = "createResponse";
+
+/// The answer to a create: 201 with `Location` and `<createResponse successful eid>`.
+pub fn created(collection: &str, eid: i64) -> Response {
+    let mut response = xml_answer(
+        StatusCode::CREATED,
+        Node::new(CREATE_RESPONSE)
+            .attr("successful", true)
+            .attr("eid", eid),
+    );
+    if let Ok(location) = HeaderValue::from_str(&format!("{LEGACY_PREFIX}/{collection}/{eid}")) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+/// `GET users/current`: the user of the credentials (the tenant's Basic user).
 async fn current_user(BasicAuth(tenant): BasicAuth) -> Response {
-    let esc = |s: &str| quick_xml::escape::escape(s).into_owned();
-    xml(format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<user xmlns=\"{}\" username=\"{}\" tenantId=\"{}\" timeZone=\"{}\"/>",
-        esc(&xml_namespace()),
-        esc(&tenant.record.name),
-        esc(&tenant.record.id),
-        esc(&tenant.record.time_zone),
-    ))
+    xml_answer(
+        StatusCode::OK,
+        Node::new("user")
+            .attr("username", &tenant.record.name)
+            .attr("tenantId", &tenant.record.id)
+            .attr("timeZone", &tenant.record.time_zone),
+    )
 }

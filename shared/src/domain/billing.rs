@@ -520,6 +520,19 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
     Ok(id)
 }
 
+/// Fails with a conflict when an invoice already has `invoice_num`.
+pub fn check_invoice_num_free(tx: &Transaction<'_>, invoice_num: &str) -> Result<()> {
+    let taken = tx
+        .prepare_cached("SELECT 1 FROM invoices WHERE invoice_num = ?1")?
+        .exists([invoice_num])?;
+    if taken {
+        return Err(crate::Error::conflict(format!(
+            "an invoice with invoiceNum '{invoice_num}' already exists"
+        )));
+    }
+    Ok(())
+}
+
 /// Adds `delta` (exactly) to a billing account's balance.
 pub fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal) -> Result<()> {
     let balance: String = tx.query_row(

@@ -3,8 +3,11 @@
 //! it, and answers the new record's id. The API handlers and the seed loader call the same
 //! functions, so seeded data obeys the rules API data obeys.
 
+pub mod account_adjustments;
+pub mod account_status;
 pub mod accounts;
 pub mod agreements;
+pub mod bill_batch_membership;
 pub mod billing;
 pub mod catalog;
 pub mod chargeinfo;
@@ -12,6 +15,8 @@ pub mod collect;
 pub mod glrun;
 pub mod ledgers;
 pub mod replication;
+pub mod edits;
+pub mod payments;
 pub mod revenue;
 pub mod usage;
 

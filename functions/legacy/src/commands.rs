@@ -1,0 +1,242 @@
+//! Commands: `applyPayment` on invoices and billing accounts, and the billing account status
+//! commands `suspend`, `resume` and `deactivate`. A refused state change is 409 GENERAL.
+
+use crate::entity::find;
+use crate::fault::Fault;
+use crate::fields::{eid_of, Fields};
+use crate::payments::PaymentDraft;
+use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
+use crate::xml::{Element, Node};
+use crate::{accounts, invoices, payments, xml_answer};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono_tz::Tz;
+use rusqlite::Transaction;
+use shared::domain::account_adjustments::{add_credit, NewCredit};
+use shared::domain::account_status::{change_status, status_of, StatusCommand};
+use shared::domain::billing::create_payment;
+use shared::domain::payments::{
+    apply_payment, invoice_account, payment_account, PaymentApplication, PaymentTarget,
+};
+use shared::Error;
+
+/// The payment a command applies: one already recorded, or a new one recorded with it.
+#[derive(Debug, Clone)]
+enum PaymentSource {
+    Existing(i64),
+    New(PaymentDraft),
+}
+
+/// An `applyPayment` body: `<applyPayment><payment .../><invoices><invoice eid=""/>...
+/// </invoices></applyPayment>`, or a bare `<payment>`.
+#[derive(Debug, Clone)]
+struct ApplyRequest {
+    payment: PaymentSource,
+    invoices: Vec<i64>,
+}
+
+fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
+    if body.name == "payment" {
+        return Ok(ApplyRequest {
+            payment: read_payment(body, now)?,
+            invoices: Vec::new(),
+        });
+    }
+    let mut f = Fields::new(body, "applyPayment")?;
+    let payment = f
+        .child("payment")
+        .ok_or_else(|| Fault::validation("<applyPayment> needs a <payment> element"))?;
+    let payment = read_payment(payment, now)?;
+    let mut invoices = Vec::new();
+    if let Some(list) = f.child("invoices") {
+        let mut inner = Fields::new(list, "invoices")?;
+        for invoice in inner.children("invoice") {
+            invoices.push(eid_of(invoice, "invoices")?);
+        }
+        inner.finish()?;
+    }
+    f.finish()?;
+    Ok(ApplyRequest { payment, invoices })
+}
+
+/// `<payment eid="..."/>` names a recorded payment (other attributes a GET rendered are
+/// ignored); a payment without eid is a new one.
+fn read_payment(body: &Element, now: &str) -> Result<PaymentSource, Fault> {
+    match body.attrs.iter().find(|(k, _)| k == "eid") {
+        Some((_, v)) => {
+            v.trim().parse().map(PaymentSource::Existing).map_err(|_| {
+                Fault::validation(format!("payment eid '{v}' is not a 64-bit integer"))
+            })
+        }
+        None => PaymentDraft::read(body, now).map(PaymentSource::New),
+    }
+}
+
+/// The id of the payment to apply for `account`, recording a new one when asked.
+fn settle_payment(
+    tx: &Transaction<'_>,
+    source: &PaymentSource,
+    account: i64,
+    tz: Tz,
+) -> shared::Result<i64> {
+    match source {
+        PaymentSource::Existing(id) => {
+            let owner = payment_account(tx, *id)?;
+            if owner != account {
+                return Err(Error::bad_request(format!(
+                    "payment {id} belongs to billing account {owner}, not to {account}"
+                )));
+            }
+            Ok(*id)
+        }
+        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account))?, tz),
+    }
+}
+
+fn apply_answer(
+    tx: &Transaction<'_>,
+    payment_id: i64,
+    applied: &[PaymentApplication],
+    tz: Tz,
+) -> shared::Result<Node> {
+    let mut answer = Node::new("applyPaymentResponse")
+        .attr("successful", true)
+        .child(find(&payments::ENTITY, tx, payment_id, tz)?);
+    for a in applied {
+        answer = answer.child(
+            Node::new("paymentApplication")
+                .attr("amount", shared::money::canonical(a.amount))
+                .child(find(&invoices::ENTITY, tx, a.invoice_id, tz)?),
+        );
+    }
+    Ok(answer)
+}
+
+/// `POST invoices/{eid}/applyPayment`: applies a payment (recorded or new) to this invoice;
+/// what the invoice does not need stays unapplied on the payment.
+pub async fn apply_to_invoice(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let now = shared::time::to_storage(shared::time::now());
+    let request = read_apply(&body, &now)?;
+    if !request.invoices.is_empty() {
+        return Err(Fault::validation(
+            "invoices/{eid}/applyPayment pays the invoice in its path; <invoices> is for billingAccounts/{eid}/applyPayment",
+        ));
+    }
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let account = invoice_account(tx, eid)?;
+            let payment = settle_payment(tx, &request.payment, account, tz)?;
+            let applied = apply_payment(tx, payment, &PaymentTarget::Invoice(eid), &now)?;
+            apply_answer(tx, payment, &applied, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/applyPayment`: applies a payment to the listed invoices, or
+/// else to the account's open invoices, oldest first; any remainder stays unapplied.
+pub async fn apply_to_account(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let now = shared::time::to_storage(shared::time::now());
+    let request = read_apply(&body, &now)?;
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            status_of(tx, eid)?;
+            let payment = settle_payment(tx, &request.payment, eid, tz)?;
+            let target = if request.invoices.is_empty() {
+                PaymentTarget::OpenInvoices
+            } else {
+                PaymentTarget::Invoices(request.invoices.clone())
+            };
+            let applied = apply_payment(tx, payment, &target, &now)?;
+            apply_answer(tx, payment, &applied, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/<command>` for a status command; the body is optional and,
+/// when sent, is an empty element named after the command.
+pub async fn change_account_status(
+    command: StatusCommand,
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    OptionalXmlBody(body): OptionalXmlBody,
+) -> Result<Response, Fault> {
+    if let Some(body) = &body {
+        Fields::new(body, command.name())?.finish()?;
+    }
+    let now = shared::time::to_storage(shared::time::now());
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            change_status(tx, eid, command, &now)?;
+            find(&accounts::ENTITY, tx, eid, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(
+        StatusCode::OK,
+        Node::new("commandResponse")
+            .attr("successful", true)
+            .child(node),
+    ))
+}
+
+/// `POST billingAccounts/{eid}/addAdjustment`: a credit adjustment, applied to the named
+/// open invoice as far as it needs (the rest stays unapplied on the adjustment).
+/// Body: `<addAdjustment amount="" description="" occurredOn=""><invoice eid=""/>
+/// <reason eid=""/></addAdjustment>`; only CREDIT adjustments are taken.
+pub async fn add_adjustment(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let now = shared::time::to_storage(shared::time::now());
+    let mut f = Fields::new(&body, "addAdjustment")?;
+    if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
+        return Err(Fault::validation(format!(
+            "adjustmentType: '{kind}' is not supported; addAdjustment takes CREDIT adjustments"
+        )));
+    }
+    let credit = NewCredit {
+        billing_account_id: eid,
+        amount: f
+            .decimal("amount")?
+            .ok_or_else(|| Fault::validation("attribute amount is required on <addAdjustment>"))?,
+        description: f.text("description"),
+        occurred_on: f.text("occurredOn").unwrap_or_else(|| now.clone()),
+        reason_id: f.reference("reason")?,
+        invoice_id: f.reference("invoice")?,
+        posted_by: Some(tenant.record.name.clone()),
+    };
+    f.finish()?;
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let outcome = add_credit(tx, &credit, &now, tz)?;
+            Ok(Node::new("commandResponse")
+                .attr("successful", true)
+                .attr("eid", outcome.adjustment_id)
+                .attr("appliedAmount", shared::money::canonical(outcome.applied))
+                .child(find(&accounts::ENTITY, tx, eid, tz)?))
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}

@@ -1,0 +1,285 @@
+//! The read side every Surface A entity shares: a declarative [`Entity`] (its SQL, its query
+//! keys, how a row renders), the paged collection GET and the GET by eid. The eid of every
+//! entity is the row id in the tenant database, so one record has one identity on every
+//! surface.
+
+use crate::fault::Fault;
+use crate::request::{BasicAuth, Eid, Query};
+use crate::xml::Node;
+use crate::xml_answer;
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono_tz::Tz;
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, OptionalExtension, Row};
+use shared::paging::{int_param, Page};
+use shared::{Error, Result};
+use std::collections::HashMap;
+
+/// Default `pageSize` of a collection GET.
+pub const DEFAULT_PAGE_SIZE: i64 = 50;
+/// Largest `pageSize` accepted.
+pub const MAX_PAGE_SIZE: i64 = 500;
+
+/// What values a query key takes.
+#[derive(Debug, Clone, Copy)]
+pub enum FilterKind {
+    /// Any text, compared for equality.
+    Text,
+    /// A 64-bit integer (an eid).
+    Integer,
+    /// One of the listed values.
+    OneOf(&'static [&'static str]),
+}
+
+/// A per-entity query key of the collection GET: `key=value` keeps rows whose `column`
+/// equals the value.
+#[derive(Debug, Clone, Copy)]
+pub struct Filter {
+    /// The query key.
+    pub key: &'static str,
+    /// The SQL column it compares (a compile-time constant, never input).
+    pub column: &'static str,
+    /// Accepted values.
+    pub kind: FilterKind,
+}
+
+impl Filter {
+    /// A text key.
+    pub const fn text(key: &'static str, column: &'static str) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::Text,
+        }
+    }
+
+    /// An integer (eid) key.
+    pub const fn integer(key: &'static str, column: &'static str) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::Integer,
+        }
+    }
+
+    /// A key taking one of `values`.
+    pub const fn one_of(
+        key: &'static str,
+        column: &'static str,
+        values: &'static [&'static str],
+    ) -> Filter {
+        Filter {
+            key,
+            column,
+            kind: FilterKind::OneOf(values),
+        }
+    }
+}
+
+/// One Surface A entity's read model.
+pub struct Entity {
+    /// Collection name in paths, e.g. `billingAccounts`; also the page wrapper element.
+    pub collection: &'static str,
+    /// Element name of one object, e.g. `billingAccount`.
+    pub element: &'static str,
+    /// `SELECT ... FROM <table> t ...` without WHERE; the entity's table is aliased `t`.
+    pub select: &'static str,
+    /// Query keys of the collection GET besides pageNumber and pageSize.
+    pub filters: &'static [Filter],
+    /// Renders one row of `select`.
+    pub render: fn(&Row<'_>, Tz) -> rusqlite::Result<Node>,
+}
+
+/// Reads one object by eid (404 when it does not exist).
+pub fn find(entity: &Entity, conn: &Connection, eid: i64, tz: Tz) -> Result<Node> {
+    conn.query_row(&format!("{} WHERE t.id = ?1", entity.select), [eid], |r| {
+        (entity.render)(r, tz)
+    })
+    .optional()?
+    .ok_or_else(|| Error::not_found(format!("{} {eid} does not exist", entity.element)))
+}
+
+/// Reads one page of the collection under the query parameters.
+pub fn page(
+    entity: &Entity,
+    conn: &Connection,
+    params: &HashMap<String, String>,
+    tz: Tz,
+) -> Result<Node> {
+    let page = Page {
+        number: int_param(params, "pageNumber", 1, 1, i64::from(i32::MAX))?,
+        size: int_param(params, "pageSize", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?,
+    };
+    let mut conditions = Vec::new();
+    let mut values: Vec<Box<dyn ToSql>> = Vec::new();
+    let mut keys: Vec<&String> = params.keys().collect();
+    keys.sort();
+    for key in keys {
+        if key == "pageNumber" || key == "pageSize" {
+            continue;
+        }
+        let filter = entity
+            .filters
+            .iter()
+            .find(|f| f.key == key)
+            .ok_or_else(|| unknown_key(entity, key))?;
+        let value = &params[key];
+        values.push(filter_value(filter, value)?);
+        conditions.push(format!("{} = ?{}", filter.column, values.len()));
+    }
+    let filter_sql = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
+    };
+    let bound: Vec<&dyn ToSql> = values.iter().map(|v| v.as_ref()).collect();
+    let total: i64 = conn.query_row(
+        &format!("SELECT COUNT(*) FROM ({}{filter_sql})", entity.select),
+        bound.as_slice(),
+        |r| r.get(0),
+    )?;
+    let (limit, offset) = page.limit_offset();
+    let mut stmt = conn.prepare(&format!(
+        "{}{filter_sql} ORDER BY t.id LIMIT {limit} OFFSET {offset}",
+        entity.select
+    ))?;
+    let items = stmt
+        .query_map(bound.as_slice(), |r| (entity.render)(r, tz))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(Node::new(entity.collection)
+        .attr("pageNumber", page.number)
+        .attr("pageSize", page.size)
+        .attr("totalElements", total)
+        .attr("elementCount", items.len())
+        .attr("totalPages", page.total_pages(total))
+        .children(items))
+}
+
+fn unknown_key(entity: &Entity, key: &str) -> Error {
+    let mut known = vec!["pageNumber", "pageSize"];
+    known.extend(entity.filters.iter().map(|f| f.key));
+    Error::bad_request(format!(
+        "unknown query parameter '{key}' for {}; known: {}",
+        entity.collection,
+        known.join(", ")
+    ))
+}
+
+fn filter_value(filter: &Filter, value: &str) -> Result<Box<dyn ToSql>> {
+    match filter.kind {
+        FilterKind::Text => Ok(Box::new(value.to_string())),
+        FilterKind::Integer => value
+            .trim()
+            .parse::<i64>()
+            .map(|v| Box::new(v) as _)
+            .map_err(|_| {
+                Error::bad_request(format!("{}: '{value}' is not a 64-bit integer", filter.key))
+            }),
+        FilterKind::OneOf(allowed) => {
+            shared::domain::check_enum(filter.key, value, allowed)?;
+            Ok(Box::new(value.to_string()))
+        }
+    }
+}
+
+/// `GET <collection>`: one page of the collection.
+pub async fn list(
+    entity: &'static Entity,
+    BasicAuth(tenant): BasicAuth,
+    Query(params): Query,
+) -> Result<Response, Fault> {
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .read(move |conn| page(entity, conn, &params, tz))
+        .await?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `GET <collection>/{eid}`: one object.
+pub async fn get(
+    entity: &'static Entity,
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+) -> Result<Response, Fault> {
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .read(move |conn| find(entity, conn, eid, tz))
+        .await?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// Runs `create` in one write transaction and answers 201 with the new object's eid (the
+/// answer of every create).
+pub async fn create_and_answer<F>(
+    entity: &'static Entity,
+    tenant: &shared::web::Tenant,
+    create: F,
+) -> Result<Response, Fault>
+where
+    F: Fn(&rusqlite::Transaction<'_>, Tz) -> Result<i64> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let eid = tenant.db.write(move |tx| create(tx, tz)).await?;
+    Ok(crate::created(entity.collection, eid))
+}
+
+/// Runs `change` on object `eid` in one write transaction and answers the object as it is
+/// afterwards (the answer of every PUT).
+pub async fn edit_and_show<F>(
+    entity: &'static Entity,
+    tenant: &shared::web::Tenant,
+    eid: i64,
+    change: F,
+) -> Result<Response, Fault>
+where
+    F: Fn(&rusqlite::Transaction<'_>, Tz) -> Result<()> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            change(tx, tz)?;
+            find(entity, tx, eid, tz)
+        })
+        .await?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// Column readers shared by the renderers.
+pub mod col {
+    use chrono_tz::Tz;
+    use rusqlite::Row;
+
+    /// A text column that may be NULL.
+    pub fn text(r: &Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
+        r.get(name)
+    }
+
+    /// An integer column that may be NULL.
+    pub fn int(r: &Row<'_>, name: &str) -> rusqlite::Result<Option<i64>> {
+        r.get(name)
+    }
+
+    /// A boolean column (0/1) rendered as `true`/`false`.
+    pub fn boolean(r: &Row<'_>, name: &str) -> rusqlite::Result<bool> {
+        Ok(r.get::<_, Option<i64>>(name)?.unwrap_or(0) != 0)
+    }
+
+    /// A decimal column in its canonical text (NULL stays absent).
+    pub fn money(r: &Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
+        let v: Option<String> = r.get(name)?;
+        Ok(v.map(|v| match shared::money::parse_decimal(&v) {
+            Some(d) => shared::money::canonical(d),
+            None => v,
+        }))
+    }
+
+    /// A stored instant rendered with the tenant's offset.
+    pub fn time(r: &Row<'_>, name: &str, tz: Tz) -> rusqlite::Result<Option<String>> {
+        let v: Option<String> = r.get(name)?;
+        Ok(v.map(|v| shared::time::render(&v, tz)))
+    }
+}

@@ -1,0 +1,175 @@
+//! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
+
+use crate::accounts::check_same_eid;
+use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
+use crate::fault::Fault;
+use crate::fields::Fields;
+use crate::request::{BasicAuth, Eid, XmlBody};
+use crate::xml::{Element, Node};
+use axum::response::Response;
+use rusqlite::Row;
+use shared::domain::billing::{create_payment, NewPayment};
+use shared::domain::edits::{edit_payment, PaymentEdit};
+
+/// Payment method child elements a payment may carry (one at most).
+pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
+/// Payment statuses.
+pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+
+/// The payment read model.
+pub static ENTITY: Entity = Entity {
+    collection: "payments",
+    element: "payment",
+    select: "SELECT t.id, t.amount, t.description, t.reference, t.occurred_on, \
+             t.unapplied_amount, t.received_amount, t.refunded_amount, t.canceled_amount, \
+             t.status, t.payment_method, t.billing_account_id, a.account_num \
+             FROM payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
+    filters: &[
+        Filter::integer("billingAccountEid", "t.billing_account_id"),
+        Filter::text("accountNum", "a.account_num"),
+        Filter::one_of("status", "t.status", PAYMENT_STATUSES),
+        Filter::text("reference", "t.reference"),
+    ],
+    render,
+};
+
+fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
+    Ok(Node::new("payment")
+        .attr("eid", r.get::<_, i64>("id")?)
+        .opt_attr("amount", col::money(r, "amount")?)
+        .opt_attr("description", col::text(r, "description")?)
+        .opt_attr("reference", col::text(r, "reference")?)
+        .opt_attr("occurredOn", col::time(r, "occurred_on", tz)?)
+        .opt_attr("unappliedAmount", col::money(r, "unapplied_amount")?)
+        .opt_attr("receivedAmount", col::money(r, "received_amount")?)
+        .opt_attr("refundedAmount", col::money(r, "refunded_amount")?)
+        .opt_attr("canceledAmount", col::money(r, "canceled_amount")?)
+        .attr("status", r.get::<_, String>("status")?)
+        .child(
+            Node::new("billingAccount")
+                .attr("eid", r.get::<_, i64>("billing_account_id")?)
+                .attr("accountNum", r.get::<_, String>("account_num")?),
+        )
+        .child(Node::new(r.get::<_, String>("payment_method")?)))
+}
+
+/// Attributes of a payment that only the platform sets.
+const READ_ONLY: &[&str] = &[
+    "eid",
+    "unappliedAmount",
+    "receivedAmount",
+    "refundedAmount",
+    "canceledAmount",
+    "status",
+];
+
+/// A new payment as a request describes it, before the account it belongs to is settled.
+#[derive(Debug, Clone)]
+pub struct PaymentDraft {
+    account: Option<i64>,
+    amount: rust_decimal::Decimal,
+    description: Option<String>,
+    reference: Option<String>,
+    occurred_on: String,
+    payment_method: Option<String>,
+}
+
+impl PaymentDraft {
+    /// Reads a `<payment>` element; `now` (a stored instant) stands in for a missing
+    /// `occurredOn`.
+    pub fn read(body: &Element, now: &str) -> Result<PaymentDraft, Fault> {
+        let mut f = Fields::new(body, "payment")?;
+        let amount = f
+            .decimal("amount")?
+            .ok_or_else(|| Fault::validation("attribute amount is required on <payment>"))?;
+        let account = f.reference("billingAccount")?;
+        let methods: Vec<&str> = PAYMENT_METHODS
+            .iter()
+            .copied()
+            .filter(|m| !f.children(m).is_empty())
+            .collect();
+        if methods.len() > 1 {
+            return Err(Fault::validation(format!(
+                "a payment carries one payment method, found {}",
+                methods.join(", ")
+            )));
+        }
+        let draft = PaymentDraft {
+            account,
+            amount,
+            description: f.text("description"),
+            reference: f.text("reference"),
+            occurred_on: f.text("occurredOn").unwrap_or_else(|| now.to_string()),
+            payment_method: methods.first().map(|m| m.to_string()),
+        };
+        f.ignore(READ_ONLY);
+        f.finish()?;
+        Ok(draft)
+    }
+
+    /// The payment to record. `named` is the account a command is for: a `billingAccount`
+    /// child must then agree with it; without a command it is required.
+    pub fn for_account(&self, named: Option<i64>) -> shared::Result<NewPayment> {
+        let billing_account_id = match (self.account, named) {
+            (Some(given), Some(named)) if given != named => {
+                return Err(shared::Error::bad_request(format!(
+                    "the payment's billingAccount {given} is not the account {named} this command is for"
+                )))
+            }
+            (Some(id), _) | (None, Some(id)) => id,
+            (None, None) => {
+                return Err(shared::Error::bad_request(
+                    "<billingAccount eid=\"...\"/> is required in <payment>",
+                ))
+            }
+        };
+        Ok(NewPayment {
+            id: None,
+            billing_account_id,
+            amount: self.amount,
+            description: self.description.clone(),
+            reference: self.reference.clone(),
+            occurred_on: self.occurred_on.clone(),
+            payment_method: self.payment_method.clone(),
+        })
+    }
+}
+
+/// `POST payments`: records a payment (`amount` and a `billingAccount` child required).
+pub async fn create(
+    BasicAuth(tenant): BasicAuth,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let now = shared::time::to_storage(shared::time::now());
+    let payment = PaymentDraft::read(&body, &now)?.for_account(None)?;
+    create_and_answer(&ENTITY, &tenant, move |tx, tz| {
+        create_payment(tx, &payment, tz)
+    })
+    .await
+}
+
+/// `PUT payments/{eid}`: changes description and reference; amounts move only through
+/// applications, so the other attributes of a GET are ignored.
+pub async fn edit(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let mut f = Fields::new(&body, "payment")?;
+    check_same_eid(&mut f, eid)?;
+    let edit = PaymentEdit {
+        description: f.text("description"),
+        reference: f.text("reference"),
+    };
+    f.ignore(READ_ONLY);
+    f.ignore(&["amount", "occurredOn"]);
+    f.children("billingAccount");
+    for method in PAYMENT_METHODS {
+        f.children(method);
+    }
+    f.finish()?;
+    edit_and_show(&ENTITY, &tenant, eid, move |tx, _tz| {
+        edit_payment(tx, eid, &edit)
+    })
+    .await
+}

@@ -1,0 +1,139 @@
+//! Extractors of Surface A requests, each rejecting with an XML [`Fault`]: HTTP Basic auth,
+//! the XML body (415 unless `application/xml`, 413 past the body limit, 400 when the safe
+//! reader refuses it), query parameters and the `eid` path segment.
+
+use crate::fault::Fault;
+use crate::xml::{self, Element};
+use axum::body::Bytes;
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
+use axum::http::{header, request::Parts, StatusCode};
+use shared::web::{header_str, xml_namespace, AppState, Tenant};
+use std::collections::HashMap;
+
+/// The tenant of a Surface A request (HTTP Basic).
+pub struct BasicAuth(pub Tenant);
+
+impl<S> FromRequestParts<S> for BasicAuth
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = Fault;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = AppState::from_ref(state);
+        let Some((user, pass)) = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(shared::auth::parse_basic)
+        else {
+            return Err(Fault::unauthorized());
+        };
+        let record = app
+            .store
+            .registry()
+            .find_by_basic(&user, &pass)?
+            .ok_or_else(Fault::unauthorized)?;
+        Ok(BasicAuth(app.tenant(record)?))
+    }
+}
+
+/// A required XML request body, read by the safe reader.
+pub struct XmlBody(pub Element);
+
+/// An XML request body that may be absent (commands whose body is optional).
+pub struct OptionalXmlBody(pub Option<Element>);
+
+impl<S: Send + Sync> FromRequest<S> for OptionalXmlBody {
+    type Rejection = Fault;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = header_str(req.headers(), "content-type").map(str::to_string);
+        if let Some(ct) = &content_type {
+            check_xml_media_type(ct)?;
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Fault::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "VALIDATION_FAILURE",
+                    "the request body is too large",
+                )
+            } else {
+                Fault::validation(format!("could not read the request body: {e}"))
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalXmlBody(None));
+        }
+        if content_type.is_none() {
+            return Err(unsupported("none"));
+        }
+        Ok(OptionalXmlBody(Some(xml::parse(&bytes, &xml_namespace())?)))
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for XmlBody {
+    type Rejection = Fault;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match OptionalXmlBody::from_request(req, state).await?.0 {
+            Some(element) => Ok(XmlBody(element)),
+            None => Err(Fault::validation("an XML request body is required")),
+        }
+    }
+}
+
+fn check_xml_media_type(content_type: &str) -> Result<(), Fault> {
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime == "application/xml" {
+        Ok(())
+    } else {
+        Err(unsupported(content_type))
+    }
+}
+
+fn unsupported(found: &str) -> Fault {
+    Fault::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "VALIDATION_FAILURE",
+        format!("a request body must be sent with Content-Type application/xml, found {found}"),
+    )
+}
+
+/// Query parameters (the last value wins for a repeated name).
+pub struct Query(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Query {
+    type Rejection = Fault;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+            .map_err(|e| Fault::validation(format!("malformed query string: {e}")))?;
+        Ok(Query(pairs.into_iter().collect()))
+    }
+}
+
+/// The `{eid}` path segment: a 64-bit entity id.
+pub struct Eid(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Eid {
+    type Rejection = Fault;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| Fault::validation(format!("bad path: {e}")))?;
+        raw.trim()
+            .parse()
+            .map(Eid)
+            .map_err(|_| Fault::validation(format!("eid '{raw}' is not a 64-bit integer")))
+    }
+}

@@ -1,0 +1,200 @@
+//! The route table of Surface A: every endpoint once, with what the WADL says about it and
+//! the handler that serves it. The router and the WADL are both built from this table, so
+//! they cannot drift apart.
+
+use crate::commands;
+use crate::entity::{self, Entity};
+use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
+use crate::{accounts, categories, current_user, invoices, payments, readonly, CREATE_RESPONSE};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use shared::domain::account_status::StatusCommand;
+use shared::web::AppState;
+
+/// An HTTP method of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// Query.
+    Get,
+    /// Create or run a command.
+    Post,
+    /// Edit.
+    Put,
+}
+
+impl Verb {
+    /// The method's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::Post => "POST",
+            Verb::Put => "PUT",
+        }
+    }
+
+    /// The axum method filter.
+    pub fn filter(self) -> MethodFilter {
+        match self {
+            Verb::Get => MethodFilter::GET,
+            Verb::Post => MethodFilter::POST,
+            Verb::Put => MethodFilter::PUT,
+        }
+    }
+}
+
+/// A route's handler: given the route's method, the axum method router that serves it.
+pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
+
+/// One endpoint.
+pub struct Route {
+    /// The method.
+    pub verb: Verb,
+    /// Path below the Surface A root, e.g. `billingAccounts/{eid}`.
+    pub path: &'static str,
+    /// One line on what it does.
+    pub doc: &'static str,
+    /// For a collection GET: the entity whose query keys it takes.
+    pub lists: Option<&'static Entity>,
+    /// Root element of the request body, when it takes one.
+    pub request: Option<&'static str>,
+    /// Whether the request body may be left out.
+    pub request_optional: bool,
+    /// Root element of the answer.
+    pub response: &'static str,
+    /// The handler, bound to the route's method.
+    pub handler: Handler,
+}
+
+/// `GET <collection>` of an entity (a macro, because a handler cannot capture the entity).
+macro_rules! query {
+    ($entity:path, $path:literal) => {
+        Route {
+            verb: Verb::Get,
+            path: $path,
+            doc: "One page of the collection; query keys narrow it.",
+            lists: Some(&$entity),
+            request: None,
+            request_optional: false,
+            response: $entity.collection,
+            handler: |m| on(m, |a: BasicAuth, q: Query| entity::list(&$entity, a, q)),
+        }
+    };
+}
+
+/// `GET <collection>/{eid}` of an entity.
+macro_rules! read_one {
+    ($entity:path, $path:literal) => {
+        Route {
+            verb: Verb::Get,
+            path: $path,
+            doc: "One object by eid.",
+            lists: None,
+            request: None,
+            request_optional: false,
+            response: $entity.element,
+            handler: |m| on(m, |a: BasicAuth, e: Eid| entity::get(&$entity, a, e)),
+        }
+    };
+}
+
+/// `POST billingAccounts/{eid}/<command>` for a status command.
+macro_rules! status_command {
+    ($command:expr, $path:literal, $doc:literal) => {
+        Route {
+            verb: Verb::Post,
+            path: $path,
+            doc: $doc,
+            lists: None,
+            request: Some($command.name()),
+            request_optional: true,
+            response: "commandResponse",
+            handler: |m| {
+                on(m, |a: BasicAuth, e: Eid, b: OptionalXmlBody| {
+                    commands::change_account_status($command, a, e, b)
+                })
+            },
+        }
+    };
+}
+
+fn write(
+    verb: Verb,
+    path: &'static str,
+    doc: &'static str,
+    request: &'static str,
+    response: &'static str,
+    handler: Handler,
+) -> Route {
+    Route {
+        verb,
+        path,
+        doc,
+        lists: None,
+        request: Some(request),
+        request_optional: false,
+        response,
+        handler,
+    }
+}
+
+impl Route {
+    /// The HTTP status of a successful answer: 201 for a create, else 200.
+    pub fn success_status(&self) -> u16 {
+        if self.response == CREATE_RESPONSE {
+            201
+        } else {
+            200
+        }
+    }
+
+    /// The axum method filter of this route's verb.
+    pub fn verb_filter(&self) -> MethodFilter {
+        self.verb.filter()
+    }
+}
+
+/// Every endpoint of Surface A except the WADL itself.
+pub fn table() -> Vec<Route> {
+    use Verb::{Post, Put};
+    vec![
+        query!(accounts::ENTITY, "billingAccounts"),
+        write(Post, "billingAccounts", "Creates a billing account; answers its eid.", "billingAccount", CREATE_RESPONSE, |m| on(m, accounts::create)),
+        read_one!(accounts::ENTITY, "billingAccounts/{eid}"),
+        write(Put, "billingAccounts/{eid}", "Edits a billing account; answers it.", "billingAccount", "billingAccount", |m| on(m, accounts::edit)),
+        write(Post, "billingAccounts/{eid}/applyPayment", "Applies a payment to the listed invoices, or to the account's open invoices oldest first.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_account)),
+        write(Post, "billingAccounts/{eid}/addAdjustment", "Adds a CREDIT adjustment, applied to the named open invoice as far as it needs.", "addAdjustment", "commandResponse", |m| on(m, commands::add_adjustment)),
+        status_command!(StatusCommand::Suspend, "billingAccounts/{eid}/suspend", "ACTIVE or COLLECTION -> SUSPENDED."),
+        status_command!(StatusCommand::Resume, "billingAccounts/{eid}/resume", "SUSPENDED or COLLECTION -> ACTIVE."),
+        status_command!(StatusCommand::Deactivate, "billingAccounts/{eid}/deactivate", "ACTIVE, SUSPENDED, PENDING or COLLECTION -> DEACTIVATED."),
+        query!(categories::ENTITY, "billingAccountCategories"),
+        write(Post, "billingAccountCategories", "Creates a billing account category; answers its eid.", "billingAccountCategory", CREATE_RESPONSE, |m| on(m, categories::create)),
+        read_one!(categories::ENTITY, "billingAccountCategories/{eid}"),
+        write(Put, "billingAccountCategories/{eid}", "Edits a billing account category; answers it.", "billingAccountCategory", "billingAccountCategory", |m| on(m, categories::edit)),
+        query!(invoices::ENTITY, "invoices"),
+        write(Post, "invoices", "Creates an invoice; answers its eid.", "invoice", CREATE_RESPONSE, |m| on(m, invoices::create)),
+        read_one!(invoices::ENTITY, "invoices/{eid}"),
+        write(Put, "invoices/{eid}", "Edits an invoice's description, dueDate, externalInvoiceNum; answers it.", "invoice", "invoice", |m| on(m, invoices::edit)),
+        write(Post, "invoices/{eid}/applyPayment", "Applies a payment (recorded or new) to this invoice.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_invoice)),
+        query!(payments::ENTITY, "payments"),
+        write(Post, "payments", "Records a payment, wholly unapplied; answers its eid.", "payment", CREATE_RESPONSE, |m| on(m, payments::create)),
+        read_one!(payments::ENTITY, "payments/{eid}"),
+        write(Put, "payments/{eid}", "Edits a payment's description and reference; answers it.", "payment", "payment", |m| on(m, payments::edit)),
+        query!(readonly::AGREEMENTS, "agreements"),
+        read_one!(readonly::AGREEMENTS, "agreements/{eid}"),
+        query!(readonly::AGREEMENT_SERVICES, "agreementServices"),
+        read_one!(readonly::AGREEMENT_SERVICES, "agreementServices/{eid}"),
+        query!(readonly::PRODUCTS, "products"),
+        read_one!(readonly::PRODUCTS, "products/{eid}"),
+        query!(readonly::USAGE_EVENTS, "usageEvents"),
+        read_one!(readonly::USAGE_EVENTS, "usageEvents/{eid}"),
+        Route {
+            verb: Verb::Get,
+            path: "users/current",
+            doc: "The user of the credentials.",
+            lists: None,
+            request: None,
+            request_optional: false,
+            response: "user",
+            handler: |m| on(m, current_user),
+        },
+    ]
+}

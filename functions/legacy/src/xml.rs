@@ -1,0 +1,303 @@
+//! The safe XML layer of Surface A.
+//!
+//! Reading: a request body becomes a small element tree. The reader refuses what makes XML
+//! dangerous or expensive: any DOCTYPE (so no DTD, no entity declaration, no external
+//! entity), every entity reference other than the five predefined ones and character
+//! references, nesting deeper than [`MAX_DEPTH`], more than [`MAX_ELEMENTS`] elements or
+//! [`MAX_ATTRIBUTES`] attributes on one element, text content where the interface carries
+//! attributes, elements outside the domain namespace, and anything that is not UTF-8. It
+//! never expands anything, so its work is linear in the (already size-bounded) body.
+//!
+//! Writing: answers are built as [`Node`] trees and serialized by quick-xml's writer, which
+//! escapes every attribute value; the root carries the domain namespace.
+
+use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, Event};
+use quick_xml::name::ResolveResult;
+use quick_xml::reader::NsReader;
+use shared::{Error, Result};
+
+/// Deepest element nesting accepted in a request body.
+pub const MAX_DEPTH: usize = 32;
+/// Most elements accepted in one request body.
+pub const MAX_ELEMENTS: usize = 10_000;
+/// Most attributes accepted on one element.
+pub const MAX_ATTRIBUTES: usize = 64;
+
+/// An element of a request body: its local name, attributes (unescaped) and child elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    /// Local name (the namespace is checked while reading).
+    pub name: String,
+    /// Attributes in document order, namespace declarations left out.
+    pub attrs: Vec<(String, String)>,
+    /// Child elements in document order.
+    pub children: Vec<Element>,
+}
+
+fn refuse(msg: impl Into<String>) -> Error {
+    Error::bad_request(msg)
+}
+
+/// Parses a request body into its root element, under the rules in the module docs.
+pub fn parse(body: &[u8], namespace: &str) -> Result<Element> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| refuse(format!("the XML body is not valid UTF-8: {e}")))?;
+    let mut reader = NsReader::from_str(text);
+    let mut stack: Vec<Element> = Vec::new();
+    let mut root: Option<Element> = None;
+    let mut elements = 0usize;
+    loop {
+        let position = reader.buffer_position();
+        let (resolved, event) = reader
+            .read_resolved_event()
+            .map_err(|e| refuse(format!("malformed XML near byte {position}: {e}")))?;
+        let in_namespace = match resolved {
+            ResolveResult::Unbound => true,
+            ResolveResult::Bound(ns) => ns.as_ref() == namespace.as_bytes(),
+            ResolveResult::Unknown(_) => false,
+        };
+        match event {
+            Event::DocType(_) => {
+                return Err(refuse(
+                    "DOCTYPE declarations (DTDs, entity declarations) are not accepted",
+                ))
+            }
+            Event::Start(ref start) | Event::Empty(ref start) => {
+                let name = String::from_utf8_lossy(start.local_name().as_ref()).into_owned();
+                if !in_namespace {
+                    return Err(refuse(format!(
+                        "element <{name}> is not in the domain namespace {namespace}"
+                    )));
+                }
+                if root.is_some() {
+                    return Err(refuse("the body has more than one root element"));
+                }
+                elements += 1;
+                if elements > MAX_ELEMENTS {
+                    return Err(refuse(format!(
+                        "the body has more than {MAX_ELEMENTS} elements"
+                    )));
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(refuse(format!(
+                        "elements are nested deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+                let element = Element {
+                    attrs: read_attributes(start, &name)?,
+                    name,
+                    children: Vec::new(),
+                };
+                if matches!(event, Event::Empty(_)) {
+                    close(&mut stack, &mut root, element);
+                } else {
+                    stack.push(element);
+                }
+            }
+            Event::End(_) => {
+                let element = stack
+                    .pop()
+                    .ok_or_else(|| refuse("malformed XML: unexpected end tag"))?;
+                close(&mut stack, &mut root, element);
+            }
+            Event::Text(t) => {
+                if !t.iter().all(u8::is_ascii_whitespace) {
+                    return Err(refuse(text_refusal(&stack)));
+                }
+            }
+            Event::CData(_) | Event::GeneralRef(_) => return Err(refuse(text_refusal(&stack))),
+            Event::Decl(_) | Event::PI(_) | Event::Comment(_) => {}
+            Event::Eof => break,
+        }
+    }
+    if !stack.is_empty() {
+        return Err(refuse("malformed XML: the body ends inside an element"));
+    }
+    root.ok_or_else(|| refuse("the XML body has no root element"))
+}
+
+fn text_refusal(stack: &[Element]) -> String {
+    match stack.last() {
+        Some(e) => format!(
+            "unexpected text in <{}>: values are carried in attributes (entity references other than character references are not accepted)",
+            e.name
+        ),
+        None => "unexpected text outside the root element".to_string(),
+    }
+}
+
+/// Attaches a finished element to its parent, or makes it the root.
+fn close(stack: &mut [Element], root: &mut Option<Element>, element: Element) {
+    match stack.last_mut() {
+        Some(parent) => parent.children.push(element),
+        None => *root = Some(element),
+    }
+}
+
+fn read_attributes(start: &BytesStart<'_>, element: &str) -> Result<Vec<(String, String)>> {
+    let mut attrs = Vec::new();
+    for attr in start.attributes() {
+        let attr = attr.map_err(|e| refuse(format!("malformed attribute on <{element}>: {e}")))?;
+        let key = attr.key;
+        if key.as_namespace_binding().is_some() {
+            continue;
+        }
+        if key.prefix().is_some() {
+            return Err(refuse(format!(
+                "attribute {} on <{element}>: qualified attributes are not accepted",
+                String::from_utf8_lossy(key.as_ref())
+            )));
+        }
+        if attrs.len() >= MAX_ATTRIBUTES {
+            return Err(refuse(format!(
+                "<{element}> has more than {MAX_ATTRIBUTES} attributes"
+            )));
+        }
+        let name = String::from_utf8_lossy(key.local_name().as_ref()).into_owned();
+        let value = attr.unescape_value().map_err(|e| {
+            refuse(format!(
+                "attribute {name} on <{element}>: {e} (only the predefined entities and character references are accepted)"
+            ))
+        })?;
+        attrs.push((name, value.into_owned()));
+    }
+    Ok(attrs)
+}
+
+/// An element of an answer.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    name: String,
+    attrs: Vec<(String, String)>,
+    children: Vec<Node>,
+}
+
+impl Node {
+    /// An element without attributes or children.
+    pub fn new(name: impl Into<String>) -> Node {
+        Node {
+            name: name.into(),
+            ..Node::default()
+        }
+    }
+
+    /// Adds an attribute.
+    pub fn attr(mut self, name: &str, value: impl ToString) -> Node {
+        self.attrs.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Adds an attribute when `value` is present.
+    pub fn opt_attr<T: ToString>(self, name: &str, value: Option<T>) -> Node {
+        match value {
+            Some(v) => self.attr(name, v),
+            None => self,
+        }
+    }
+
+    /// Adds a child element.
+    pub fn child(mut self, child: Node) -> Node {
+        self.children.push(child);
+        self
+    }
+
+    /// Adds child elements.
+    pub fn children(mut self, children: impl IntoIterator<Item = Node>) -> Node {
+        self.children.extend(children);
+        self
+    }
+
+    /// The value of an attribute (for tests and handlers that read what they rendered).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Serializes `root` as a document with the XML declaration and `xmlns` set to `namespace`.
+pub fn document(root: Node, namespace: &str) -> String {
+    let root = Node {
+        attrs: std::iter::once(("xmlns".to_string(), namespace.to_string()))
+            .chain(root.attrs)
+            .collect(),
+        ..root
+    };
+    let mut writer = quick_xml::Writer::new(Vec::new());
+    // Writing into a Vec cannot fail, so the io results carry no information.
+    let _ = writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    writer.get_mut().push(b'\n');
+    write_node(&mut writer, &root);
+    String::from_utf8_lossy(&writer.into_inner()).into_owned()
+}
+
+fn write_node(writer: &mut quick_xml::Writer<Vec<u8>>, node: &Node) {
+    let start = BytesStart::new(node.name.as_str())
+        .with_attributes(node.attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if node.children.is_empty() {
+        let _ = writer.write_event(Event::Empty(start));
+    } else {
+        let _ = writer.write_event(Event::Start(start));
+        for child in &node.children {
+            write_node(writer, child);
+        }
+        let _ = writer.write_event(Event::End(BytesEnd::new(node.name.as_str())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NS: &str = "urn:test";
+
+    #[test]
+    fn reads_attributes_children_and_namespaces() {
+        let e = parse(
+            br#"<?xml version="1.0"?><p:billingAccount xmlns:p="urn:test" accountNum="A&amp;B&#65;"><p:billingAccountCategory eid="1"/></p:billingAccount>"#,
+            NS,
+        )
+        .unwrap();
+        assert_eq!(e.name, "billingAccount");
+        assert_eq!(
+            e.attrs,
+            vec![("accountNum".to_string(), "A&BA".to_string())]
+        );
+        assert_eq!(e.children[0].name, "billingAccountCategory");
+        assert!(parse(br#"<a xmlns="urn:other"/>"#, NS).is_err());
+        assert!(parse(br#"<a/>"#, NS).is_ok());
+    }
+
+    #[test]
+    fn refuses_hostile_documents() {
+        let laughs = br#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]><a x="&lol2;"/>"#;
+        assert!(parse(laughs, NS).is_err());
+        assert!(parse(br#"<a x="&custom;"/>"#, NS).is_err());
+        assert!(parse(br#"<a>&custom;</a>"#, NS).is_err());
+        let deep = "<a>".repeat(10_000) + &"</a>".repeat(10_000);
+        assert!(parse(deep.as_bytes(), NS).is_err());
+        let ok = "<a>".repeat(MAX_DEPTH) + &"</a>".repeat(MAX_DEPTH);
+        assert!(parse(ok.as_bytes(), NS).is_ok());
+        for bad in [
+            &b"<a>"[..],
+            b"<a></b>",
+            b"",
+            b"<a/><b/>",
+            b"\xff\xfe",
+            b"<a x='1' x='2'/>",
+        ] {
+            assert!(parse(bad, NS).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn writes_escaped_documents() {
+        let doc = document(Node::new("a").attr("v", "<\"&'>").child(Node::new("b")), NS);
+        assert!(
+            doc.contains(r#"<a xmlns="urn:test" v="&lt;&quot;&amp;&apos;&gt;"><b/></a>"#),
+            "{doc}"
+        );
+        assert_eq!(parse(doc.as_bytes(), NS).unwrap().attrs[0].1, "<\"&'>");
+    }
+}

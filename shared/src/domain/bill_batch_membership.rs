@@ -1,0 +1,19 @@
+//! Which bill batches a billing account belongs to: a bill batch with a billing account
+//! category bills the accounts of that category, so an account created with (or moved into)
+//! a category joins that category's ACTIVE bill batches. Batches it already belongs to keep
+//! it; batches without a category are filled explicitly.
+
+use crate::Result;
+use rusqlite::Transaction;
+
+/// Adds billing account `account_id` to every ACTIVE bill batch of its category (idempotent)
+/// and answers how many batches it newly joined.
+pub fn join_category_bill_batches(tx: &Transaction<'_>, account_id: i64) -> Result<usize> {
+    Ok(tx.execute(
+        "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) \
+         SELECT b.id, a.id FROM billing_accounts a \
+         JOIN bill_batches b ON b.billing_account_category_id = a.billing_account_category_id \
+         WHERE a.id = ?1 AND b.status = 'ACTIVE'",
+        [account_id],
+    )?)
+}

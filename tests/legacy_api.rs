@@ -1,0 +1,702 @@
+//! Surface A over HTTP with real XML bodies: every entity (list, paging, query keys, get,
+//! create, edit), the applyPayment and status commands, and the faults each refuses with.
+
+#[path = "legacy_support.rs"]
+mod legacy_support;
+
+use legacy_support::{attr, child, dec, opt_attr, Legacy};
+use reqwest::Method;
+use rust_decimal::Decimal;
+
+#[tokio::test]
+async fn billing_accounts_page_filter_get_create_and_edit() {
+    let a = Legacy::start("demo").await;
+    let page = a.get("billingAccounts?pageSize=2&pageNumber=2").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(page.content_type, "application/xml");
+    let p = page.el();
+    assert_eq!(p.name, "billingAccounts");
+    let total: i64 = attr(p, "totalElements").parse().unwrap();
+    assert!(total >= 6);
+    assert_eq!(attr(p, "pageNumber"), "2");
+    assert_eq!(attr(p, "pageSize"), "2");
+    assert_eq!(attr(p, "elementCount"), "2");
+    assert_eq!(attr(p, "totalPages"), ((total + 1) / 2).to_string());
+    assert_eq!(attr(&p.children[0], "eid"), "3");
+
+    let one = a.get("billingAccounts?accountNum=ACC-1005").await;
+    let acc = &one.el().children;
+    assert_eq!(acc.len(), 1);
+    assert_eq!(attr(&acc[0], "status"), "SUSPENDED");
+    let suspended = a.get("billingAccounts?status=SUSPENDED").await;
+    assert!(suspended
+        .el()
+        .children
+        .iter()
+        .all(|c| attr(c, "status") == "SUSPENDED"));
+    for bad in [
+        "billingAccounts?status=ASLEEP",
+        "billingAccounts?colour=red",
+        "billingAccounts?pageSize=0",
+        "billingAccounts?pageNumber=x",
+        "billingAccounts?billingAccountCategoryEid=one",
+    ] {
+        let r = a.get(bad).await;
+        assert_eq!(r.status, 400, "{bad}");
+        assert_eq!(r.fault().0, "VALIDATION_FAILURE", "{bad}");
+    }
+
+    let got = a.get("billingAccounts/1").await;
+    let e = got.el();
+    assert_eq!(e.name, "billingAccount");
+    assert_eq!(attr(e, "accountNum"), "ACC-1001");
+    assert_eq!(attr(e, "billType"), "EMAIL");
+    assert_eq!(attr(e, "automaticRecurringPayment"), "true");
+    assert_eq!(attr(child(e, "billingAccountCategory"), "eid"), "1");
+    let missing = a.get("billingAccounts/999999").await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.fault().0, "GENERAL");
+    assert_eq!(a.get("billingAccounts/abc").await.status, 400);
+
+    let created = a
+        .post(
+            "billingAccounts",
+            r#"<?xml version="1.0"?><billingAccount xmlns="http://billing-sandbox.dev/xml/domain/1.28" accountNum="XML-1" name="Made over XML" billType="PAPER" automaticRecurringPayment="false" currencyType="EUR" startDate="2026-01-01"><billingAccountCategory eid="2"/></billingAccount>"#,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let c = created.el();
+    assert_eq!(c.name, "createResponse");
+    assert_eq!(attr(c, "successful"), "true");
+    let eid = attr(c, "eid").to_string();
+    let back = a.get(&format!("billingAccounts/{eid}")).await;
+    let b = back.el();
+    assert_eq!(attr(b, "accountNum"), "XML-1");
+    assert_eq!(attr(b, "currencyType"), "EUR");
+    assert_eq!(attr(b, "status"), "ACTIVE");
+    assert_eq!(attr(b, "balance"), "0");
+    assert_eq!(attr(b, "startDate"), "2026-01-01T00:00:00-06:00");
+    assert_eq!(attr(child(b, "billingAccountCategory"), "eid"), "2");
+
+    let dup = a
+        .post("billingAccounts", r#"<billingAccount accountNum="XML-1"/>"#)
+        .await;
+    assert_eq!(dup.status, 409);
+    assert_eq!(dup.fault().0, "ALREADY_EXISTS");
+    for (body, needle) in [
+        (r#"<billingAccount name="x"/>"#, "accountNum"),
+        (
+            r#"<billingAccount accountNum="X2" automaticRecurringPayment="maybe"/>"#,
+            "automaticRecurringPayment",
+        ),
+        (
+            r#"<billingAccount accountNum="X2" billType="PIGEON"/>"#,
+            "billType",
+        ),
+        (
+            r#"<billingAccount accountNum="X2" colour="red"/>"#,
+            "colour",
+        ),
+        (
+            r#"<billingAccount accountNum="X2"><owner/></billingAccount>"#,
+            "owner",
+        ),
+        (
+            r#"<billingAccount accountNum="X2"><billingAccountCategory/></billingAccount>"#,
+            "eid",
+        ),
+        (r#"<invoice accountNum="X2"/>"#, "billingAccount"),
+        (r#"<billingAccount accountNum="X2""#, "malformed"),
+    ] {
+        let r = a.post("billingAccounts", body).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        let (reason, message) = r.fault();
+        assert_eq!(reason, "VALIDATION_FAILURE");
+        assert!(message.contains(needle), "{body}: {message}");
+    }
+    let unknown_category = a
+        .post("billingAccounts", r#"<billingAccount accountNum="X3"><billingAccountCategory eid="777"/></billingAccount>"#)
+        .await;
+    assert_eq!(unknown_category.status, 404);
+    assert_eq!(
+        a.get("billingAccounts?accountNum=X3")
+            .await
+            .el()
+            .children
+            .len(),
+        0,
+        "nothing half-applied"
+    );
+
+    // Media types: a body must be application/xml.
+    for ct in [Some("application/json"), Some("text/plain"), None] {
+        let mut req =
+            a.s.client
+                .post(a.s.url("/t/s/r/1.28/billingAccounts"))
+                .header("Authorization", a.t.basic_header())
+                .body(r#"<billingAccount accountNum="CT-1"/>"#);
+        if let Some(ct) = ct {
+            req = req.header("Content-Type", ct);
+        }
+        let r = legacy_support::read(req.send().await.unwrap()).await;
+        assert_eq!(r.status, 415, "{ct:?}");
+        assert_eq!(r.fault().0, "VALIDATION_FAILURE");
+    }
+
+    // Edit: only what the body carries changes; read-only attributes echoed back are ignored.
+    let edited = a
+        .put(
+            &format!("billingAccounts/{eid}"),
+            &format!(r#"<billingAccount eid="{eid}" billType="EMAIL" name="Renamed" balance="999" status="ACTIVE" taxExempt="true"><billingAccountCategory eid="1"/></billingAccount>"#),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    let e = edited.el();
+    assert_eq!(attr(e, "billType"), "EMAIL");
+    assert_eq!(attr(e, "name"), "Renamed");
+    assert_eq!(attr(e, "taxExempt"), "true");
+    assert_eq!(attr(e, "balance"), "0");
+    assert_eq!(attr(e, "accountNum"), "XML-1");
+    assert_eq!(attr(child(e, "billingAccountCategory"), "eid"), "1");
+    let status_edit = a
+        .put(
+            &format!("billingAccounts/{eid}"),
+            r#"<billingAccount status="SUSPENDED"/>"#,
+        )
+        .await;
+    assert_eq!(status_edit.status, 400);
+    assert!(status_edit.fault().1.contains("suspend"));
+    let other_eid = a
+        .put(
+            &format!("billingAccounts/{eid}"),
+            r#"<billingAccount eid="1"/>"#,
+        )
+        .await;
+    assert_eq!(other_eid.status, 400);
+    let taken = a
+        .put(
+            &format!("billingAccounts/{eid}"),
+            r#"<billingAccount accountNum="ACC-1001"/>"#,
+        )
+        .await;
+    assert_eq!(taken.status, 409);
+    assert_eq!(taken.fault().0, "ALREADY_EXISTS");
+    assert_eq!(
+        a.put("billingAccounts/424242", r#"<billingAccount name="x"/>"#)
+            .await
+            .status,
+        404
+    );
+    let not_allowed = a.call(Method::DELETE, "billingAccounts/1", None).await;
+    assert_eq!(not_allowed.status, 405);
+    assert_eq!(not_allowed.fault().0, "GENERAL");
+}
+
+#[tokio::test]
+async fn categories_create_edit_and_filter() {
+    let a = Legacy::start("demo").await;
+    let created = a
+        .post(
+            "billingAccountCategories",
+            r#"<billingAccountCategory name="Partners" type="BUSINESS" description="Resellers" status="BA_CATEGORY_ACTIVE" conversionCurrencyType="EUR"/>"#,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let eid = attr(created.el(), "eid").to_string();
+    let got = a.get(&format!("billingAccountCategories/{eid}")).await;
+    assert_eq!(attr(got.el(), "description"), "Resellers");
+    assert_eq!(attr(got.el(), "conversionCurrencyType"), "EUR");
+    for body in [
+        r#"<billingAccountCategory description="x"/>"#,
+        r#"<billingAccountCategory status="BA_CATEGORY_ACTIVE"/>"#,
+        r#"<billingAccountCategory description="x" status="OPEN"/>"#,
+        r#"<billingAccountCategory description="x" status="BA_CATEGORY_ACTIVE" conversionCurrencyType="XYZ"/>"#,
+    ] {
+        let r = a.post("billingAccountCategories", body).await;
+        assert_eq!(r.status, 400, "{body}");
+        assert_eq!(r.fault().0, "VALIDATION_FAILURE");
+    }
+    let edited = a
+        .put(
+            &format!("billingAccountCategories/{eid}"),
+            r#"<billingAccountCategory status="BA_CATEGORY_SUSPENDED"/>"#,
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(attr(edited.el(), "status"), "BA_CATEGORY_SUSPENDED");
+    assert_eq!(attr(edited.el(), "name"), "Partners");
+    let suspended = a
+        .get("billingAccountCategories?status=BA_CATEGORY_SUSPENDED")
+        .await;
+    let eids: Vec<&str> = suspended
+        .el()
+        .children
+        .iter()
+        .map(|c| attr(c, "eid"))
+        .collect();
+    assert!(eids.contains(&eid.as_str()), "{eids:?}");
+    assert_eq!(
+        attr(suspended.el(), "totalElements"),
+        eids.len().to_string()
+    );
+}
+
+#[tokio::test]
+async fn invoices_and_payments_create_edit_filter() {
+    let a = Legacy::start("demo").await;
+    let before = dec(a.get("billingAccounts/3").await.el(), "balance");
+    let created = a
+        .post(
+            "invoices",
+            r#"<invoice invoiceNum="XML-INV-1" amount="19.99" occurredOn="2026-11-20" dueDate="2026-12-20" description="Made over XML"><billingAccount eid="3"/></invoice>"#,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let eid = attr(created.el(), "eid").to_string();
+    let inv = a.get(&format!("invoices/{eid}")).await;
+    let i = inv.el();
+    assert_eq!(attr(i, "status"), "OPEN");
+    assert_eq!(attr(i, "amountToPay"), "19.99");
+    assert_eq!(attr(child(i, "billingAccount"), "accountNum"), "ACC-1003");
+    let after = dec(a.get("billingAccounts/3").await.el(), "balance");
+    assert_eq!(after - before, "19.99".parse::<Decimal>().unwrap());
+
+    let dup = a.post("invoices", r#"<invoice invoiceNum="XML-INV-1" amount="1" occurredOn="2026-11-20"><billingAccount eid="3"/></invoice>"#).await;
+    assert_eq!(dup.status, 409);
+    assert_eq!(dup.fault().0, "ALREADY_EXISTS");
+    for body in [
+        r#"<invoice invoiceNum="N1" amount="ten" occurredOn="2026-11-20"><billingAccount eid="3"/></invoice>"#,
+        r#"<invoice invoiceNum="N1" amount="1" occurredOn="someday"><billingAccount eid="3"/></invoice>"#,
+        r#"<invoice invoiceNum="N1" amount="1" occurredOn="2026-11-20"/>"#,
+        r#"<invoice amount="1" occurredOn="2026-11-20"><billingAccount eid="3"/></invoice>"#,
+    ] {
+        let r = a.post("invoices", body).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+    }
+    let by_account = a.get("invoices?accountNum=ACC-1003").await;
+    assert!(by_account
+        .el()
+        .children
+        .iter()
+        .any(|c| attr(c, "eid") == eid));
+    assert!(by_account
+        .el()
+        .children
+        .iter()
+        .all(|c| attr(child(c, "billingAccount"), "eid") == "3"));
+    let by_eid = a.get("invoices?billingAccountEid=1&status=CLOSED").await;
+    assert_eq!(attr(by_eid.el(), "totalElements"), "1");
+    assert_eq!(attr(&by_eid.el().children[0], "invoiceNum"), "INV-0001");
+    assert!(opt_attr(&by_eid.el().children[0], "paidDate").is_some());
+    let by_num = a.get("invoices?invoiceNum=INV-0004").await;
+    assert_eq!(attr(&by_num.el().children[0], "eid"), "4");
+    let edited = a
+        .put(
+            &format!("invoices/{eid}"),
+            r#"<invoice description="Corrected" dueDate="2026-12-31" amount="5000"/>"#,
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(attr(edited.el(), "description"), "Corrected");
+    assert_eq!(
+        attr(edited.el(), "amount"),
+        "19.99",
+        "amount is not editable"
+    );
+
+    let paid = a
+        .post("payments", r#"<payment amount="25.50" reference="XML-PAY" description="by XML"><billingAccount eid="3"/><checkPayment/></payment>"#)
+        .await;
+    assert_eq!(paid.status, 201, "{}", paid.body);
+    let pid = attr(paid.el(), "eid").to_string();
+    let p = a.get(&format!("payments/{pid}")).await;
+    assert_eq!(attr(p.el(), "unappliedAmount"), "25.5");
+    assert_eq!(attr(p.el(), "status"), "COMPLETED");
+    assert!(p.el().children.iter().any(|c| c.name == "checkPayment"));
+    assert_eq!(
+        dec(a.get("billingAccounts/3").await.el(), "balance"),
+        after,
+        "an unapplied payment leaves the balance"
+    );
+    for body in [
+        r#"<payment amount="1"/>"#,
+        r#"<payment amount="-1"><billingAccount eid="3"/></payment>"#,
+        r#"<payment amount="1"><billingAccount eid="3"/><checkPayment/><cashPayment/></payment>"#,
+        r#"<payment amount="1"><billingAccount eid="3"/><bitcoinPayment/></payment>"#,
+    ] {
+        let r = a.post("payments", body).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+    }
+    let edited = a
+        .put(
+            &format!("payments/{pid}"),
+            r#"<payment reference="XML-PAY-2"/>"#,
+        )
+        .await;
+    assert_eq!(attr(edited.el(), "reference"), "XML-PAY-2");
+    let filtered = a.get("payments?reference=XML-PAY-2").await;
+    assert_eq!(attr(filtered.el(), "totalElements"), "1");
+    let by_account = a.get("payments?billingAccountEid=3").await;
+    assert!(by_account
+        .el()
+        .children
+        .iter()
+        .any(|c| attr(c, "eid") == pid));
+}
+
+#[tokio::test]
+async fn apply_payment_to_an_invoice() {
+    let a = Legacy::start("demo").await;
+    // Demo payment 2 (50, unapplied) on account 2 goes to invoice 3 (120 to pay).
+    let balance = dec(a.get("billingAccounts/2").await.el(), "balance");
+    let r = a
+        .post(
+            "invoices/3/applyPayment",
+            r#"<applyPayment><payment eid="2"/></applyPayment>"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let resp = r.el();
+    assert_eq!(resp.name, "applyPaymentResponse");
+    assert_eq!(attr(resp, "successful"), "true");
+    assert_eq!(attr(child(resp, "payment"), "unappliedAmount"), "0");
+    let application = child(resp, "paymentApplication");
+    assert_eq!(attr(application, "amount"), "50");
+    let inv = a.get("invoices/3").await;
+    assert_eq!(attr(inv.el(), "amountToPay"), "70");
+    assert_eq!(attr(inv.el(), "status"), "OPEN");
+    assert!(opt_attr(inv.el(), "paidDate").is_none());
+    let fifty: Decimal = "50".parse().unwrap();
+    assert_eq!(
+        dec(a.get("billingAccounts/2").await.el(), "balance"),
+        balance - fifty
+    );
+
+    // Nothing left on payment 2.
+    let again = a
+        .post("invoices/4/applyPayment", r#"<payment eid="2"/>"#)
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.fault().0, "GENERAL");
+
+    // A new payment larger than the invoice: it closes, the rest stays unapplied.
+    let r = a
+        .post("invoices/3/applyPayment", r#"<applyPayment><payment amount="100" reference="OVER"><cashPayment/></payment></applyPayment>"#)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let pay = child(r.el(), "payment");
+    assert_eq!(attr(pay, "amount"), "100");
+    assert_eq!(attr(pay, "unappliedAmount"), "30");
+    assert_eq!(attr(child(pay, "billingAccount"), "eid"), "2");
+    let inv = a.get("invoices/3").await;
+    assert_eq!(attr(inv.el(), "status"), "CLOSED");
+    assert_eq!(attr(inv.el(), "amountToPay"), "0");
+    assert!(opt_attr(inv.el(), "paidDate").is_some());
+    assert_eq!(
+        dec(a.get("billingAccounts/2").await.el(), "balance"),
+        balance - "120".parse::<Decimal>().unwrap()
+    );
+
+    let closed = a
+        .post("invoices/3/applyPayment", r#"<payment amount="1"/>"#)
+        .await;
+    assert_eq!(closed.status, 409);
+    assert!(closed.fault().1.contains("CLOSED"));
+    let foreign = a
+        .post(
+            "invoices/2/applyPayment",
+            &format!(r#"<payment eid="{}"/>"#, attr(pay, "eid")),
+        )
+        .await;
+    assert_eq!(foreign.status, 400, "{}", foreign.body);
+    let mismatch = a
+        .post(
+            "invoices/2/applyPayment",
+            r#"<payment amount="5"><billingAccount eid="2"/></payment>"#,
+        )
+        .await;
+    assert_eq!(mismatch.status, 400);
+    assert_eq!(
+        a.post("invoices/999/applyPayment", r#"<payment amount="5"/>"#)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        a.post("invoices/2/applyPayment", r#"<payment eid="999"/>"#)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        a.post("invoices/2/applyPayment", r#"<applyPayment/>"#)
+            .await
+            .status,
+        400
+    );
+    let listed = a
+        .post("invoices/2/applyPayment", r#"<applyPayment><payment amount="5"/><invoices><invoice eid="2"/></invoices></applyPayment>"#)
+        .await;
+    assert_eq!(listed.status, 400);
+    assert_eq!(
+        attr(a.get("invoices/2").await.el(), "amountToPay"),
+        "287.25",
+        "refused commands change nothing"
+    );
+}
+
+#[tokio::test]
+async fn apply_payment_to_an_account_pays_oldest_first() {
+    let a = Legacy::start("demo").await;
+    let older = a
+        .post("invoices", r#"<invoice invoiceNum="OLD-1" amount="10" occurredOn="2026-09-01"><billingAccount eid="2"/></invoice>"#)
+        .await;
+    let older = attr(older.el(), "eid").to_string();
+    let balance = dec(a.get("billingAccounts/2").await.el(), "balance");
+    let to_pay_3 = dec(a.get("invoices/3").await.el(), "amountToPay");
+    let to_pay_4 = dec(a.get("invoices/4").await.el(), "amountToPay");
+    let amount = Decimal::from(10) + to_pay_3 - Decimal::from(5);
+
+    let r = a
+        .post(
+            "billingAccounts/2/applyPayment",
+            &format!(r#"<applyPayment><payment amount="{amount}"><creditCardPayment/></payment></applyPayment>"#),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let apps: Vec<(&str, &str)> = r
+        .el()
+        .children
+        .iter()
+        .filter(|c| c.name == "paymentApplication")
+        .map(|c| (attr(child(c, "invoice"), "eid"), attr(c, "amount")))
+        .collect();
+    let partial = (to_pay_3 - Decimal::from(5)).normalize().to_string();
+    assert_eq!(apps, vec![(older.as_str(), "10"), ("3", partial.as_str())]);
+    assert_eq!(
+        attr(a.get(&format!("invoices/{older}")).await.el(), "status"),
+        "CLOSED"
+    );
+    assert_eq!(
+        dec(a.get("invoices/3").await.el(), "amountToPay"),
+        Decimal::from(5)
+    );
+    assert_eq!(
+        dec(a.get("invoices/4").await.el(), "amountToPay"),
+        to_pay_4,
+        "newest untouched"
+    );
+    assert_eq!(
+        dec(a.get("billingAccounts/2").await.el(), "balance"),
+        balance - amount
+    );
+
+    // Named invoices only, with a remainder that stays unapplied.
+    let r = a
+        .post(
+            "billingAccounts/2/applyPayment",
+            r#"<applyPayment><payment amount="200"/><invoices><invoice eid="4"/></invoices></applyPayment>"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        dec(child(r.el(), "payment"), "unappliedAmount"),
+        Decimal::from(200) - to_pay_4
+    );
+    assert_eq!(attr(a.get("invoices/4").await.el(), "status"), "CLOSED");
+    assert_eq!(
+        dec(a.get("invoices/3").await.el(), "amountToPay"),
+        Decimal::from(5)
+    );
+
+    // No open invoices left but invoice 3: a big payment pays 5 and keeps the rest.
+    let r = a
+        .post(
+            "billingAccounts/2/applyPayment",
+            r#"<payment amount="40"/>"#,
+        )
+        .await;
+    assert_eq!(
+        dec(child(r.el(), "payment"), "unappliedAmount"),
+        Decimal::from(35)
+    );
+    assert_eq!(
+        dec(a.get("billingAccounts/2").await.el(), "balance"),
+        Decimal::ZERO
+    );
+    let r = a
+        .post("billingAccounts/2/applyPayment", r#"<payment amount="7"/>"#)
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(attr(child(r.el(), "payment"), "unappliedAmount"), "7");
+    assert!(!r
+        .el()
+        .children
+        .iter()
+        .any(|c| c.name == "paymentApplication"));
+
+    let foreign = a
+        .post("billingAccounts/2/applyPayment", r#"<applyPayment><payment amount="1"/><invoices><invoice eid="2"/></invoices></applyPayment>"#)
+        .await;
+    assert_eq!(foreign.status, 400, "invoice 2 belongs to account 1");
+    assert_eq!(
+        a.post(
+            "billingAccounts/999/applyPayment",
+            r#"<payment amount="1"/>"#
+        )
+        .await
+        .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn status_commands_follow_valid_transitions() {
+    let a = Legacy::start("demo").await;
+    let r = a
+        .call(Method::POST, "billingAccounts/1/suspend", None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.el().name, "commandResponse");
+    assert_eq!(attr(child(r.el(), "billingAccount"), "status"), "SUSPENDED");
+    let again = a
+        .call(Method::POST, "billingAccounts/1/suspend", None)
+        .await;
+    assert_eq!(again.status, 409);
+    let (reason, message) = again.fault();
+    assert_eq!(reason, "GENERAL");
+    assert!(message.contains("SUSPENDED"), "{message}");
+    let r = a.post("billingAccounts/1/resume", "<resume/>").await;
+    assert_eq!(attr(child(r.el(), "billingAccount"), "status"), "ACTIVE");
+    assert_eq!(
+        a.call(Method::POST, "billingAccounts/1/resume", None)
+            .await
+            .status,
+        409
+    );
+    let r = a
+        .call(Method::POST, "billingAccounts/1/deactivate", None)
+        .await;
+    let acc = child(r.el(), "billingAccount");
+    assert_eq!(attr(acc, "status"), "DEACTIVATED");
+    assert!(opt_attr(acc, "endDate").is_some());
+    for cmd in ["suspend", "resume", "deactivate"] {
+        let r = a
+            .call(Method::POST, &format!("billingAccounts/1/{cmd}"), None)
+            .await;
+        assert_eq!(r.status, 409, "{cmd} after deactivate");
+    }
+    assert_eq!(
+        a.call(Method::POST, "billingAccounts/999/suspend", None)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        a.post("billingAccounts/2/suspend", "<resume/>")
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        a.post("billingAccounts/2/suspend", r#"<suspend reason="x"/>"#)
+            .await
+            .status,
+        400
+    );
+    let json =
+        a.s.client
+            .post(a.s.url("/t/s/r/1.28/billingAccounts/2/suspend"))
+            .header("Authorization", a.t.basic_header())
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+    assert_eq!(json.status(), 415);
+    assert_eq!(
+        attr(a.get("billingAccounts/2").await.el(), "status"),
+        "ACTIVE"
+    );
+}
+
+#[tokio::test]
+async fn read_only_entities_share_ids_with_the_other_surfaces() {
+    let a = Legacy::start("demo").await;
+    let db = a.s.state.store.tenant_db(&a.t.id).unwrap();
+    let (agreement, product, service_account): (String, String, i64) = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT (SELECT name FROM agreements WHERE id = 1), (SELECT name FROM products WHERE id = 1), \
+                 (SELECT s.billing_account_id FROM agreement_services t JOIN services s ON s.id = t.service_id WHERE t.id = 1)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(attr(a.get("agreements/1").await.el(), "name"), agreement);
+    assert_eq!(attr(a.get("products/1").await.el(), "name"), product);
+    let svc = a.get("agreementServices/1").await;
+    assert_eq!(
+        attr(child(svc.el(), "billingAccount"), "eid"),
+        service_account.to_string()
+    );
+    assert_eq!(attr(child(svc.el(), "agreement"), "eid"), "1");
+    let list = a
+        .get(&format!(
+            "agreementServices?billingAccountEid={service_account}"
+        ))
+        .await;
+    assert!(list
+        .el()
+        .children
+        .iter()
+        .all(|c| attr(child(c, "billingAccount"), "eid") == service_account.to_string()));
+    for path in ["agreements", "agreementServices", "products", "usageEvents"] {
+        let r = a.get(&format!("{path}?pageSize=1")).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.el().name, path);
+        let write = a.post(path, "<x/>").await;
+        assert_eq!(write.status, 405, "{path} is read-only");
+        assert_eq!(write.fault().0, "GENERAL");
+    }
+    // A usage event stored by Surface B renders under its own id.
+    let event_id: i64 = db
+        .write(|tx| {
+            tx.execute(
+                "INSERT INTO usage_events (request_id, service_resource_identifier, billing_account_id, start_time, end_time, usage_uom, usage_amount, reference_id, sequence_id, total_charge, created_at) \
+                 VALUES ('req-1', 'srv-compute-0001', 1, '2026-11-10T06:00:00.000Z', '2026-11-10T07:00:00.000Z', 'HOUR', '2.5', 'ref', '1', '3.75', '2026-11-01T07:00:00.000Z')",
+                [],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+        .await
+        .unwrap();
+    let ev = a.get(&format!("usageEvents/{event_id}")).await;
+    let e = ev.el();
+    assert_eq!(attr(e, "usageAmount"), "2.5");
+    assert_eq!(attr(e, "totalCharge"), "3.75");
+    assert_eq!(attr(e, "startTime"), "2026-11-10T00:00:00-06:00");
+    assert_eq!(attr(child(e, "billingAccount"), "eid"), "1");
+    let by_ref = a.get("usageEvents?referenceId=ref").await;
+    assert_eq!(attr(by_ref.el(), "totalElements"), "1");
+}
+
+#[tokio::test]
+async fn what_a_get_answers_can_be_put_back_unchanged() {
+    let a = Legacy::start("demo").await;
+    for path in [
+        "billingAccounts/1",
+        "billingAccountCategories/1",
+        "invoices/2",
+        "payments/1",
+    ] {
+        let before = a.get(path).await;
+        assert_eq!(before.status, 200, "{path}");
+        let put = a.put(path, &before.body).await;
+        assert_eq!(put.status, 200, "{path}: {}", put.body);
+        assert_eq!(put.el(), before.el(), "{path}");
+        assert_eq!(a.get(path).await.el(), before.el(), "{path}");
+    }
+}

@@ -1,0 +1,144 @@
+//! Hostile and malformed XML against Surface A: each is refused with a 4xx XML fault, quickly,
+//! and nothing is stored.
+
+#[path = "legacy_support.rs"]
+mod legacy_support;
+
+use legacy_support::{attr, Legacy};
+use std::time::{Duration, Instant};
+
+/// How long any refusal may take (generous for a loaded 2-core CI machine).
+const QUICK: Duration = Duration::from_secs(2);
+
+const BILLION_LAUGHS: &str = r#"<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<billingAccount accountNum="&lol9;"/>"#;
+
+async fn refused(a: &Legacy, body: Vec<u8>, status: u16, needle: &str) {
+    let started = Instant::now();
+    let r =
+        a.s.client
+            .post(a.s.url("/t/s/r/1.28/billingAccounts"))
+            .header("Authorization", a.t.basic_header())
+            .header("Content-Type", "application/xml")
+            .body(body)
+            .send()
+            .await
+            .expect("the server answers instead of dropping the connection");
+    let r = legacy_support::read(r).await;
+    let took = started.elapsed();
+    assert_eq!(r.status, status, "{needle}: {}", r.body);
+    let (reason, message) = r.fault();
+    assert_eq!(reason, "VALIDATION_FAILURE");
+    assert!(message.contains(needle), "{message}");
+    assert!(took < QUICK, "{needle}: took {took:?}");
+    println!("{needle}: {status} in {took:?}");
+}
+
+#[tokio::test]
+async fn hostile_documents_are_refused_quickly() {
+    let a = Legacy::start("empty").await;
+    refused(&a, BILLION_LAUGHS.as_bytes().to_vec(), 400, "DOCTYPE").await;
+    let xxe = r#"<?xml version="1.0"?><!DOCTYPE a [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><billingAccount accountNum="&xxe;"/>"#;
+    refused(&a, xxe.as_bytes().to_vec(), 400, "DOCTYPE").await;
+    refused(
+        &a,
+        br#"<billingAccount accountNum="&xxe;"/>"#.to_vec(),
+        400,
+        "xxe",
+    )
+    .await;
+    refused(
+        &a,
+        b"<billingAccount>&lol;</billingAccount>".to_vec(),
+        400,
+        "text",
+    )
+    .await;
+
+    let deep = format!(
+        "{}{}",
+        "<billingAccount>".repeat(10_000),
+        "</billingAccount>".repeat(10_000)
+    );
+    refused(&a, deep.into_bytes(), 400, "nested deeper").await;
+    let unclosed_deep = "<a>".repeat(10_000);
+    refused(&a, unclosed_deep.into_bytes(), 400, "nested deeper").await;
+
+    let wide = format!(
+        "<billingAccount accountNum=\"W\">{}</billingAccount>",
+        "<x/>".repeat(10_001)
+    );
+    refused(&a, wide.into_bytes(), 400, "more than 10000 elements").await;
+
+    // 10 MB: past the body limit.
+    let mut big = b"<billingAccount accountNum=\"".to_vec();
+    big.resize(10 * 1024 * 1024, b'a');
+    big.extend_from_slice(b"\"/>");
+    refused(&a, big, 413, "too large").await;
+
+    for (body, needle) in [
+        (&b"<billingAccount accountNum=\"1\""[..], "malformed"),
+        (b"<billingAccount accountNum='1'></invoice>", "malformed"),
+        (b"\xff\xfe<billingAccount/>", "UTF-8"),
+        (
+            b"<billingAccount xmlns=\"urn:elsewhere\" accountNum=\"1\"/>",
+            "namespace",
+        ),
+        (
+            b"<billingAccount accountNum=\"1\" accountNum=\"2\"/>",
+            "attribute",
+        ),
+        (
+            b"<billingAccount accountNum=\"1\"/><billingAccount accountNum=\"2\"/>",
+            "root",
+        ),
+        (
+            b"<billingAccount accountNum=\"1\"><![CDATA[x]]></billingAccount>",
+            "text",
+        ),
+        (
+            b"<billingAccount x:accountNum=\"1\" xmlns:x=\"urn:x\"/>",
+            "qualified",
+        ),
+    ] {
+        refused(&a, body.to_vec(), 400, needle).await;
+    }
+
+    let r = a.get("billingAccounts").await;
+    assert_eq!(attr(r.el(), "totalElements"), "0", "nothing was stored");
+    let r = a.get("users/current").await;
+    assert_eq!(r.status, 200, "the server is still serving");
+}
+
+#[tokio::test]
+async fn character_references_and_predefined_entities_are_read() {
+    let a = Legacy::start("empty").await;
+    let r = a
+        .post(
+            "billingAccounts",
+            r#"<billingAccount accountNum="O&apos;Brien &amp; Sons &#x263A;"/>"#,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let got = a
+        .get(&format!("billingAccounts/{}", attr(r.el(), "eid")))
+        .await;
+    assert_eq!(attr(got.el(), "accountNum"), "O'Brien & Sons \u{263A}");
+    assert!(
+        got.body.contains("O&apos;Brien &amp; Sons"),
+        "written escaped: {}",
+        got.body
+    );
+}
