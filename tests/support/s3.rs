@@ -86,16 +86,32 @@ impl Moto {
         S3Config::new(name, "sandbox", Some(self.endpoint.clone()))
     }
 
-    /// Every key in `bucket` under `prefix`.
+    /// Every key in `bucket` under `prefix` (up to 1000).
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        self.objects(bucket, prefix)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// Every key in `bucket` under `prefix` (up to 1000), with its size in bytes.
+    pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
         let body = raw_request(
             self.port,
             &format!("GET /{bucket}?list-type=2&prefix={prefix} HTTP/1.1"),
         );
-        body.split("<Key>")
+        let field = |s: &str, tag: &str| -> Option<String> {
+            let open = format!("<{tag}>");
+            let close = format!("</{tag}>");
+            Some(s.split(&open).nth(1)?.split(&close).next()?.to_string())
+        };
+        body.split("<Contents>")
             .skip(1)
-            .filter_map(|s| s.split("</Key>").next())
-            .map(String::from)
+            .filter_map(|c| {
+                let key = field(c, "Key")?;
+                let size = field(c, "Size")?.parse().ok()?;
+                Some((key, size))
+            })
             .collect()
     }
 }
