@@ -149,3 +149,5 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     );
     (status, code, message)
 }
+
+pub mod s3;

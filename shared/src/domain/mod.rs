@@ -12,11 +12,11 @@ pub mod billing;
 pub mod catalog;
 pub mod chargeinfo;
 pub mod collect;
+pub mod edits;
 pub mod glrun;
 pub mod ledgers;
-pub mod replication;
-pub mod edits;
 pub mod payments;
+pub mod replication;
 pub mod revenue;
 pub mod usage;
 

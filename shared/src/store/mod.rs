@@ -10,19 +10,26 @@
 //!   returns from it.
 //! - Writes to one tenant are serialized by that tenant's writer lock; reads use their own
 //!   connections (WAL lets them proceed beside a writer). Tenants never share a lock.
+//! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
+//!   for the registry, and the local files are a per-process cache ([`replica`] states the
+//!   protocol, [`capture`] how changes are recorded, [`s3`] the bucket calls).
 
+pub mod capture;
+mod database;
 pub mod registry;
+pub mod replica;
+pub mod s3;
 pub mod sqlite;
 
 use crate::{Error, Result};
+use database::Database;
 pub use registry::{Registry, TenantRecord};
+use replica::Replica;
 use rusqlite::{Connection, Transaction};
+pub use s3::S3Config;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// Most idle read connections kept per tenant.
-const MAX_IDLE_READERS: usize = 4;
 
 /// The store: the registry and a cache of open tenant databases.
 #[derive(Clone)]
@@ -32,19 +39,48 @@ pub struct Store {
 
 struct StoreInner {
     data_dir: PathBuf,
+    /// Where the SQLite files are: the data dir, or in S3 mode this process's cache in it.
+    files_dir: PathBuf,
     registry: Registry,
+    bucket: Option<(s3::Bucket, u64)>,
     open: Mutex<HashMap<String, Arc<TenantDb>>>,
 }
 
 impl Store {
-    /// Opens the store in `data_dir`, creating the directory and registry when absent.
+    /// Opens the store in `data_dir`, creating the directory and registry when absent. When
+    /// `SANDBOX_S3_BUCKET` is set the store is S3-backed (see [`Store::open_with`]).
     pub fn open(data_dir: &Path) -> Result<Store> {
-        std::fs::create_dir_all(data_dir.join("tenants"))?;
-        let registry = Registry::open(&data_dir.join("registry.db"))?;
+        Store::open_with(data_dir, S3Config::from_env())
+    }
+
+    /// Opens the store: local files only with `s3 = None`; otherwise S3 is the source of
+    /// truth and `data_dir/s3-cache/<pid>` holds this process's cache, rebuilt from S3 at
+    /// every start (see [`replica`] for the protocol).
+    pub fn open_with(data_dir: &Path, s3: Option<S3Config>) -> Result<Store> {
+        let (files_dir, bucket) = match s3 {
+            None => (data_dir.to_path_buf(), None),
+            Some(config) => {
+                let dir = data_dir
+                    .join("s3-cache")
+                    .join(std::process::id().to_string());
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir)?;
+                }
+                let compact_every = config.compact_every;
+                (dir, Some((s3::Bucket::connect(config)?, compact_every)))
+            }
+        };
+        std::fs::create_dir_all(files_dir.join("tenants"))?;
+        let registry_replica = bucket
+            .as_ref()
+            .map(|(b, every)| Replica::new(b.clone(), "registry", *every));
+        let registry = Registry::open_with(&files_dir.join("registry.db"), registry_replica)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 data_dir: data_dir.to_path_buf(),
+                files_dir,
                 registry,
+                bucket,
                 open: Mutex::new(HashMap::new()),
             }),
         })
@@ -60,11 +96,23 @@ impl Store {
         &self.inner.data_dir
     }
 
+    /// Whether S3 is the source of truth.
+    pub fn is_replicated(&self) -> bool {
+        self.inner.bucket.is_some()
+    }
+
     fn tenant_path(&self, tenant_id: &str) -> PathBuf {
         self.inner
-            .data_dir
+            .files_dir
             .join("tenants")
             .join(format!("{tenant_id}.db"))
+    }
+
+    fn tenant_replica(&self, tenant_id: &str) -> Option<Replica> {
+        self.inner
+            .bucket
+            .as_ref()
+            .map(|(b, every)| Replica::new(b.clone(), &format!("tenants/{tenant_id}"), *every))
     }
 
     /// The database of a registered tenant, opened and migrated on first use.
@@ -73,48 +121,44 @@ impl Store {
         if let Some(db) = open.get(tenant_id) {
             return Ok(db.clone());
         }
-        let db = Arc::new(TenantDb::open(tenant_id, &self.tenant_path(tenant_id))?);
+        let db = Arc::new(TenantDb {
+            id: tenant_id.to_string(),
+            db: Database::open(
+                &self.tenant_path(tenant_id),
+                sqlite::migrate,
+                self.tenant_replica(tenant_id),
+            )?,
+        });
         open.insert(tenant_id.to_string(), db.clone());
         Ok(db)
     }
 
-    /// Closes and deletes a tenant's database files (the registry entry is the caller's).
+    /// Closes and deletes a tenant's database files (the registry entry is the caller's);
+    /// in S3 mode its objects too.
     pub fn drop_tenant_db(&self, tenant_id: &str) -> Result<()> {
-        lock(&self.inner.open).remove(tenant_id);
-        let path = self.tenant_path(tenant_id);
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = path.clone().into_os_string();
-            p.push(suffix);
-            match std::fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
+        let open = lock(&self.inner.open).remove(tenant_id);
+        match open {
+            Some(db) => db.db.destroy(),
+            None => match self.tenant_replica(tenant_id) {
+                Some(r) => {
+                    if let Err(e) = r.delete_all() {
+                        tracing::warn!(error = %e, "could not delete a tenant's S3 objects");
+                    }
+                    replica::remove_database_files(&self.tenant_path(tenant_id))
+                }
+                None => replica::remove_database_files(&self.tenant_path(tenant_id)),
+            },
         }
-        Ok(())
     }
 }
 
-/// One tenant's database: a writer connection and a pool of readers.
+/// One tenant's database: a writer connection and a pool of readers (see [`Database`]).
 pub struct TenantDb {
     id: String,
-    path: PathBuf,
-    writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
+    db: Database,
 }
 
 impl TenantDb {
-    fn open(id: &str, path: &Path) -> Result<TenantDb> {
-        let mut writer = sqlite::open(path)?;
-        sqlite::migrate(&mut writer)?;
-        Ok(TenantDb {
-            id: id.to_string(),
-            path: path.to_path_buf(),
-            writer: Mutex::new(writer),
-            readers: Mutex::new(Vec::new()),
-        })
-    }
-
     /// The tenant this database belongs to.
     pub fn tenant_id(&self) -> &str {
         &self.id
@@ -136,11 +180,7 @@ impl TenantDb {
     where
         F: Fn(&Transaction<'_>) -> Result<T>,
     {
-        let mut conn = lock(&self.writer);
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        self.db.write(f)
     }
 
     /// Runs `f` on a read connection; it sees every write committed before it started.
@@ -158,19 +198,7 @@ impl TenantDb {
     where
         F: FnOnce(&Connection) -> Result<T>,
     {
-        let conn = match lock(&self.readers).pop() {
-            Some(c) => c,
-            None => sqlite::open(&self.path)?,
-        };
-        // A read transaction gives the closure one consistent snapshot across its queries.
-        conn.execute_batch("BEGIN DEFERRED")?;
-        let out = f(&conn);
-        let _ = conn.execute_batch("COMMIT");
-        let mut pool = lock(&self.readers);
-        if pool.len() < MAX_IDLE_READERS {
-            pool.push(conn);
-        }
-        out
+        self.db.read(f)
     }
 }
 

@@ -2,14 +2,18 @@
 //! as SHA-256 hashes (they are long random strings, so a fast hash is enough) and compared in
 //! constant time. The JWT master secret, which must be usable to sign, is the one secret kept
 //! as is; per-tenant signing keys are derived from it (see `auth::jwt`).
+//!
+//! The registry is a SQLite database like a tenant's and replicates to S3 the same way, so in
+//! S3 mode every process sees the same tenants and credentials (writes may re-run their
+//! closure after a lost race; reads first catch up with S3).
 
-use super::lock;
+use super::database::Database;
+use super::replica::Replica;
 use crate::auth::{self, Credentials};
 use crate::{Error, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use std::path::Path;
-use std::sync::Mutex;
 
 /// A tenant as the registry knows it (no secrets).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -26,7 +30,7 @@ pub struct TenantRecord {
 
 /// The registry database.
 pub struct Registry {
-    conn: Mutex<Connection>,
+    db: Database,
 }
 
 const SCHEMA: &str = "
@@ -62,11 +66,13 @@ fn tenant_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRecord> {
 impl Registry {
     /// Opens (creating if needed) the registry database at `path`.
     pub fn open(path: &Path) -> Result<Registry> {
-        let conn = super::sqlite::open(path)?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(Registry {
-            conn: Mutex::new(conn),
-        })
+        Registry::open_with(path, None)
+    }
+
+    /// Opens the registry at `path`, replicated to S3 when `replica` is given.
+    pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
+        let db = Database::open(path, |conn| Ok(conn.execute_batch(SCHEMA)?), replica)?;
+        Ok(Registry { db })
     }
 
     /// Registers a tenant with fresh credentials; the clear-text secrets are returned once
@@ -83,95 +89,100 @@ impl Registry {
             created_at: crate::time::to_storage(crate::time::now()),
         };
         let creds = Credentials::generate(name);
-        let mut conn = lock(&self.conn);
-        let tx = conn.transaction()?;
-        let taken: bool = tx
-            .query_row("SELECT 1 FROM tenants WHERE name = ?1", [name], |_| {
-                Ok(true)
-            })
-            .optional()?
-            .unwrap_or(false);
-        if taken {
-            return Err(Error::conflict(format!(
-                "a tenant named '{name}' already exists"
-            )));
-        }
-        tx.execute(
-            "INSERT INTO tenants (id, name, time_zone, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![record.id, record.name, record.time_zone, record.created_at],
-        )?;
-        tx.execute(
-            "INSERT INTO credentials (tenant_id, api_key_hash, basic_username, basic_password_hash)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![
-                record.id,
-                auth::hash_secret(&creds.api_key),
-                creds.username,
-                auth::hash_secret(&creds.password)
-            ],
-        )?;
-        tx.commit()?;
+        self.db.write(|tx| {
+            let taken: bool = tx
+                .query_row("SELECT 1 FROM tenants WHERE name = ?1", [name], |_| {
+                    Ok(true)
+                })
+                .optional()?
+                .unwrap_or(false);
+            if taken {
+                return Err(Error::conflict(format!(
+                    "a tenant named '{name}' already exists"
+                )));
+            }
+            tx.execute(
+                "INSERT INTO tenants (id, name, time_zone, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![record.id, record.name, record.time_zone, record.created_at],
+            )?;
+            tx.execute(
+                "INSERT INTO credentials (tenant_id, api_key_hash, basic_username, basic_password_hash)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    record.id,
+                    auth::hash_secret(&creds.api_key),
+                    creds.username,
+                    auth::hash_secret(&creds.password)
+                ],
+            )?;
+            Ok(())
+        })?;
         Ok((record, creds))
     }
 
     /// All tenants, oldest first.
     pub fn list(&self) -> Result<Vec<TenantRecord>> {
-        let conn = lock(&self.conn);
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {TENANT_COLUMNS} FROM tenants t ORDER BY t.created_at, t.id"
-        ))?;
-        let rows = stmt
-            .query_map([], tenant_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        self.db.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {TENANT_COLUMNS} FROM tenants t ORDER BY t.created_at, t.id"
+            ))?;
+            let rows = stmt
+                .query_map([], tenant_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
     }
 
     /// One tenant by id.
     pub fn get(&self, id: &str) -> Result<Option<TenantRecord>> {
-        let conn = lock(&self.conn);
-        Ok(conn
-            .query_row(
-                &format!("SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.id = ?1"),
-                [id],
-                tenant_from_row,
-            )
-            .optional()?)
+        self.db.read(|conn| {
+            Ok(conn
+                .query_row(
+                    &format!("SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.id = ?1"),
+                    [id],
+                    tenant_from_row,
+                )
+                .optional()?)
+        })
     }
 
     /// One tenant by name.
     pub fn get_by_name(&self, name: &str) -> Result<Option<TenantRecord>> {
-        let conn = lock(&self.conn);
-        Ok(conn
-            .query_row(
-                &format!("SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.name = ?1"),
-                [name],
-                tenant_from_row,
-            )
-            .optional()?)
+        self.db.read(|conn| {
+            Ok(conn
+                .query_row(
+                    &format!("SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.name = ?1"),
+                    [name],
+                    tenant_from_row,
+                )
+                .optional()?)
+        })
     }
 
     /// Removes a tenant and its credentials. Returns whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool> {
-        let conn = lock(&self.conn);
-        conn.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
-        Ok(conn.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0)
+        self.db.write(|tx| {
+            tx.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
+            Ok(tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0)
+        })
     }
 
     /// The tenant an API key opens. The lookup is by the key's hash, so timing reveals
     /// nothing about stored keys; the final comparison is constant-time all the same.
     pub fn find_by_api_key(&self, api_key: &str) -> Result<Option<TenantRecord>> {
         let hash = auth::hash_secret(api_key);
-        let conn = lock(&self.conn);
-        let found = conn
-            .query_row(
-                &format!(
-                    "SELECT {TENANT_COLUMNS}, c.api_key_hash FROM tenants t
-                     JOIN credentials c ON c.tenant_id = t.id WHERE c.api_key_hash = ?1"
-                ),
-                [&hash],
-                |r| Ok((tenant_from_row(r)?, r.get::<_, String>(4)?)),
-            )
-            .optional()?;
+        let found = self.db.read(|conn| {
+            Ok(conn
+                .query_row(
+                    &format!(
+                        "SELECT {TENANT_COLUMNS}, c.api_key_hash FROM tenants t
+                         JOIN credentials c ON c.tenant_id = t.id WHERE c.api_key_hash = ?1"
+                    ),
+                    [&hash],
+                    |r| Ok((tenant_from_row(r)?, r.get::<_, String>(4)?)),
+                )
+                .optional()?)
+        })?;
         Ok(found.and_then(|(t, stored)| auth::ct_eq(&stored, &hash).then_some(t)))
     }
 
@@ -179,17 +190,18 @@ impl Registry {
     /// comparison, so response time does not tell which usernames exist.
     pub fn find_by_basic(&self, username: &str, password: &str) -> Result<Option<TenantRecord>> {
         let given = auth::hash_secret(password);
-        let conn = lock(&self.conn);
-        let found = conn
-            .query_row(
-                &format!(
-                    "SELECT {TENANT_COLUMNS}, c.basic_password_hash FROM tenants t
-                     JOIN credentials c ON c.tenant_id = t.id WHERE c.basic_username = ?1"
-                ),
-                [username],
-                |r| Ok((tenant_from_row(r)?, r.get::<_, String>(4)?)),
-            )
-            .optional()?;
+        let found = self.db.read(|conn| {
+            Ok(conn
+                .query_row(
+                    &format!(
+                        "SELECT {TENANT_COLUMNS}, c.basic_password_hash FROM tenants t
+                         JOIN credentials c ON c.tenant_id = t.id WHERE c.basic_username = ?1"
+                    ),
+                    [username],
+                    |r| Ok((tenant_from_row(r)?, r.get::<_, String>(4)?)),
+                )
+                .optional()?)
+        })?;
         match found {
             Some((t, stored)) => Ok(auth::ct_eq(&stored, &given).then_some(t)),
             None => {
@@ -201,26 +213,25 @@ impl Registry {
 
     /// The server-wide JWT master secret, created on first use.
     pub fn jwt_master_secret(&self) -> Result<Vec<u8>> {
-        let conn = lock(&self.conn);
-        let existing: Option<Vec<u8>> = conn
-            .query_row(
-                "SELECT value FROM server_secrets WHERE name = 'jwt_master'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(v) = existing {
+        let stored = |conn: &rusqlite::Connection| -> Result<Option<Vec<u8>>> {
+            Ok(conn
+                .query_row(
+                    "SELECT value FROM server_secrets WHERE name = 'jwt_master'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?)
+        };
+        if let Some(v) = self.db.read(stored)? {
             return Ok(v);
         }
         let secret = auth::random_bytes(32);
-        conn.execute(
-            "INSERT OR IGNORE INTO server_secrets (name, value) VALUES ('jwt_master', ?1)",
-            [&secret],
-        )?;
-        Ok(conn.query_row(
-            "SELECT value FROM server_secrets WHERE name = 'jwt_master'",
-            [],
-            |r| r.get(0),
-        )?)
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO server_secrets (name, value) VALUES ('jwt_master', ?1)",
+                [&secret],
+            )?;
+            stored(tx)?.ok_or_else(|| Error::Internal("jwt master secret vanished".into()))
+        })
     }
 }

@@ -1,0 +1,148 @@
+//! One SQLite database as the store uses it: a writer connection behind a lock, a small pool
+//! of read connections, and, in S3 mode, a [`Replica`] that makes S3 the source of truth.
+//! Tenant databases and the registry are both built on it, so both replicate the same way.
+
+use super::replica::{self, Replica};
+use super::{capture, lock, sqlite};
+use crate::Result;
+use rusqlite::{Connection, Transaction};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Most idle read connections kept per database.
+const MAX_IDLE_READERS: usize = 4;
+
+/// A local or replicated SQLite database. Cloning shares it.
+#[derive(Clone)]
+pub(crate) struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    replica: Option<Replica>,
+}
+
+impl Database {
+    /// Opens the database at `path` and brings its schema up to date with `prepare`. With a
+    /// replica, the local file is first replaced by the newest snapshot, then the log after it
+    /// is applied: a cache left by an earlier process is never trusted.
+    pub fn open(
+        path: &Path,
+        prepare: impl FnOnce(&mut Connection) -> Result<()>,
+        replica: Option<Replica>,
+    ) -> Result<Database> {
+        if let Some(r) = &replica {
+            r.restore(path)?;
+        }
+        let mut writer = sqlite::open(path)?;
+        prepare(&mut writer)?;
+        if let Some(r) = &replica {
+            capture::install(&writer)?;
+            r.catch_up(&mut writer)?;
+        }
+        Ok(Database {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                writer: Mutex::new(writer),
+                readers: Mutex::new(Vec::new()),
+                replica,
+            }),
+        })
+    }
+
+    /// Runs `f` in one write transaction; in S3 mode it returns only after S3 holds the change
+    /// (and `f` may run more than once).
+    pub fn write<T>(&self, f: impl Fn(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = lock(&self.inner.writer);
+        let Some(replica) = &self.inner.replica else {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            return Ok(out);
+        };
+        let (out, snapshot_due) = replica.write(&mut conn, &f)?;
+        drop(conn);
+        if snapshot_due && replica.begin_compaction() {
+            let db = self.clone();
+            std::thread::spawn(move || db.compact());
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` on a read connection inside one read transaction. In S3 mode it first applies
+    /// any newer log entries, so `f` sees every write acknowledged before the call began.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        if let Some(replica) = &self.inner.replica {
+            if replica.has_newer()? {
+                replica.catch_up(&mut lock(&self.inner.writer))?;
+            }
+        }
+        let conn = match lock(&self.inner.readers).pop() {
+            Some(c) => c,
+            None => sqlite::open(&self.inner.path)?,
+        };
+        // A read transaction gives the closure one consistent snapshot across its queries.
+        conn.execute_batch("BEGIN DEFERRED")?;
+        let out = f(&conn);
+        let _ = conn.execute_batch("COMMIT");
+        let mut pool = lock(&self.inner.readers);
+        if pool.len() < MAX_IDLE_READERS {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// Makes a snapshot: copies the fully checkpointed file under the writer lock (so it is
+    /// exactly one version), then uploads the copy without holding any lock.
+    fn compact(&self) {
+        let Some(replica) = &self.inner.replica else {
+            return;
+        };
+        let copy = self.inner.path.with_extension("snapshot");
+        let copied = (|| -> Result<Option<u64>> {
+            let conn = lock(&self.inner.writer);
+            let (busy, log, done): (i64, i64, i64) =
+                conn.query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            if busy != 0 || log != done {
+                return Ok(None);
+            }
+            std::fs::copy(&self.inner.path, &copy)?;
+            Ok(Some(capture::seq(&conn)?))
+        })();
+        let result = match copied {
+            Ok(Some(seq)) => replica.finish_compaction(&copy, seq).map(|()| Some(seq)),
+            Ok(None) => {
+                replica.abandon_compaction();
+                Ok(None)
+            }
+            Err(e) => {
+                replica.abandon_compaction();
+                Err(e)
+            }
+        };
+        let _ = std::fs::remove_file(&copy);
+        match result {
+            Ok(Some(seq)) => {
+                tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded")
+            }
+            Ok(None) => tracing::debug!("snapshot skipped: readers kept the WAL busy"),
+            Err(e) => tracing::warn!(error = %e, "snapshot failed; the log still holds everything"),
+        }
+    }
+
+    /// Deletes the local files and, in S3 mode, every object of this database (best effort).
+    pub fn destroy(&self) -> Result<()> {
+        if let Some(replica) = &self.inner.replica {
+            if let Err(e) = replica.delete_all() {
+                tracing::warn!(error = %e, "could not delete a database's S3 objects");
+            }
+        }
+        lock(&self.inner.readers).clear();
+        replica::remove_database_files(&self.inner.path)
+    }
+}

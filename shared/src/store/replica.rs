@@ -1,0 +1,294 @@
+//! S3 replication of one SQLite database (a tenant's, or the registry): S3 is the source of
+//! truth, the local file a cache. The full protocol, with the object layout, is in
+//! docs/storage.md; this is the contract the code keeps.
+//!
+//! Objects, under `<SANDBOX_S3_PREFIX>/<root>/` (root is `registry` or `tenants/<id>`):
+//! - `log/<seq, 20 digits>.json`: the [`Changeset`] of the transaction that made version
+//!   `seq` (1, 2, ...). Created only with `If-None-Match: *`, never overwritten, never deleted
+//!   by the protocol: the existence of key `n` is what decides who wrote version `n`.
+//! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction).
+//!
+//! Invariants:
+//! 1. The local database never holds a version S3 does not have: a write's local transaction
+//!    stays open while its log entry is PUT and commits only after S3 accepted it. A crash at
+//!    any point leaves the local file at an acknowledged version (or before it), and the
+//!    cache is thrown away at process start anyway.
+//! 2. Version `n` is written by exactly one writer: the one whose conditional PUT of
+//!    `log/n` succeeded. A loser (412/409) rolls back, catches up and re-runs its closure on the
+//!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
+//! 3. A write is acknowledged only after its PUT succeeded; any other S3 failure rolls the
+//!    local transaction back and fails the write as unavailable (503) with nothing applied.
+//! 4. Every read and every write first lists `log/` after the local version and applies what
+//!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
+//! 5. Snapshots are an optimization for cold starts: made in the background after a write
+//!    once `compact_every` entries accumulated since the last one; only older snapshots are
+//!    ever deleted, after a newer one is fully uploaded.
+
+use super::capture::{self, Changeset};
+use super::s3::{Bucket, S3Error};
+use crate::{Error, Result};
+use rusqlite::{Connection, Transaction};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Conditional PUTs a write may lose before it answers 503.
+pub const MAX_WRITE_ATTEMPTS: u32 = 12;
+/// Log entries between snapshots, unless `SANDBOX_S3_COMPACT_EVERY` says otherwise.
+pub const DEFAULT_COMPACT_EVERY: u64 = 100;
+
+/// One replicated database's place in the bucket and what this process knows of it.
+pub struct Replica {
+    bucket: Bucket,
+    root: String,
+    compact_every: u64,
+    /// Newest version applied to the local file.
+    seq: AtomicU64,
+    /// Newest snapshot known to exist.
+    snapshot_seq: AtomicU64,
+    compacting: AtomicBool,
+}
+
+fn seq_name(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
+fn parse_seq(key: &str) -> Option<u64> {
+    let name = key.rsplit('/').next()?;
+    name.split('.').next()?.parse().ok()
+}
+
+/// Test hook: `SANDBOX_S3_CRASH_AT=before-put|after-put` aborts the process at that step of
+/// a write, to show what a crash there leaves behind.
+fn crash_point(stage: &str) {
+    if std::env::var("SANDBOX_S3_CRASH_AT").as_deref() == Ok(stage) {
+        tracing::error!(stage, "SANDBOX_S3_CRASH_AT: aborting the process");
+        std::process::abort();
+    }
+}
+
+impl Replica {
+    /// The replica of the database stored under `root` (e.g. `tenants/t_1`).
+    pub fn new(bucket: Bucket, root: &str, compact_every: u64) -> Replica {
+        Replica {
+            bucket,
+            root: root.trim_matches('/').to_string(),
+            compact_every: compact_every.max(1),
+            seq: AtomicU64::new(0),
+            snapshot_seq: AtomicU64::new(0),
+            compacting: AtomicBool::new(false),
+        }
+    }
+
+    fn log_dir(&self) -> String {
+        format!("{}/log/", self.root)
+    }
+
+    fn log_key(&self, seq: u64) -> String {
+        format!("{}/log/{}.json", self.root, seq_name(seq))
+    }
+
+    fn snapshot_dir(&self) -> String {
+        format!("{}/snapshots/", self.root)
+    }
+
+    fn snapshot_key(&self, seq: u64) -> String {
+        format!("{}/snapshots/{}.db", self.root, seq_name(seq))
+    }
+
+    /// Cold start: replaces the local files at `path` with the newest snapshot, or with
+    /// nothing when there is none (the log then rebuilds everything).
+    pub fn restore(&self, path: &Path) -> Result<()> {
+        remove_database_files(path)?;
+        let snapshots =
+            self.bucket
+                .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
+        let Some((key, seq)) = snapshots
+            .iter()
+            .filter_map(|k| parse_seq(k).map(|s| (k, s)))
+            .max_by_key(|(_, s)| *s)
+        else {
+            return Ok(());
+        };
+        let tmp = path.with_extension("download");
+        self.bucket.get_to_file(key, &tmp)?;
+        std::fs::rename(&tmp, path)?;
+        self.snapshot_seq.store(seq, Ordering::SeqCst);
+        tracing::info!(root = %self.root, seq, "restored snapshot");
+        Ok(())
+    }
+
+    /// Applies every log entry newer than the local version, in order.
+    pub fn catch_up(&self, conn: &mut Connection) -> Result<()> {
+        let mut seq = capture::seq(conn)?;
+        let keys = self
+            .bucket
+            .list_after(&self.log_dir(), &self.log_key(seq), usize::MAX)?;
+        for key in keys {
+            let Some(n) = parse_seq(&key) else { continue };
+            if n <= seq {
+                continue;
+            }
+            if n != seq + 1 {
+                return Err(Error::Internal(format!(
+                    "{}: log entry {} missing before {n}",
+                    self.root,
+                    seq + 1
+                )));
+            }
+            let body = self.bucket.get(&key)?;
+            let changes: Changeset = serde_json::from_slice(&body)
+                .map_err(|e| Error::Internal(format!("{key}: {e}")))?;
+            capture::apply(conn, &changes, n)?;
+            seq = n;
+        }
+        self.seq.store(seq, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether S3 holds a version newer than the local one (one LIST).
+    pub fn has_newer(&self) -> Result<bool> {
+        let seq = self.seq.load(Ordering::SeqCst);
+        Ok(!self
+            .bucket
+            .list_after(&self.log_dir(), &self.log_key(seq), 1)?
+            .is_empty())
+    }
+
+    /// Runs `f` in a transaction and makes it the next version in S3, re-running it after a
+    /// lost race (see the module invariants). Answers `f`'s result and whether a snapshot is
+    /// due.
+    pub fn write<T>(
+        &self,
+        conn: &mut Connection,
+        f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+    ) -> Result<(T, bool)> {
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            self.catch_up(conn)?;
+            let seq = capture::seq(conn)?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            capture::clear(&tx)?;
+            let out = f(&tx)?;
+            let changes = capture::collect(&tx)?;
+            if changes.is_empty() {
+                tx.commit()?;
+                return Ok((out, false));
+            }
+            let next = seq + 1;
+            let body = serde_json::to_vec(&changes)?;
+            crash_point("before-put");
+            match self.bucket.put_if_absent(&self.log_key(next), body) {
+                Ok(()) => {
+                    crash_point("after-put");
+                    self.commit_local(tx, next);
+                    let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
+                        >= self.compact_every;
+                    return Ok((out, due));
+                }
+                Err(S3Error::Exists) => {
+                    drop(tx);
+                    tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
+                    std::thread::sleep(backoff(attempt));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Unavailable(format!(
+            "{}: lost {MAX_WRITE_ATTEMPTS} races to concurrent writers",
+            self.root
+        )))
+    }
+
+    /// Commits a transaction whose log entry S3 already holds. The write is durable either
+    /// way; if the local commit fails, the cache stays at the old version and the next catch-up
+    /// brings the entry in from S3.
+    fn commit_local(&self, tx: Transaction<'_>, seq: u64) {
+        let committed = capture::clear(&tx)
+            .and_then(|()| capture::set_seq(&tx, seq))
+            .and_then(|()| tx.commit().map_err(Error::from));
+        match committed {
+            Ok(()) => self.seq.store(seq, Ordering::SeqCst),
+            Err(e) => {
+                tracing::warn!(root = %self.root, seq, error = %e, "local commit failed after S3 accepted the entry; will catch up")
+            }
+        }
+    }
+
+    /// Claims the right to compact; false when a compaction is already running.
+    pub fn begin_compaction(&self) -> bool {
+        !self.compacting.swap(true, Ordering::SeqCst)
+    }
+
+    /// Uploads `file` (the database at version `seq`) as a snapshot, deletes older
+    /// snapshots, and releases the compaction claim.
+    pub fn finish_compaction(&self, file: &Path, seq: u64) -> Result<()> {
+        let result = (|| {
+            self.bucket.put_file(&self.snapshot_key(seq), file)?;
+            self.snapshot_seq.fetch_max(seq, Ordering::SeqCst);
+            let older =
+                self.bucket
+                    .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
+            for key in older {
+                if parse_seq(&key).is_some_and(|s| s < seq) {
+                    self.bucket.delete(&key)?;
+                }
+            }
+            Ok(())
+        })();
+        self.compacting.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// Releases the compaction claim without compacting.
+    pub fn abandon_compaction(&self) {
+        self.compacting.store(false, Ordering::SeqCst);
+    }
+
+    /// Deletes every object of this database (best effort; used when a tenant is deleted).
+    pub fn delete_all(&self) -> Result<()> {
+        let prefix = format!("{}/", self.root);
+        for key in self.bucket.list_after(&prefix, &prefix, usize::MAX)? {
+            self.bucket.delete(&key)?;
+        }
+        Ok(())
+    }
+}
+
+/// Jittered, growing pause after a lost race, so that racing writers spread out.
+fn backoff(attempt: u32) -> Duration {
+    use rand::Rng;
+    let base = 5 * u64::from(attempt + 1);
+    Duration::from_millis(rand::thread_rng().gen_range(base..=base * 3))
+}
+
+/// Removes a database file and its WAL and shared-memory files.
+pub fn remove_database_files(path: &Path) -> Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.to_path_buf().into_os_string();
+        p.push(suffix);
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_names_sort_like_numbers() {
+        assert!(seq_name(9) < seq_name(10));
+        assert_eq!(
+            parse_seq("p/tenants/t/log/00000000000000000042.json"),
+            Some(42)
+        );
+        assert_eq!(
+            parse_seq("registry/snapshots/00000000000000000007.db"),
+            Some(7)
+        );
+    }
+}

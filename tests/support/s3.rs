@@ -1,0 +1,200 @@
+//! S3 test support: moto's S3 server on a free loopback port (single-threaded, so that
+//! conditional writes are atomic as they are on S3), and a proxy in front of it that can be
+//! switched to refuse every request.
+
+use shared::store::S3Config;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+/// moto's server started by `python3 -c`, served by werkzeug with `threaded=False`.
+const MOTO_SCRIPT: &str = "
+import sys
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import run_simple
+app = DomainDispatcherApplication(create_backend_app)
+run_simple('127.0.0.1', int(sys.argv[1]), app, threaded=False, use_reloader=False)
+";
+
+/// Credentials and region moto accepts (it checks none of them).
+pub const AWS_ENV: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", "test"),
+    ("AWS_SECRET_ACCESS_KEY", "test"),
+    ("AWS_REGION", "us-east-1"),
+];
+
+/// Sets the AWS variables in this process once (the SDK reads them from the environment).
+pub fn set_aws_env() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (k, v) in AWS_ENV {
+            std::env::set_var(k, v);
+        }
+        std::env::remove_var("SANDBOX_S3_BUCKET");
+    });
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn wait_for_port(port: u16, within: Duration) {
+    let deadline = Instant::now() + within;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running moto S3 server; killed on drop.
+pub struct Moto {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    port: u16,
+    child: Child,
+}
+
+impl Moto {
+    /// Starts moto (installed from tests/requirements.txt) and waits until it answers.
+    pub fn start() -> Moto {
+        set_aws_env();
+        let port = free_port();
+        let child = Command::new("python3")
+            .args(["-c", MOTO_SCRIPT, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 with moto[server] (pip install -r tests/requirements.txt)");
+        wait_for_port(port, Duration::from_secs(60));
+        Moto {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            child,
+        }
+    }
+
+    /// Creates a bucket and answers the store configuration for it.
+    pub fn bucket(&self, name: &str) -> S3Config {
+        create_bucket(self.port, name);
+        S3Config::new(name, "sandbox", Some(self.endpoint.clone()))
+    }
+
+    /// Every key in `bucket` under `prefix` (up to 1000).
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        self.objects(bucket, prefix)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// Every key in `bucket` under `prefix` (up to 1000), with its size in bytes.
+    pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+        let body = raw_request(
+            self.port,
+            &format!("GET /{bucket}?list-type=2&prefix={prefix} HTTP/1.1"),
+        );
+        let field = |s: &str, tag: &str| -> Option<String> {
+            let open = format!("<{tag}>");
+            let close = format!("</{tag}>");
+            Some(s.split(&open).nth(1)?.split(&close).next()?.to_string())
+        };
+        body.split("<Contents>")
+            .skip(1)
+            .filter_map(|c| {
+                let key = field(c, "Key")?;
+                let size = field(c, "Size")?.parse().ok()?;
+                Some((key, size))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn raw_request(port: u16, request_line: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to moto");
+    write!(
+        s,
+        "{request_line}\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    assert!(
+        out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200"),
+        "{out}"
+    );
+    out
+}
+
+fn create_bucket(port: u16, name: &str) {
+    raw_request(port, &format!("PUT /{name} HTTP/1.1"));
+}
+
+/// A TCP proxy to moto that, while refusing, answers every request with 403 AccessDenied.
+pub struct Gate {
+    /// `http://127.0.0.1:PORT` of the proxy.
+    pub endpoint: String,
+    refusing: Arc<AtomicBool>,
+}
+
+impl Gate {
+    /// Starts a proxy in front of `moto`, letting requests through.
+    pub fn start(moto: &Moto) -> Gate {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+        let refusing = Arc::new(AtomicBool::new(false));
+        let flag = refusing.clone();
+        let upstream = moto.port;
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let flag = flag.clone();
+                std::thread::spawn(move || serve(conn, upstream, &flag));
+            }
+        });
+        Gate { endpoint, refusing }
+    }
+
+    /// Refuses (true) or passes (false) every request from now on.
+    pub fn refuse(&self, refusing: bool) {
+        self.refusing.store(refusing, Ordering::SeqCst);
+    }
+}
+
+fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool) {
+    if refusing.load(Ordering::SeqCst) {
+        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
+        let _ = write!(
+            client,
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+        return;
+    };
+    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c2, &mut s2);
+        let _ = s2.shutdown(std::net::Shutdown::Write);
+    });
+    let mut server = server;
+    let _ = std::io::copy(&mut server, &mut client);
+    let _ = client.shutdown(std::net::Shutdown::Both);
+    let _ = up.join();
+}
