@@ -590,6 +590,35 @@ async fn simple_full_prefer_and_etag() {
 }
 
 #[tokio::test]
+async fn lists_answer_bearer_tokens_and_refuse_strangers() {
+    let (s, t) = setup().await;
+    let token = s.token(&t, 300).await;
+    let r = s
+        .client
+        .get(s.url(&format!("{B}/agreement-services?page_size=1")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "120");
+    let other = s.create_tenant("other", "empty").await;
+    let empty = get(&s, &other, "/agreement-services", &[]).await;
+    assert_eq!(
+        (empty.total(), empty.items().len()),
+        (0, 0),
+        "tenants do not see each other"
+    );
+    let r = s
+        .client
+        .get(s.url(&format!("{B}/agreements")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+}
+
+#[tokio::test]
 async fn unknown_ids_are_404() {
     let (s, t) = setup().await;
     for path in [
