@@ -445,6 +445,58 @@ async fn filter_reaches_fields_values_and_exact_decimals() {
         };
         assert!(start.ends_with(offset), "tenant offset: {start}");
     }
+    // Every boolean and reference field of the demo agreement services takes both kinds of
+    // value, so filtering on it narrows.
+    for field in [
+        "renewed",
+        "next_service_pay_on_purchase",
+        "preserve_service_price",
+        "next_preserve_service_price",
+        "omit_minimum_amount",
+    ] {
+        let yes = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} EQ 'true'"))],
+        )
+        .await;
+        let no = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} EQ 'false'"))],
+        )
+        .await;
+        assert!(yes.total() > 0 && no.total() > 0, "{field}");
+        assert_eq!(yes.total() + no.total(), 120, "{field}");
+        assert!(
+            yes.items().iter().all(|v| v[field] == json!(true)),
+            "{field}"
+        );
+    }
+    for field in [
+        "next_agreement.id",
+        "next_service_product.id",
+        "end_date",
+        "minimum_amount",
+    ] {
+        let set = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} IS NOT NULL"))],
+        )
+        .await;
+        let unset = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} IS NULL"))],
+        )
+        .await;
+        assert!(set.total() > 0 && unset.total() > 0, "{field}");
+    }
     let a = get(&s, &t, "/agreements", &[("filter", "name LIKE '%MONTHS'")]).await;
     assert_eq!(a.items().len(), 2, "LIKE ignores case: {}", a.body);
     let a = get(
