@@ -519,6 +519,21 @@ async fn filter_reaches_fields_values_and_exact_decimals() {
         .items()
         .iter()
         .all(|v| v["account_adjustment"]["amount"].as_f64().unwrap() >= 40.0));
+    let a = get(
+        &s,
+        &t,
+        "/adjustment-applications",
+        &[(
+            "filter",
+            "account_adjustment.billing_account.external_account_num IS NULL",
+        )],
+    )
+    .await;
+    assert!(!a.items().is_empty());
+    assert!(a
+        .items()
+        .iter()
+        .all(|v| v["account_adjustment"]["billing_account"]["external_account_num"].is_null()));
 
     for (filter, needle) in [
         ("name EQ 'x", "position 9"),
