@@ -20,7 +20,7 @@
 //! The run executes inside the request's write transaction: it is stored NOT_STARTED, moves
 //! to RUNNING and ends COMPLETE or ERROR before the response is sent.
 
-use super::revenue::{paged_query, params, Where};
+use super::revenue::{paged_query, params, require_row, Where};
 use super::{check_enum, insert, parse_time};
 use crate::money::{canonical, Number};
 use crate::paging::{Page, Paged};
@@ -687,12 +687,7 @@ pub fn list_run_errors(
     } else {
         ("gl_runs", "gl_run_id", "ledger run")
     };
-    if !conn
-        .prepare(&format!("SELECT 1 FROM {table} WHERE id = ?1"))?
-        .exists([run_id])?
-    {
-        return Err(Error::not_found(format!("{what} {run_id} does not exist")));
-    }
+    require_row(conn, table, what, run_id)?;
     let mut w = Where::default();
     w.opt(&format!("{column} = ?"), Some(run_id));
     paged_query(
