@@ -107,6 +107,11 @@ async fn ledger_create_read_update_delete() {
         .await;
     c.error(Method::GET, "/ledgers/abc", None, 400).await;
 
+    // tenants are isolated: another tenant's key does not see this tenant's ledgers
+    let other = Rev::new(&s, "other", "empty").await;
+    other.error(Method::GET, "/ledgers/1", None, 404).await;
+    assert_eq!(other.paged("/ledgers").await.1, 0);
+
     // Surface C auth
     let r = s
         .client

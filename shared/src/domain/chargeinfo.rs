@@ -6,7 +6,7 @@
 //! `merged_charge_info_ids` = the children's ids; its `updated_on` is the latest of them all.
 //! Records without children are listed as they are; children never appear on their own.
 
-use super::revenue::{paged_query, params, Where};
+use super::revenue::{paged_query, params, require_row, Where};
 use crate::paging::{Page, Paged};
 use crate::time::render;
 use crate::{Error, Result};
@@ -280,14 +280,7 @@ pub fn list_for_ledger(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
-    if !conn
-        .prepare_cached("SELECT 1 FROM ledgers WHERE id = ?1")?
-        .exists([ledger_id])?
-    {
-        return Err(Error::not_found(format!(
-            "ledger {ledger_id} does not exist"
-        )));
-    }
+    require_row(conn, "ledgers", "ledger", ledger_id)?;
     let mut w = Where::default();
     w.opt(
         "a.billing_account_category_id IN

@@ -20,7 +20,7 @@
 //! The run executes inside the request's write transaction: it is stored NOT_STARTED, moves
 //! to RUNNING and ends COMPLETE or ERROR before the response is sent.
 
-use super::revenue::{paged_query, params, Where};
+use super::revenue::{paged_query, params, require_row, Where};
 use super::{check_enum, insert, parse_time};
 use crate::money::{canonical, Number};
 use crate::paging::{Page, Paged};
@@ -235,32 +235,38 @@ impl RunContext<'_> {
             c.source_kind.to_ascii_lowercase(),
             c.source_id
         );
-        insert(
-            self.tx,
-            "charge_infos",
-            &[
-                ("created_on", &self.now),
-                ("updated_on", &self.now),
-                ("created_by", &created_by),
-                ("updated_by", &created_by),
-                ("billing_account_num", &c.billing_account_num),
-                ("core_id", &core_id),
-                ("charge_info_type", &c.charge_info_type),
-                ("source_kind", &c.source_kind),
-                ("source_id", &c.source_id),
-                ("parent_id", &c.parent_id),
-                ("collector_run_id", &self.run_id),
-                ("ci_values", &serde_json::to_string(&values)?),
-                ("billing_account_id", &c.billing_account_id),
-                ("charge_date", &c.charge_date),
-                ("amount", &canonical(c.amount)),
-                ("currency_code", &c.currency_code),
-                ("charge_category", &c.charge_category),
-                ("invoice_number", &c.invoice_number),
-                ("service_id", &c.service_id),
-                ("product_id", &c.product_id),
-            ],
-        )
+        // Cached: a run stores one statement's worth of rows per source record.
+        self.tx
+            .prepare_cached(
+                "INSERT INTO charge_infos (created_on, updated_on, created_by, updated_by,
+                    billing_account_num, core_id, charge_info_type, source_kind, source_id,
+                    parent_id, collector_run_id, ci_values, billing_account_id, charge_date,
+                    amount, currency_code, charge_category, invoice_number, service_id,
+                    product_id)
+                 VALUES (?1, ?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+                    ?15, ?16, ?17, ?18)",
+            )?
+            .execute(rusqlite::params![
+                self.now,
+                created_by,
+                c.billing_account_num,
+                core_id,
+                c.charge_info_type,
+                c.source_kind,
+                c.source_id,
+                c.parent_id,
+                self.run_id,
+                serde_json::to_string(&values)?,
+                c.billing_account_id,
+                c.charge_date,
+                canonical(c.amount),
+                c.currency_code,
+                c.charge_category,
+                c.invoice_number,
+                c.service_id,
+                c.product_id,
+            ])?;
+        Ok(self.tx.last_insert_rowid())
     }
 }
 
@@ -681,12 +687,7 @@ pub fn list_run_errors(
     } else {
         ("gl_runs", "gl_run_id", "ledger run")
     };
-    if !conn
-        .prepare(&format!("SELECT 1 FROM {table} WHERE id = ?1"))?
-        .exists([run_id])?
-    {
-        return Err(Error::not_found(format!("{what} {run_id} does not exist")));
-    }
+    require_row(conn, table, what, run_id)?;
     let mut w = Where::default();
     w.opt(&format!("{column} = ?"), Some(run_id));
     paged_query(
