@@ -349,9 +349,7 @@ fn a_writer_killed_mid_stream_loses_no_acknowledged_write() {
     let mut acked = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.expect("line");
-        if let Some(name) = line.strip_prefix("ack ") {
-            acked.push(name.to_string());
-        }
+        acked.extend(lines_with(&line, "ack "));
         if acked.len() == 8 {
             child.kill().expect("kill");
             break;
@@ -521,4 +519,31 @@ async fn futures_join<F: std::future::Future<Output = reqwest::Response> + Send 
         out.push(h.await.expect("join"));
     }
     out
+}
+
+#[test]
+fn tenant_files_go_beside_the_database_in_either_mode() {
+    let moto = Moto::start();
+    let config = moto.bucket("files");
+    let (store, _d) = open(&config);
+    store
+        .put_tenant_file("t_1", "analytics/svs/batch-1.json", b"[1,2,3]")
+        .expect("put");
+    assert_eq!(
+        moto.objects("files", "sandbox/tenants/t_1/analytics/"),
+        vec![(
+            "sandbox/tenants/t_1/analytics/svs/batch-1.json".to_string(),
+            7
+        )]
+    );
+    assert!(store.put_tenant_file("t_1", "log/1.json", b"x").is_err());
+    assert!(store.put_tenant_file("t_1", "../escape", b"x").is_err());
+
+    let dir = tempfile::tempdir().expect("dir");
+    let local = Store::open_with(dir.path(), None).expect("local store");
+    local
+        .put_tenant_file("t_1", "analytics/a.json", b"{}")
+        .expect("put");
+    let written = std::fs::read(dir.path().join("tenants/t_1/analytics/a.json")).expect("file");
+    assert_eq!(written, b"{}");
 }

@@ -133,6 +133,49 @@ impl Store {
         Ok(db)
     }
 
+    /// Stores a file that belongs to a tenant beside its database (e.g. an analytics export):
+    /// `<data_dir>/tenants/<id>/<name>` locally, `<prefix>/tenants/<id>/<name>` in S3 mode.
+    /// `name` is a relative path of `A-Z a-z 0-9 - _ . /` not under `log/` or `snapshots/`.
+    pub fn put_tenant_file(&self, tenant_id: &str, name: &str, body: &[u8]) -> Result<()> {
+        let valid = !name.is_empty()
+            && !name.starts_with('/')
+            && !name.split('/').any(|part| part.is_empty() || part == "..")
+            && !name.starts_with("log/")
+            && !name.starts_with("snapshots/")
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        if !valid {
+            return Err(Error::Internal(format!(
+                "invalid tenant file name {name:?}"
+            )));
+        }
+        match &self.inner.bucket {
+            Some((bucket, _)) => {
+                let tmp = self
+                    .inner
+                    .files_dir
+                    .join(format!("upload-{}", uuid::Uuid::new_v4()));
+                std::fs::write(&tmp, body)?;
+                let sent = bucket.put_file(&format!("tenants/{tenant_id}/{name}"), &tmp);
+                let _ = std::fs::remove_file(&tmp);
+                Ok(sent?)
+            }
+            None => {
+                let path = self
+                    .inner
+                    .data_dir
+                    .join("tenants")
+                    .join(tenant_id)
+                    .join(name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                Ok(std::fs::write(path, body)?)
+            }
+        }
+    }
+
     /// Closes and deletes a tenant's database files (the registry entry is the caller's);
     /// in S3 mode its objects too.
     pub fn drop_tenant_db(&self, tenant_id: &str) -> Result<()> {

@@ -24,6 +24,9 @@ const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
 /// Attempts per S3 call (the SDK retries throttling, 5xx and network errors).
 const MAX_ATTEMPTS: u32 = 3;
+/// Timeouts of snapshot transfers, whose size grows with the tenant.
+const BULK_OPERATION_TIMEOUT: Duration = Duration::from_secs(900);
+const BULK_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Where the S3 store lives: read from `SANDBOX_S3_BUCKET`, `SANDBOX_S3_PREFIX` and
 /// `SANDBOX_S3_ENDPOINT`; region and credentials come from the standard AWS variables.
@@ -94,7 +97,10 @@ impl From<S3Error> for crate::Error {
 /// A bucket and prefix, with a client built once.
 #[derive(Clone, Debug)]
 pub struct Bucket {
+    /// For log entries and listings: short timeouts, so that a write fails fast.
     client: aws_sdk_s3::Client,
+    /// For snapshots: the same client with timeouts fit for large files.
+    bulk: aws_sdk_s3::Client,
     config: S3Config,
 }
 
@@ -153,31 +159,43 @@ impl Bucket {
     /// `us-east-1` when no region is configured).
     pub fn connect(config: S3Config) -> Result<Bucket, S3Error> {
         let endpoint = config.endpoint.clone();
-        let client = block_on(async move {
+        let (client, bulk) = block_on(async move {
             let region = aws_config::meta::region::RegionProviderChain::default_provider()
                 .or_else("us-east-1");
             let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
                 .region(region)
                 .load()
                 .await;
-            let mut builder = aws_sdk_s3::config::Builder::from(&shared)
-                .timeout_config(
-                    aws_sdk_s3::config::timeout::TimeoutConfig::builder()
-                        .operation_timeout(OPERATION_TIMEOUT)
-                        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                        .connect_timeout(Duration::from_secs(3))
-                        .build(),
-                )
-                .retry_config(
-                    aws_sdk_s3::config::retry::RetryConfig::standard()
-                        .with_max_attempts(MAX_ATTEMPTS),
-                );
+            let mut builder = aws_sdk_s3::config::Builder::from(&shared).retry_config(
+                aws_sdk_s3::config::retry::RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS),
+            );
             if let Some(url) = endpoint {
                 builder = builder.endpoint_url(url).force_path_style(true);
             }
-            Ok(aws_sdk_s3::Client::from_conf(builder.build()))
+            let timeouts = |operation, attempt| {
+                aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+                    .operation_timeout(operation)
+                    .operation_attempt_timeout(attempt)
+                    .connect_timeout(Duration::from_secs(3))
+                    .build()
+            };
+            let small = builder
+                .clone()
+                .timeout_config(timeouts(OPERATION_TIMEOUT, ATTEMPT_TIMEOUT))
+                .build();
+            let bulk = builder
+                .timeout_config(timeouts(BULK_OPERATION_TIMEOUT, BULK_ATTEMPT_TIMEOUT))
+                .build();
+            Ok((
+                aws_sdk_s3::Client::from_conf(small),
+                aws_sdk_s3::Client::from_conf(bulk),
+            ))
         })?;
-        Ok(Bucket { client, config })
+        Ok(Bucket {
+            client,
+            bulk,
+            config,
+        })
     }
 
     /// The full key of `relative` under the configured prefix.
@@ -207,7 +225,7 @@ impl Bucket {
 
     /// Uploads the file at `path` to `key`, replacing any object there.
     pub fn put_file(&self, key: &str, path: &Path) -> Result<(), S3Error> {
-        let (client, bucket, key) = self.parts(key);
+        let (client, bucket, key) = self.bulk_parts(key);
         let path = path.to_path_buf();
         block_on(async move {
             let body = ByteStream::from_path(&path)
@@ -245,7 +263,7 @@ impl Bucket {
 
     /// Streams `key` into a new file at `path`.
     pub fn get_to_file(&self, key: &str, path: &Path) -> Result<(), S3Error> {
-        let (client, bucket, key) = self.parts(key);
+        let (client, bucket, key) = self.bulk_parts(key);
         let path = path.to_path_buf();
         block_on(async move {
             use tokio::io::AsyncWriteExt;
@@ -326,6 +344,14 @@ impl Bucket {
                 .map(drop)
                 .map_err(|e| unavailable("DELETE", &key, e))
         })
+    }
+
+    fn bulk_parts(&self, relative: &str) -> (aws_sdk_s3::Client, String, String) {
+        (
+            self.bulk.clone(),
+            self.config.bucket.clone(),
+            self.key(relative),
+        )
     }
 
     fn parts(&self, relative: &str) -> (aws_sdk_s3::Client, String, String) {
