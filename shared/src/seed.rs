@@ -44,6 +44,83 @@ struct SeedYear {
     year: revenue::NewYear,
 }
 
+/// A compact description of many agreement services, expanded by [`GeneratedServices::expand`]
+/// into [`agreements::NewService`] values (created through the same domain function). Record
+/// `i` takes the `i`-th value of each list, cycling, so every filter field varies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeneratedServices {
+    first_id: i64,
+    count: i64,
+    billing_account_ids: Vec<i64>,
+    /// (product, agreement) pairs.
+    products: Vec<(i64, i64)>,
+    statuses: Vec<String>,
+    currencies: Vec<String>,
+    end_actions: Vec<String>,
+    true_up_charge_types: Vec<String>,
+    /// First start date; record `i` starts `i` days later.
+    first_start: String,
+}
+
+/// The `i`-th value of `list`, cycling (None for an empty list).
+fn nth<T: Clone>(list: &[T], i: i64) -> Option<T> {
+    let len = i64::try_from(list.len()).ok().filter(|l| *l > 0)?;
+    usize::try_from(i.rem_euclid(len))
+        .ok()
+        .and_then(|k| list.get(k).cloned())
+}
+
+impl GeneratedServices {
+    fn expand(&self) -> Result<Vec<agreements::NewService>> {
+        let first = chrono::NaiveDate::parse_from_str(&self.first_start, "%Y-%m-%d")
+            .map_err(|e| Error::Internal(format!("generated_services.first_start: {e}")))?;
+        let mut out = Vec::new();
+        for i in 0..self.count {
+            let id = self.first_id + i;
+            let (product_id, agreement_id) = nth(&self.products, i)
+                .ok_or_else(|| Error::Internal("generated_services.products is empty".into()))?;
+            let start = first + chrono::Duration::days(i);
+            let ends = i % 5 == 4;
+            let mut resource = agreements::NewServiceResource {
+                identifier: format!("gen-{id:04}"),
+                status: None,
+                children: Vec::new(),
+            };
+            if i % 3 == 0 {
+                resource.children.push(format!("gen-{id:04}-child"));
+            }
+            out.push(agreements::NewService {
+                id: Some(id),
+                billing_account_id: nth(&self.billing_account_ids, i).unwrap_or(1),
+                product_id,
+                agreement_id,
+                status: nth(&self.statuses, i),
+                start_date: start.format("%Y-%m-%d").to_string(),
+                end_date: ends.then(|| {
+                    (start + chrono::Duration::days(365))
+                        .format("%Y-%m-%d")
+                        .to_string()
+                }),
+                end_action: nth(&self.end_actions, i),
+                // Amounts whose text order differs from their numeric order (9.5 < 10).
+                minimum_amount: (i % 4 != 3)
+                    .then(|| rust_decimal::Decimal::new((i * 37 % 1000) * 10 + 5, 1)),
+                minimum_amount_currency_code: (i % 4 != 3)
+                    .then(|| nth(&self.currencies, i))
+                    .flatten(),
+                resources: vec![resource],
+                true_up_charge_types: (i % 4 == 0)
+                    .then(|| nth(&self.true_up_charge_types, i / 4))
+                    .flatten()
+                    .into_iter()
+                    .collect(),
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// A data set: every record kind, in dependency order.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -59,6 +136,7 @@ struct SeedData {
     usage_rules: Vec<catalog::NewUsageRule>,
     agreements: Vec<agreements::NewAgreement>,
     services: Vec<agreements::NewService>,
+    generated_services: Option<GeneratedServices>,
     actions: Vec<billing::NewAction>,
     bill_batches: Vec<billing::NewBillBatch>,
     bill_batch_runs: Vec<billing::NewBillBatchRun>,
@@ -117,6 +195,12 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
     d.services
         .iter()
         .try_for_each(|x| agreements::create_service(tx, x, tz).map(drop))?;
+    if let Some(generated) = &d.generated_services {
+        generated
+            .expand()?
+            .iter()
+            .try_for_each(|x| agreements::create_service(tx, x, tz).map(drop))?;
+    }
     d.actions
         .iter()
         .try_for_each(|x| billing::create_action(tx, x).map(drop))?;

@@ -1,66 +1,72 @@
 //! Route group `billing`: Surface B's query and maintenance endpoints under `/billing/2`.
-//! Handlers parse, call the shared domain, and render.
+//! Handlers (in `handlers`) parse, call the resource functions (in `resources`), and render
+//! with the shared list machinery (`shared::query::list`).
 
-use axum::extract::{Path, State};
+pub mod handlers;
+pub mod resources;
+
 use axum::routing::get;
-use axum::{Json, Router};
-use rusqlite::OptionalExtension;
-use serde::Serialize;
-use shared::web::{ApiError, AppState, BillingAuth, BILLING_PREFIX};
+use axum::Router;
+use handlers as h;
+use shared::web::{AppState, BILLING_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        &format!("{BILLING_PREFIX}/adjustment-categories/{{id}}"),
-        get(get_adjustment_category),
-    )
+    let p = |path: &str| format!("{BILLING_PREFIX}{path}");
+    Router::new()
+        .route(&p("/actions"), get(h::list_actions))
+        .route(&p("/actions/{id}"), get(h::get_action))
+        .route(
+            &p("/bill-cycles/{bill_cycle_id}/actions"),
+            get(h::list_bill_cycle_actions),
+        )
+        .route(
+            &p("/bill-cycles/{bill_cycle_id}/actions/{id}"),
+            get(h::get_bill_cycle_action),
+        )
+        .route(
+            &p("/adjustment-applications"),
+            get(h::list_adjustment_applications),
+        )
+        .route(
+            &p("/adjustment-applications/{id}"),
+            get(h::get_adjustment_application),
+        )
+        .route(
+            &p("/adjustment-categories"),
+            get(h::list_adjustment_categories),
+        )
+        .route(
+            &p("/adjustment-categories/{id}"),
+            get(h::get_adjustment_category),
+        )
+        .route(&p("/agreements"), get(h::list_agreements))
+        .route(&p("/agreements/{id}"), get(h::get_agreement))
+        .route(&p("/agreement-services"), get(h::list_agreement_services))
+        .route(
+            &p("/agreement-services/{id}"),
+            get(h::get_agreement_service).put(h::update_agreement_service),
+        )
+        .route(
+            &p("/agreement-services/{agreement_service_id}/true-up-charge-type-relations"),
+            get(h::list_true_ups).post(h::create_true_up),
+        )
+        .route(
+            &p("/agreement-services/{agreement_service_id}/true-up-charge-type-relations/{id}"),
+            get(h::get_true_up).delete(h::delete_true_up),
+        )
+        .route(
+            &p("/bill-batches"),
+            get(h::list_bill_batches).post(h::create_bill_batch),
+        )
+        .route(&p("/bill-batches/{id}"), get(h::get_bill_batch))
+        .route(
+            &p("/bill-batches/{bill_batch_id}/billing-accounts"),
+            get(h::list_bill_batch_accounts),
+        )
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
 pub fn router(state: AppState) -> Router {
     shared::web::finish(routes(), state)
-}
-
-/// An adjustment category as Surface B renders it.
-#[derive(Debug, Serialize)]
-struct AdjustmentCategory {
-    id: String,
-    charge_category_type: String,
-    name: String,
-    description: Option<String>,
-    priority: i64,
-    status: String,
-}
-
-async fn get_adjustment_category(
-    BillingAuth(tenant): BillingAuth,
-    State(_): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Json<AdjustmentCategory>, ApiError> {
-    let not_found = || ApiError::not_found(format!("adjustment category {id} does not exist"));
-    let Ok(numeric) = id.parse::<i64>() else {
-        return Err(not_found());
-    };
-    let found = tenant
-        .db
-        .read(move |c| {
-            Ok(c.query_row(
-                "SELECT id, charge_category_type, name, description, priority, status
-                 FROM charge_categories WHERE id = ?1 AND charge_category_type = 'Adjustment'",
-                [numeric],
-                |r| {
-                    Ok(AdjustmentCategory {
-                        id: r.get::<_, i64>(0)?.to_string(),
-                        charge_category_type: r.get(1)?,
-                        name: r.get(2)?,
-                        description: r.get(3)?,
-                        priority: r.get(4)?,
-                        status: r.get(5)?,
-                    })
-                },
-            )
-            .optional()?)
-        })
-        .await?;
-    found.map(Json).ok_or_else(not_found)
 }

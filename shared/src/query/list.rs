@@ -16,6 +16,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
 use rusqlite::Connection;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -235,30 +236,64 @@ impl ListParams {
 }
 
 /// Reduces a record to its SIMPLE form: nested references keep only `id`, nested
-/// collections are left out, scalars stay.
-pub fn simplify(record: Value) -> Value {
-    match record {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter_map(|(k, v)| match v {
-                    Value::Array(_) => None,
-                    Value::Object(inner) => {
-                        let id = inner.get("id").cloned().unwrap_or(Value::Null);
-                        Some((k, serde_json::json!({ "id": id })))
-                    }
-                    scalar => Some((k, scalar)),
-                })
-                .collect(),
-        ),
-        other => other,
+/// collections are left out, scalars stay (number texts untouched, so amounts stay exact).
+pub fn simplify(record: &RawValue) -> Result<Box<RawValue>> {
+    let Ok(members) = object_members(record) else {
+        return Ok(record.to_owned());
+    };
+    let mut out: Vec<String> = Vec::with_capacity(members.len());
+    for (key, value) in members {
+        let text = value.get().trim_start();
+        let rendered = if text.starts_with('[') {
+            continue;
+        } else if text.starts_with('{') {
+            let inner: serde_json::Map<String, Value> = serde_json::from_str(text)?;
+            serde_json::to_string(
+                &serde_json::json!({ "id": inner.get("id").cloned().unwrap_or(Value::Null) }),
+            )?
+        } else {
+            text.to_string()
+        };
+        out.push(format!("{}:{rendered}", serde_json::to_string(&key)?));
     }
+    Ok(RawValue::from_string(format!("{{{}}}", out.join(",")))?)
 }
 
-/// Renders `record` in `shape`.
-pub fn shaped(record: Value, shape: Shape) -> Value {
+/// An object's members with their raw values, in document order.
+fn object_members(record: &RawValue) -> Result<Vec<(String, Box<RawValue>)>> {
+    struct Pairs(Vec<(String, Box<RawValue>)>);
+    impl<'de> serde::Deserialize<'de> for Pairs {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Pairs;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> std::result::Result<Pairs, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
+                        out.push(entry);
+                    }
+                    Ok(Pairs(out))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    let pairs: Pairs = serde_json::from_str(record.get())?;
+    Ok(pairs.0)
+}
+
+/// Serializes a record in `shape`, exactly (amounts keep their digits).
+pub fn to_raw<T: serde::Serialize>(record: &T, shape: Shape) -> Result<Box<RawValue>> {
+    let full = serde_json::value::to_raw_value(record)?;
     match shape {
-        Shape::Simple => simplify(record),
-        Shape::Full => record,
+        Shape::Full => Ok(full),
+        Shape::Simple => simplify(&full),
     }
 }
 
@@ -286,11 +321,10 @@ fn none_match(headers: &HeaderMap, etag: &str) -> bool {
 /// is what the answer's other headers say (e.g. the total), so that it changes the tag.
 pub fn json_with_etag(
     status: StatusCode,
-    body: &Value,
+    bytes: Vec<u8>,
     extra: &str,
     headers: &HeaderMap,
 ) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
     let etag = etag_of(&bytes, extra);
     let mut response = if status == StatusCode::OK && none_match(headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
@@ -325,18 +359,14 @@ pub fn with_preference(mut response: Response, applied: Option<&'static str>) ->
 /// X-element-count, X-total-count and X-total-pages (the last two unless omitted) and
 /// Preference-Applied.
 pub fn list_response(
-    records: Vec<Value>,
+    records: Vec<Box<RawValue>>,
     total: Option<i64>,
     params: &ListParams,
     headers: &HeaderMap,
 ) -> Response {
     let count = records.len();
-    let mut response = json_with_etag(
-        StatusCode::OK,
-        &Value::Array(records),
-        &format!("{total:?}"),
-        headers,
-    );
+    let bytes = serde_json::to_vec(&records).unwrap_or_default();
+    let mut response = json_with_etag(StatusCode::OK, bytes, &format!("{total:?}"), headers);
     let h = response.headers_mut();
     h.insert("X-element-count", HeaderValue::from(count));
     if let Some(total) = total {
@@ -381,23 +411,25 @@ mod tests {
 
     #[test]
     fn simple_form_keeps_scalars_and_reference_ids() {
-        let full = serde_json::json!({"id": "1", "name": "x", "agreement": {"id": "2", "name": "y"},
-            "items": [{"id": "3"}], "amount": 1.5, "gone": null});
+        let full = RawValue::from_string(
+            r#"{"id":"1","name":"x","agreement":{"id":"2","name":"y"},"items":[{"id":"3"}],"amount":0.1000000000000000000000000001,"gone":null}"#.into(),
+        )
+        .unwrap();
         assert_eq!(
-            simplify(full),
-            serde_json::json!({"id": "1", "name": "x", "agreement": {"id": "2"}, "amount": 1.5, "gone": null})
+            simplify(&full).unwrap().get(),
+            r#"{"id":"1","name":"x","agreement":{"id":"2"},"amount":0.1000000000000000000000000001,"gone":null}"#
         );
     }
 
     #[test]
     fn etag_matching() {
         let mut h = HeaderMap::new();
-        let first = json_with_etag(StatusCode::OK, &serde_json::json!([1]), "", &h);
+        let first = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
         let tag = first.headers()[header::ETAG].clone();
         h.insert(header::IF_NONE_MATCH, tag.clone());
-        let again = json_with_etag(StatusCode::OK, &serde_json::json!([1]), "", &h);
+        let again = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-        let changed = json_with_etag(StatusCode::OK, &serde_json::json!([1]), "total 2", &h);
+        let changed = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "total 2", &h);
         assert_eq!(changed.status(), StatusCode::OK);
     }
 }

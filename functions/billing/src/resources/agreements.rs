@@ -1,0 +1,176 @@
+//! Agreements; read-only.
+
+use super::{category_ref, id_text, load_in_order, named_ref, number, time};
+use super::{CategoryRef, NamedRef, RenderContext};
+use rusqlite::Connection;
+use serde::Serialize;
+use shared::domain::CURRENCY_CODES;
+use shared::money::Number;
+use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
+use shared::Result;
+
+/// Statuses of an agreement.
+pub const STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+const PERIOD_TYPES: &[&str] = &["MONTH", "YEAR"];
+
+/// Filter and sort whitelist of agreements.
+pub static FIELDS: &[F] = &[
+    F::new("id", "g.id", K::Integer).sortable(),
+    F::new("name", "g.name", K::Text).sortable(),
+    F::new("agreement_period", "g.agreement_period", K::Integer).sortable(),
+    F::new(
+        "agreement_period_type",
+        "g.agreement_period_type",
+        K::Enum(PERIOD_TYPES),
+    ),
+    F::new("status", "g.status", K::Enum(STATUSES)).sortable(),
+    F::new(
+        "termination_flat_charge",
+        "g.termination_flat_charge",
+        K::Decimal,
+    )
+    .sortable(),
+    F::new(
+        "termination_percentage_charge",
+        "g.termination_percentage_charge",
+        K::Decimal,
+    )
+    .sortable(),
+    F::new(
+        "max_termination_charge",
+        "g.max_termination_charge",
+        K::Decimal,
+    )
+    .sortable(),
+    F::new("prorate_on_cancel", "g.prorate_on_cancel", K::Bool),
+    F::new(
+        "adjustment_category.id",
+        "g.adjustment_category_id",
+        K::Integer,
+    ),
+    F::new("end_action", "g.end_action", K::Text).sortable(),
+    F::new(
+        "termination_fee_currency_code",
+        "g.termination_fee_currency_code",
+        K::Enum(CURRENCY_CODES),
+    )
+    .sortable(),
+    F::new(
+        "max_termination_fee_currency_code",
+        "g.max_termination_fee_currency_code",
+        K::Enum(CURRENCY_CODES),
+    )
+    .sortable(),
+    F::new("valid_from", "g.valid_from", K::DateTime).sortable(),
+    F::new("valid_to", "g.valid_to", K::DateTime).sortable(),
+    F::new("next_agreement.id", "g.next_agreement_id", K::Integer),
+    F::new("minimum_amount", "g.minimum_amount", K::Decimal).sortable(),
+    F::new(
+        "minimum_amount_currency_type",
+        "g.minimum_amount_currency_type",
+        K::Enum(CURRENCY_CODES),
+    ),
+    F::new(
+        "true_up_adjustment_reason.id",
+        "g.true_up_adjustment_reason_id",
+        K::Integer,
+    ),
+    F::new(
+        "preserve_service_price",
+        "g.preserve_service_price",
+        K::Bool,
+    ),
+    F::new("product_id", "gp.product_id", K::Integer)
+        .via("agreement_products gp WHERE gp.agreement_id = g.id"),
+];
+
+/// The agreement list.
+pub static SOURCE: ListSource = ListSource {
+    noun: "agreement",
+    fields: FIELDS,
+    named_filters: &[
+        "valid_from",
+        "valid_to",
+        "name",
+        "product_id",
+        "status",
+        "termination_fee_currency_code",
+        "max_termination_fee_currency_code",
+    ],
+    from: "agreements g",
+    id: "g.id",
+};
+
+/// An agreement as Surface B renders it.
+#[derive(Debug, Serialize)]
+pub struct Agreement {
+    id: String,
+    name: String,
+    agreement_period: i32,
+    status: String,
+    termination_flat_charge: Option<Number>,
+    termination_percentage_charge: Option<Number>,
+    max_termination_charge: Option<Number>,
+    prorate_on_cancel: bool,
+    adjustment_category: Option<CategoryRef>,
+    end_action: Option<String>,
+    termination_fee_currency_code: Option<String>,
+    max_termination_fee_currency_code: Option<String>,
+    valid_from: Option<String>,
+    valid_to: Option<String>,
+    next_agreement: Option<NamedRef>,
+    agreement_period_type: String,
+    minimum_amount: Option<Number>,
+    minimum_amount_currency_type: Option<String>,
+    true_up_adjustment_reason: Option<NamedRef>,
+    preserve_service_price: bool,
+}
+
+/// Loads agreements by id, in the order given.
+pub fn load(conn: &Connection, ids: &[i64], ctx: &RenderContext) -> Result<Vec<Agreement>> {
+    let tz = ctx.tz;
+    load_in_order(
+        conn,
+        "SELECT g.*, c.id AS cat_id, c.charge_category_type AS cat_type, c.name AS cat_name,
+                n.name AS next_name, r.name AS reason_name
+         FROM agreements g
+         LEFT JOIN charge_categories c ON c.id = g.adjustment_category_id
+         LEFT JOIN agreements n ON n.id = g.next_agreement_id
+         LEFT JOIN reasons r ON r.id = g.true_up_adjustment_reason_id
+         WHERE g.id",
+        ids,
+        |r| {
+            let id: i64 = r.get("id")?;
+            Ok((
+                id,
+                Agreement {
+                    id: id_text(id),
+                    name: r.get("name")?,
+                    agreement_period: r.get("agreement_period")?,
+                    status: r.get("status")?,
+                    termination_flat_charge: number(r, "termination_flat_charge")?,
+                    termination_percentage_charge: number(r, "termination_percentage_charge")?,
+                    max_termination_charge: number(r, "max_termination_charge")?,
+                    prorate_on_cancel: r.get("prorate_on_cancel")?,
+                    adjustment_category: category_ref(r, "cat_")?,
+                    end_action: r.get("end_action")?,
+                    termination_fee_currency_code: r.get("termination_fee_currency_code")?,
+                    max_termination_fee_currency_code: r
+                        .get("max_termination_fee_currency_code")?,
+                    valid_from: time(r, "valid_from", tz)?,
+                    valid_to: time(r, "valid_to", tz)?,
+                    next_agreement: named_ref(r, "next_agreement_id", "next_name")?,
+                    agreement_period_type: r.get("agreement_period_type")?,
+                    minimum_amount: number(r, "minimum_amount")?,
+                    minimum_amount_currency_type: r.get("minimum_amount_currency_type")?,
+                    true_up_adjustment_reason: named_ref(
+                        r,
+                        "true_up_adjustment_reason_id",
+                        "reason_name",
+                    )?,
+                    preserve_service_price: r.get("preserve_service_price")?,
+                },
+            ))
+        },
+    )
+}
