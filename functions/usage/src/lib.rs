@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
 use shared::domain::usage::{self, BulkOutcome, BulkRequest};
-use shared::query::list::{json_with_etag, list_response, read_shape, shaped, with_preference};
+use shared::query::list::{json_with_etag, list_response, read_shape, to_raw, with_preference};
 use shared::query::ListParams;
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant, BILLING_PREFIX};
 
@@ -77,10 +77,9 @@ async fn list_events(
     let query = list.clone();
     let (events, total) = tenant.db.read(move |c| usage::list(c, &query, tz)).await?;
     let records = events
-        .into_iter()
-        .map(|e| serde_json::to_value(e).map(|v| shaped(v, list.shape)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(shared::Error::from)?;
+        .iter()
+        .map(|e| to_raw(e, list.shape))
+        .collect::<shared::Result<Vec<_>>>()?;
     Ok(list_response(records, total, &list, &headers))
 }
 
@@ -99,12 +98,14 @@ async fn get_event(
     };
     let tz = tenant.tz;
     let event = tenant.db.read(move |c| usage::get(c, numeric, tz)).await?;
-    let record = shaped(
-        serde_json::to_value(event).map_err(shared::Error::from)?,
-        shape,
-    );
+    let record = to_raw(&event, shape)?;
     Ok(with_preference(
-        json_with_etag(StatusCode::OK, &record, "", &headers),
+        json_with_etag(
+            StatusCode::OK,
+            record.get().as_bytes().to_vec(),
+            "",
+            &headers,
+        ),
         applied,
     ))
 }
