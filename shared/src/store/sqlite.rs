@@ -14,6 +14,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0001_foundation",
         include_str!("migrations/0001_foundation.sql"),
     ),
+    ("0002_billing", include_str!("migrations/0002_billing.sql")),
     ("0003_usage", include_str!("migrations/0003_usage.sql")),
 ];
 
