@@ -356,3 +356,38 @@ async fn list_filters_sorts_and_shapes() {
     let one: Value = r.json().await.unwrap();
     assert_eq!(one, v[0]);
 }
+
+#[tokio::test]
+async fn amounts_keep_their_digits_when_read_back() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let exact = "12.3456789012345678901234567";
+    let body = format!(
+        r#"{{"mode": "FAIL_ON_EXISTING", "usage_events": [{{"service_resource_identifier": "mkt-0001", "usage_uom": "CURRENCY", "usage_amount": {exact}, "start_time": "2026-02-01", "reference_id": "exact"}}]}}"#
+    );
+    let r = s
+        .client
+        .post(s.url(BULK))
+        .header("X-Api-Key", &t.api_key)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let posted = r.text().await.unwrap();
+    assert!(
+        posted.contains(&format!("\"usage_amount\":{exact}")),
+        "{posted}"
+    );
+    assert!(posted.contains("\"total_charge\":12.35"), "{posted}");
+    for path in [
+        "/billing/2/usage-events?reference_id=exact",
+        "/billing/2/usage-events?reference_id=exact&return=SIMPLE",
+    ] {
+        let text = s.get_with_key(path, &t.api_key).await.text().await.unwrap();
+        assert!(
+            text.contains(&format!("\"usage_amount\":{exact}")),
+            "{path}: {text}"
+        );
+    }
+}

@@ -26,6 +26,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 /// Most usage events one bulk call may carry.
@@ -273,6 +274,8 @@ struct Caches {
     services: HashMap<String, std::result::Result<Vec<ServiceRef>, Erred>>,
     plans: HashMap<i64, Vec<Rule>>,
     tables: HashMap<i64, Vec<LookupRow>>,
+    /// Billing periods per service: (start, end, id), stored text.
+    periods: HashMap<i64, Vec<(String, String, i64)>>,
 }
 
 fn process(
@@ -449,7 +452,7 @@ fn rate_and_store(
         Err(e) => return Ok(Err(e)),
     };
     let start = crate::time::to_storage(ev.start);
-    let Some(period_id) = service_period(tx, service.service_id, &start)? else {
+    let Some(period_id) = service_period(tx, caches, service.service_id, &start)? else {
         return Ok(Err((
             ErredCode::NoServicePeriod,
             format!(
@@ -672,14 +675,28 @@ fn load_services(
     Ok(Ok(active))
 }
 
-fn service_period(tx: &Transaction<'_>, service_id: i64, at: &str) -> Result<Option<i64>> {
-    Ok(tx
-        .prepare_cached(
-            "SELECT id FROM service_periods WHERE service_id = ?1 AND start_date <= ?2 AND end_date > ?2
-             ORDER BY start_date DESC LIMIT 1",
-        )?
-        .query_row(params![service_id, at], |r| r.get(0))
-        .optional()?)
+/// The billing period of a service holding `at` (stored text); periods load once per call.
+fn service_period(
+    tx: &Transaction<'_>,
+    caches: &mut Caches,
+    service_id: i64,
+    at: &str,
+) -> Result<Option<i64>> {
+    let periods = match caches.periods.entry(service_id) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(
+            tx.prepare_cached(
+                "SELECT start_date, end_date, id FROM service_periods WHERE service_id = ?1
+                 ORDER BY start_date DESC",
+            )?
+            .query_map([service_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+        ),
+    };
+    Ok(periods
+        .iter()
+        .find(|(start, end, _)| start.as_str() <= at && at < end.as_str())
+        .map(|(_, _, id)| *id))
 }
 
 /// The rate plan of a product, loaded once per call.

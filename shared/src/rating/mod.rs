@@ -75,6 +75,22 @@ pub enum RatingError {
     RuleMisconfigured(String),
 }
 
+/// Checks a usage rule's definition the way rating will read it: the rate JSON of its kind
+/// and the attribute match. Meant for rule creation, so that a bad rule is refused up front
+/// rather than reported as `RULE_MISCONFIGURED` on the events it meets.
+pub fn check_definition(
+    kind: &str,
+    rate_json: &str,
+    uom: &str,
+    attribute_match: Option<&str>,
+) -> Result<(), String> {
+    Rate::parse(kind, rate_json, uom)?;
+    match attribute_match.map(str::trim) {
+        None | Some("") => Ok(()),
+        Some(text) => condition::AttributeMatch::parse(text).map(drop),
+    }
+}
+
 /// Rates `usage` with the first matching rule of `plan`, rounding to `currency`.
 pub fn rate(plan: &[Rule], usage: &Usage<'_>, currency: &str) -> Result<Charge, RatingError> {
     let mut same_family = false;
@@ -170,6 +186,20 @@ mod tests {
         assert_eq!((c.usage_amount, c.charge), (d("1.5"), d("0.18")));
         let c = rate(&hours, &usage("SECOND", "1"), "USD").unwrap();
         assert_eq!(c.charge, d("0"));
+    }
+
+    #[test]
+    fn definitions_are_checked() {
+        assert!(check_definition("FLAT", r#"{"rate": 1}"#, "HOUR", None).is_ok());
+        assert!(check_definition(
+            "FLAT",
+            r#"{"rate": 1}"#,
+            "HOUR",
+            Some("usage_uom EQ 'HOUR'")
+        )
+        .is_ok());
+        assert!(check_definition("FLAT", r#"{"rate": 1}"#, "HOUR", Some("price GT '1'")).is_err());
+        assert!(check_definition("TIERED", "{}", "HOUR", None).is_err());
     }
 
     #[test]
