@@ -881,7 +881,10 @@ async fn svs_replication_writes_json_lines_batches() {
     assert_eq!(views[0]["name"], "service_view");
     assert_eq!(views[0]["rows"], services, "every service of the tenant");
     assert_eq!(views[1]["name"], "charge_view");
-    assert_eq!(views[1]["rows"], charges, "every invoice, payment and adjustment");
+    assert_eq!(
+        views[1]["rows"], charges,
+        "every invoice, payment and adjustment"
+    );
     let mut rows = 0;
     for view in views {
         let objects = view["objects"].as_array().unwrap();

@@ -289,11 +289,24 @@ async fn add_lab_service(s: &TestServer, t: &TestTenant) {
         for rule in [
             json!({"product_id": 50, "position": 1, "name": "roaming seconds", "charge_category_id": 1, "uom": "SECOND", "attribute_match": "reference_id LIKE 'roam%'", "rate_kind": "FLAT", "rate": {"rate": 1.5}}),
             json!({"product_id": 50, "position": 2, "name": "lab table", "charge_category_id": 1, "uom": "EVENT", "rate_kind": "TABLE", "rate": {"lookup_table_id": 50, "key": "LAB"}}),
-            json!({"product_id": 50, "position": 3, "name": "broken", "charge_category_id": 1, "uom": "COUNT", "rate_kind": "FLAT", "rate": {"rate": "cheap"}}),
             json!({"product_id": 50, "position": 4, "name": "yen per kilobyte", "charge_category_id": 1, "uom": "KILOBYTE", "rate_kind": "FLAT", "rate": {"rate": 0.5}}),
         ] {
-            catalog::create_usage_rule(tx, &serde_json::from_value(rule)?, tz)?;
+            catalog::create_usage_rule(tx, &serde_json::from_str(&rule.to_string())?, tz)?;
         }
+        let bad: catalog::NewUsageRule = serde_json::from_str(
+            r#"{"product_id": 50, "position": 9, "name": "bad", "charge_category_id": 1, "uom": "COUNT", "rate_kind": "FLAT", "rate": {"rate": "cheap"}}"#,
+        )?;
+        assert!(
+            matches!(catalog::create_usage_rule(tx, &bad, tz), Err(shared::Error::BadRequest(_))),
+            "a rate that is not a number is refused when the rule is created"
+        );
+        // create_usage_rule refuses a bad rate definition, so a rule that went bad (stored
+        // before validation existed, or edited in the database) is written directly.
+        tx.execute(
+            "INSERT INTO usage_rules (product_id, position, name, charge_category_id, uom, rate_kind, rate)
+             VALUES (50, 3, 'broken', 1, 'COUNT', 'FLAT', '{\"rate\": \"cheap\"}')",
+            [],
+        )?;
         let agreement: agreements::NewAgreement =
             serde_json::from_value(json!({"name": "Lab agreement", "product_ids": [50]}))?;
         let agreement_id = agreements::create_agreement(tx, &agreement, tz)?;

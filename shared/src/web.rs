@@ -303,6 +303,18 @@ pub fn xml_namespace() -> String {
 /// Default XML domain namespace of Surface A.
 pub const DEFAULT_XML_NAMESPACE: &str = "http://billing-sandbox.dev/xml/domain/1.28";
 
+/// Answers a method the path does not support (405) in the shape of the surface its path
+/// belongs to.
+pub async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> Response {
+    let path = uri.path();
+    let msg = format!("{method} is not supported on {path}");
+    if path.starts_with(LEGACY_PREFIX) {
+        xml_fault(StatusCode::METHOD_NOT_ALLOWED, "GENERAL", &msg)
+    } else {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", msg).into_response()
+    }
+}
+
 /// Answers an unknown route in the shape of the surface its path belongs to.
 pub async fn fallback(uri: Uri) -> Response {
     let path = uri.path();
@@ -319,6 +331,7 @@ pub async fn fallback(uri: Uri) -> Response {
 pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
     let limit = state.config.max_body_bytes;
     routes
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(fallback)
         .layer(axum::extract::DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(log_request))

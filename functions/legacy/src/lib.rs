@@ -43,10 +43,7 @@ pub fn routes() -> Router<AppState> {
         .route(LEGACY_PREFIX, get(wadl::serve))
         .route(&format!("{LEGACY_PREFIX}/"), get(wadl::serve));
     for (path, method) in by_path {
-        router = router.route(
-            &format!("{LEGACY_PREFIX}/{path}"),
-            method.fallback(method_not_allowed),
-        );
+        router = router.route(&format!("{LEGACY_PREFIX}/{path}"), method);
     }
     router
 }
@@ -54,14 +51,6 @@ pub fn routes() -> Router<AppState> {
 /// This group's routes as a served router (what the Lambda binary runs).
 pub fn router(state: AppState) -> Router {
     shared::web::finish(routes(), state)
-}
-
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Fault {
-    Fault::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "GENERAL",
-        format!("{method} is not supported on {}", uri.path()),
-    )
 }
 
 /// An XML answer: `root` in the domain namespace, with the XML content type.

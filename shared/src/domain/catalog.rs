@@ -248,8 +248,9 @@ pub struct NewUsageRule {
     pub rate_kind: String,
     /// The rate definition, by kind: FLAT `{"rate": n}`, TIERED `{"tiers": [{"up_to": n|null,
     /// "rate": n}]}`, TABLE `{"lookup_table_id": id, "key": "..."}`, PASS_THROUGH `{}`.
+    /// Kept as raw JSON text so that rates keep their exact digits.
     #[serde(default)]
-    pub rate: serde_json::Value,
+    pub rate: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// Creates a usage rule.
@@ -263,16 +264,14 @@ pub fn create_usage_rule(tx: &Transaction<'_>, r: &NewUsageRule, tz: Tz) -> Resu
     )?;
     check_enum("uom", &r.uom, USAGE_UOMS)?;
     check_enum("rate_kind", &r.rate_kind, RATE_KINDS)?;
-    if !r.rate.is_object() && !r.rate.is_null() {
-        return Err(Error::bad_request("rate must be a JSON object"));
-    }
+    let rate = match r.rate.as_deref().map(|raw| raw.get().trim()) {
+        None | Some("null") => "{}".to_string(),
+        Some(text) => text.to_string(),
+    };
+    crate::rating::check_definition(&r.rate_kind, &rate, &r.uom, r.attribute_match.as_deref())
+        .map_err(|e| Error::bad_request(format!("usage rule '{}': {e}", r.name)))?;
     let from = parse_opt_time("valid_from", &r.valid_from, tz)?;
     let to = parse_opt_time("valid_to", &r.valid_to, tz)?;
-    let rate = if r.rate.is_null() {
-        "{}".to_string()
-    } else {
-        r.rate.to_string()
-    };
     insert(
         tx,
         "usage_rules",
