@@ -612,6 +612,15 @@ async fn unknown_ids_are_404() {
         assert_eq!((status, code.as_str()), (404, "NOT_FOUND"), "{path}");
         assert!(message.contains("does not exist"), "{path}: {message}");
     }
+    let r = s
+        .client
+        .delete(s.url(&format!("{B}/agreements/1")))
+        .header("X-Api-Key", &t.api_key)
+        .send()
+        .await
+        .unwrap();
+    let (status, code, _) = error_body(r).await;
+    assert_eq!((status, code.as_str()), (405, "METHOD_NOT_ALLOWED"));
 }
 
 #[tokio::test]

@@ -435,3 +435,12 @@ pub async fn list_bill_batch_accounts(r: Req, Path(batch): Path<String>) -> Repl
     )?;
     r.list(BILL_BATCH_ACCOUNTS, scope).await
 }
+
+/// A method the path does not support: 405 in the `{code, message}` shape.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        format!("{method} is not supported on {}", uri.path()),
+    )
+}

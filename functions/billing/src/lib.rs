@@ -64,6 +64,7 @@ pub fn routes() -> Router<AppState> {
             &p("/bill-batches/{bill_batch_id}/billing-accounts"),
             get(h::list_bill_batch_accounts),
         )
+        .method_not_allowed_fallback(h::method_not_allowed)
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).

@@ -25,13 +25,7 @@ fn free_port() -> u16 {
 
 fn start(data_dir: &std::path::Path, port: u16) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--admin-key",
-            "adm-test",
-        ])
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--admin-key", "adm-test"])
         .arg("--data-dir")
         .arg(data_dir)
         .env("RUST_LOG", "warn")
@@ -81,10 +75,7 @@ fn interrupt(server: Server) {
             assert!(exit.success(), "clean exit after Ctrl-C, got {exit}");
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "server did not stop after SIGINT"
-        );
+        assert!(Instant::now() < deadline, "server did not stop after SIGINT");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -101,59 +92,23 @@ async fn serve_prints_demo_credentials_persists_and_stops_cleanly() {
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
 
-    let a = client
-        .get(format!("{base}/t/s/r/1.28/users/current"))
-        .basic_auth(user, Some(pass))
-        .send()
-        .await
-        .unwrap();
+    let a = client.get(format!("{base}/t/s/r/1.28/users/current")).basic_auth(user, Some(pass)).send().await.unwrap();
     assert_eq!(a.status(), 200);
-    let b = client
-        .get(format!("{base}/billing/2/adjustment-categories/5"))
-        .header("X-Api-Key", &key)
-        .send()
-        .await
-        .unwrap();
+    let b = client.get(format!("{base}/billing/2/adjustment-categories/5")).header("X-Api-Key", &key).send().await.unwrap();
     assert_eq!(b.status(), 200);
-    let c = client
-        .get(format!("{base}/revenue/3/collectors"))
-        .header("X-Api-Key", &key)
-        .send()
-        .await
-        .unwrap();
+    let c = client.get(format!("{base}/revenue/3/collectors")).header("X-Api-Key", &key).send().await.unwrap();
     assert_eq!(c.status(), 200);
-    let admin = client
-        .get(format!("{base}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", "adm-test")
-        .send()
-        .await
-        .unwrap();
+    let admin = client.get(format!("{base}/sandbox/v1/tenants")).header("X-Admin-Key", "adm-test").send().await.unwrap();
     assert_eq!(admin.status(), 200);
-    let curl_lines = server
-        .lines
-        .iter()
-        .filter(|l| l.trim_start().starts_with("curl "))
-        .count();
+    let curl_lines = server.lines.iter().filter(|l| l.trim_start().starts_with("curl ")).count();
     assert_eq!(curl_lines, 4, "one curl line per surface and the admin API");
     interrupt(server);
 
     // Restart on the same data: no new demo tenant, the same credentials still work.
     let server = start(dir.path(), port);
     let client = reqwest::Client::new();
-    assert!(
-        server
-            .lines
-            .iter()
-            .any(|l| l.contains("Existing tenants kept")),
-        "{:#?}",
-        server.lines
-    );
-    let b = client
-        .get(format!("{base}/billing/2/adjustment-categories/5"))
-        .header("X-Api-Key", &key)
-        .send()
-        .await
-        .unwrap();
+    assert!(server.lines.iter().any(|l| l.contains("Existing tenants kept")), "{:#?}", server.lines);
+    let b = client.get(format!("{base}/billing/2/adjustment-categories/5")).header("X-Api-Key", &key).send().await.unwrap();
     assert_eq!(b.status(), 200);
     let tenants: serde_json::Value = client
         .get(format!("{base}/sandbox/v1/tenants"))

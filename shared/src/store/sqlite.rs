@@ -9,10 +9,13 @@ use std::time::Duration;
 
 /// Tenant schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append new files; never edit one that has shipped.
-const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_foundation",
-    include_str!("migrations/0001_foundation.sql"),
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_foundation",
+        include_str!("migrations/0001_foundation.sql"),
+    ),
+    ("0002_billing", include_str!("migrations/0002_billing.sql")),
+];
 
 /// The schema version a fully migrated tenant database has.
 pub fn schema_version() -> usize {
