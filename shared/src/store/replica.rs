@@ -18,6 +18,9 @@
 //!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
 //! 3. A write is acknowledged only after its PUT succeeded; any other S3 failure rolls the
 //!    local transaction back and fails the write as unavailable (503) with nothing applied.
+//!    Each entry carries the id of the attempt that wrote it, so a writer whose PUT answer was
+//!    lost (an SDK retry meeting 412, a timeout) recognizes its own entry instead of taking it
+//!    for a lost race and applying the write twice.
 //! 4. Every read and every write first lists `log/` after the local version and applies what
 //!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
 //! 5. Snapshots are an optimization for cold starts: made in the background after a write
