@@ -547,3 +547,32 @@ fn tenant_files_go_beside_the_database_in_either_mode() {
     let written = std::fs::read(dir.path().join("tenants/t_1/analytics/a.json")).expect("file");
     assert_eq!(written, b"{}");
 }
+
+#[test]
+fn a_put_whose_answer_was_lost_is_recognized_and_not_applied_twice() {
+    let moto = Moto::start();
+    let direct = moto.bucket("lost-answer");
+    let gate = Gate::start(&moto);
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    let (store, _d) = open(&gated);
+    let (tenant, _) = store
+        .registry()
+        .create_tenant("lost", "UTC")
+        .expect("register");
+
+    gate.lose_next_log_put_answer();
+    insert_reason(&store, &tenant.id, "once");
+    assert!(gate.lost_an_answer(), "the PUT's answer was dropped");
+
+    assert_eq!(reasons(&open(&direct).0, &tenant.id), vec!["once"]);
+    let log = moto.keys(
+        "lost-answer",
+        &format!("sandbox/tenants/{}/log/", tenant.id),
+    );
+    assert_eq!(
+        log.len(),
+        1,
+        "the SDK's retry met our own entry and was taken as success"
+    );
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 const ROW_BYTES: usize = 1000;
 const ROWS_PER_FILL_WRITE: usize = 5000;
-const SMALL_WRITES: usize = 20;
+const SMALL_WRITES: usize = 50;
 
 struct Measured {
     size_mb: usize,
@@ -49,21 +49,26 @@ fn fill(store: &Store, tenant: &str, size_mb: usize) {
     }
 }
 
-/// Mean milliseconds of `SMALL_WRITES` one-row writes.
+/// Median milliseconds of `SMALL_WRITES` one-row writes (the median, because the machine's
+/// load adds outliers that say nothing about the store).
 fn small_writes(store: &Store, tenant: &str) -> f64 {
     let db = store.tenant_db(tenant).expect("db");
-    let t = Instant::now();
-    for i in 0..SMALL_WRITES {
-        db.write_blocking(|tx| {
-            tx.execute(
-                "INSERT INTO reasons (name) VALUES (?1)",
-                [format!("small write {i}")],
-            )?;
-            Ok(())
+    let mut times: Vec<f64> = (0..SMALL_WRITES)
+        .map(|i| {
+            let t = Instant::now();
+            db.write_blocking(|tx| {
+                tx.execute(
+                    "INSERT INTO reasons (name) VALUES (?1)",
+                    [format!("small write {i}")],
+                )?;
+                Ok(())
+            })
+            .expect("write");
+            t.elapsed().as_secs_f64() * 1000.0
         })
-        .expect("write");
-    }
-    t.elapsed().as_secs_f64() * 1000.0 / SMALL_WRITES as f64
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
@@ -95,9 +100,21 @@ fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
     }
     let snapshot_bytes = moto.objects(bucket, &snapshots)[0].1;
 
+    drop(store);
+
+    // A new environment: cold load (the snapshot is at the newest version), then small writes
+    // with compaction off, so that no 100 MB upload competes with them for the test server.
+    let cold_dir = tempfile::tempdir().expect("dir");
+    let mut warm = config.clone();
+    warm.compact_every = u64::MAX;
+    let cold = Store::open_with(cold_dir.path(), Some(warm)).expect("store");
+    let t = Instant::now();
+    cold.tenant_db(&tenant.id).expect("cold load");
+    let cold_load_ms = t.elapsed().as_secs_f64() * 1000.0;
+
     let log = format!("{}tenants/{}/log/", config.prefix, tenant.id);
     let before: Vec<String> = moto.keys(bucket, &log);
-    let write_ms = small_writes(&store, &tenant.id);
+    let write_ms = small_writes(&cold, &tenant.id);
     let new_entries: Vec<u64> = moto
         .objects(bucket, &log)
         .into_iter()
@@ -106,12 +123,6 @@ fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
         .collect();
     assert_eq!(new_entries.len(), SMALL_WRITES);
     let bytes_per_write = new_entries.iter().sum::<u64>() as f64 / SMALL_WRITES as f64;
-
-    let cold_dir = tempfile::tempdir().expect("dir");
-    let cold = Store::open_with(cold_dir.path(), Some(config)).expect("store");
-    let t = Instant::now();
-    cold.tenant_db(&tenant.id).expect("cold load");
-    let cold_load_ms = t.elapsed().as_secs_f64() * 1000.0;
 
     // Baseline: the same tenant file, opened in local mode, same small writes.
     let local_dir = tempfile::tempdir().expect("dir");
@@ -206,7 +217,7 @@ fn main() {
         .map(|&mb| measure(&moto, &bucket.bucket, mb))
         .collect();
 
-    println!("\n| tenant | bytes uploaded per write | ms per write (S3) | ms per write (local baseline) | snapshot bytes | cold load ms |");
+    println!("\n| tenant | bytes uploaded per write | median ms per write (S3) | median ms per write (local baseline) | snapshot bytes | cold load ms |");
     println!("|---|---|---|---|---|---|");
     for m in &results {
         println!(

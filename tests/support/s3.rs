@@ -143,11 +143,13 @@ fn create_bucket(port: u16, name: &str) {
     raw_request(port, &format!("PUT /{name} HTTP/1.1"));
 }
 
-/// A TCP proxy to moto that, while refusing, answers every request with 403 AccessDenied.
+/// A TCP proxy to moto that, while refusing, answers every request with 403 AccessDenied,
+/// and can lose the answer of one log-entry PUT after moto executed it.
 pub struct Gate {
     /// `http://127.0.0.1:PORT` of the proxy.
     pub endpoint: String,
     refusing: Arc<AtomicBool>,
+    swallow: Arc<AtomicBool>,
 }
 
 impl Gate {
@@ -156,15 +158,31 @@ impl Gate {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
         let refusing = Arc::new(AtomicBool::new(false));
-        let flag = refusing.clone();
+        let swallow = Arc::new(AtomicBool::new(false));
+        let (flag, lose) = (refusing.clone(), swallow.clone());
         let upstream = moto.port;
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let flag = flag.clone();
-                std::thread::spawn(move || serve(conn, upstream, &flag));
+                let (flag, lose) = (flag.clone(), lose.clone());
+                std::thread::spawn(move || serve(conn, upstream, &flag, &lose));
             }
         });
-        Gate { endpoint, refusing }
+        Gate {
+            endpoint,
+            refusing,
+            swallow,
+        }
+    }
+
+    /// Lets the next PUT of a log entry reach moto but drops moto's answer, as a network
+    /// failure after the request was executed would.
+    pub fn lose_next_log_put_answer(&self) {
+        self.swallow.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the armed loss has happened.
+    pub fn lost_an_answer(&self) -> bool {
+        !self.swallow.load(Ordering::SeqCst)
     }
 
     /// Refuses (true) or passes (false) every request from now on.
@@ -173,7 +191,7 @@ impl Gate {
     }
 }
 
-fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool) {
+fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool, swallow: &AtomicBool) {
     if refusing.load(Ordering::SeqCst) {
         let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
         let _ = write!(
@@ -193,8 +211,21 @@ fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool) {
         let _ = std::io::copy(&mut c2, &mut s2);
         let _ = s2.shutdown(std::net::Shutdown::Write);
     });
+    let mut head = [0u8; 512];
+    let n = client.peek(&mut head).unwrap_or(0);
+    let line = String::from_utf8_lossy(&head[..n]);
+    let first = line.lines().next().unwrap_or_default();
+    let lose = first.starts_with("PUT ")
+        && first.contains("/log/")
+        && swallow
+            .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
     let mut server = server;
-    let _ = std::io::copy(&mut server, &mut client);
+    if lose {
+        let _ = std::io::copy(&mut server, &mut std::io::sink());
+    } else {
+        let _ = std::io::copy(&mut server, &mut client);
+    }
     let _ = client.shutdown(std::net::Shutdown::Both);
     let _ = up.join();
 }

@@ -37,6 +37,10 @@ const FORMAT: u32 = 1;
 pub struct Changeset {
     /// Changeset format version.
     pub format: u32,
+    /// Unique id of the write attempt that produced it: lets a writer whose PUT outcome was
+    /// unknown (a timeout, an SDK retry answered 412) recognize its own entry.
+    #[serde(default)]
+    pub attempt: String,
     /// Schema version (`PRAGMA user_version`) of the database that produced it.
     pub schema: i64,
     /// Touched tables, by name.
@@ -227,6 +231,7 @@ pub fn collect(conn: &Connection) -> Result<Changeset> {
     let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     Ok(Changeset {
         format: FORMAT,
+        attempt: uuid::Uuid::new_v4().to_string(),
         schema,
         tables,
     })

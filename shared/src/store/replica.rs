@@ -18,6 +18,9 @@
 //!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
 //! 3. A write is acknowledged only after its PUT succeeded; any other S3 failure rolls the
 //!    local transaction back and fails the write as unavailable (503) with nothing applied.
+//!    Each entry carries the id of the attempt that wrote it, so a writer whose PUT answer was
+//!    lost (an SDK retry meeting 412, a timeout) recognizes its own entry instead of taking it
+//!    for a lost race and applying the write twice.
 //! 4. Every read and every write first lists `log/` after the local version and applies what
 //!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
 //! 5. Snapshots are an optimization for cold starts: made in the background after a write
@@ -177,26 +180,48 @@ impl Replica {
             let next = seq + 1;
             let body = serde_json::to_vec(&changes)?;
             crash_point("before-put");
-            match self.bucket.put_if_absent(&self.log_key(next), body) {
-                Ok(()) => {
-                    crash_point("after-put");
-                    self.commit_local(tx, next);
-                    let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
-                        >= self.compact_every;
-                    return Ok((out, due));
-                }
+            let key = self.log_key(next);
+            match self.bucket.put_if_absent(&key, body) {
+                Ok(()) => {}
+                // The SDK retries a PUT whose answer was lost; the retry then meets our own
+                // entry. Only an entry with our attempt id is ours.
+                Err(S3Error::Exists) if self.holds_attempt(&key, &changes.attempt)? => {}
                 Err(S3Error::Exists) => {
                     drop(tx);
                     tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
                     std::thread::sleep(backoff(attempt));
+                    continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    // Outcome unknown (timeout, connection lost): look before answering.
+                    if matches!(self.holds_attempt(&key, &changes.attempt), Ok(true)) {
+                        tracing::warn!(root = %self.root, seq = next, error = %e, "PUT reported a failure but S3 holds the entry");
+                    } else {
+                        return Err(e.into());
+                    }
+                }
             }
+            crash_point("after-put");
+            self.commit_local(tx, next);
+            let due =
+                next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst)) >= self.compact_every;
+            return Ok((out, due));
         }
         Err(Error::Unavailable(format!(
             "{}: lost {MAX_WRITE_ATTEMPTS} races to concurrent writers",
             self.root
         )))
+    }
+
+    /// Whether the log entry at `key` was written by write attempt `attempt`.
+    fn holds_attempt(&self, key: &str, attempt: &str) -> Result<bool> {
+        match self.bucket.get(key) {
+            Ok(body) => Ok(serde_json::from_slice::<Changeset>(&body)
+                .map(|c| c.attempt == attempt)
+                .unwrap_or(false)),
+            Err(S3Error::NotFound) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Commits a transaction whose log entry S3 already holds. The write is durable either

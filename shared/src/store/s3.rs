@@ -131,18 +131,8 @@ fn block_on<T: Send + 'static>(
 }
 
 /// The HTTP status of a failed SDK call, when the server answered at all.
-fn status_of<E, R: HttpStatus>(e: &SdkError<E, R>) -> Option<u16> {
-    e.raw_response().map(HttpStatus::status_code)
-}
-
-trait HttpStatus {
-    fn status_code(&self) -> u16;
-}
-
-impl HttpStatus for aws_sdk_s3::config::http::HttpResponse {
-    fn status_code(&self) -> u16 {
-        self.status().as_u16()
-    }
+fn status_of<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Option<u16> {
+    e.raw_response().map(|r| r.status().as_u16())
 }
 
 fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
