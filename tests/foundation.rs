@@ -22,7 +22,10 @@ async fn surface_b_auth_matrix() {
     let (status, code, _) = error_body(r).await;
     assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"));
     // malformed, wrong secret
-    for key in ["garbage", "sbx_0000000000000000000000000000000000000000000000000"] {
+    for key in [
+        "garbage",
+        "sbx_0000000000000000000000000000000000000000000000000",
+    ] {
         let (status, _, _) = error_body(s.get_with_key(B_PATH, key).await).await;
         assert_eq!(status, 401, "key {key}");
     }
@@ -46,21 +49,41 @@ async fn surface_b_auth_matrix() {
 
     // bearer: valid
     let token = s.token(&t, 60).await;
-    let r = s.client.get(s.url(B_PATH)).bearer_auth(&token).send().await.unwrap();
+    let r = s
+        .client
+        .get(s.url(B_PATH))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     // bearer: tampered payload, signature of another tenant, alg none, expired
     let parts: Vec<&str> = token.split('.').collect();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let mut claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
     claims["exp"] = json!(claims["exp"].as_i64().unwrap() + 3600);
-    let tampered = format!("{}.{}.{}", parts[0], b64.encode(claims.to_string()), parts[2]);
-    let none = format!("{}.{}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#), parts[1]);
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        b64.encode(claims.to_string()),
+        parts[2]
+    );
+    let none = format!(
+        "{}.{}.",
+        b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
+        parts[1]
+    );
     let other_token = s.token(&other, 60).await;
     let op: Vec<&str> = other_token.split('.').collect();
     let cross = format!("{}.{}.{}", parts[0], parts[1], op[2]);
     let mut expired_claims = claims.clone();
     expired_claims["exp"] = json!(1);
-    let expired = format!("{}.{}.{}", parts[0], b64.encode(expired_claims.to_string()), parts[2]);
+    let expired = format!(
+        "{}.{}.{}",
+        parts[0],
+        b64.encode(expired_claims.to_string()),
+        parts[2]
+    );
     for (label, bad) in [
         ("tampered", tampered),
         ("alg none", none),
@@ -68,7 +91,13 @@ async fn surface_b_auth_matrix() {
         ("expired", expired),
         ("not a jwt", "abc".to_string()),
     ] {
-        let r = s.client.get(s.url(B_PATH)).bearer_auth(&bad).send().await.unwrap();
+        let r = s
+            .client
+            .get(s.url(B_PATH))
+            .bearer_auth(&bad)
+            .send()
+            .await
+            .unwrap();
         let (status, code, _) = error_body(r).await;
         assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"), "{label}");
     }
@@ -80,7 +109,13 @@ async fn expired_token_is_refused() {
     let t = s.create_tenant("acme", "demo").await;
     let token = s.token(&t, 1).await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let r = s.client.get(s.url(B_PATH)).bearer_auth(&token).send().await.unwrap();
+    let r = s
+        .client
+        .get(s.url(B_PATH))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
 }
 
@@ -91,7 +126,13 @@ async fn surface_c_auth_matrix() {
     let other = s.create_tenant("other", "empty").await;
     let missing = s.client.get(s.url(C_PATH)).send().await.unwrap();
     let token = s.token(&t, 60).await;
-    let bearer = s.client.get(s.url(C_PATH)).bearer_auth(&token).send().await.unwrap();
+    let bearer = s
+        .client
+        .get(s.url(C_PATH))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     for r in [missing, s.get_with_key(C_PATH, "garbage").await, bearer] {
         let (status, _, message) = error_body(r).await;
         assert_eq!((status, message.as_str()), (401, "Authentication failed."));
@@ -119,17 +160,29 @@ async fn surface_a_auth_matrix() {
         username: "nobody".into(),
         ..t.clone()
     };
-    for auth in [None, Some("Basic !!!".to_string()), Some(wrong.basic_header()), Some(unknown.basic_header()), Some(format!("X-Api-Key {}", t.api_key))] {
+    for auth in [
+        None,
+        Some("Basic !!!".to_string()),
+        Some(wrong.basic_header()),
+        Some(unknown.basic_header()),
+        Some(format!("X-Api-Key {}", t.api_key)),
+    ] {
         let mut req = s.client.get(s.url(A_PATH));
         if let Some(a) = &auth {
             req = req.header("Authorization", a);
         }
         let r = req.send().await.unwrap();
         assert_eq!(r.status(), 401, "{auth:?}");
-        assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with("Basic"));
+        assert!(r.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic"));
         assert_eq!(r.headers()["content-type"], "application/xml");
         let body = r.text().await.unwrap();
-        assert!(body.contains("<fault") && body.contains("<failureReason>GENERAL</failureReason>"), "{body}");
+        assert!(
+            body.contains("<fault") && body.contains("<failureReason>GENERAL</failureReason>"),
+            "{body}"
+        );
     }
     for (tenant, name) in [(&t, "acme"), (&other, "other")] {
         let r = s
@@ -150,15 +203,26 @@ async fn surface_a_auth_matrix() {
 async fn admin_lists_gets_resets_and_deletes() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
-    let r = s.admin(Method::GET, "/sandbox/v1/tenants").send().await.unwrap();
+    let r = s
+        .admin(Method::GET, "/sandbox/v1/tenants")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
-    assert!(!text.contains(&t.api_key) && !text.contains(&t.password), "no secrets in lists");
+    assert!(
+        !text.contains(&t.api_key) && !text.contains(&t.password),
+        "no secrets in lists"
+    );
     let list: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["name"], "acme");
 
-    let r = s.admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    let r = s
+        .admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let one: Value = r.json().await.unwrap();
     assert_eq!(one["id"], t.id.as_str());
@@ -183,19 +247,39 @@ async fn admin_lists_gets_resets_and_deletes() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(s.get_with_key(C_PATH, &t.api_key).await.headers()["x-total-count"], "4");
+    assert_eq!(
+        s.get_with_key(C_PATH, &t.api_key).await.headers()["x-total-count"],
+        "4"
+    );
     assert_eq!(s.get_with_key(B_PATH, &t.api_key).await.status(), 200);
 
     // delete: credentials and data gone
-    let db_file = s.state.store.data_dir().join("tenants").join(format!("{}.db", t.id));
+    let db_file = s
+        .state
+        .store
+        .data_dir()
+        .join("tenants")
+        .join(format!("{}.db", t.id));
     assert!(db_file.exists());
-    let r = s.admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    let r = s
+        .admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 204);
     assert!(!db_file.exists());
     assert_eq!(s.get_with_key(C_PATH, &t.api_key).await.status(), 401);
-    let r = s.admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    let r = s
+        .admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_body(r).await.0, 404);
-    let r = s.admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id)).send().await.unwrap();
+    let r = s
+        .admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_body(r).await.0, 404);
     // the name is free again
     s.create_tenant("acme", "empty").await;
@@ -208,7 +292,13 @@ async fn admin_rejects_bad_input_clearly() {
     // admin key missing or wrong
     let r = s.client.get(s.url(path)).send().await.unwrap();
     assert_eq!(error_body(r).await.0, 401);
-    let r = s.client.get(s.url(path)).header("X-Admin-Key", "nope").send().await.unwrap();
+    let r = s
+        .client
+        .get(s.url(path))
+        .header("X-Admin-Key", "nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_body(r).await.0, 401);
 
     let post = |body: String| {
@@ -224,7 +314,11 @@ async fn admin_rejects_bad_input_clearly() {
         (r#"{"name": ""}"#, 400, "name"),
         (r#"{"name": "x", "colour": "red"}"#, 400, "unknown field"),
         (r#"{"name": 5}"#, 400, "invalid type"),
-        (r#"{"name": "x", "time_zone": "Mars/Olympus"}"#, 400, "time_zone"),
+        (
+            r#"{"name": "x", "time_zone": "Mars/Olympus"}"#,
+            400,
+            "time_zone",
+        ),
     ];
     for (body, status, needle) in cases {
         let (got, code, message) = error_body(post(body.to_string()).send().await.unwrap()).await;
@@ -246,7 +340,8 @@ async fn admin_rejects_bad_input_clearly() {
 
     // duplicate name
     s.create_tenant("dup", "empty").await;
-    let (status, code, _) = error_body(post(r#"{"name": "dup"}"#.into()).send().await.unwrap()).await;
+    let (status, code, _) =
+        error_body(post(r#"{"name": "dup"}"#.into()).send().await.unwrap()).await;
     assert_eq!((status, code.as_str()), (409, "CONFLICT"));
 
     // tokens: bad ttl, unknown tenant
@@ -260,13 +355,24 @@ async fn admin_rejects_bad_input_clearly() {
             .unwrap();
         assert_eq!(error_body(r).await.0, 400, "ttl {ttl}");
     }
-    let r = s.admin(Method::POST, &format!("{path}/t_missing/tokens")).send().await.unwrap();
+    let r = s
+        .admin(Method::POST, &format!("{path}/t_missing/tokens"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_body(r).await.0, 404);
     // a token request without a body gets the default lifetime
-    let r = s.admin(Method::POST, &format!("{path}/{}/tokens", t.id)).send().await.unwrap();
+    let r = s
+        .admin(Method::POST, &format!("{path}/{}/tokens", t.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
-    assert_eq!((v["token_type"].as_str(), v["expires_in"].as_i64()), (Some("Bearer"), Some(3600)));
+    assert_eq!(
+        (v["token_type"].as_str(), v["expires_in"].as_i64()),
+        (Some("Bearer"), Some(3600))
+    );
     // reset with an unknown seed
     let r = s
         .admin(Method::POST, &format!("{path}/{}/reset", t.id))
@@ -276,9 +382,18 @@ async fn admin_rejects_bad_input_clearly() {
         .unwrap();
     assert_eq!(error_body(r).await.0, 400);
     // unknown route answers in the surface's shape
-    let r = s.admin(Method::GET, "/sandbox/v1/nothing").send().await.unwrap();
+    let r = s
+        .admin(Method::GET, "/sandbox/v1/nothing")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_body(r).await.0, 404);
-    let r = s.client.get(s.url("/t/s/r/1.28/nothing")).send().await.unwrap();
+    let r = s
+        .client
+        .get(s.url("/t/s/r/1.28/nothing"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
     assert!(r.text().await.unwrap().contains("<fault"));
     let _ = ADMIN_KEY;
@@ -328,10 +443,19 @@ async fn concurrent_writes_to_one_tenant_lose_nothing() {
     }
     reader.await.unwrap();
     let (count, distinct): (i64, i64) = db
-        .read(|c| Ok(c.query_row("SELECT COUNT(*), COUNT(DISTINCT name) FROM reasons", [], |r| Ok((r.get(0)?, r.get(1)?)))?))
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*), COUNT(DISTINCT name) FROM reasons",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
         .await
         .unwrap();
-    assert_eq!((count, distinct), (writers * per_writer, writers * per_writer));
+    assert_eq!(
+        (count, distinct),
+        (writers * per_writer, writers * per_writer)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -353,7 +477,10 @@ async fn tenants_never_block_each_other() {
             if let Some(s) = started_tx.lock().unwrap().take() {
                 let _ = s.send(());
             }
-            let _ = done_rx.lock().unwrap().recv_timeout(std::time::Duration::from_secs(20));
+            let _ = done_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(std::time::Duration::from_secs(20));
             Ok(())
         })
         .await
@@ -365,7 +492,10 @@ async fn tenants_never_block_each_other() {
     )
     .await;
     done_tx.send(()).unwrap();
-    assert!(matches!(fast, Ok(Ok(1))), "tenant B finished while A held its write");
+    assert!(
+        matches!(fast, Ok(Ok(1))),
+        "tenant B finished while A held its write"
+    );
     slow.await.unwrap().unwrap();
 }
 

@@ -39,7 +39,10 @@ impl TestTenant {
     /// The `Authorization: Basic ...` value of this tenant.
     pub fn basic_header(&self) -> String {
         let raw = format!("{}:{}", self.username, self.password);
-        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(raw))
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(raw)
+        )
     }
 }
 
@@ -47,8 +50,8 @@ impl TestServer {
     /// Starts a server on an ephemeral port.
     pub async fn start() -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
-        let state = AppState::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string())))
-            .expect("state");
+        let state =
+            AppState::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string()))).expect("state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -86,8 +89,14 @@ impl TestServer {
             id: v["id"].as_str().expect("id").to_string(),
             name: v["name"].as_str().expect("name").to_string(),
             api_key: v["api_key"].as_str().expect("api_key").to_string(),
-            username: v["basic"]["username"].as_str().expect("username").to_string(),
-            password: v["basic"]["password"].as_str().expect("password").to_string(),
+            username: v["basic"]["username"]
+                .as_str()
+                .expect("username")
+                .to_string(),
+            password: v["basic"]["password"]
+                .as_str()
+                .expect("password")
+                .to_string(),
         }
     }
 
@@ -129,8 +138,15 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     let status = r.status().as_u16();
     let v: Value = r.json().await.expect("error body is JSON");
     let code = v["code"].as_str().expect("code is a string").to_string();
-    let message = v["message"].as_str().expect("message is a string").to_string();
-    assert_eq!(v.as_object().map(|o| o.len()), Some(2), "only code and message: {v}");
+    let message = v["message"]
+        .as_str()
+        .expect("message is a string")
+        .to_string();
+    assert_eq!(
+        v.as_object().map(|o| o.len()),
+        Some(2),
+        "only code and message: {v}"
+    );
     (status, code, message)
 }
 
