@@ -686,6 +686,45 @@ async fn lists_answer_bearer_tokens_and_refuse_strangers() {
 }
 
 #[tokio::test]
+async fn lists_that_match_nothing_are_empty_pages() {
+    let (s, t) = setup().await;
+    for (path, query) in [
+        ("/actions", vec![("filter", "name EQ 'nothing'")]),
+        (
+            "/bill-cycles/1/actions",
+            vec![("filter", "name EQ 'nothing'")],
+        ),
+        ("/adjustment-applications", vec![("account_num", "NOBODY")]),
+        (
+            "/adjustment-applications",
+            vec![("filter", "account_num EQ 'NOBODY'")],
+        ),
+        ("/adjustment-categories", vec![("name", "nothing")]),
+        ("/agreements", vec![("name", "nothing")]),
+        ("/agreement-services", vec![("account_num", "NOBODY")]),
+        (
+            "/agreement-services/1/true-up-charge-type-relations",
+            vec![("filter", "true_up_charge_type EQ 'NONE'")],
+        ),
+        (
+            "/bill-batches",
+            vec![("name", "nothing"), ("expand", "bill_batch_runs")],
+        ),
+        (
+            "/bill-batches/1/billing-accounts",
+            vec![("account_num", "NOBODY")],
+        ),
+        ("/usage-events", vec![("reference_id", "nobody")]),
+    ] {
+        let a = get(&s, &t, path, &query).await;
+        assert_eq!(a.status, 200, "{path} {query:?}: {}", a.body);
+        assert_eq!(a.body, serde_json::json!([]), "{path} {query:?}");
+        assert_eq!(a.headers["x-total-count"], "0", "{path} {query:?}");
+        assert_eq!(a.headers["x-element-count"], "0", "{path} {query:?}");
+    }
+}
+
+#[tokio::test]
 async fn unknown_ids_are_404() {
     let (s, t) = setup().await;
     for path in [

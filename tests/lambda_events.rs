@@ -241,5 +241,9 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         }
         verified.push(file.to_string());
     }
-    assert_eq!(verified.len(), entries.len(), "every event answered as expected");
+    assert_eq!(
+        verified.len(),
+        entries.len(),
+        "every event answered as expected"
+    );
 }

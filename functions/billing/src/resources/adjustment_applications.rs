@@ -140,9 +140,12 @@ pub fn load(
     ids: &[i64],
     ctx: &RenderContext,
 ) -> Result<Vec<AdjustmentApplication>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let tz = ctx.tz;
     let adjustment_ids: Vec<i64> = {
-        let marks = vec!["?"; ids.len().max(1)].join(", ");
+        let marks = vec!["?"; ids.len()].join(", ");
         let mut stmt = conn.prepare(&format!(
             "SELECT DISTINCT adjustment_id FROM adjustment_applications WHERE id IN ({marks})"
         ))?;

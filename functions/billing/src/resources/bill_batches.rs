@@ -216,8 +216,8 @@ fn load_runs(
     ctx: &RenderContext,
 ) -> Result<std::collections::HashMap<i64, Vec<Entry<Run>>>> {
     let tz = ctx.tz;
-    let run_ids: Vec<i64> = if ctx.expand_runs {
-        let marks = vec!["?"; batches.len().max(1)].join(", ");
+    let run_ids: Vec<i64> = if ctx.expand_runs && !batches.is_empty() {
+        let marks = vec!["?"; batches.len()].join(", ");
         let mut stmt = conn.prepare(&format!(
             "SELECT id FROM bill_batch_runs WHERE bill_batch_id IN ({marks})"
         ))?;
