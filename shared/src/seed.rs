@@ -2,7 +2,7 @@
 //! surface, defined in `seed/demo.json`) and `empty`. Seeds load through the same domain
 //! create functions that API writes use.
 
-use crate::domain::{accounts, agreements, billing, catalog, revenue};
+use crate::domain::{accounts, agreements, billing, catalog, payments, revenue};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
@@ -150,6 +150,15 @@ impl GeneratedServices {
     }
 }
 
+/// A recorded payment applied to invoices, as the applyPayment command does it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedPaymentApplication {
+    payment_id: i64,
+    invoice_ids: Vec<i64>,
+    applied_on: String,
+}
+
 /// A data set: every record kind, in dependency order.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -171,6 +180,7 @@ struct SeedData {
     bill_batch_runs: Vec<billing::NewBillBatchRun>,
     invoices: Vec<billing::NewInvoice>,
     payments: Vec<billing::NewPayment>,
+    payment_applications: Vec<SeedPaymentApplication>,
     adjustments: Vec<billing::NewAdjustment>,
     charts_of_accounts: Vec<revenue::NewNamed>,
     rule_sets: Vec<revenue::NewNamed>,
@@ -245,6 +255,11 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
     d.payments
         .iter()
         .try_for_each(|x| billing::create_payment(tx, x, tz).map(drop))?;
+    for a in &d.payment_applications {
+        let applied_on = crate::domain::parse_time("applied_on", &a.applied_on, tz)?;
+        let target = payments::PaymentTarget::Invoices(a.invoice_ids.clone());
+        payments::apply_payment(tx, a.payment_id, &target, &applied_on)?;
+    }
     d.adjustments
         .iter()
         .try_for_each(|x| billing::create_adjustment(tx, x, tz).map(drop))?;

@@ -53,17 +53,27 @@ fn wait_for_port(port: u16, within: Duration) {
     }
 }
 
-/// A running moto S3 server; killed on drop.
+/// Serializes the tests that run moto servers within one test binary: several single-threaded
+/// moto servers, each with sandbox processes around it, on a 2-core machine made their S3
+/// timeouts fire (seen in full-suite runs), so each such test has the machine to itself.
+static ONE_MOTO_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A running moto S3 server; killed on drop. Holds [`ONE_MOTO_AT_A_TIME`] while it lives.
 pub struct Moto {
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     port: u16,
     child: Child,
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Moto {
     /// Starts moto (installed from tests/requirements.txt) and waits until it answers.
     pub fn start() -> Moto {
+        // A test that failed while holding the lock poisons it; the next test may still run.
+        let serial = ONE_MOTO_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         set_aws_env();
         let port = free_port();
         let child = Command::new("python3")
@@ -77,6 +87,7 @@ impl Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
             port,
             child,
+            _serial: serial,
         }
     }
 

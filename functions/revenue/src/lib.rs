@@ -420,12 +420,10 @@ async fn replicate_svs(
     let (min, max, default) = replication::BATCH_SIZE_RANGE;
     let batch_size = int_param(&q, "batch_size", default, min, max)?;
     let snapshot = t.db.read(replication::read_svs).await?;
-    let sink = replication::LocalDirSink::new(state.store.data_dir());
-    let tenant_id = t.record.id.clone();
-    let summary = tokio::task::spawn_blocking(move || {
-        replication::write_svs(&sink, &tenant_id, &snapshot, batch_size)
-    })
-    .await
-    .map_err(|e| shared::Error::Internal(format!("replication task failed: {e}")))??;
+    let sink = replication::TenantFilesSink::new(state.store.clone(), t.record.id.clone());
+    let summary =
+        tokio::task::spawn_blocking(move || replication::write_svs(&sink, &snapshot, batch_size))
+            .await
+            .map_err(|e| shared::Error::Internal(format!("replication task failed: {e}")))??;
     Ok(created(summary))
 }

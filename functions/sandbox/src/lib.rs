@@ -31,9 +31,12 @@ pub async fn ensure_demo_tenant(
     if !state.store.registry().list()?.is_empty() {
         return Ok(None);
     }
-    shared::tenants::create(&state.store, DEMO_TENANT, Seed::Demo, DEMO_TIME_ZONE)
-        .await
-        .map(Some)
+    match shared::tenants::create(&state.store, DEMO_TENANT, Seed::Demo, DEMO_TIME_ZONE).await {
+        Ok(created) => Ok(Some(created)),
+        // Another server on the same bucket created it first: it exists, which is the goal.
+        Err(shared::Error::Conflict(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The start-up banner: where each surface listens, the credentials, and a curl line each.

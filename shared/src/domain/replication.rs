@@ -7,18 +7,18 @@
 //! - `charge_view`: one row per charge info record (type, account, date, exact amount,
 //!   currency, category, invoice, service, product, parent, and its state per ledger).
 //!
-//! Each view is written as objects of at most `batch_size` rows under
-//! `analytics/<tenant_id>/svs/<replication_id>/<view>/part-NNNNN.jsonl`. Where the objects
-//! go is an [`AnalyticsSink`]: [`LocalDirSink`] writes below the data directory; a deployed
-//! build can hand in a sink that writes to S3 instead, with the same keys.
+//! Each view is written as objects of at most `batch_size` rows under the tenant's storage as
+//! `analytics/svs/<replication_id>/<view>/part-NNNNN.jsonl`. Where the objects go is an
+//! [`AnalyticsSink`]: [`TenantFilesSink`] stores them beside the tenant's data through the
+//! store, so they land in `<data_dir>/tenants/<tenant_id>/` locally and under
+//! `<prefix>/tenants/<tenant_id>/` in the S3 bucket when deployed.
 
 use crate::money::{from_sql_text, Number};
 use crate::time::to_storage;
-use crate::{Error, Result};
+use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 /// Smallest and largest accepted batch_size, and the default.
 pub const BATCH_SIZE_RANGE: (i64, i64, i64) = (1, 10_000, 1000);
@@ -30,31 +30,25 @@ pub trait AnalyticsSink: Send + Sync {
     fn put(&self, key: &str, body: &[u8]) -> Result<()>;
 }
 
-/// Writes objects as files below a root directory (the store's data directory locally).
-pub struct LocalDirSink {
-    root: PathBuf,
+/// Stores objects as files of one tenant through the store (local data dir or S3).
+pub struct TenantFilesSink {
+    store: crate::store::Store,
+    tenant_id: String,
 }
 
-impl LocalDirSink {
-    /// A sink writing below `root`.
-    pub fn new(root: impl Into<PathBuf>) -> LocalDirSink {
-        LocalDirSink { root: root.into() }
+impl TenantFilesSink {
+    /// A sink writing below the storage of `tenant_id`.
+    pub fn new(store: crate::store::Store, tenant_id: impl Into<String>) -> TenantFilesSink {
+        TenantFilesSink {
+            store,
+            tenant_id: tenant_id.into(),
+        }
     }
 }
 
-impl AnalyticsSink for LocalDirSink {
+impl AnalyticsSink for TenantFilesSink {
     fn put(&self, key: &str, body: &[u8]) -> Result<()> {
-        let path = key
-            .split('/')
-            .filter(|part| !part.is_empty() && *part != "." && *part != "..")
-            .fold(self.root.clone(), |p, part| p.join(part));
-        let unavailable = |e: std::io::Error| {
-            Error::Unavailable(format!("analytics store {}: {e}", path.display()))
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(unavailable)?;
-        }
-        std::fs::write(&path, body).map_err(unavailable)
+        self.store.put_tenant_file(&self.tenant_id, key, body)
     }
 }
 
@@ -229,7 +223,6 @@ pub struct ReplicationSummary {
 /// Writes `snapshot` through `sink` in objects of at most `batch_size` rows.
 pub fn write_svs(
     sink: &dyn AnalyticsSink,
-    tenant_id: &str,
     snapshot: &SvsSnapshot,
     batch_size: i64,
 ) -> Result<ReplicationSummary> {
@@ -239,7 +232,7 @@ pub fn write_svs(
         now.format("%Y%m%dT%H%M%S%3fZ"),
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    let prefix = format!("analytics/{tenant_id}/svs/{replication_id}/");
+    let prefix = format!("analytics/svs/{replication_id}/");
     let size = usize::try_from(batch_size.max(1)).unwrap_or(1);
     let mut views = Vec::new();
     for (name, rows) in [

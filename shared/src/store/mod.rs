@@ -168,10 +168,14 @@ impl Store {
                     .join("tenants")
                     .join(tenant_id)
                     .join(name);
+                // The folder is this tenant's storage: failing to reach it is an outage of
+                // storage (503, retry later), as an S3 error is in S3 mode.
+                let unavailable =
+                    |e: std::io::Error| Error::Unavailable(format!("{}: {e}", path.display()));
                 if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
+                    std::fs::create_dir_all(parent).map_err(unavailable)?;
                 }
-                Ok(std::fs::write(path, body)?)
+                std::fs::write(&path, body).map_err(unavailable)
             }
         }
     }
