@@ -445,6 +445,58 @@ async fn filter_reaches_fields_values_and_exact_decimals() {
         };
         assert!(start.ends_with(offset), "tenant offset: {start}");
     }
+    // Every boolean and reference field of the demo agreement services takes both kinds of
+    // value, so filtering on it narrows.
+    for field in [
+        "renewed",
+        "next_service_pay_on_purchase",
+        "preserve_service_price",
+        "next_preserve_service_price",
+        "omit_minimum_amount",
+    ] {
+        let yes = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} EQ 'true'"))],
+        )
+        .await;
+        let no = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} EQ 'false'"))],
+        )
+        .await;
+        assert!(yes.total() > 0 && no.total() > 0, "{field}");
+        assert_eq!(yes.total() + no.total(), 120, "{field}");
+        assert!(
+            yes.items().iter().all(|v| v[field] == json!(true)),
+            "{field}"
+        );
+    }
+    for field in [
+        "next_agreement.id",
+        "next_service_product.id",
+        "end_date",
+        "minimum_amount",
+    ] {
+        let set = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} IS NOT NULL"))],
+        )
+        .await;
+        let unset = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("filter", &format!("{field} IS NULL"))],
+        )
+        .await;
+        assert!(set.total() > 0 && unset.total() > 0, "{field}");
+    }
     let a = get(&s, &t, "/agreements", &[("filter", "name LIKE '%MONTHS'")]).await;
     assert_eq!(a.items().len(), 2, "LIKE ignores case: {}", a.body);
     let a = get(
@@ -467,6 +519,21 @@ async fn filter_reaches_fields_values_and_exact_decimals() {
         .items()
         .iter()
         .all(|v| v["account_adjustment"]["amount"].as_f64().unwrap() >= 40.0));
+    let a = get(
+        &s,
+        &t,
+        "/adjustment-applications",
+        &[(
+            "filter",
+            "account_adjustment.billing_account.external_account_num IS NULL",
+        )],
+    )
+    .await;
+    assert!(!a.items().is_empty());
+    assert!(a
+        .items()
+        .iter()
+        .all(|v| v["account_adjustment"]["billing_account"]["external_account_num"].is_null()));
 
     for (filter, needle) in [
         ("name EQ 'x", "position 9"),
@@ -587,6 +654,35 @@ async fn simple_full_prefer_and_etag() {
     )
     .await;
     assert_eq!(changed.status, 200);
+}
+
+#[tokio::test]
+async fn lists_answer_bearer_tokens_and_refuse_strangers() {
+    let (s, t) = setup().await;
+    let token = s.token(&t, 300).await;
+    let r = s
+        .client
+        .get(s.url(&format!("{B}/agreement-services?page_size=1")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "120");
+    let other = s.create_tenant("other", "empty").await;
+    let empty = get(&s, &other, "/agreement-services", &[]).await;
+    assert_eq!(
+        (empty.total(), empty.items().len()),
+        (0, 0),
+        "tenants do not see each other"
+    );
+    let r = s
+        .client
+        .get(s.url(&format!("{B}/agreements")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 401);
 }
 
 #[tokio::test]

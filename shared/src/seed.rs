@@ -119,6 +119,35 @@ impl GeneratedServices {
         }
         Ok(out)
     }
+
+    /// Gives generated agreement service `id` the lifecycle state a live tenant accumulates
+    /// (renewals, charges, next-term choices), which no create function sets: without it
+    /// those filter fields would hold one value everywhere. Values are bound, derived from
+    /// the id.
+    fn age(&self, tx: &Transaction<'_>, id: i64) -> Result<()> {
+        let i = id - self.first_id;
+        let next = (i % 5 == 2).then(|| nth(&self.products, i + 1)).flatten();
+        tx.execute(
+            "UPDATE agreement_services SET renewed = ?2, accumulated_charges_amount = ?3,
+                next_service_pay_on_purchase = ?4, preserve_service_price = ?5,
+                next_preserve_service_price = ?6, omit_minimum_amount = ?7,
+                next_agreement_id = ?8, next_end_action = ?9, next_service_product_id = ?10
+             WHERE id = ?1",
+            rusqlite::params![
+                id,
+                i % 6 == 1,
+                crate::money::canonical(rust_decimal::Decimal::new(i * 1309 % 100_000, 2)),
+                i % 8 == 3,
+                i % 7 == 0,
+                i % 7 == 1,
+                i % 4 == 3,
+                next.map(|(_, agreement)| agreement),
+                next.and_then(|_| nth(&self.end_actions, i + 1)),
+                next.map(|(product, _)| product),
+            ],
+        )?;
+        Ok(())
+    }
 }
 
 /// A data set: every record kind, in dependency order.
@@ -196,10 +225,10 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         .iter()
         .try_for_each(|x| agreements::create_service(tx, x, tz).map(drop))?;
     if let Some(generated) = &d.generated_services {
-        generated
-            .expand()?
-            .iter()
-            .try_for_each(|x| agreements::create_service(tx, x, tz).map(drop))?;
+        for service in generated.expand()? {
+            let id = agreements::create_service(tx, &service, tz)?;
+            generated.age(tx, id)?;
+        }
     }
     d.actions
         .iter()

@@ -29,6 +29,11 @@ pub static FIELDS: &[F] = &[
         "ba.account_num",
         K::Text,
     ),
+    F::new(
+        "account_adjustment.billing_account.external_account_num",
+        "ba.external_account_num",
+        K::Text,
+    ),
     F::new("occurred_on", "aa.occurred_on", K::DateTime).sortable(),
     F::new(
         "account_adjustment.occurred_on",
