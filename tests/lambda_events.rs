@@ -8,7 +8,7 @@
 use e2e::s3::{free_port, Moto, AWS_ENV};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// The admin key the sample events carry.
@@ -28,23 +28,7 @@ fn lambda_target_dir() -> PathBuf {
 
 /// Installs cargo-lambda from tests/requirements.txt when it is missing.
 fn ensure_cargo_lambda() {
-    let present = Command::new("cargo")
-        .args(["lambda", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        let installed = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "-r"])
-            .arg(workspace().join("tests/requirements.txt"))
-            .status()
-            .expect("python3 -m pip");
-        assert!(
-            installed.success(),
-            "pip install -r tests/requirements.txt failed"
-        );
-    }
+    e2e::ensure_test_tools(|| e2e::runs("cargo", &["lambda", "--version"]));
 }
 
 fn build_functions() {

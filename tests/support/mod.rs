@@ -151,3 +151,33 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
 }
 
 pub mod s3;
+
+/// Installs the Python test tools of tests/requirements.txt (moto's S3 server, cargo-lambda)
+/// unless `present` says they are there, so `cargo test --workspace` needs no manual step.
+pub fn ensure_test_tools(present: impl Fn() -> bool) {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if present() {
+        return;
+    }
+    let requirements = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("requirements.txt");
+    let installed = std::process::Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "-r"])
+        .arg(&requirements)
+        .status()
+        .expect("python3 -m pip");
+    assert!(
+        installed.success(),
+        "pip install -r tests/requirements.txt failed"
+    );
+}
+
+/// Whether `program args...` runs and exits 0.
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    std::process::Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -74,6 +74,12 @@ impl Moto {
         let serial = ONE_MOTO_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        crate::ensure_test_tools(|| {
+            crate::runs(
+                "python3",
+                &["-c", "import moto.moto_server.werkzeug_app, werkzeug"],
+            )
+        });
         set_aws_env();
         let port = free_port();
         let child = Command::new("python3")
