@@ -218,6 +218,14 @@ fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool, swallow: &
         );
         return;
     }
+    // Connect upstream only once the client has sent something: moto serves one connection
+    // at a time, and a connection the client's pool opened but never used would otherwise
+    // hold moto's only thread and time out every other request.
+    let mut head = [0u8; 512];
+    let n = client.peek(&mut head).unwrap_or(0);
+    if n == 0 {
+        return;
+    }
     let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
         return;
     };
@@ -228,8 +236,6 @@ fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool, swallow: &
         let _ = std::io::copy(&mut c2, &mut s2);
         let _ = s2.shutdown(std::net::Shutdown::Write);
     });
-    let mut head = [0u8; 512];
-    let n = client.peek(&mut head).unwrap_or(0);
     let line = String::from_utf8_lossy(&head[..n]);
     let first = line.lines().next().unwrap_or_default();
     let lose = first.starts_with("PUT ")
