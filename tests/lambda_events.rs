@@ -217,6 +217,9 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
 
     let mut placeholders = Placeholders::default();
     let (mut verified, mut pending) = (Vec::new(), Vec::new());
+    // Milliseconds of each function's first invocation: process start (by the emulator), cold
+    // load of the registry and tenant from S3, and the answer, plus the CLI's own overhead.
+    let mut first_invoke_ms: Vec<(String, u128)> = Vec::new();
     for entry in &entries {
         let file = entry["file"].as_str().expect("file");
         let function = entry["function"].as_str().expect("function");
@@ -230,7 +233,11 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         let sent = scratch.path().join(file);
         std::fs::write(&sent, placeholders.apply(&raw)).expect("write event");
 
+        let started = Instant::now();
         let answer = watch.invoke(function, &sent);
+        if !first_invoke_ms.iter().any(|(f, _)| f == function) {
+            first_invoke_ms.push((function.to_string(), started.elapsed().as_millis()));
+        }
         let status = answer["statusCode"].as_u64().expect("statusCode");
         let body = answer["body"].as_str().unwrap_or_default().to_string();
         if let (Some(issue), 404) = (entry["pending"].as_str(), status) {
@@ -247,7 +254,9 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         }
         verified.push(file.to_string());
     }
-    eprintln!("verified: {verified:?}\npending: {pending:?}");
+    eprintln!(
+        "verified: {verified:?}\npending: {pending:?}\nfirst invocation ms: {first_invoke_ms:?}"
+    );
     let not_pending = entries.iter().filter(|e| e["pending"].is_null()).count();
     assert!(
         verified.len() >= not_pending,
