@@ -156,6 +156,7 @@ impl Replica {
                 .map_err(|e| Error::Internal(format!("{key}: {e}")))?;
             capture::apply(conn, &changes, n)?;
             seq = n;
+            self.seq.store(seq, Ordering::SeqCst);
         }
         self.seq.store(seq, Ordering::SeqCst);
         Ok(())
