@@ -201,6 +201,9 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
 
     let mut placeholders = Placeholders::default();
     let mut verified = Vec::new();
+    // Milliseconds of each function's first invocation: process start (by the emulator), cold
+    // load of the registry and tenant from S3, and the answer, plus the CLI's own overhead.
+    let mut first_invoke_ms: Vec<(String, u128)> = Vec::new();
     for entry in &entries {
         let file = entry["file"].as_str().expect("file");
         let function = entry["function"].as_str().expect("function");
@@ -214,7 +217,11 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         let sent = scratch.path().join(file);
         std::fs::write(&sent, placeholders.apply(&raw)).expect("write event");
 
+        let started = Instant::now();
         let answer = watch.invoke(function, &sent);
+        if !first_invoke_ms.iter().any(|(f, _)| f == function) {
+            first_invoke_ms.push((function.to_string(), started.elapsed().as_millis()));
+        }
         let status = answer["statusCode"].as_u64().expect("statusCode");
         let body = answer["body"].as_str().unwrap_or_default().to_string();
         assert_eq!(status, expected, "{file}: {body}");
@@ -225,6 +232,7 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         }
         verified.push(file.to_string());
     }
+    eprintln!("verified: {verified:?}\nfirst invocation ms: {first_invoke_ms:?}");
     assert_eq!(
         verified.len(),
         entries.len(),

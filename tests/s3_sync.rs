@@ -414,6 +414,33 @@ async fn s3_refusing_requests_answers_503_and_applies_nothing() {
         503,
         "a read that cannot check for newer writes is refused"
     );
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
+    // Surface A answers in its own shape: an XML fault.
+    let basic = {
+        use base64::Engine;
+        let pair = format!(
+            "{}:{}",
+            created["basic"]["username"].as_str().expect("username"),
+            created["basic"]["password"].as_str().expect("password")
+        );
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    };
+    let r = client
+        .get(format!("{base}/t/s/r/1.28/users/current"))
+        .header("Authorization", basic)
+        .send()
+        .await
+        .expect("legacy read");
+    assert_eq!(r.status(), 503);
+    let xml = r.text().await.expect("body");
+    assert!(
+        xml.contains("<fault") && xml.contains("<failureReason>GENERAL</failureReason>"),
+        "{xml}"
+    );
     let after_refusal = {
         let (store, id) = (state.store.clone(), id.clone());
         tokio::task::spawn_blocking(move || {

@@ -103,22 +103,34 @@ impl Replica {
     /// nothing when there is none (the log then rebuilds everything).
     pub fn restore(&self, path: &Path) -> Result<()> {
         remove_database_files(path)?;
-        let snapshots =
-            self.bucket
-                .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
-        let Some((key, seq)) = snapshots
-            .iter()
-            .filter_map(|k| parse_seq(k).map(|s| (k, s)))
-            .max_by_key(|(_, s)| *s)
-        else {
+        // A compaction elsewhere may delete the snapshot between our LIST and our GET (it
+        // only does so once a newer one is up): list again and take the newer one.
+        for _ in 0..3 {
+            let snapshots =
+                self.bucket
+                    .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
+            let Some((key, seq)) = snapshots
+                .iter()
+                .filter_map(|k| parse_seq(k).map(|s| (k, s)))
+                .max_by_key(|(_, s)| *s)
+            else {
+                return Ok(());
+            };
+            let tmp = path.with_extension("download");
+            match self.bucket.get_to_file(key, &tmp) {
+                Ok(()) => {}
+                Err(S3Error::NotFound) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            std::fs::rename(&tmp, path)?;
+            self.snapshot_seq.store(seq, Ordering::SeqCst);
+            tracing::info!(root = %self.root, seq, "restored snapshot");
             return Ok(());
-        };
-        let tmp = path.with_extension("download");
-        self.bucket.get_to_file(key, &tmp)?;
-        std::fs::rename(&tmp, path)?;
-        self.snapshot_seq.store(seq, Ordering::SeqCst);
-        tracing::info!(root = %self.root, seq, "restored snapshot");
-        Ok(())
+        }
+        Err(Error::Unavailable(format!(
+            "{}: snapshots kept disappearing during a cold start",
+            self.root
+        )))
     }
 
     /// Applies every log entry newer than the local version, in order.
@@ -144,6 +156,7 @@ impl Replica {
                 .map_err(|e| Error::Internal(format!("{key}: {e}")))?;
             capture::apply(conn, &changes, n)?;
             seq = n;
+            self.seq.store(seq, Ordering::SeqCst);
         }
         self.seq.store(seq, Ordering::SeqCst);
         Ok(())
