@@ -6,7 +6,8 @@
 //! `merged_charge_info_ids` = the children's ids; its `updated_on` is the latest of them all.
 //! Records without children are listed as they are; children never appear on their own.
 
-use super::revenue::{paged_query, params, require_row, Where};
+use super::require;
+use super::revenue::{paged_query, params, Where};
 use crate::paging::{Page, Paged};
 use crate::time::render;
 use crate::{Error, Result};
@@ -280,7 +281,7 @@ pub fn list_for_ledger(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
-    require_row(conn, "ledgers", "ledger", ledger_id)?;
+    require(conn, "ledgers", "ledger", ledger_id)?;
     let mut w = Where::default();
     w.opt(
         "a.billing_account_category_id IN

@@ -20,8 +20,8 @@
 //! The run executes inside the request's write transaction: it is stored NOT_STARTED, moves
 //! to RUNNING and ends COMPLETE or ERROR before the response is sent.
 
-use super::revenue::{paged_query, params, require_row, Where};
-use super::{check_enum, insert, parse_time};
+use super::revenue::{paged_query, params, Where};
+use super::{check_enum, insert, parse_time, require};
 use crate::money::{canonical, Number};
 use crate::paging::{Page, Paged};
 use crate::time::{render, to_storage};
@@ -687,7 +687,7 @@ pub fn list_run_errors(
     } else {
         ("gl_runs", "gl_run_id", "ledger run")
     };
-    require_row(conn, table, what, run_id)?;
+    require(conn, table, what, run_id)?;
     let mut w = Where::default();
     w.opt(&format!("{column} = ?"), Some(run_id));
     paged_query(

@@ -15,7 +15,7 @@
 //! The run executes inside the request's write transaction: `POST /glruns` answers the
 //! finished run (COMPLETE, or ERROR when any record failed).
 
-use super::revenue::{paged_query, require_row, Where};
+use super::revenue::{paged_query, Where};
 use super::{insert, require};
 use crate::money::{canonical, Number};
 use crate::paging::{Page, Paged};
@@ -368,7 +368,7 @@ pub fn list_runs(
 
 /// Every run of one ledger, newest first (404 unknown ledger).
 pub fn ledger_runs(conn: &Connection, ledger_id: i64, tz: Tz) -> Result<Vec<GlRun>> {
-    require_row(conn, "ledgers", "ledger", ledger_id)?;
+    require(conn, "ledgers", "ledger", ledger_id)?;
     let mut stmt = conn.prepare(&format!(
         "SELECT {RUN_COLUMNS} FROM gl_runs WHERE ledger_id = ?1 ORDER BY id DESC"
     ))?;
@@ -391,7 +391,7 @@ pub fn delete_run(tx: &Transaction<'_>, id: i64) -> Result<()> {
 
 /// One page of the journal entries a run posted (404 unknown run).
 pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<JournalEntry>> {
-    require_row(conn, "gl_runs", "ledger run", run_id)?;
+    require(conn, "gl_runs", "ledger run", run_id)?;
     let mut w = Where::default();
     w.opt("gl_run_id = ?", Some(run_id));
     paged_query(

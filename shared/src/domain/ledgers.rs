@@ -3,8 +3,8 @@
 //! Creation lives in [`super::revenue`] (shared with the seed loader).
 
 use super::revenue::{
-    check_periods, check_year_free, insert_period, params, record_period_state, require_row,
-    LedgerChecks, Where, CONVERT_CURRENCY, LEDGER_STATUSES,
+    check_periods, check_year_free, insert_period, params, record_period_state, LedgerChecks,
+    Where, CONVERT_CURRENCY, LEDGER_STATUSES,
 };
 use super::{check_currency, check_enum, require};
 use crate::paging::{Page, Paged};
@@ -753,7 +753,7 @@ pub fn period_history(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<HistoryEntry>> {
-    require_row(conn, "ledgers", "ledger", ledger_id)?;
+    require(conn, "ledgers", "ledger", ledger_id)?;
     require_node(conn, ledger_id, "YEAR", year_id, None)?;
     require_node(conn, ledger_id, "PERIOD", period_id, Some(year_id))?;
     let mut w = Where::default();

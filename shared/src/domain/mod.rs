@@ -48,9 +48,9 @@ pub(crate) fn insert(
     Ok(tx.last_insert_rowid())
 }
 
-/// Fails with 404 unless `table` has a row with `id`.
-pub(crate) fn require(tx: &Transaction<'_>, table: &str, what: &str, id: i64) -> Result<()> {
-    let found = tx
+/// Fails with 404 unless `table` has a row with `id` (inside a write transaction or a read).
+pub(crate) fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
+    let found = conn
         .prepare_cached(&format!("SELECT 1 FROM \"{table}\" WHERE id = ?1"))?
         .exists([id])?;
     if found {

@@ -585,23 +585,6 @@ pub(crate) fn paged_query<T>(
     Ok(crate::paging::Paged { items, total, page })
 }
 
-/// [`require`] for reads: fails with 404 unless `table` has a row with `id`.
-pub(crate) fn require_row(
-    conn: &rusqlite::Connection,
-    table: &str,
-    what: &str,
-    id: i64,
-) -> Result<()> {
-    let found = conn
-        .prepare_cached(&format!("SELECT 1 FROM \"{table}\" WHERE id = ?1"))?
-        .exists([id])?;
-    if found {
-        Ok(())
-    } else {
-        Err(Error::not_found(format!("{what} {id} does not exist")))
-    }
-}
-
 /// Typed readers of optional query parameters; each names the parameter in its 400.
 pub mod params {
     use crate::{Error, Result};
