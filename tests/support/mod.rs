@@ -1,5 +1,11 @@
-//! Test support: a real sandbox server on a loopback port with its own data directory, and
-//! small helpers to create tenants and speak to each surface.
+//! Test support, the one helper library of every test binary (`e2e`): a real sandbox server
+//! on a loopback port with its own data directory, tenants created through the admin API, and
+//! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON); `s3` runs
+//! moto and fault proxies for the store tests.
+
+pub mod billing;
+pub mod legacy;
+pub mod revenue;
 
 use base64::Engine;
 use serde_json::{json, Value};

@@ -1,10 +1,7 @@
 //! Surface C: AR ledgers, accounting calendars, period open/close history, paging and the
 //! error statuses of those endpoints.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::Rev;
+use e2e::revenue::Rev;
 use e2e::TestServer;
 use reqwest::Method;
 use serde_json::{json, Value};

@@ -3,10 +3,7 @@
 //! deleted with its results; the charge info lists and deletions; SVS replication; and the
 //! 409, 412 and 503 meanings.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::{text, Rev};
+use e2e::revenue::{text, Rev};
 use e2e::TestServer;
 use reqwest::Method;
 use serde_json::{json, Value};

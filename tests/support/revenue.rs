@@ -1,9 +1,7 @@
 //! Helpers shared by the Surface C tests: a client bound to one tenant's API key, and
 //! direct inserts of rated usage (what Surface B's posting stores) for the chain tests.
 
-#![allow(dead_code)]
-
-use e2e::{TestServer, TestTenant};
+use crate::{TestServer, TestTenant};
 use reqwest::{Method, Response};
 use serde_json::Value;
 
@@ -93,7 +91,7 @@ impl<'a> Rev<'a> {
         status: u16,
     ) -> String {
         let r = self.call(method.clone(), path, body).await;
-        let (got, _code, message) = e2e::error_body(r).await;
+        let (got, _code, message) = crate::error_body(r).await;
         assert_eq!(got, status, "{method} {path}: {message}");
         message
     }

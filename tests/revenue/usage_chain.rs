@@ -2,10 +2,7 @@
 //! collected into charge info, an overwrite reversed by the next collector run, posted to a
 //! ledger (a closed period moving the postings forward) and the run deleted again.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::{text, Rev};
+use e2e::revenue::{text, Rev};
 use e2e::TestServer;
 use reqwest::Method;
 use serde_json::{json, Value};

@@ -1,10 +1,7 @@
 //! Surface A over HTTP with real XML bodies: every entity (list, paging, query keys, get,
 //! create, edit), the applyPayment and status commands, and the faults each refuses with.
 
-#[path = "legacy_support.rs"]
-mod legacy_support;
-
-use legacy_support::{attr, child, dec, opt_attr, Legacy};
+use e2e::legacy::{attr, child, dec, opt_attr, Legacy};
 use reqwest::Method;
 use rust_decimal::Decimal;
 
@@ -138,7 +135,7 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
         if let Some(ct) = ct {
             req = req.header("Content-Type", ct);
         }
-        let r = legacy_support::read(req.send().await.unwrap()).await;
+        let r = e2e::legacy::read(req.send().await.unwrap()).await;
         assert_eq!(r.status, 415, "{ct:?}");
         assert_eq!(r.fault().0, "VALIDATION_FAILURE");
     }

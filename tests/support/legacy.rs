@@ -1,9 +1,7 @@
-//! Helpers shared by the Surface A test files (included with `#[path]`): a client bound to
-//! one tenant that speaks XML, and readers for answers and faults.
+//! Surface A helpers: a client bound to one tenant that speaks XML, and readers for answers
+//! and faults (a fault is checked for its XML shape whenever it is read).
 
-#![allow(dead_code)]
-
-use e2e::{TestServer, TestTenant};
+use crate::{TestServer, TestTenant};
 use legacy::xml::Element;
 use reqwest::Method;
 
