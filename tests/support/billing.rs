@@ -71,6 +71,9 @@ impl Answer {
     }
 }
 
+/// Query parameters of a table row.
+pub type Query<'a> = &'a [(&'a str, &'a str)];
+
 /// A server with one tenant seeded with the demo data.
 pub async fn setup() -> (TestServer, TestTenant) {
     let s = TestServer::start().await;
@@ -79,8 +82,13 @@ pub async fn setup() -> (TestServer, TestTenant) {
 }
 
 /// GET `B{path}` with `query`.
-pub async fn get(s: &TestServer, t: &TestTenant, path: &str, query: &[(&str, &str)]) -> Answer {
+pub async fn get(s: &TestServer, t: &TestTenant, path: &str, query: Query<'_>) -> Answer {
     send(s.client.get(s.url(&format!("{B}{path}"))).query(query), t).await
+}
+
+/// GET `B{path}?filter=...`.
+pub async fn filtered(s: &TestServer, t: &TestTenant, path: &str, filter: &str) -> Answer {
+    get(s, t, path, &[("filter", filter)]).await
 }
 
 /// Sends `builder` with the tenant's API key and reads the whole answer.
@@ -129,4 +137,59 @@ pub async fn all_ids(
         }
     }
     ids
+}
+
+/// Sends `method B{path}` with an optional JSON body.
+pub async fn call(
+    s: &TestServer,
+    t: &TestTenant,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let mut builder = s.client.request(method, s.url(&format!("{B}{path}")));
+    if let Some(body) = body {
+        builder = builder.json(body);
+    }
+    send(builder, t).await
+}
+
+/// GET `B{path}` with one extra request header (`Prefer`, `If-None-Match`, ...).
+pub async fn get_with(s: &TestServer, t: &TestTenant, path: &str, header: (&str, &str)) -> Answer {
+    send(
+        s.client
+            .get(s.url(&format!("{B}{path}")))
+            .header(header.0, header.1),
+        t,
+    )
+    .await
+}
+
+/// One request of a table that must be refused: method, path under `B`, optional JSON body,
+/// the status, and a piece of text the message must contain ("" for any message).
+pub type Refusal<'a> = (reqwest::Method, String, Option<Value>, u16, &'a str);
+
+/// Sends every refusal of `cases` and checks its status, its `{code, message}` shape, the
+/// code that goes with the status (`404` -> `NOT_FOUND`) and its message; a failure names
+/// the case.
+pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>]) {
+    for (method, path, body, status, needle) in cases {
+        let a = call(s, t, method.clone(), path, body.as_ref()).await;
+        let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
+        let (code, message) = a.error();
+        assert_eq!(a.status, *status, "{case}: {message}");
+        assert_eq!(code, status_code(*status), "{case}: {message}");
+        assert!(message.contains(needle), "{case}: {message}");
+    }
+}
+
+/// The `code` of a `{code, message}` error with `status`: its reason phrase in upper snake
+/// case.
+pub fn status_code(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+        .to_uppercase()
+        .replace(' ', "_")
 }
