@@ -2,9 +2,9 @@
 //! SIMPLE/FULL and Prefer, ETag/304, writes, and the 400/404 shapes.
 
 use e2e::billing::{
-    all_ids, assert_refused, call, filtered, get, get_with, send, setup, Answer, Query, Refusal, B,
+    all_ids, assert_refused, call, filtered, get, get_with, send, setup, Answer, Query, B,
 };
-use e2e::error_body;
+use e2e::{body_refusals, error_body, Refusal};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -578,9 +578,9 @@ async fn unknown_ids_are_404() {
         "/bill-batches/999/billing-accounts",
     ]
     .into_iter()
-    .map(|path| (Method::GET, path.to_string(), None, 404, "does not exist"))
+    .map(|path| (Method::GET, path, None, 404, "does not exist"))
     .collect();
-    cases.push((Method::DELETE, "/agreements/1".into(), None, 405, ""));
+    cases.push((Method::DELETE, "/agreements/1", None, 405, ""));
     assert_refused(&s, &t, &cases).await;
 }
 
@@ -816,45 +816,31 @@ async fn agreement_service_update() {
 
     // Bad input is a 400 and applies nothing; on an unknown id the unknown field is checked
     // first (400), a valid body is a 404.
-    let mut cases: Vec<Refusal> = [
-        json!({"minimum_amount_currency_code": "XYZ", "end_action": "RENEW"}),
-        json!({"minimum_amount": -1}),
-        json!({"minimum_amount": "12"}),
-        json!({"end_date": "2024-01-01"}),
-        json!({"end_date": "someday"}),
-        json!({"agreement": {"id": "999"}}),
-        json!({"next_service_product_price": {"id": "3"}}),
-        json!({"id": "7"}),
-        json!({"status": "ACTIVE"}),
+    let (known, unknown) = ("/agreement-services/2", "/agreement-services/99999");
+    let cases: Vec<Refusal> = [
+        (
+            known,
+            json!({"minimum_amount_currency_code": "XYZ", "end_action": "RENEW"}),
+            400,
+        ),
+        (known, json!({"minimum_amount": -1}), 400),
+        (known, json!({"minimum_amount": "12"}), 400),
+        (known, json!({"end_date": "2024-01-01"}), 400),
+        (known, json!({"end_date": "someday"}), 400),
+        (known, json!({"agreement": {"id": "999"}}), 400),
+        (
+            known,
+            json!({"next_service_product_price": {"id": "3"}}),
+            400,
+        ),
+        (known, json!({"id": "7"}), 400),
+        (known, json!({"status": "ACTIVE"}), 400),
+        (unknown, json!({"renewed": true}), 400),
+        (unknown, json!({"omit_minimum_amount": true}), 404),
     ]
     .into_iter()
-    .map(|bad| {
-        (
-            Method::PUT,
-            "/agreement-services/2".into(),
-            Some(bad),
-            400,
-            "",
-        )
-    })
+    .map(|(path, body, status)| (Method::PUT, path, Some(body), status, ""))
     .collect();
-    let unknown = "/agreement-services/99999".to_string();
-    cases.extend([
-        (
-            Method::PUT,
-            unknown.clone(),
-            Some(json!({"renewed": true})),
-            400,
-            "",
-        ),
-        (
-            Method::PUT,
-            unknown,
-            Some(json!({"omit_minimum_amount": true})),
-            404,
-            "",
-        ),
-    ]);
     assert_refused(&s, &t, &cases).await;
     assert_eq!(
         get(&s, &t, "/agreement-services/2", &[]).await.body["end_action"],
@@ -886,39 +872,22 @@ async fn true_up_relations_lifecycle() {
     let one = send(s.client.get(s.url(&format!("{base}/{id}"))), &t).await;
     assert_eq!(one.body, created.body);
     // A duplicate or blank type, another service's relation and an unknown service.
-    let relations = "/agreement-services/3/true-up-charge-type-relations".to_string();
+    let relations = "/agreement-services/3/true-up-charge-type-relations";
+    let (dup, blank) = (
+        json!({"true_up_charge_type": "ONE_TIME"}),
+        json!({"true_up_charge_type": " "}),
+    );
+    let other = format!("/agreement-services/1/true-up-charge-type-relations/{id}");
+    let unknown = "/agreement-services/99999/true-up-charge-type-relations";
+    let x = json!({"true_up_charge_type": "X"});
     assert_refused(
         &s,
         &t,
         &[
-            (
-                Method::POST,
-                relations.clone(),
-                Some(json!({"true_up_charge_type": "ONE_TIME"})),
-                400,
-                "",
-            ),
-            (
-                Method::POST,
-                relations,
-                Some(json!({"true_up_charge_type": " "})),
-                400,
-                "",
-            ),
-            (
-                Method::DELETE,
-                format!("/agreement-services/1/true-up-charge-type-relations/{id}"),
-                None,
-                404,
-                "",
-            ),
-            (
-                Method::POST,
-                "/agreement-services/99999/true-up-charge-type-relations".into(),
-                Some(json!({"true_up_charge_type": "X"})),
-                404,
-                "",
-            ),
+            (Method::POST, relations, Some(dup), 400, ""),
+            (Method::POST, relations, Some(blank), 400, ""),
+            (Method::DELETE, &other, None, 404, ""),
+            (Method::POST, unknown, Some(x), 404, ""),
         ],
     )
     .await;
@@ -977,15 +946,14 @@ async fn bill_batch_creation() {
     );
     let listed = get(&s, &t, "/bill-batches", &[("name", "December run")]).await;
     assert_eq!(listed.ids(), vec![id.parse::<i64>().unwrap()]);
-    let cases: Vec<Refusal> = [
+    let bodies = [
         json!({"bill_batch_type": "weekly", "name": "x"}),
         json!({"bill_batch_type": "adhoc", "name": " "}),
         json!({"bill_batch_type": "adhoc"}),
         json!({"bill_batch_type": "adhoc", "name": "x", "invoice_date": "2026-12-02", "invoice_due_date": "2026-12-01"}),
         json!({"bill_batch_type": "adhoc", "name": "x", "status": "CANCELED"}),
-    ]
-    .into_iter()
-    .map(|bad| (Method::POST, "/bill-batches".into(), Some(bad), 400, ""))
-    .collect();
+    ];
+    let bodies = bodies.into_iter().map(|bad| (bad, 400)).collect();
+    let cases = body_refusals(Method::POST, "/bill-batches", bodies);
     assert_refused(&s, &t, &cases).await;
 }

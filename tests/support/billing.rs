@@ -1,7 +1,7 @@
 //! Surface B helpers (`/billing/2`, JSON): requests sent with one tenant's API key, answers
 //! read whole (status, headers, JSON body), and list walking across pages.
 
-use crate::{TestServer, TestTenant};
+use crate::{Refusal, TestServer, TestTenant};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
@@ -165,11 +165,7 @@ pub async fn get_with(s: &TestServer, t: &TestTenant, path: &str, header: (&str,
     .await
 }
 
-/// One request of a table that must be refused: method, path under `B`, optional JSON body,
-/// the status, and a piece of text the message must contain ("" for any message).
-pub type Refusal<'a> = (reqwest::Method, String, Option<Value>, u16, &'a str);
-
-/// Sends every refusal of `cases` and checks its status, its `{code, message}` shape, the
+/// Sends every refusal of `cases` (paths under `B`) and checks its status, its `{code, message}` shape, the
 /// code that goes with the status (`404` -> `NOT_FOUND`) and its message; a failure names
 /// the case.
 pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>]) {

@@ -139,6 +139,28 @@ impl TestServer {
     }
 }
 
+/// One request of a table that must be refused: method, path, optional JSON body, the
+/// status, and a piece of text the message must contain ("" for any message).
+pub type Refusal<'a> = (reqwest::Method, &'a str, Option<Value>, u16, &'a str);
+
+/// Refusal rows of GETs from `(path, status)` rows.
+pub fn get_refusals<'a>(rows: &[(&'a str, u16)]) -> Vec<Refusal<'a>> {
+    rows.iter()
+        .map(|(path, status)| (reqwest::Method::GET, *path, None, *status, ""))
+        .collect()
+}
+
+/// Refusal rows of one method and path from `(JSON body, status)` rows.
+pub fn body_refusals<'a>(
+    method: reqwest::Method,
+    path: &'a str,
+    rows: Vec<(Value, u16)>,
+) -> Vec<Refusal<'a>> {
+    rows.into_iter()
+        .map(|(body, status)| (method.clone(), path, Some(body), status, ""))
+        .collect()
+}
+
 /// Reads a `{code, message}` error body and checks its shape.
 pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     let status = r.status().as_u16();

@@ -1,7 +1,7 @@
 //! Helpers shared by the Surface C tests: a client bound to one tenant's API key, and
 //! direct inserts of rated usage (what Surface B's posting stores) for the chain tests.
 
-use crate::{TestServer, TestTenant};
+use crate::{Refusal, TestServer, TestTenant};
 use reqwest::{Method, Response};
 use serde_json::Value;
 
@@ -94,6 +94,24 @@ impl<'a> Rev<'a> {
         let (got, _code, message) = crate::error_body(r).await;
         assert_eq!(got, status, "{method} {path}: {message}");
         message
+    }
+
+    /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape and
+    /// its message; a failure names the case.
+    pub async fn assert_refused(&self, cases: &[Refusal<'_>]) {
+        for (method, path, body, status, needle) in cases {
+            let message = self
+                .error(method.clone(), path, body.clone(), *status)
+                .await;
+            assert!(message.contains(needle), "{method} {path}: {message}");
+        }
+    }
+
+    /// Checks the `X-Total-Count` of each `(path, total)` (a paged GET each).
+    pub async fn assert_totals(&self, cases: &[(&str, i64)]) {
+        for (path, total) in cases {
+            assert_eq!(self.paged(path).await.1, *total, "X-Total-Count of {path}");
+        }
     }
 
     /// Inserts a rated usage event with its charges, as Surface B's posting stores them;
