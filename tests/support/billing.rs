@@ -1,7 +1,7 @@
 //! Surface B helpers (`/billing/2`, JSON): requests sent with one tenant's API key, answers
 //! read whole (status, headers, JSON body), and list walking across pages.
 
-use crate::{Refusal, TestServer, TestTenant};
+use crate::{status_code, Refusal, TestServer, TestTenant};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
@@ -177,15 +177,4 @@ pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>
         assert_eq!(code, status_code(*status), "{case}: {message}");
         assert!(message.contains(needle), "{case}: {message}");
     }
-}
-
-/// The `code` of a `{code, message}` error with `status`: its reason phrase in upper snake
-/// case.
-pub fn status_code(status: u16) -> String {
-    reqwest::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("")
-        .to_uppercase()
-        .replace(' ', "_")
 }
