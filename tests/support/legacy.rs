@@ -88,7 +88,27 @@ impl Legacy {
     pub async fn put(&self, path: &str, body: &str) -> Answer {
         self.call(Method::PUT, path, Some(body)).await
     }
+
+    /// Sends every case and checks its status and its XML fault (reason and message); a
+    /// failure names the case.
+    pub async fn assert_faults(&self, cases: &[Fault<'_>]) {
+        for (method, path, body, status, reason, needle) in cases {
+            let r = self.call(method.clone(), path, *body).await;
+            let case = format!("{method} {path} {}", body.unwrap_or(""));
+            assert_eq!(r.status, *status, "{case}: {}", r.body);
+            let (got_reason, message) = r.fault();
+            if !reason.is_empty() {
+                assert_eq!(got_reason, *reason, "{case}: {message}");
+            }
+            assert!(message.contains(needle), "{case}: {message}");
+        }
+    }
 }
+
+/// One request of a table that Surface A must refuse with a fault: method, path under
+/// `ROOT`, optional XML body, status, failure reason ("" for any) and a piece of text the
+/// message must contain ("" for any message).
+pub type Fault<'a> = (Method, &'a str, Option<&'a str>, u16, &'a str, &'a str);
 
 /// Reads an answer, parsing XML bodies with the domain namespace.
 pub async fn read(r: reqwest::Response) -> Answer {
