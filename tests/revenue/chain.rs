@@ -94,9 +94,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
 
     let mut body = autumn_run(json!([]));
     body["overlap_fetch_time"] = json!(3600);
-    let run = c
-        .expect(Method::POST, "/collector-runs", Some(body), 201)
-        .await;
+    let run = c.collect(body).await;
     let run_id = run["id"].as_i64().unwrap();
     assert_eq!(run["status"], "ERROR", "{run}");
     assert_eq!(run["num_errors"], 1);
@@ -191,14 +189,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     assert!(early_parent, "collected through the overlap");
 
     // the same window again collects nothing twice
-    let again = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(autumn_run(json!(["invoices", "payments"]))),
-            201,
-        )
-        .await;
+    let again = c.collect(autumn_run(json!(["invoices", "payments"]))).await;
     assert_eq!(again["status"], "COMPLETE");
     assert_eq!(again["num_errors"], 0);
     c.assert_totals(&[("/ledgers/chargeinfos", 15)]).await;
@@ -208,12 +199,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     // close September: its usage posts into October
     set_open(&c, "2026-09", false).await;
     let glrun = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let gl_id = glrun["id"].as_i64().unwrap();
     assert_eq!(glrun["status"], "COMPLETE", "{glrun}");
@@ -278,12 +264,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
 
     // a second run finds nothing new
     let second = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 1})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 1}))
         .await;
     assert_eq!(second["status"], "COMPLETE");
     assert_eq!(
@@ -332,12 +313,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     );
     // ... so the next run posts them again
     let third = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30T23:59:59-06:00"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30T23:59:59-06:00"}))
         .await;
     assert_eq!(
         c.paged(&format!("/glruns/{}/journal-entries", third["id"]))
@@ -367,19 +343,12 @@ async fn closed_periods_without_a_later_open_one_are_run_errors() {
     );
     let mut body = autumn_run(json!(["usage-charges"]));
     body["data_fetch_to_date"] = json!("2027-03-01");
-    let run = c
-        .expect(Method::POST, "/collector-runs", Some(body), 201)
-        .await;
+    let run = c.collect(body).await;
     assert_eq!(run["status"], "COMPLETE");
     set_open(&c, "2026-12", false).await;
 
     let glrun = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2027-03-01T00:00:00Z"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2027-03-01T00:00:00Z"}))
         .await;
     assert_eq!(glrun["status"], "ERROR");
     assert_eq!(glrun["num_errors"], 2);
@@ -413,12 +382,7 @@ async fn closed_periods_without_a_later_open_one_are_run_errors() {
     // reopening December lets a later run post what failed
     set_open(&c, "2026-12", true).await;
     let retry = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2027-01-01"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2027-01-01"}))
         .await;
     assert_eq!(retry["status"], "COMPLETE");
     assert_eq!(
@@ -505,12 +469,7 @@ async fn conflicts_and_failed_preconditions() {
     assert_eq!(c.paged("/glruns?status=RUNNING").await.1, 1);
     // another ledger is not blocked
     let eu = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 2, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 2, "run_to_date": "2026-11-30"}))
         .await;
     assert_eq!(eu["status"], "COMPLETE");
     c.error(
@@ -563,27 +522,15 @@ async fn conflicts_and_failed_preconditions() {
         Ok(())
     })
     .unwrap();
-    let r = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(json!({"type": "AUTO", "collector_operations": ["orders"],
-                "data_fetch_from_date": "2026-10-01", "data_fetch_to_date": "2026-11-01T00:00:00Z"})),
-            201,
-        )
-        .await;
+    let r = c.collect(json!({"type": "AUTO", "collector_operations": ["orders"],
+                "data_fetch_from_date": "2026-10-01", "data_fetch_to_date": "2026-11-01T00:00:00Z"})).await;
     assert_eq!(
         (r["status"].as_str(), r["num_errors"].as_i64()),
         (Some("ERROR"), Some(1))
     );
     // the next run's window starts where the last one ended
     let r = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(json!({"type": "MANUAL", "collector_operations": ["invoices"]})),
-            201,
-        )
+        .collect(json!({"type": "MANUAL", "collector_operations": ["invoices"]}))
         .await;
     assert_eq!(r["data_fetch_from_date"], "2026-10-31T19:00:00-05:00");
 }
@@ -599,23 +546,10 @@ async fn charge_info_filters_merging_and_deletions() {
         &[("0.5", 9), ("0.25", 9), ("1", 1)],
         false,
     );
-    let first = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(autumn_run(json!(["usage-charges"]))),
-            201,
-        )
-        .await;
+    let first = c.collect(autumn_run(json!(["usage-charges"]))).await;
     assert_eq!(first["status"], "COMPLETE");
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["invoices"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["invoices"]))).await;
 
     // created_from inclusive, created_to exclusive, at the exact instant of the second run
     let (invoices, _, _, _) = c
@@ -684,12 +618,7 @@ async fn charge_info_filters_merging_and_deletions() {
 
     // post, then delete the state of one record: its entry goes, the next run posts it again
     let gl = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let (entries, n, _, _) = c
         .paged(&format!(
@@ -725,12 +654,7 @@ async fn charge_info_filters_merging_and_deletions() {
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let again = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let (re, _, _, _) = c
         .paged(&format!("/glruns/{}/journal-entries", again["id"]))
@@ -773,13 +697,7 @@ async fn charge_info_filters_merging_and_deletions() {
     c.assert_refused(&body_refusals(Method::DELETE, cis, bodies))
         .await;
     // ... and a later collector run collects the source again
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["usage-charges"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["usage-charges"]))).await;
     assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
     c.error(Method::GET, "/ledgers/42/chargeinfos", None, 404)
         .await;
@@ -789,13 +707,7 @@ async fn charge_info_filters_merging_and_deletions() {
 async fn svs_replication_writes_json_lines_batches() {
     let s = TestServer::start().await;
     let c = Rev::new(&s, "acme", "demo").await;
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!([]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!([]))).await;
 
     let summary = c
         .expect(Method::POST, "/replication/svs?batch_size=4", None, 201)
@@ -909,20 +821,9 @@ async fn collector_catalogue_filters_and_ledger_delete_cascade() {
         .await;
 
     // deleting a ledger takes its runs, journal entries and charge info states along
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["invoices"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["invoices"]))).await;
     let run = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     assert_eq!(
         c.paged(&format!("/glruns/{}/journal-entries", run["id"]))

@@ -96,6 +96,17 @@ impl<'a> Rev<'a> {
         message
     }
 
+    /// Starts a ledger run (`POST /glruns`, 201) and answers it.
+    pub async fn gl_run(&self, body: Value) -> Value {
+        self.expect(Method::POST, "/glruns", Some(body), 201).await
+    }
+
+    /// Starts a collector run (`POST /collector-runs`, 201) and answers it.
+    pub async fn collect(&self, body: Value) -> Value {
+        self.expect(Method::POST, "/collector-runs", Some(body), 201)
+            .await
+    }
+
     /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape and
     /// its message; a failure names the case.
     pub async fn assert_refused(&self, cases: &[Refusal<'_>]) {
