@@ -496,12 +496,8 @@ async fn lists_answer_bearer_tokens_and_refuse_strangers() {
     let (s, t) = setup().await;
     let token = s.token(&t, 300).await;
     let r = s
-        .client
-        .get(s.url(&format!("{B}/agreement-services?page_size=1")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .get_with_bearer(&format!("{B}/agreement-services?page_size=1"), &token)
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-total-count"], "120");
     let other = s.create_tenant("other", "empty").await;

@@ -26,13 +26,7 @@ async fn surface_b_auth_matrix() {
 
     // bearer: valid
     let token = s.token(&t, 60).await;
-    let r = s
-        .client
-        .get(s.url(B_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_bearer(B_PATH, &token).await;
     assert_eq!(r.status(), 200);
     // bearer: tampered payload, signature of another tenant, alg none, expired
     let parts: Vec<&str> = token.split('.').collect();
@@ -102,13 +96,7 @@ async fn expired_token_is_refused() {
     let t = s.create_tenant("acme", "demo").await;
     let token = s.token(&t, 1).await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let r = s
-        .client
-        .get(s.url(B_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_bearer(B_PATH, &token).await;
     assert_eq!(r.status(), 401);
 }
 
@@ -119,13 +107,7 @@ async fn surface_c_auth_matrix() {
     let other = s.create_tenant("other", "empty").await;
     let missing = s.client.get(s.url(C_PATH)).send().await.unwrap();
     let token = s.token(&t, 60).await;
-    let bearer = s
-        .client
-        .get(s.url(C_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let bearer = s.get_with_bearer(C_PATH, &token).await;
     for r in [missing, s.get_with_key(C_PATH, "garbage").await, bearer] {
         let (status, _, message) = error_body(r).await;
         assert_eq!((status, message.as_str()), (401, "Authentication failed."));

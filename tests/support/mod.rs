@@ -159,6 +159,16 @@ impl TestServer {
         }
     }
 
+    /// GET with `Authorization: Bearer <token>`.
+    pub async fn get_with_bearer(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// A request builder for `method path` with the admin key.
     pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.client
