@@ -8,8 +8,9 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::accounts::{create_category, NewCategory, CATEGORY_STATUSES};
-use shared::domain::edits::{edit_category, CategoryEdit};
+use shared::domain::accounts::{
+    create_category, edit_category, CategoryEdit, NewCategory, CATEGORY_STATUSES,
+};
 
 /// The billing account category read model.
 pub static ENTITY: Entity = Entity {

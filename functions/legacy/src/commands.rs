@@ -12,13 +12,13 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
-use shared::domain::account_adjustments::{add_credit, NewCredit};
-use shared::domain::account_status::{change_status, status_of, StatusCommand};
+use shared::domain::accounts::{change_status, status_of, StatusCommand};
+use shared::domain::adjustments::{add_credit, NewCredit};
 use shared::domain::billing::create_payment;
+use shared::domain::invoices::invoice_account;
 use shared::domain::payments::{
-    apply_payment, invoice_account, payment_account, PaymentApplication, PaymentTarget,
+    apply_payment, payment_of_account, PaymentApplication, PaymentTarget,
 };
-use shared::Error;
 
 /// The payment a command applies: one already recorded, or a new one recorded with it.
 #[derive(Debug, Clone)]
@@ -80,15 +80,7 @@ fn settle_payment(
     tz: Tz,
 ) -> shared::Result<i64> {
     match source {
-        PaymentSource::Existing(id) => {
-            let owner = payment_account(tx, *id)?;
-            if owner != account {
-                return Err(Error::bad_request(format!(
-                    "payment {id} belongs to billing account {owner}, not to {account}"
-                )));
-            }
-            Ok(*id)
-        }
+        PaymentSource::Existing(id) => payment_of_account(tx, *id, account),
         PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account))?, tz),
     }
 }

@@ -9,7 +9,7 @@ use crate::xml::{Element, Node};
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::billing::{create_payment, NewPayment};
-use shared::domain::edits::{edit_payment, PaymentEdit};
+use shared::domain::payments::{edit_payment, PaymentEdit};
 
 /// Payment method child elements a payment may carry (one at most).
 pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
