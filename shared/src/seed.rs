@@ -164,7 +164,7 @@ struct SeedPaymentApplication {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct SeedData {
-    billing_account_categories: Vec<accounts::NewCategory>,
+    billing_account_categories: Vec<accounts::CategoryFields>,
     bill_cycles: Vec<accounts::NewBillCycle>,
     billing_accounts: Vec<accounts::NewAccount>,
     products: Vec<catalog::NewProduct>,

@@ -9,12 +9,7 @@ use crate::xml::{Element, Node};
 use axum::response::Response;
 use rusqlite::Row;
 use shared::domain::billing::{create_payment, NewPayment};
-use shared::domain::payments::{edit_payment, PaymentEdit};
-
-/// Payment method child elements a payment may carry (one at most).
-pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
-/// Payment statuses.
-pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+use shared::domain::payments::{edit_payment, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES};
 
 /// The payment read model.
 pub static ENTITY: Entity = Entity {

@@ -33,90 +33,82 @@ pub const ACCOUNT_STATUSES: &[&str] = &[
 /// Bill delivery types.
 pub const BILL_TYPES: &[&str] = &["PAPER", "EMAIL", "PAPER_EMAIL", "NONE"];
 
-/// A billing account category to create.
-#[derive(Debug, Clone, Deserialize)]
-pub struct NewCategory {
-    /// Explicit id (seed data only).
+/// The fields of a billing account category, as a create or an edit carries them. A create
+/// requires `description` and `status` (the name defaults to the description); an edit
+/// changes the fields it carries.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CategoryFields {
+    /// On create: an explicit id (seed data only). On edit: must name the edited category.
     pub id: Option<i64>,
     /// Display name.
-    pub name: String,
+    pub name: Option<String>,
     /// Free-form type.
     pub r#type: Option<String>,
-    /// Required description.
-    pub description: String,
+    /// Description; never empty.
+    pub description: Option<String>,
     /// One of [`CATEGORY_STATUSES`].
-    pub status: String,
+    pub status: Option<String>,
     /// Conversion currency, when the category converts.
     pub conversion_currency: Option<String>,
 }
 
-/// The rules of a category's fields, for create and edit alike; `None` skips a field.
-fn check_category(
-    status: Option<&str>,
-    conversion_currency: Option<&str>,
-    description: Option<&str>,
-) -> Result<()> {
-    if let Some(s) = status {
-        check_enum("status", s, CATEGORY_STATUSES)?;
+impl CategoryFields {
+    /// The rules of a category's fields, for create and edit alike; absent fields are not
+    /// checked.
+    fn check(&self) -> Result<()> {
+        if let Some(s) = &self.status {
+            check_enum("status", s, CATEGORY_STATUSES)?;
+        }
+        if let Some(c) = &self.conversion_currency {
+            check_currency("conversionCurrencyType", c)?;
+        }
+        if self
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(Error::bad_request("description must not be empty"));
+        }
+        Ok(())
     }
-    if let Some(c) = conversion_currency {
-        check_currency("conversionCurrencyType", c)?;
-    }
-    if description.is_some_and(|d| d.trim().is_empty()) {
-        return Err(Error::bad_request("description must not be empty"));
-    }
-    Ok(())
 }
 
 /// Creates a billing account category.
-pub fn create_category(tx: &Transaction<'_>, c: &NewCategory) -> Result<i64> {
-    check_category(
-        Some(&c.status),
-        c.conversion_currency.as_deref(),
-        Some(&c.description),
-    )?;
+pub fn create_category(tx: &Transaction<'_>, c: &CategoryFields) -> Result<i64> {
+    let (Some(description), Some(status)) = (&c.description, &c.status) else {
+        return Err(Error::bad_request(
+            "a billing account category needs a description and a status",
+        ));
+    };
+    c.check()?;
     insert(
         tx,
         "billing_account_categories",
         &[
             ("id", &c.id),
-            ("name", &c.name),
+            ("name", c.name.as_ref().unwrap_or(description)),
             ("type", &c.r#type),
-            ("description", &c.description),
-            ("status", &c.status),
+            ("description", description),
+            ("status", status),
             ("conversion_currency", &c.conversion_currency),
         ],
     )
 }
 
-/// Changes to a billing account category.
-#[derive(Debug, Clone, Default)]
-pub struct CategoryEdit {
-    /// Display name.
-    pub name: Option<String>,
-    /// Free-form type.
-    pub r#type: Option<String>,
-    /// Description (must not become empty).
-    pub description: Option<String>,
-    /// One of the category statuses.
-    pub status: Option<String>,
-    /// Conversion currency.
-    pub conversion_currency: Option<String>,
-}
-
 /// Applies `e` to billing account category `id`.
-pub fn edit_category(tx: &Transaction<'_>, id: i64, e: &CategoryEdit) -> Result<()> {
+pub fn edit_category(tx: &Transaction<'_>, id: i64, e: &CategoryFields) -> Result<()> {
     require(
         tx,
         "billing_account_categories",
         "billing account category",
         id,
     )?;
-    check_category(
-        e.status.as_deref(),
-        e.conversion_currency.as_deref(),
-        e.description.as_deref(),
-    )?;
+    if let Some(given) = e.id.filter(|given| *given != id) {
+        return Err(Error::bad_request(format!(
+            "id: {given} does not match the billing account category {id} being edited"
+        )));
+    }
+    e.check()?;
     update(
         tx,
         "billing_account_categories",
@@ -458,20 +450,17 @@ mod tests {
     fn create_and_edit_refuse_a_blank_category_description_alike() {
         let mut conn = db();
         let tx = conn.transaction().unwrap();
-        let blank = NewCategory {
-            id: None,
-            name: "Blank".into(),
-            r#type: None,
-            description: "  ".into(),
-            status: "BA_CATEGORY_ACTIVE".into(),
-            conversion_currency: None,
+        let blank = CategoryFields {
+            description: Some("  ".into()),
+            status: Some("BA_CATEGORY_ACTIVE".into()),
+            ..CategoryFields::default()
         };
         let created = create_category(&tx, &blank);
         assert!(matches!(created, Err(Error::BadRequest(ref m)) if m.contains("description")));
         let id = category(&tx, 7);
-        let edit = CategoryEdit {
+        let edit = CategoryFields {
             description: Some(String::new()),
-            ..CategoryEdit::default()
+            ..CategoryFields::default()
         };
         let edited = edit_category(&tx, id, &edit);
         assert!(matches!(edited, Err(Error::BadRequest(ref m)) if m.contains("description")));

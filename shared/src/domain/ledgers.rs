@@ -76,9 +76,9 @@ pub struct LedgerFields {
 }
 
 impl LedgerFields {
-    /// 400 for a bad value, 404 for an unknown reference, 409 for a name used by a ledger
-    /// other than `ledger_id`. Absent fields are not checked.
-    fn check(&self, tx: &Transaction<'_>, ledger_id: Option<i64>) -> Result<()> {
+    /// 400 for a status, conversion mode or currency no ledger can have (what the list
+    /// filters check too). Absent fields are not checked.
+    fn check_values(&self) -> Result<()> {
         if let Some(s) = &self.status {
             check_enum("status", s, LEDGER_STATUSES)?;
         }
@@ -88,6 +88,13 @@ impl LedgerFields {
         if let Some(c) = &self.conversion_currency {
             check_currency("conversion_currency", c)?;
         }
+        Ok(())
+    }
+
+    /// [`Self::check_values`], then 400 for a bad time zone or an empty name, 404 for an
+    /// unknown reference, 409 for a name used by a ledger other than `ledger_id`.
+    fn check(&self, tx: &Transaction<'_>, ledger_id: Option<i64>) -> Result<()> {
+        self.check_values()?;
         if let Some(tz) = &self.timezone_name {
             if crate::time::parse_tz(tz).is_none() {
                 return Err(Error::bad_request(format!(
@@ -384,16 +391,13 @@ pub struct LedgerFilter {
 impl LedgerFilter {
     /// 400 for a status, conversion mode or currency that no ledger can have.
     fn check(&self) -> Result<()> {
-        if let Some(s) = &self.status {
-            check_enum("status", s, LEDGER_STATUSES)?;
+        LedgerFields {
+            status: self.status.clone(),
+            convert_currency: self.convert_currency.clone(),
+            conversion_currency: self.conversion_currency.clone(),
+            ..LedgerFields::default()
         }
-        if let Some(c) = &self.convert_currency {
-            check_enum("convert_currency", c, CONVERT_CURRENCY)?;
-        }
-        if let Some(c) = &self.conversion_currency {
-            check_currency("conversion_currency", c)?;
-        }
-        Ok(())
+        .check_values()
     }
 }
 

@@ -163,7 +163,7 @@ pub fn parse_opt_time(
 /// rows built through the domain's own create functions.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::accounts::{create_account, create_category, NewAccount, NewCategory};
+    use super::accounts::{create_account, create_category, CategoryFields, NewAccount};
     use super::billing::{create_invoice, NewInvoice};
     use rusqlite::{Connection, Transaction};
     use rust_decimal::Decimal;
@@ -184,13 +184,11 @@ pub(crate) mod testing {
 
     /// An active category `id`.
     pub fn category(tx: &Transaction<'_>, id: i64) -> i64 {
-        let c = NewCategory {
+        let c = CategoryFields {
             id: Some(id),
-            name: format!("category {id}"),
-            r#type: None,
-            description: format!("category {id}"),
-            status: "BA_CATEGORY_ACTIVE".into(),
-            conversion_currency: None,
+            description: Some(format!("category {id}")),
+            status: Some("BA_CATEGORY_ACTIVE".into()),
+            ..CategoryFields::default()
         };
         create_category(tx, &c).unwrap()
     }

@@ -13,6 +13,11 @@ use crate::{Error, Result};
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
+/// Payment methods; Surface A carries one as a child element of this name.
+pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
+/// Payment statuses.
+pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+
 /// Where a payment goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaymentTarget {
