@@ -4,7 +4,7 @@
 use crate::entity::find;
 use crate::fault::Fault;
 use crate::fields::{eid_of, Fields};
-use crate::payments::PaymentDraft;
+use crate::payments::read_draft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
 use crate::xml::{Element, Node};
 use crate::{accounts, invoices, payments, xml_answer};
@@ -14,18 +14,10 @@ use chrono_tz::Tz;
 use rusqlite::Transaction;
 use shared::domain::accounts::{change_status, status_of, StatusCommand};
 use shared::domain::adjustments::{add_credit, NewCredit};
-use shared::domain::billing::create_payment;
 use shared::domain::invoices::invoice_account;
 use shared::domain::payments::{
-    apply_payment, payment_of_account, PaymentApplication, PaymentTarget,
+    apply_payment, payment_for_account, PaymentApplication, PaymentSource, PaymentTarget,
 };
-
-/// The payment a command applies: one already recorded, or a new one recorded with it.
-#[derive(Debug, Clone)]
-enum PaymentSource {
-    Existing(i64),
-    New(PaymentDraft),
-}
 
 /// An `applyPayment` body: `<applyPayment><payment .../><invoices><invoice eid=""/>...
 /// </invoices></applyPayment>`, or a bare `<payment>`.
@@ -64,24 +56,11 @@ fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
 fn read_payment(body: &Element, now: &str) -> Result<PaymentSource, Fault> {
     match body.attrs.iter().find(|(k, _)| k == "eid") {
         Some((_, v)) => {
-            v.trim().parse().map(PaymentSource::Existing).map_err(|_| {
+            v.trim().parse().map(PaymentSource::Recorded).map_err(|_| {
                 Fault::validation(format!("payment eid '{v}' is not a 64-bit integer"))
             })
         }
-        None => PaymentDraft::read(body, now).map(PaymentSource::New),
-    }
-}
-
-/// The id of the payment to apply for `account`, recording a new one when asked.
-fn settle_payment(
-    tx: &Transaction<'_>,
-    source: &PaymentSource,
-    account: i64,
-    tz: Tz,
-) -> shared::Result<i64> {
-    match source {
-        PaymentSource::Existing(id) => payment_of_account(tx, *id, account),
-        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account))?, tz),
+        None => read_draft(body, now).map(PaymentSource::New),
     }
 }
 
@@ -123,7 +102,7 @@ pub async fn apply_to_invoice(
         .db
         .write(move |tx| {
             let account = invoice_account(tx, eid)?;
-            let payment = settle_payment(tx, &request.payment, account, tz)?;
+            let payment = payment_for_account(tx, &request.payment, account, tz)?;
             let applied = apply_payment(tx, payment, &PaymentTarget::Invoice(eid), &now)?;
             apply_answer(tx, payment, &applied, tz)
         })
@@ -146,7 +125,7 @@ pub async fn apply_to_account(
         .db
         .write(move |tx| {
             status_of(tx, eid)?;
-            let payment = settle_payment(tx, &request.payment, eid, tz)?;
+            let payment = payment_for_account(tx, &request.payment, eid, tz)?;
             let target = if request.invoices.is_empty() {
                 PaymentTarget::OpenInvoices
             } else {

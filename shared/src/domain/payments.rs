@@ -4,12 +4,14 @@
 //! it with a paid date when nothing is left), the account balance and the payment's
 //! unapplied amount; whatever cannot be applied stays unapplied on the payment.
 
+use super::billing::{create_payment, NewPayment};
 use super::invoices::{
     named_open_invoice, open_invoices_oldest_first, settle_invoice, sort_oldest_first,
 };
 use super::{insert, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
+use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
@@ -17,6 +19,78 @@ use rust_decimal::Decimal;
 pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
 /// Payment statuses.
 pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+
+/// A new payment as a request describes it, before the account it belongs to is settled:
+/// a command names the account in its path, a plain create in the payment.
+#[derive(Debug, Clone)]
+pub struct PaymentDraft {
+    /// The account the payment names, if any.
+    pub billing_account_id: Option<i64>,
+    /// Amount received.
+    pub amount: Decimal,
+    /// Description.
+    pub description: Option<String>,
+    /// The payer's reference.
+    pub reference: Option<String>,
+    /// When received (date or date-time).
+    pub occurred_on: String,
+    /// One of [`PAYMENT_METHODS`] (default cashPayment).
+    pub payment_method: Option<String>,
+}
+
+impl PaymentDraft {
+    /// The payment to record. `named` is the account a command is for: an account named in
+    /// the payment must then agree with it; without a command the payment must name one.
+    pub fn for_account(&self, named: Option<i64>) -> Result<NewPayment> {
+        let billing_account_id = match (self.billing_account_id, named) {
+            (Some(given), Some(named)) if given != named => {
+                return Err(Error::bad_request(format!(
+                    "the payment's billingAccount {given} is not the account {named} this command is for"
+                )))
+            }
+            (Some(id), _) | (None, Some(id)) => id,
+            (None, None) => {
+                return Err(Error::bad_request(
+                    "<billingAccount eid=\"...\"/> is required in <payment>",
+                ))
+            }
+        };
+        Ok(NewPayment {
+            id: None,
+            billing_account_id,
+            amount: self.amount,
+            description: self.description.clone(),
+            reference: self.reference.clone(),
+            occurred_on: self.occurred_on.clone(),
+            payment_method: self.payment_method.clone(),
+        })
+    }
+}
+
+/// The payment a command on an account applies: one already recorded, or a new one recorded
+/// with the command.
+#[derive(Debug, Clone)]
+pub enum PaymentSource {
+    /// A recorded payment, by id.
+    Recorded(i64),
+    /// A payment to record now.
+    New(PaymentDraft),
+}
+
+/// The id of the payment `source` names for a command on billing account `account_id`:
+/// a recorded payment must be the account's own (see [`payment_of_account`]); a new one is
+/// recorded for the account.
+pub fn payment_for_account(
+    tx: &Transaction<'_>,
+    source: &PaymentSource,
+    account_id: i64,
+    tz: Tz,
+) -> Result<i64> {
+    match source {
+        PaymentSource::Recorded(id) => payment_of_account(tx, *id, account_id),
+        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account_id))?, tz),
+    }
+}
 
 /// Where a payment goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +242,6 @@ fn load_payment(tx: &Transaction<'_>, id: i64) -> Result<PaymentState> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::billing::{create_payment, NewPayment};
     use crate::domain::testing::{account, dec, invoice};
 
     fn payment(tx: &Transaction<'_>, account: i64, amount: &str) -> i64 {
@@ -267,5 +340,35 @@ mod tests {
         assert!(matches!(unknown, Err(Error::NotFound(_))), "{unknown:?}");
         let cross = apply_payment(&tx, pid, &PaymentTarget::Invoice(theirs), "T");
         assert!(matches!(cross, Err(Error::BadRequest(_))), "{cross:?}");
+    }
+
+    #[test]
+    fn a_command_records_a_new_payment_for_its_own_account_only() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let (a, b) = (account(&tx, 1, None), account(&tx, 2, None));
+        let draft = |named| PaymentDraft {
+            billing_account_id: named,
+            amount: dec("12.5"),
+            description: None,
+            reference: None,
+            occurred_on: "2026-03-01".into(),
+            payment_method: None,
+        };
+        let new = PaymentSource::New(draft(None));
+        let pid = payment_for_account(&tx, &new, a, chrono_tz::UTC).unwrap();
+        assert_eq!(payment_account(&tx, pid).unwrap(), a);
+        let mismatch = PaymentSource::New(draft(Some(b)));
+        let refused = payment_for_account(&tx, &mismatch, a, chrono_tz::UTC);
+        assert!(matches!(refused, Err(Error::BadRequest(_))), "{refused:?}");
+        let recorded = payment_for_account(&tx, &PaymentSource::Recorded(pid), b, chrono_tz::UTC);
+        assert!(
+            matches!(recorded, Err(Error::BadRequest(_))),
+            "{recorded:?}"
+        );
+        assert!(
+            draft(None).for_account(None).is_err(),
+            "a plain create names its account"
+        );
     }
 }
