@@ -12,11 +12,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
-use shared::domain::accounts::{change_status, status_of, StatusCommand};
+use shared::domain::accounts::{change_status, StatusCommand};
 use shared::domain::adjustments::{add_credit, NewCredit};
-use shared::domain::invoices::invoice_account;
 use shared::domain::payments::{
-    apply_payment, payment_for_account, PaymentApplication, PaymentSource, PaymentTarget,
+    apply_for_command, CommandTarget, PaymentApplication, PaymentSource,
 };
 
 /// An `applyPayment` body: `<applyPayment><payment .../><invoices><invoice eid=""/>...
@@ -83,6 +82,25 @@ fn apply_answer(
     Ok(answer)
 }
 
+/// Runs an `applyPayment` command and answers the payment with what went where.
+async fn apply(
+    tenant: shared::web::Tenant,
+    target: CommandTarget,
+    request: ApplyRequest,
+    now: String,
+) -> Result<Response, Fault> {
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let (payment, applied) = apply_for_command(tx, &target, &request.payment, &now, tz)?;
+            apply_answer(tx, payment, &applied, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
 /// `POST invoices/{eid}/applyPayment`: applies a payment (recorded or new) to this invoice;
 /// what the invoice does not need stays unapplied on the payment.
 pub async fn apply_to_invoice(
@@ -97,18 +115,7 @@ pub async fn apply_to_invoice(
             "invoices/{eid}/applyPayment pays the invoice in its path; <invoices> is for billingAccounts/{eid}/applyPayment",
         ));
     }
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            let account = invoice_account(tx, eid)?;
-            let payment = payment_for_account(tx, &request.payment, account, tz)?;
-            let applied = apply_payment(tx, payment, &PaymentTarget::Invoice(eid), &now)?;
-            apply_answer(tx, payment, &applied, tz)
-        })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    apply(tenant, CommandTarget::Invoice(eid), request, now).await
 }
 
 /// `POST billingAccounts/{eid}/applyPayment`: applies a payment to the listed invoices, or
@@ -120,23 +127,11 @@ pub async fn apply_to_account(
 ) -> Result<Response, Fault> {
     let now = shared::time::to_storage(shared::time::now());
     let request = read_apply(&body, &now)?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            status_of(tx, eid)?;
-            let payment = payment_for_account(tx, &request.payment, eid, tz)?;
-            let target = if request.invoices.is_empty() {
-                PaymentTarget::OpenInvoices
-            } else {
-                PaymentTarget::Invoices(request.invoices.clone())
-            };
-            let applied = apply_payment(tx, payment, &target, &now)?;
-            apply_answer(tx, payment, &applied, tz)
-        })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    let target = CommandTarget::Account {
+        account_id: eid,
+        invoices: request.invoices.clone(),
+    };
+    apply(tenant, target, request, now).await
 }
 
 /// `POST billingAccounts/{eid}/<command>` for a status command; the body is optional and,

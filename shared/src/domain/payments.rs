@@ -92,6 +92,53 @@ pub fn payment_for_account(
     }
 }
 
+/// What an `applyPayment` command is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandTarget {
+    /// One invoice: the payment must belong to the invoice's account.
+    Invoice(i64),
+    /// An account: the listed invoices of it, or, with none listed, its open invoices.
+    Account {
+        /// The account.
+        account_id: i64,
+        /// The invoices to pay (oldest first); empty pays every open one.
+        invoices: Vec<i64>,
+    },
+}
+
+/// Runs an `applyPayment` command at the stored instant `applied_on`: settles the payment of
+/// `source` for the target's account (see [`payment_for_account`]) and applies it. Answers
+/// the payment's id and what went where. 404 for an unknown invoice or account.
+pub fn apply_for_command(
+    tx: &Transaction<'_>,
+    target: &CommandTarget,
+    source: &PaymentSource,
+    applied_on: &str,
+    tz: Tz,
+) -> Result<(i64, Vec<PaymentApplication>)> {
+    let (account_id, to) = match target {
+        CommandTarget::Invoice(id) => (
+            super::invoices::invoice_account(tx, *id)?,
+            PaymentTarget::Invoice(*id),
+        ),
+        CommandTarget::Account {
+            account_id,
+            invoices,
+        } => {
+            require(tx, "billing_accounts", "billing account", *account_id)?;
+            let to = if invoices.is_empty() {
+                PaymentTarget::OpenInvoices
+            } else {
+                PaymentTarget::Invoices(invoices.clone())
+            };
+            (*account_id, to)
+        }
+    };
+    let payment_id = payment_for_account(tx, source, account_id, tz)?;
+    let applied = apply_payment(tx, payment_id, &to, applied_on)?;
+    Ok((payment_id, applied))
+}
+
 /// Where a payment goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaymentTarget {
