@@ -418,4 +418,41 @@ mod tests {
             "a plain create names its account"
         );
     }
+
+    #[test]
+    fn a_command_on_an_invoice_pays_it_from_the_invoice_account() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let a = account(&tx, 1, None);
+        let older = invoice(&tx, a, "O", "10", "2026-01-01");
+        let newer = invoice(&tx, a, "N", "10", "2026-02-01");
+        let new = PaymentSource::New(PaymentDraft {
+            billing_account_id: None,
+            amount: dec("4"),
+            description: None,
+            reference: None,
+            occurred_on: "2026-03-01".into(),
+            payment_method: None,
+        });
+        let on_newer = CommandTarget::Invoice(newer);
+        let (pid, applied) = apply_for_command(&tx, &on_newer, &new, "T", chrono_tz::UTC).unwrap();
+        assert_eq!(payment_account(&tx, pid).unwrap(), a);
+        assert_eq!(applied.len(), 1);
+        assert_eq!(
+            applied[0].invoice_id, newer,
+            "the named invoice, not the oldest"
+        );
+        let left = text(
+            &tx,
+            "SELECT amount_to_pay FROM invoices WHERE id = ?1",
+            older,
+        );
+        assert_eq!(left, "10");
+        let nobody = CommandTarget::Account {
+            account_id: 99,
+            invoices: Vec::new(),
+        };
+        let unknown = apply_for_command(&tx, &nobody, &new, "T", chrono_tz::UTC);
+        assert!(matches!(unknown, Err(Error::NotFound(_))), "{unknown:?}");
+    }
 }
