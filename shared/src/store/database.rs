@@ -105,42 +105,34 @@ impl Database {
         out
     }
 
-    /// Makes a snapshot: copies the fully checkpointed file under the writer lock (so it is
-    /// exactly one version), then uploads the copy without holding any lock.
+    /// Makes a snapshot: SQLite writes a copy of the database (`VACUUM INTO`, on the writer
+    /// connection under the writer lock, so the copy is exactly one version and no file is
+    /// ever copied by path while someone writes it), then the copy is uploaded without
+    /// holding any lock. The copy keeps the header, hence the version (`application_id`).
     fn compact(&self) {
         let Some(replica) = &self.inner.replica else {
             return;
         };
         let copy = self.inner.path.with_extension("snapshot");
-        let copied = (|| -> Result<Option<u64>> {
+        let copied = (|| -> Result<u64> {
             let conn = lock(&self.inner.writer);
-            let (busy, log, done): (i64, i64, i64) =
-                conn.query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-            if busy != 0 || log != done {
-                return Ok(None);
-            }
-            std::fs::copy(&self.inner.path, &copy)?;
-            Ok(Some(capture::seq(&conn)?))
+            replica::remove_database_files(&copy)?;
+            let target = copy.to_str().ok_or_else(|| {
+                Error::Internal(format!("cache path {} is not UTF-8", copy.display()))
+            })?;
+            conn.execute("VACUUM main INTO ?1", [target])?;
+            capture::seq(&conn)
         })();
         let result = match copied {
-            Ok(Some(seq)) => replica.finish_compaction(&copy, seq).map(|()| Some(seq)),
-            Ok(None) => {
-                replica.abandon_compaction();
-                Ok(None)
-            }
+            Ok(seq) => replica.finish_compaction(&copy, seq).map(|()| seq),
             Err(e) => {
                 replica.abandon_compaction();
                 Err(e)
             }
         };
-        let _ = std::fs::remove_file(&copy);
+        let _ = replica::remove_database_files(&copy);
         match result {
-            Ok(Some(seq)) => {
-                tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded")
-            }
-            Ok(None) => tracing::debug!("snapshot skipped: readers kept the WAL busy"),
+            Ok(seq) => tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded"),
             Err(e) => tracing::warn!(error = %e, "snapshot failed; the log still holds everything"),
         }
     }
