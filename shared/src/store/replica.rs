@@ -16,14 +16,21 @@
 //! 2. Version `n` is written by exactly one writer: the one whose conditional PUT of
 //!    `log/n` succeeded. A loser (412/409) rolls back, catches up and re-runs its closure on the
 //!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
-//! 3. A write is acknowledged only after its PUT succeeded; any other S3 failure rolls the
-//!    local transaction back and fails the write as unavailable (503) with nothing applied.
-//!    Each entry carries the id of the attempt that wrote it, so a writer whose PUT answer was
-//!    lost (an SDK retry meeting 412, a timeout) recognizes its own entry instead of taking it
-//!    for a lost race and applying the write twice.
-//! 4. Every read and every write first lists `log/` after the local version and applies what
+//! 3. A write is acknowledged only once S3 holds its entry. Each entry carries the id of the
+//!    attempt that wrote it, so a writer whose PUT answer was lost (an SDK retry meeting 412)
+//!    recognizes its own entry instead of taking it for a lost race and applying it twice.
+//!    A PUT whose outcome is unknown (timeout, network error, 5xx) may still land later, so
+//!    the writer settles its slot before answering: it creates the slot itself with a
+//!    no-op "aborted" entry (a fence) of the same attempt. Fence won: nothing was applied
+//!    (503 [`Error::Unavailable`]). Fence lost: the entry says ours (success) or another's
+//!    (lost race). Unsettled by the deadline: 503 [`Error::OutcomeUnknown`], never "nothing
+//!    was applied". Replay applies a fence as an empty change that advances the version.
+//! 4. Every write has one total deadline (`S3Config::write_deadline`): two thirds for
+//!    catch-up, closure and PUT, the rest for settling; every S3 call inside it is bounded by
+//!    it (`s3::with_deadline`).
+//! 5. Every read and every write first lists `log/` after the local version and applies what
 //!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
-//! 5. Snapshots are an optimization for cold starts: made in the background after a write
+//! 6. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
 
