@@ -8,8 +8,8 @@
 //! - `err <name> <reason>` when it is finally refused.
 //!
 //! With `S3_WRITER_RETRIES=N` the writer behaves like a client that retries every 503 with
-//! the same request, up to N times (and retries opening the store likewise); by default it
-//! does not retry.
+//! the same request, up to N times, `S3_WRITER_RETRY_PAUSE_MS` apart (default 50), and
+//! retries opening the store likewise; by default it does not retry.
 //!
 //! Usage: `s3_writer DATA_DIR TENANT_ID WRITER COUNT`
 
@@ -28,7 +28,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let pause = Duration::from_millis(50);
+    let pause = Duration::from_millis(
+        std::env::var("S3_WRITER_RETRY_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50),
+    );
     let mut opened = None;
     for _ in 0..=retries {
         let attempt = shared::store::Store::open(std::path::Path::new(data_dir))
