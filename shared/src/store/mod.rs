@@ -11,8 +11,9 @@
 //! - Writes to one tenant are serialized by that tenant's writer lock; reads use their own
 //!   connections (WAL lets them proceed beside a writer). Tenants never share a lock.
 //! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
-//!   for the registry, and the local files are a per-process cache ([`replica`] states the
-//!   protocol, [`capture`] how changes are recorded, [`s3`] the bucket calls).
+//!   for the registry, and the local files are a cache private to each store (`cache.rs` says
+//!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
+//!   recorded, [`s3`] the bucket calls).
 
 mod cache;
 pub mod capture;
@@ -59,7 +60,7 @@ impl Store {
 
     /// Opens the store: local files only with `s3 = None`; otherwise S3 is the source of
     /// truth and a directory of `data_dir/s3-cache/` private to this store holds its cache,
-    /// built from S3 (see [`cache`] for who owns which directory, [`replica`] for the
+    /// built from S3 (see `cache.rs` for who owns which directory, [`replica`] for the
     /// protocol). Two stores never share a cache, even in one process.
     pub fn open_with(data_dir: &Path, s3: Option<S3Config>) -> Result<Store> {
         let (files_dir, bucket, cache) = match s3 {
