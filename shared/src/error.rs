@@ -22,6 +22,10 @@ pub enum Error {
     /// The storage backend cannot be reached right now; nothing was applied.
     #[error("{0}")]
     Unavailable(String),
+    /// The storage backend could not confirm, before the write's deadline, whether a change
+    /// was applied: it may or may not have been (see docs/storage.md, fencing).
+    #[error("{0}")]
+    OutcomeUnknown(String),
     /// A bug or an unexpected storage failure; details go to the log, never to the client.
     #[error("internal error: {0}")]
     Internal(String),

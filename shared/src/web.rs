@@ -116,6 +116,14 @@ impl From<Error> for ApiError {
                     "The service is temporarily unavailable; nothing was applied. Retry later.",
                 )
             }
+            Error::OutcomeUnknown(m) => {
+                tracing::warn!(error = %m, "storage did not confirm a write");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    "The service is temporarily unavailable and could not confirm whether the request was applied: it may or may not have been. Check before retrying.",
+                )
+            }
             Error::Internal(m) => {
                 tracing::error!(error = %m, "internal error");
                 ApiError::new(

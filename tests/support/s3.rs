@@ -1,13 +1,14 @@
 //! S3 test support: moto's S3 server on a free loopback port (single-threaded, so that
-//! conditional writes are atomic as they are on S3), and a proxy in front of it that can be
-//! switched to refuse every request.
+//! conditional writes are atomic as they are on S3), and a fault proxy in front of it
+//! ([`Gate`]) that can refuse every request, lose an answer, hold a slow PUT past the
+//! client's timeouts and forward it later, or do all of that at random ([`Chaos`]).
 
 use shared::store::S3Config;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 /// moto's server started by `python3 -c`, served by werkzeug with `threaded=False`.
@@ -160,13 +161,77 @@ fn create_bucket(port: u16, name: &str) {
     raw_request(port, &format!("PUT /{name} HTTP/1.1"));
 }
 
-/// A TCP proxy to moto that, while refusing, answers every request with 403 AccessDenied,
-/// and can lose the answer of one log-entry PUT after moto executed it.
+/// Random faults for [`Gate::chaos`], each a probability in per mille of requests, decided
+/// per request from a seeded sequence (the n-th request the proxy sees gets the n-th draw).
+#[derive(Debug, Clone, Copy)]
+pub struct Chaos {
+    /// Seed of the sequence of draws.
+    pub seed: u64,
+    /// PUTs held for `hold` and forwarded afterwards (the client has given up by then).
+    pub hold_put: u32,
+    /// Requests forwarded and executed whose answer is dropped (connection closed).
+    pub drop_answer: u32,
+    /// Requests answered 500 InternalError without reaching S3.
+    pub error_500: u32,
+    /// Requests answered 503 SlowDown without reaching S3.
+    pub error_503: u32,
+    /// Connections closed as soon as a request arrives, before it reaches S3.
+    pub reset: u32,
+    /// How long a held PUT waits before it is forwarded.
+    pub hold: Duration,
+}
+
+/// How many requests each fault hit (see [`Gate::counts`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Requests forwarded normally.
+    pub passed: usize,
+    /// PUTs held and forwarded later.
+    pub held: usize,
+    /// Held PUTs forwarded so far.
+    pub held_forwarded: usize,
+    /// Answers dropped after S3 executed the request.
+    pub dropped_answers: usize,
+    /// 500 and 503 answered by the proxy.
+    pub errors: usize,
+    /// Connections closed before forwarding.
+    pub resets: usize,
+}
+
+#[derive(Default)]
+struct Counters {
+    passed: AtomicUsize,
+    held: AtomicUsize,
+    held_forwarded: AtomicUsize,
+    dropped_answers: AtomicUsize,
+    errors: AtomicUsize,
+    resets: AtomicUsize,
+}
+
+#[derive(Default)]
+struct GateState {
+    refusing: AtomicBool,
+    swallow: AtomicBool,
+    /// Every log-entry PUT is held this long (`hold_log_puts`).
+    hold_all: Mutex<Option<Duration>>,
+    /// GETs of log entries answered 500.
+    fail_log_gets: AtomicBool,
+    /// Hold armed for the next log-entry PUT: how long.
+    hold_next: Mutex<Option<Duration>>,
+    /// Body of the held log-entry PUT: the SDK's retries of it (same bytes) are held too.
+    holding: Mutex<Option<(Vec<u8>, Duration)>>,
+    chaos: Mutex<Option<Chaos>>,
+    draws: AtomicU64,
+    counts: Counters,
+}
+
+/// A fault proxy in front of moto. It speaks HTTP/1.1 one request per connection (it asks
+/// moto for `Connection: close`, so the client does not reuse the connection either) and
+/// decides for each request whether to forward it or which fault to play.
 pub struct Gate {
     /// `http://127.0.0.1:PORT` of the proxy.
     pub endpoint: String,
-    refusing: Arc<AtomicBool>,
-    swallow: Arc<AtomicBool>,
+    state: Arc<GateState>,
 }
 
 impl Gate {
@@ -174,81 +239,335 @@ impl Gate {
     pub fn start(moto: &Moto) -> Gate {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-        let refusing = Arc::new(AtomicBool::new(false));
-        let swallow = Arc::new(AtomicBool::new(false));
-        let (flag, lose) = (refusing.clone(), swallow.clone());
+        let state = Arc::new(GateState::default());
+        let shared = state.clone();
         let upstream = moto.port;
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let (flag, lose) = (flag.clone(), lose.clone());
-                std::thread::spawn(move || serve(conn, upstream, &flag, &lose));
+                let state = shared.clone();
+                std::thread::spawn(move || serve(conn, upstream, &state));
             }
         });
-        Gate {
-            endpoint,
-            refusing,
-            swallow,
-        }
+        Gate { endpoint, state }
     }
 
     /// Lets the next PUT of a log entry reach moto but drops moto's answer, as a network
     /// failure after the request was executed would.
     pub fn lose_next_log_put_answer(&self) {
-        self.swallow.store(true, Ordering::SeqCst);
+        self.state.swallow.store(true, Ordering::SeqCst);
     }
 
     /// Whether the armed loss has happened.
     pub fn lost_an_answer(&self) -> bool {
-        !self.swallow.load(Ordering::SeqCst)
+        !self.state.swallow.load(Ordering::SeqCst)
     }
 
     /// Refuses (true) or passes (false) every request from now on.
     pub fn refuse(&self, refusing: bool) {
-        self.refusing.store(refusing, Ordering::SeqCst);
+        self.state.refusing.store(refusing, Ordering::SeqCst);
+    }
+
+    /// Makes the next log-entry PUT slow: it and every retry of it (the same bytes) are held
+    /// for `hold`, then forwarded to moto, which executes them; their answers are dropped
+    /// (the client gave up long before). Other requests pass.
+    pub fn hold_next_log_put(&self, hold: Duration) {
+        *lock(&self.state.hold_next) = Some(hold);
+    }
+
+    /// Holds every log-entry PUT (fences included) for `hold`, then forwards it (`None`:
+    /// stop holding new ones).
+    pub fn hold_log_puts(&self, hold: Option<Duration>) {
+        *lock(&self.state.hold_all) = hold;
+    }
+
+    /// Answers every GET of a log entry 500 (true) or passes them (false).
+    pub fn fail_log_gets(&self, failing: bool) {
+        self.state.fail_log_gets.store(failing, Ordering::SeqCst);
+    }
+
+    /// Plays random faults from now on (`None`: none).
+    pub fn chaos(&self, chaos: Option<Chaos>) {
+        *lock(&self.state.chaos) = chaos;
+    }
+
+    /// What the proxy did so far.
+    pub fn counts(&self) -> FaultCounts {
+        let c = &self.state.counts;
+        FaultCounts {
+            passed: c.passed.load(Ordering::SeqCst),
+            held: c.held.load(Ordering::SeqCst),
+            held_forwarded: c.held_forwarded.load(Ordering::SeqCst),
+            dropped_answers: c.dropped_answers.load(Ordering::SeqCst),
+            errors: c.errors.load(Ordering::SeqCst),
+            resets: c.resets.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Waits until every held PUT has been forwarded to moto (and executed or refused).
+    pub fn wait_for_held(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let c = self.counts();
+            if c.held_forwarded >= c.held {
+                return;
+            }
+            assert!(Instant::now() < deadline, "held PUTs not forwarded: {c:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
-fn serve(mut client: TcpStream, upstream: u16, refusing: &AtomicBool, swallow: &AtomicBool) {
-    if refusing.load(Ordering::SeqCst) {
-        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
-        let _ = write!(
-            client,
-            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        return;
-    }
-    // Connect upstream only once the client has sent something: moto serves one connection
-    // at a time, and a connection the client's pool opened but never used would otherwise
-    // hold moto's only thread and time out every other request.
-    let mut head = [0u8; 512];
-    let n = client.peek(&mut head).unwrap_or(0);
-    if n == 0 {
-        return;
-    }
-    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-        return;
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What the proxy does with one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    Pass,
+    Refuse,
+    Hold(Duration),
+    DropAnswer,
+    Error(u16),
+    Reset,
+}
+
+/// SplitMix64: a small, good-enough mixer for seeded draws (no dependency needed).
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// One request read from the client: head (with `Connection: close`) and body.
+struct Request {
+    method: String,
+    path: String,
+    head: Vec<u8>,
+    body: Vec<u8>,
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads one request: the head, then a body of `Content-Length` bytes or a chunked body up
+/// to its last chunk and trailers. `None` when the client closed or sent garbage.
+fn read_request(client: &mut TcpStream) -> Option<Request> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = find(&buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = client.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
     };
-    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
-        return;
+    let head_text = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head_text.split("\r\n");
+    let first = lines.next()?.to_string();
+    let mut parts = first.split(' ');
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut length = None;
+    let mut chunked = false;
+    let mut head = format!("{first}\r\n");
+    for line in lines.filter(|l| !l.is_empty()) {
+        let lower = line.to_ascii_lowercase();
+        if lower.starts_with("connection:") {
+            continue;
+        }
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+        head.push_str(line);
+        head.push_str("\r\n");
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    let mut body = buf[head_end..].to_vec();
+    let complete = |body: &[u8]| match (length, chunked) {
+        (Some(n), false) => body.len() >= n,
+        (_, true) => {
+            (body.starts_with(b"0\r\n") || find(body, b"\r\n0\r\n").is_some())
+                && body.ends_with(b"\r\n\r\n")
+        }
+        (None, false) => true,
     };
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c2, &mut s2);
-        let _ = s2.shutdown(std::net::Shutdown::Write);
-    });
-    let line = String::from_utf8_lossy(&head[..n]);
-    let first = line.lines().next().unwrap_or_default();
-    let lose = first.starts_with("PUT ")
-        && first.contains("/log/")
-        && swallow
+    while !complete(&body) {
+        let n = client.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Request {
+        method,
+        path,
+        head: head.into_bytes(),
+        body,
+    })
+}
+
+/// Sends `req` to moto on a new connection and answers moto's whole answer.
+fn forward(req: &Request, upstream: u16) -> Option<Vec<u8>> {
+    let mut server = TcpStream::connect(("127.0.0.1", upstream)).ok()?;
+    server.write_all(&req.head).ok()?;
+    server.write_all(&req.body).ok()?;
+    let mut answer = Vec::new();
+    server.read_to_end(&mut answer).ok()?;
+    Some(answer)
+}
+
+fn decide(state: &GateState, req: &Request) -> Fault {
+    if state.refusing.load(Ordering::SeqCst) {
+        return Fault::Refuse;
+    }
+    let log_put = req.method == "PUT" && req.path.contains("/log/");
+    if req.method == "GET"
+        && req.path.contains("/log/0")
+        && state.fail_log_gets.load(Ordering::SeqCst)
+    {
+        return Fault::Error(500);
+    }
+    if log_put {
+        if let Some(hold) = *lock(&state.hold_all) {
+            return Fault::Hold(hold);
+        }
+        let mut holding = lock(&state.holding);
+        if let Some((body, hold)) = holding.as_ref() {
+            if *body == req.body {
+                return Fault::Hold(*hold);
+            }
+        }
+        if let Some(hold) = lock(&state.hold_next).take() {
+            *holding = Some((req.body.clone(), hold));
+            return Fault::Hold(hold);
+        }
+        if state
+            .swallow
             .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok();
-    let mut server = server;
-    if lose {
-        let _ = std::io::copy(&mut server, &mut std::io::sink());
+            .is_ok()
+        {
+            return Fault::DropAnswer;
+        }
+    }
+    let Some(chaos) = *lock(&state.chaos) else {
+        return Fault::Pass;
+    };
+    let n = state.draws.fetch_add(1, Ordering::SeqCst);
+    let mut draw = u32::try_from(splitmix(chaos.seed ^ splitmix(n)) % 1000).unwrap_or(0);
+    let mut hit = |per_mille: u32| {
+        let hit = draw < per_mille;
+        draw = draw.saturating_sub(per_mille);
+        hit
+    };
+    if req.method == "PUT" && hit(chaos.hold_put) {
+        Fault::Hold(chaos.hold)
+    } else if hit(chaos.drop_answer) {
+        Fault::DropAnswer
+    } else if hit(chaos.error_500) {
+        Fault::Error(500)
+    } else if hit(chaos.error_503) {
+        Fault::Error(503)
+    } else if hit(chaos.reset) {
+        Fault::Reset
     } else {
-        let _ = std::io::copy(&mut server, &mut client);
+        Fault::Pass
+    }
+}
+
+fn answer_error(client: &mut TcpStream, status: u16) {
+    let (reason, code) = match status {
+        403 => ("Forbidden", "AccessDenied"),
+        503 => ("Service Unavailable", "SlowDown"),
+        _ => ("Internal Server Error", "InternalError"),
+    };
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{reason}</Message></Error>"
+    );
+    let _ = write!(
+        client,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn serve(mut client: TcpStream, upstream: u16, state: &GateState) {
+    // Connect upstream only once a whole request arrived: moto serves one connection at a
+    // time, and a connection the client's pool opened but never used would otherwise hold
+    // moto's only thread and time out every other request.
+    let Some(req) = read_request(&mut client) else {
+        return;
+    };
+    let counts = &state.counts;
+    match decide(state, &req) {
+        Fault::Pass => {
+            counts.passed.fetch_add(1, Ordering::SeqCst);
+            if let Some(answer) = forward(&req, upstream) {
+                let _ = client.write_all(&answer);
+            }
+        }
+        Fault::Refuse => answer_error(&mut client, 403),
+        Fault::Error(status) => {
+            counts.errors.fetch_add(1, Ordering::SeqCst);
+            answer_error(&mut client, status);
+        }
+        Fault::Reset => {
+            counts.resets.fetch_add(1, Ordering::SeqCst);
+        }
+        Fault::DropAnswer => {
+            counts.dropped_answers.fetch_add(1, Ordering::SeqCst);
+            let _ = forward(&req, upstream);
+        }
+        Fault::Hold(hold) => {
+            counts.held.fetch_add(1, Ordering::SeqCst);
+            // The client times out and goes away meanwhile; the request lands anyway.
+            std::thread::sleep(hold);
+            let _ = forward(&req, upstream);
+            counts.held_forwarded.fetch_add(1, Ordering::SeqCst);
+        }
     }
     let _ = client.shutdown(std::net::Shutdown::Both);
-    let _ = up.join();
+}
+
+/// Opens an S3-backed store in a fresh temporary data directory.
+pub fn open_store(config: &S3Config) -> (shared::store::Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store =
+        shared::store::Store::open_with(dir.path(), Some(config.clone())).expect("open S3 store");
+    (store, dir)
+}
+
+/// Inserts one row into a tenant's `reasons` table (one write; not retried).
+pub fn try_insert_reason(
+    store: &shared::store::Store,
+    tenant: &str,
+    name: &str,
+) -> shared::Result<()> {
+    let db = store.tenant_db(tenant)?;
+    let name = name.to_string();
+    db.write_blocking(move |tx| {
+        tx.execute("INSERT INTO reasons (name) VALUES (?1)", [&name])?;
+        Ok(())
+    })
+}
+
+/// The names in a tenant's `reasons` table, sorted (duplicates kept).
+pub fn reason_names(store: &shared::store::Store, tenant: &str) -> Vec<String> {
+    let db = store.tenant_db(tenant).expect("tenant db");
+    db.read_blocking(|conn| {
+        let mut stmt = conn.prepare("SELECT name FROM reasons ORDER BY name")?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(names)
+    })
+    .expect("reasons")
 }

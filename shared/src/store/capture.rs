@@ -41,6 +41,11 @@ pub struct Changeset {
     /// unknown (a timeout, an SDK retry answered 412) recognize its own entry.
     #[serde(default)]
     pub attempt: String,
+    /// A fence: the writer `attempt` could not learn whether its PUT of this slot landed, so
+    /// it took the slot itself with this no-op entry. Replay treats it as an empty change
+    /// that still advances the version. Absent (false) in ordinary entries and older ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted: bool,
     /// Schema version (`PRAGMA user_version`) of the database that produced it.
     pub schema: i64,
     /// Touched tables, by name.
@@ -64,6 +69,18 @@ impl Changeset {
     /// Whether the transaction changed nothing.
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
+    }
+
+    /// The fence entry of write attempt `attempt` on a database of schema `schema`: no
+    /// change, marked aborted (see [`Changeset::aborted`]).
+    pub fn fence(attempt: &str, schema: i64) -> Changeset {
+        Changeset {
+            format: FORMAT,
+            attempt: attempt.to_string(),
+            aborted: true,
+            schema,
+            tables: Vec::new(),
+        }
     }
 }
 
@@ -232,6 +249,7 @@ pub fn collect(conn: &Connection) -> Result<Changeset> {
     Ok(Changeset {
         format: FORMAT,
         attempt: uuid::Uuid::new_v4().to_string(),
+        aborted: false,
         schema,
         tables,
     })
@@ -256,8 +274,15 @@ pub fn apply(conn: &mut Connection, changes: &Changeset, seq: u64) -> Result<()>
 
 fn apply_in_transaction(conn: &mut Connection, changes: &Changeset, seq: u64) -> Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // A fence carries no change by construction; ignoring its tables keeps it a no-op even
+    // if one were ever written with some.
+    let tables: &[TableChanges] = if changes.aborted {
+        &[]
+    } else {
+        &changes.tables
+    };
     let known = sqlite::user_tables(&tx)?;
-    for table in &changes.tables {
+    for table in tables {
         if !known.contains(&table.name) {
             return Err(Error::Internal(format!(
                 "log entry {seq} names unknown table {}",
@@ -275,7 +300,7 @@ fn apply_in_transaction(conn: &mut Connection, changes: &Changeset, seq: u64) ->
             tx.prepare_cached(&delete)?.execute([rowid])?;
         }
     }
-    for table in &changes.tables {
+    for table in tables {
         let insert = format!(
             "INSERT INTO {} (rowid{}) VALUES (?1{})",
             quote_ident(&table.name),
@@ -399,6 +424,47 @@ mod tests {
         assert_eq!(contents(&a), contents(&b));
         let empty = ship(&mut a, &mut b, "SELECT 1;", 2);
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn a_fence_advances_the_version_and_changes_nothing() {
+        let (mut a, mut b) = (db(), db());
+        ship(
+            &mut a,
+            &mut b,
+            "INSERT INTO parent VALUES (1, 'x', 1.0, NULL);",
+            1,
+        );
+        let mut fence = Changeset::fence("attempt-1", 0);
+        // Even a fence that (wrongly) carried rows would change nothing.
+        fence.tables = vec![TableChanges {
+            name: "parent".into(),
+            columns: ["id", "name", "amount", "data"].map(String::from).to_vec(),
+            rows: vec![vec![
+                Json::from(5),
+                Json::from(5),
+                "y".into(),
+                Json::Null,
+                Json::Null,
+            ]],
+            deleted: vec![1],
+        }];
+        let wire = serde_json::to_vec(&fence).expect("encode");
+        let read: Changeset = serde_json::from_slice(&wire).expect("decode");
+        assert!(read.aborted);
+        let before = contents(&b);
+        apply(&mut b, &read, 2).expect("apply fence");
+        assert_eq!(contents(&b), before);
+        assert_eq!(seq(&b).expect("seq"), 2);
+    }
+
+    #[test]
+    fn entries_written_before_fences_existed_still_parse_as_changes() {
+        let old = r#"{"format":1,"attempt":"a","schema":0,"tables":[]}"#;
+        let read: Changeset = serde_json::from_str(old).expect("old entry");
+        assert!(!read.aborted);
+        let ordinary = serde_json::to_string(&read).expect("encode");
+        assert!(!ordinary.contains("aborted"), "{ordinary}");
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 use super::replica::{self, Replica};
 use super::{capture, lock, sqlite};
-use crate::Result;
+use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 /// Most idle read connections kept per database.
 const MAX_IDLE_READERS: usize = 4;
@@ -56,14 +57,23 @@ impl Database {
     /// Runs `f` in one write transaction; in S3 mode it returns only after S3 holds the change
     /// (and `f` may run more than once).
     pub fn write<T>(&self, f: impl Fn(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = lock(&self.inner.writer);
         let Some(replica) = &self.inner.replica else {
+            let mut conn = lock(&self.inner.writer);
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let out = f(&tx)?;
             tx.commit()?;
             return Ok(out);
         };
-        let (out, snapshot_due) = replica.write(&mut conn, &f)?;
+        // One deadline for the whole write, the wait for the writer lock included: a write
+        // stuck behind a slow one answers 503 in time instead of queueing without bound.
+        let deadline = replica.write_deadline();
+        let Some(mut conn) = lock_until(&self.inner.writer, deadline) else {
+            return Err(Error::Unavailable(
+                "the database's writer stayed busy until the write deadline; nothing was applied"
+                    .into(),
+            ));
+        };
+        let (out, snapshot_due) = replica.write(&mut conn, &f, deadline)?;
         drop(conn);
         if snapshot_due && replica.begin_compaction() {
             let db = self.clone();
@@ -95,42 +105,34 @@ impl Database {
         out
     }
 
-    /// Makes a snapshot: copies the fully checkpointed file under the writer lock (so it is
-    /// exactly one version), then uploads the copy without holding any lock.
+    /// Makes a snapshot: SQLite writes a copy of the database (`VACUUM INTO`, on the writer
+    /// connection under the writer lock, so the copy is exactly one version and no file is
+    /// ever copied by path while someone writes it), then the copy is uploaded without
+    /// holding any lock. The copy keeps the header, hence the version (`application_id`).
     fn compact(&self) {
         let Some(replica) = &self.inner.replica else {
             return;
         };
         let copy = self.inner.path.with_extension("snapshot");
-        let copied = (|| -> Result<Option<u64>> {
+        let copied = (|| -> Result<u64> {
             let conn = lock(&self.inner.writer);
-            let (busy, log, done): (i64, i64, i64) =
-                conn.query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-            if busy != 0 || log != done {
-                return Ok(None);
-            }
-            std::fs::copy(&self.inner.path, &copy)?;
-            Ok(Some(capture::seq(&conn)?))
+            replica::remove_database_files(&copy)?;
+            let target = copy.to_str().ok_or_else(|| {
+                Error::Internal(format!("cache path {} is not UTF-8", copy.display()))
+            })?;
+            conn.execute("VACUUM main INTO ?1", [target])?;
+            capture::seq(&conn)
         })();
         let result = match copied {
-            Ok(Some(seq)) => replica.finish_compaction(&copy, seq).map(|()| Some(seq)),
-            Ok(None) => {
-                replica.abandon_compaction();
-                Ok(None)
-            }
+            Ok(seq) => replica.finish_compaction(&copy, seq).map(|()| seq),
             Err(e) => {
                 replica.abandon_compaction();
                 Err(e)
             }
         };
-        let _ = std::fs::remove_file(&copy);
+        let _ = replica::remove_database_files(&copy);
         match result {
-            Ok(Some(seq)) => {
-                tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded")
-            }
-            Ok(None) => tracing::debug!("snapshot skipped: readers kept the WAL busy"),
+            Ok(seq) => tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded"),
             Err(e) => tracing::warn!(error = %e, "snapshot failed; the log still holds everything"),
         }
     }
@@ -144,5 +146,24 @@ impl Database {
         }
         lock(&self.inner.readers).clear();
         replica::remove_database_files(&self.inner.path)
+    }
+}
+
+/// Locks `m`, waiting at most until `deadline` (`None` then). Polls: std's mutex has no timed
+/// lock, and a write waits at most a few milliseconds longer than necessary.
+fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
+    let mut pause = Duration::from_micros(200);
+    loop {
+        match m.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(5));
     }
 }

@@ -11,9 +11,11 @@
 //! - Writes to one tenant are serialized by that tenant's writer lock; reads use their own
 //!   connections (WAL lets them proceed beside a writer). Tenants never share a lock.
 //! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
-//!   for the registry, and the local files are a per-process cache ([`replica`] states the
-//!   protocol, [`capture`] how changes are recorded, [`s3`] the bucket calls).
+//!   for the registry, and the local files are a cache private to each store (`cache.rs` says
+//!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
+//!   recorded, [`s3`] the bucket calls).
 
+mod cache;
 pub mod capture;
 mod database;
 pub mod registry;
@@ -44,6 +46,9 @@ struct StoreInner {
     registry: Registry,
     bucket: Option<(s3::Bucket, u64)>,
     open: Mutex<HashMap<String, Arc<TenantDb>>>,
+    /// S3 mode: this process's claim on `files_dir`; declared last so that it is released
+    /// (and the directory removed) after every database in it was closed.
+    _cache: Option<cache::CacheDir>,
 }
 
 impl Store {
@@ -54,20 +59,20 @@ impl Store {
     }
 
     /// Opens the store: local files only with `s3 = None`; otherwise S3 is the source of
-    /// truth and `data_dir/s3-cache/<pid>` holds this process's cache, rebuilt from S3 at
-    /// every start (see [`replica`] for the protocol).
+    /// truth and a directory of `data_dir/s3-cache/` private to this store holds its cache,
+    /// built from S3 (see `cache.rs` for who owns which directory, [`replica`] for the
+    /// protocol). Two stores never share a cache, even in one process.
     pub fn open_with(data_dir: &Path, s3: Option<S3Config>) -> Result<Store> {
-        let (files_dir, bucket) = match s3 {
-            None => (data_dir.to_path_buf(), None),
+        let (files_dir, bucket, cache) = match s3 {
+            None => (data_dir.to_path_buf(), None, None),
             Some(config) => {
-                let dir = data_dir
-                    .join("s3-cache")
-                    .join(std::process::id().to_string());
-                if dir.exists() {
-                    std::fs::remove_dir_all(&dir)?;
-                }
+                let cache = cache::CacheDir::claim(&data_dir.join("s3-cache"))?;
                 let compact_every = config.compact_every;
-                (dir, Some((s3::Bucket::connect(config)?, compact_every)))
+                (
+                    cache.path().to_path_buf(),
+                    Some((s3::Bucket::connect(config)?, compact_every)),
+                    Some(cache),
+                )
             }
         };
         std::fs::create_dir_all(files_dir.join("tenants"))?;
@@ -82,6 +87,7 @@ impl Store {
                 registry,
                 bucket,
                 open: Mutex::new(HashMap::new()),
+                _cache: cache,
             }),
         })
     }

@@ -16,29 +16,34 @@
 //! 2. Version `n` is written by exactly one writer: the one whose conditional PUT of
 //!    `log/n` succeeded. A loser (412/409) rolls back, catches up and re-runs its closure on the
 //!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
-//! 3. A write is acknowledged only after its PUT succeeded; any other S3 failure rolls the
-//!    local transaction back and fails the write as unavailable (503) with nothing applied.
-//!    Each entry carries the id of the attempt that wrote it, so a writer whose PUT answer was
-//!    lost (an SDK retry meeting 412, a timeout) recognizes its own entry instead of taking it
-//!    for a lost race and applying the write twice.
-//! 4. Every read and every write first lists `log/` after the local version and applies what
+//! 3. A write is acknowledged only once S3 holds its entry. Each entry carries the id of the
+//!    attempt that wrote it, so a writer whose PUT answer was lost (an SDK retry meeting 412)
+//!    recognizes its own entry instead of taking it for a lost race and applying it twice.
+//!    A PUT whose outcome is unknown (timeout, network error, 5xx) may still land later, so
+//!    the writer settles its slot before answering: it creates the slot itself with a
+//!    no-op "aborted" entry (a fence) of the same attempt. Fence won: nothing was applied
+//!    (503 [`Error::Unavailable`]). Fence lost: the entry says ours (success) or another's
+//!    (lost race). Unsettled by the deadline: 503 [`Error::OutcomeUnknown`], never "nothing
+//!    was applied". Replay applies a fence as an empty change that advances the version.
+//! 4. Every write has one total deadline (`S3Config::write_deadline`): two thirds for
+//!    catch-up, closure and PUT, the rest for settling; every S3 call inside it is bounded by
+//!    it (`s3::with_deadline`).
+//! 5. Every read and every write first lists `log/` after the local version and applies what
 //!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
-//! 5. Snapshots are an optimization for cold starts: made in the background after a write
+//! 6. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
 
 use super::capture::{self, Changeset};
-use super::s3::{Bucket, S3Error};
+use super::s3::{self, Bucket, S3Error};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Conditional PUTs a write may lose before it answers 503.
 pub const MAX_WRITE_ATTEMPTS: u32 = 12;
-/// Log entries between snapshots, unless `SANDBOX_S3_COMPACT_EVERY` says otherwise.
-pub const DEFAULT_COMPACT_EVERY: u64 = 100;
 
 /// One replicated database's place in the bucket and what this process knows of it.
 pub struct Replica {
@@ -81,6 +86,11 @@ impl Replica {
             snapshot_seq: AtomicU64::new(0),
             compacting: AtomicBool::new(false),
         }
+    }
+
+    /// When a write starting now must have answered.
+    pub fn write_deadline(&self) -> Instant {
+        Instant::now() + self.bucket.write_deadline()
     }
 
     fn log_dir(&self) -> String {
@@ -172,15 +182,28 @@ impl Replica {
     }
 
     /// Runs `f` in a transaction and makes it the next version in S3, re-running it after a
-    /// lost race (see the module invariants). Answers `f`'s result and whether a snapshot is
-    /// due.
+    /// lost race (see the module invariants), all before `deadline`. Answers `f`'s result and
+    /// whether a snapshot is due. Errors: [`Error::Unavailable`] when nothing was applied
+    /// (every slot this call tried to write is settled: taken by another writer or fenced),
+    /// [`Error::OutcomeUnknown`] when S3 could not be made to say (the one honest "maybe").
     pub fn write<T>(
         &self,
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+        deadline: Instant,
     ) -> Result<(T, bool)> {
+        // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
+        // settle a PUT whose outcome is unknown.
+        let now = Instant::now();
+        let settle_from = deadline - deadline.saturating_duration_since(now) / 3;
         for attempt in 0..MAX_WRITE_ATTEMPTS {
-            self.catch_up(conn)?;
+            if Instant::now() >= settle_from {
+                return Err(Error::Unavailable(format!(
+                    "{}: write deadline passed; nothing was applied",
+                    self.root
+                )));
+            }
+            s3::with_deadline(settle_from, || self.catch_up(conn))?;
             let seq = capture::seq(conn)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;
@@ -194,31 +217,53 @@ impl Replica {
             let body = serde_json::to_vec(&changes)?;
             crash_point("before-put");
             let key = self.log_key(next);
-            match self.bucket.put_if_absent(&key, body) {
-                Ok(()) => {}
-                // The SDK retries a PUT whose answer was lost; the retry then meets our own
-                // entry. Only an entry with our attempt id is ours.
-                Err(S3Error::Exists) if self.holds_attempt(&key, &changes.attempt)? => {}
+            let put = s3::with_deadline(settle_from, || self.bucket.put_if_absent(&key, body));
+            let slot = match put {
+                Ok(()) => Slot::Ours,
+                // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
+                // entry) or by another writer. Only the attempt id tells.
                 Err(S3Error::Exists) => {
+                    s3::with_deadline(deadline, || self.owner_until_known(&key, &changes.attempt))
+                }
+                // Timeout, network error, 5xx: the PUT may still land later (a request held
+                // somewhere on the way). Settle the slot before answering.
+                Err(e) => {
+                    tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
+                    s3::with_deadline(deadline, || {
+                        self.fence(&key, &changes.attempt, changes.schema)
+                    })
+                }
+            };
+            match slot {
+                Slot::Ours => {
+                    crash_point("after-put");
+                    self.commit_local(tx, next);
+                    let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
+                        >= self.compact_every;
+                    return Ok((out, due));
+                }
+                Slot::Theirs => {
                     drop(tx);
                     tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
-                    std::thread::sleep(backoff(attempt));
-                    continue;
+                    let pause =
+                        backoff(attempt).min(settle_from.saturating_duration_since(Instant::now()));
+                    std::thread::sleep(pause);
                 }
-                Err(e) => {
-                    // Outcome unknown (timeout, connection lost): look before answering.
-                    if matches!(self.holds_attempt(&key, &changes.attempt), Ok(true)) {
-                        tracing::warn!(root = %self.root, seq = next, error = %e, "PUT reported a failure but S3 holds the entry");
-                    } else {
-                        return Err(e.into());
-                    }
+                Slot::Fenced => {
+                    drop(tx);
+                    return Err(Error::Unavailable(format!(
+                        "{}: S3 did not confirm log entry {next} in time; the slot was fenced, nothing was applied",
+                        self.root
+                    )));
+                }
+                Slot::Unknown(why) => {
+                    drop(tx);
+                    return Err(Error::OutcomeUnknown(format!(
+                        "{}: log entry {next} could not be settled before the write deadline ({why}); the write may or may not have been applied",
+                        self.root
+                    )));
                 }
             }
-            crash_point("after-put");
-            self.commit_local(tx, next);
-            let due =
-                next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst)) >= self.compact_every;
-            return Ok((out, due));
         }
         Err(Error::Unavailable(format!(
             "{}: lost {MAX_WRITE_ATTEMPTS} races to concurrent writers",
@@ -226,15 +271,64 @@ impl Replica {
         )))
     }
 
-    /// Whether the log entry at `key` was written by write attempt `attempt`.
-    fn holds_attempt(&self, key: &str, attempt: &str) -> Result<bool> {
-        match self.bucket.get(key) {
-            Ok(body) => Ok(serde_json::from_slice::<Changeset>(&body)
-                .map(|c| c.attempt == attempt)
-                .unwrap_or(false)),
-            Err(S3Error::NotFound) => Ok(false),
-            Err(e) => Err(e.into()),
+    /// Who holds the existing log entry at `key`, asked until S3 answers or the thread's
+    /// deadline passes.
+    fn owner_until_known(&self, key: &str, attempt: &str) -> Slot {
+        let mut last = String::new();
+        for round in 0u32.. {
+            match self.bucket.get(key) {
+                Ok(body) => return owner(&body, attempt),
+                // Entries are never deleted by the protocol; a missing one means a tenant
+                // deletion is under way. It is not ours to claim either way.
+                Err(S3Error::NotFound) => {
+                    return Slot::Unknown(format!("{key} disappeared after a 412"))
+                }
+                Err(e) if is_final(&e) => {
+                    last = e.to_string();
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(settle_pause(round));
         }
+        Slot::Unknown(last)
+    }
+
+    /// Settles slot `key` after a PUT of write attempt `attempt` ended without an answer:
+    /// creates the slot with a no-op "aborted" entry of the same attempt, so that the lost
+    /// PUT can never land afterwards. Retried until S3 answers or the thread's deadline
+    /// passes. A fence that wins means nothing was applied; one that loses meets the entry
+    /// that won, ours (the PUT did land) or another writer's.
+    fn fence(&self, key: &str, attempt: &str, schema: i64) -> Slot {
+        let body = match serde_json::to_vec(&Changeset::fence(attempt, schema)) {
+            Ok(b) => b,
+            Err(e) => return Slot::Unknown(e.to_string()),
+        };
+        let mut last = String::new();
+        for round in 0u32.. {
+            match self.bucket.put_if_absent(key, body.clone()) {
+                Ok(()) => return Slot::Fenced,
+                Err(S3Error::Exists) => match self.bucket.get(key) {
+                    Ok(found) => return owner(&found, attempt),
+                    Err(e) if is_final(&e) => {
+                        last = e.to_string();
+                        break;
+                    }
+                    Err(e) => last = e.to_string(),
+                },
+                Err(e) if is_final(&e) => {
+                    last = e.to_string();
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(settle_pause(round));
+        }
+        Slot::Unknown(if last.is_empty() {
+            "S3 did not answer".into()
+        } else {
+            last
+        })
     }
 
     /// Commits a transaction whose log entry S3 already holds. The write is durable either
@@ -290,6 +384,42 @@ impl Replica {
         }
         Ok(())
     }
+}
+
+/// Who holds a log slot, as far as one write attempt is concerned.
+#[derive(Debug, PartialEq, Eq)]
+enum Slot {
+    /// Our change is the entry: the write is applied.
+    Ours,
+    /// Another writer's entry (a change or its fence): ours can no longer land there.
+    Theirs,
+    /// Our own fence: our change can no longer land; nothing was applied.
+    Fenced,
+    /// S3 did not tell before the deadline.
+    Unknown(String),
+}
+
+/// Who wrote the entry `body`, seen from write attempt `attempt`.
+fn owner(body: &[u8], attempt: &str) -> Slot {
+    match serde_json::from_slice::<Changeset>(body) {
+        Ok(c) if c.attempt == attempt && c.aborted => Slot::Fenced,
+        Ok(c) if c.attempt == attempt => Slot::Ours,
+        // Unreadable (a newer format) or another attempt's: not ours.
+        _ => Slot::Theirs,
+    }
+}
+
+/// Whether trying again cannot help: the thread's deadline passed, or S3 refuses us for good
+/// (403 and the like: the next try would be refused too).
+fn is_final(e: &S3Error) -> bool {
+    matches!(e, S3Error::DeadlinePassed | S3Error::Refused(_))
+}
+
+/// Short jittered pause between tries to settle a slot.
+fn settle_pause(round: u32) -> Duration {
+    use rand::Rng;
+    let base = 20 * u64::from(round.min(10) + 1);
+    Duration::from_millis(rand::thread_rng().gen_range(base..=base * 2))
 }
 
 /// Jittered, growing pause after a lost race, so that racing writers spread out.

@@ -2,9 +2,18 @@
 //! exactly the operations the replication protocol needs (see `replica`).
 //!
 //! Error contract: every method answers [`S3Error::Exists`] only for a refused conditional
-//! write (HTTP 412 or 409), [`S3Error::NotFound`] only for a missing key, and
+//! write (HTTP 412 or 409), [`S3Error::NotFound`] only for a missing key,
+//! [`S3Error::DeadlinePassed`] when the caller's [`with_deadline`] ran out,
+//! [`S3Error::Refused`] for any other 4xx except throttling and timeouts (403, 400, ...), and
 //! [`S3Error::Unavailable`] for everything else (network, timeouts, throttling, access denied,
-//! 5xx). Callers turn `Unavailable` into `Error::Unavailable` (a 503 that applied nothing).
+//! 5xx). Neither of the last two says nothing about whether a PUT took effect: a
+//! request abandoned by a timeout may still reach S3 later. The write path settles that
+//! itself (see `replica`, fencing); everywhere else `Unavailable` becomes `Error::Unavailable`.
+//!
+//! Bounds: every call has an attempt timeout and an operation timeout (SDK retries included),
+//! from [`S3Config`]; on top of that, a caller may run a block under [`with_deadline`], and
+//! every call made inside it by that thread gives up when the deadline passes (a write uses
+//! this for its one total deadline).
 //!
 //! The store code is synchronous (SQLite runs on blocking threads, the registry is called
 //! from extractors), so the SDK runs on its own small tokio runtime, created once per process
@@ -13,15 +22,21 @@
 
 use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
+use std::cell::Cell;
 use std::future::Future;
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Whole-operation timeout of one S3 call (retries included).
-const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
-/// Timeout of one attempt of an S3 call.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
+/// Timeout of one attempt of an S3 call, unless `SANDBOX_S3_ATTEMPT_TIMEOUT_MS` says
+/// otherwise. The whole operation (the SDK's retries included) gets 2.5 times as long.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Total time a write may take (writer lock, catch-up, PUT and settling an unknown
+/// outcome), unless `SANDBOX_S3_WRITE_DEADLINE_MS` says otherwise. Below API Gateway's
+/// 29 s integration timeout, so that the client gets the store's answer, not a gateway's.
+pub const DEFAULT_WRITE_DEADLINE: Duration = Duration::from_secs(20);
+/// Log entries between snapshots, unless `SANDBOX_S3_COMPACT_EVERY` says otherwise.
+pub const DEFAULT_COMPACT_EVERY: u64 = 100;
 /// Attempts per S3 call (the SDK retries throttling, 5xx and network errors).
 const MAX_ATTEMPTS: u32 = 3;
 /// Timeouts of snapshot transfers, whose size grows with the tenant.
@@ -40,6 +55,10 @@ pub struct S3Config {
     pub endpoint: Option<String>,
     /// Log entries between snapshots (`SANDBOX_S3_COMPACT_EVERY`, default 100).
     pub compact_every: u64,
+    /// Timeout of one attempt of an S3 call (`SANDBOX_S3_ATTEMPT_TIMEOUT_MS`, default 5 s).
+    pub attempt_timeout: Duration,
+    /// Total time one write may take (`SANDBOX_S3_WRITE_DEADLINE_MS`, default 20 s).
+    pub write_deadline: Duration,
 }
 
 impl S3Config {
@@ -55,6 +74,18 @@ impl S3Config {
         if let Some(every) = var("SANDBOX_S3_COMPACT_EVERY").and_then(|v| v.parse().ok()) {
             config.compact_every = every;
         }
+        let millis = |name: &str| {
+            var(name)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+        };
+        if let Some(t) = millis("SANDBOX_S3_ATTEMPT_TIMEOUT_MS") {
+            config.attempt_timeout = t;
+        }
+        if let Some(t) = millis("SANDBOX_S3_WRITE_DEADLINE_MS") {
+            config.write_deadline = t;
+        }
         Some(config)
     }
 
@@ -69,7 +100,9 @@ impl S3Config {
                 format!("{trimmed}/")
             },
             endpoint,
-            compact_every: super::replica::DEFAULT_COMPACT_EVERY,
+            compact_every: DEFAULT_COMPACT_EVERY,
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            write_deadline: DEFAULT_WRITE_DEADLINE,
         }
     }
 }
@@ -86,6 +119,13 @@ pub enum S3Error {
     /// S3 could not be reached or refused the request.
     #[error("S3 unavailable: {0}")]
     Unavailable(String),
+    /// S3 answered and refused the request for good (a 4xx such as 403 AccessDenied; not
+    /// throttling, not a timeout): asking again soon will not help.
+    #[error("S3 refused: {0}")]
+    Refused(String),
+    /// The thread's [`with_deadline`] passed before the call finished (or started).
+    #[error("S3 call abandoned: the deadline passed")]
+    DeadlinePassed,
 }
 
 impl From<S3Error> for crate::Error {
@@ -118,13 +158,49 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, S3Error> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-/// Runs `fut` on the S3 runtime and blocks the calling thread until it finishes.
+thread_local! {
+    /// The deadline of the block this thread runs under [`with_deadline`], if any.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every S3 call this thread makes inside it bounded by `deadline` (or by an
+/// enclosing block's earlier deadline): a call still running then is abandoned and answers
+/// [`S3Error::Unavailable`]; a call started after it answers that at once, sending nothing.
+pub fn with_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
+    let outer = DEADLINE.with(Cell::get);
+    let bound = outer.map_or(deadline, |o| o.min(deadline));
+    DEADLINE.with(|d| d.set(Some(bound)));
+    // Restores the outer deadline even if `f` unwinds.
+    struct Restore(Option<Instant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0;
+            DEADLINE.with(|d| d.set(outer));
+        }
+    }
+    let _restore = Restore(outer);
+    f()
+}
+
+/// Runs `fut` on the S3 runtime and blocks the calling thread until it finishes, or until
+/// the thread's [`with_deadline`] passes (the request is then dropped: whatever S3 does with
+/// a request already sent is the caller's to settle).
 fn block_on<T: Send + 'static>(
     fut: impl Future<Output = Result<T, S3Error>> + Send + 'static,
 ) -> Result<T, S3Error> {
+    let deadline = DEADLINE.with(Cell::get);
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(S3Error::DeadlinePassed);
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     runtime()?.spawn(async move {
-        let _ = tx.send(fut.await);
+        let out = match deadline {
+            Some(d) => tokio::time::timeout_at(tokio::time::Instant::from_std(d), fut)
+                .await
+                .unwrap_or(Err(S3Error::DeadlinePassed)),
+            None => fut.await,
+        };
+        let _ = tx.send(out);
     });
     rx.recv()
         .map_err(|_| S3Error::Unavailable("S3 task ended without an answer".into()))?
@@ -135,13 +211,18 @@ fn status_of<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Opti
     e.raw_response().map(|r| r.status().as_u16())
 }
 
-fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
+fn unavailable<E: std::error::Error + 'static>(
     op: &str,
     key: &str,
-    e: SdkError<E, R>,
+    e: SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
 ) -> S3Error {
+    let status = status_of(&e);
     let detail = aws_sdk_s3::error::DisplayErrorContext(&e);
-    S3Error::Unavailable(format!("{op} {key}: {detail}"))
+    let message = format!("{op} {key}: {detail}");
+    match status {
+        Some(s) if (400..500).contains(&s) && !matches!(s, 408 | 429) => S3Error::Refused(message),
+        _ => S3Error::Unavailable(message),
+    }
 }
 
 impl Bucket {
@@ -149,6 +230,8 @@ impl Bucket {
     /// `us-east-1` when no region is configured).
     pub fn connect(config: S3Config) -> Result<Bucket, S3Error> {
         let endpoint = config.endpoint.clone();
+        let attempt_timeout = config.attempt_timeout;
+        let operation_timeout = attempt_timeout.saturating_mul(5) / 2;
         let (client, bulk) = block_on(async move {
             let region = aws_config::meta::region::RegionProviderChain::default_provider()
                 .or_else("us-east-1");
@@ -166,12 +249,12 @@ impl Bucket {
                 aws_sdk_s3::config::timeout::TimeoutConfig::builder()
                     .operation_timeout(operation)
                     .operation_attempt_timeout(attempt)
-                    .connect_timeout(Duration::from_secs(3))
+                    .connect_timeout(attempt.min(Duration::from_secs(3)))
                     .build()
             };
             let small = builder
                 .clone()
-                .timeout_config(timeouts(OPERATION_TIMEOUT, ATTEMPT_TIMEOUT))
+                .timeout_config(timeouts(operation_timeout, attempt_timeout))
                 .build();
             let bulk = builder
                 .timeout_config(timeouts(BULK_OPERATION_TIMEOUT, BULK_ATTEMPT_TIMEOUT))
@@ -186,6 +269,11 @@ impl Bucket {
             bulk,
             config,
         })
+    }
+
+    /// Total time one write may take (see [`S3Config::write_deadline`]).
+    pub fn write_deadline(&self) -> Duration {
+        self.config.write_deadline
     }
 
     /// The full key of `relative` under the configured prefix.
