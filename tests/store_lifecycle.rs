@@ -360,3 +360,32 @@ async fn a_local_server_keeps_a_generated_secret_in_its_data_dir() {
     assert_eq!(r.status(), 204);
     assert!(!folder.exists(), "the exports folder is removed");
 }
+
+#[test]
+fn a_token_secret_is_checked_and_generated_once_per_data_dir() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut short = Config::new(dir.path(), None);
+    short.token_secret = Some("too short".into());
+    let refused = AppState::new(short).err().map(|e| e.to_string());
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|m| m.contains("SANDBOX_TOKEN_SECRET")),
+        "{refused:?}"
+    );
+    // Servers starting at once on one data dir agree on one generated secret.
+    let secrets: Vec<Vec<u8>> = (0..4)
+        .map(|_| {
+            let path = dir.path().join("shared");
+            std::thread::spawn(move || {
+                let store = shared::store::Store::open_with(&path, None).expect("store");
+                store.local_token_secret().expect("secret")
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("join"))
+        .collect();
+    assert!(secrets.windows(2).all(|w| w[0] == w[1]), "one secret");
+    assert!(secrets[0].len() >= shared::config::MIN_TOKEN_SECRET_LEN);
+}
