@@ -5,37 +5,12 @@
 //! credentials are printed separately. Run with `--nocapture` to see the table.
 
 use e2e::s3::Moto;
-use e2e::s3_count::{Counter, Counts};
+use e2e::s3_count::{issue_token, serve_s3, Counter, Counts};
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
-use shared::config::Config;
-use shared::store::{S3Config, Store};
-use shared::web::AppState;
-use std::sync::Arc;
 
-/// A sandbox server on a loopback port over an S3 store; answers its base URL.
-async fn serve(config: &S3Config) -> (String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().to_path_buf();
-    let cfg = config.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open_with(&path, Some(cfg)))
-        .await
-        .expect("join")
-        .expect("open S3 store");
-    let state = AppState {
-        store,
-        config: Arc::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string()))),
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = sandbox::app(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (base, dir)
-}
+/// Token secret of the servers under measure.
+const SECRET: &str = "a-token-secret-of-at-least-32-characters";
 
 struct Call {
     name: &'static str,
@@ -62,7 +37,7 @@ async fn s3_requests_per_call() {
     let counter = Counter::start(&moto);
     let mut proxied = config.clone();
     proxied.endpoint = Some(counter.endpoint.clone());
-    let (base, _dir) = serve(&proxied).await;
+    let (base, _state, _dir) = serve_s3(&proxied, SECRET).await;
     let http = reqwest::Client::new();
 
     let created: Value = http
@@ -85,16 +60,7 @@ async fn s3_requests_per_call() {
         .as_str()
         .expect("pass")
         .to_string();
-    let token: Value = http
-        .post(format!("{base}/sandbox/v1/tenants/{id}/tokens"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .send()
-        .await
-        .expect("token")
-        .json()
-        .await
-        .expect("json");
-    let bearer = format!("Bearer {}", token["access_token"].as_str().expect("token"));
+    let bearer = format!("Bearer {}", issue_token(&base, &id).await);
     let bill_batches = format!("{base}/billing/2/bill-batches");
 
     // First use of each credential in this process (warms the known-tenant cache).
@@ -185,7 +151,7 @@ async fn s3_requests_per_call() {
     }
 
     // A cold start: a second server on the same bucket, first request of the tenant.
-    let (cold_base, _cold_dir) = serve(&proxied).await;
+    let (cold_base, _cold_state, _cold_dir) = serve_s3(&proxied, SECRET).await;
     let cold = Call {
         name: "first read in a new process (cold start)",
         request: http

@@ -16,25 +16,8 @@ use std::time::Duration;
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
 
-/// A sandbox server on a loopback port over the S3 store `s3` with token secret `secret`.
 async fn serve(s3: &S3Config, secret: &str) -> (String, AppState, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
-    config.s3 = Some(s3.clone());
-    config.token_secret = Some(secret.to_string());
-    let state = tokio::task::spawn_blocking(move || AppState::new(config))
-        .await
-        .expect("join")
-        .expect("state");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = sandbox::app(state.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (base, state, dir)
+    e2e::s3_count::serve_s3(s3, secret).await
 }
 
 async fn create(base: &str, name: &str) -> Value {
@@ -264,16 +247,7 @@ async fn the_token_secret_comes_from_configuration_not_the_bucket() {
     let (base, _state, dir) = serve(&s3, SECRET).await;
     let t = create(&base, "tokens").await;
     let id = t["id"].as_str().unwrap();
-    let r: Value = reqwest::Client::new()
-        .post(format!("{base}/sandbox/v1/tenants/{id}/tokens"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .send()
-        .await
-        .expect("token")
-        .json()
-        .await
-        .expect("json");
-    let token = r["access_token"].as_str().expect("token");
+    let token = &e2e::s3_count::issue_token(&base, id).await;
     // Signed with the tenant key derived from the configured secret.
     let key = jwt::tenant_key(SECRET.as_bytes(), id);
     assert!(jwt::verify(token, &key, shared::time::now().timestamp()).is_ok());
@@ -311,17 +285,7 @@ async fn the_token_secret_comes_from_configuration_not_the_bucket() {
 async fn a_local_server_keeps_a_generated_secret_in_its_data_dir() {
     let s = e2e::TestServer::start().await;
     let t = s.create_tenant("local-tokens", "empty").await;
-    let r: Value = s
-        .client
-        .post(s.url(&format!("/sandbox/v1/tenants/{}/tokens", t.id)))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .send()
-        .await
-        .expect("token")
-        .json()
-        .await
-        .expect("json");
-    let token = r["access_token"].as_str().expect("token");
+    let token = &e2e::s3_count::issue_token(&s.base, &t.id).await;
     let path = s
         .state
         .store

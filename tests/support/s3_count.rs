@@ -253,3 +253,43 @@ fn serve(mut client: TcpStream, upstream: u16, state: &Shared) {
     }
     let _ = client.shutdown(std::net::Shutdown::Both);
 }
+
+/// A sandbox server on a loopback port over the S3 store `s3`, configured as the functions
+/// are (`AppState::new`), signing tokens with `token_secret`. Answers its base URL, its
+/// state and its data dir (removed on drop).
+pub async fn serve_s3(
+    s3: &shared::store::S3Config,
+    token_secret: &str,
+) -> (String, shared::web::AppState, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = shared::config::Config::new(dir.path(), Some(crate::ADMIN_KEY.to_string()));
+    config.s3 = Some(s3.clone());
+    config.token_secret = Some(token_secret.to_string());
+    let state = tokio::task::spawn_blocking(move || shared::web::AppState::new(config))
+        .await
+        .expect("join")
+        .expect("state");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = sandbox::app(state.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, state, dir)
+}
+
+/// A bearer token for tenant `id`, issued by the admin API of the server at `base`.
+pub async fn issue_token(base: &str, id: &str) -> String {
+    let r: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/sandbox/v1/tenants/{id}/tokens"))
+        .header("X-Admin-Key", crate::ADMIN_KEY)
+        .send()
+        .await
+        .expect("token")
+        .json()
+        .await
+        .expect("json");
+    r["access_token"].as_str().expect("token").to_string()
+}
