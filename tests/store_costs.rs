@@ -62,6 +62,10 @@ async fn s3_requests_per_call() {
         .to_string();
     let bearer = format!("Bearer {}", issue_token(&base, &id).await);
     let bill_batches = format!("{base}/billing/2/bill-batches");
+    let bill_batch = json!({
+        "bill_batch_type": "adhoc", "name": "costs", "description": "counted",
+        "invoice_date": "2026-12-01", "invoice_due_date": "2026-12-31T00:00:00Z",
+        "auto_approve": true, "use_payment_term": true});
 
     // First use of each credential in this process (warms the known-tenant cache).
     for (h, v) in [
@@ -126,10 +130,7 @@ async fn s3_requests_per_call() {
         request: http
             .post(&bill_batches)
             .header("X-Api-Key", &key)
-            .json(&json!({
-            "bill_batch_type": "adhoc", "name": "costs", "description": "counted",
-            "invoice_date": "2026-12-01", "invoice_due_date": "2026-12-31T00:00:00Z",
-            "auto_approve": true, "use_payment_term": true})),
+            .json(&bill_batch),
         status: 200,
     };
     let c = measure(&counter, write).await;
@@ -160,5 +161,27 @@ async fn s3_requests_per_call() {
         status: 200,
     };
     measure(&counter, cold).await;
+
+    // The second server writes once; the first one's next read applies that entry.
+    let elsewhere = Call {
+        name: "write in the second process",
+        request: http
+            .post(format!("{cold_base}/billing/2/bill-batches"))
+            .header("X-Api-Key", &key)
+            .json(&bill_batch),
+        status: 200,
+    };
+    measure(&counter, elsewhere).await;
+    let behind = Call {
+        name: "read after another process wrote once",
+        request: http.get(&bill_batches).header("X-Api-Key", &key),
+        status: 200,
+    };
+    let c = measure(&counter, behind).await;
+    if c.list != 0 || c.get + c.head > 2 {
+        failures.push(format!(
+            "read after one write elsewhere: {c} (target: the entry's GET and the 404 after it)"
+        ));
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -60,6 +60,9 @@ pub struct Replica {
     compacting: AtomicBool,
     /// The tombstone was seen (or written here): nothing is served or appended any more.
     deleted: AtomicBool,
+    /// The entry the last freshness check found (`seq`, body), so that the catch-up that
+    /// follows does not GET it a second time. Log entries are immutable once written.
+    probed: std::sync::Mutex<Option<(u64, Vec<u8>)>>,
 }
 
 /// What a log entry says about itself before it is applied. Every field has a default, so
@@ -117,6 +120,7 @@ impl Replica {
             snapshot_seq: AtomicU64::new(0),
             compacting: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
+            probed: std::sync::Mutex::new(None),
         }
     }
 
@@ -175,12 +179,16 @@ impl Replica {
     pub fn catch_up(&self, conn: &mut Connection) -> Result<()> {
         self.refuse_if_deleted()?;
         let mut seq = capture::seq(conn)?;
+        let mut probed = super::lock(&self.probed).take();
         loop {
             let next = seq + 1;
-            let body = match self.bucket.get(&self.log_key(next)) {
-                Ok(body) => body,
-                Err(S3Error::NotFound) => break,
-                Err(e) => return Err(e.into()),
+            let body = match probed.take() {
+                Some((n, body)) if n == next => body,
+                _ => match self.bucket.get(&self.log_key(next)) {
+                    Ok(body) => body,
+                    Err(S3Error::NotFound) => break,
+                    Err(e) => return Err(e.into()),
+                },
             };
             self.apply_entry(conn, next, &body)?;
             seq = next;
@@ -220,9 +228,12 @@ impl Replica {
     /// Whether S3 holds a version newer than the local one (one GET of `log/<local+1>`).
     pub fn has_newer(&self) -> Result<bool> {
         self.refuse_if_deleted()?;
-        let seq = self.seq.load(Ordering::SeqCst);
-        match self.bucket.get(&self.log_key(seq + 1)) {
-            Ok(_) => Ok(true),
+        let next = self.seq.load(Ordering::SeqCst) + 1;
+        match self.bucket.get(&self.log_key(next)) {
+            Ok(body) => {
+                *super::lock(&self.probed) = Some((next, body));
+                Ok(true)
+            }
             Err(S3Error::NotFound) => Ok(false),
             Err(e) => Err(e.into()),
         }
