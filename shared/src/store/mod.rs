@@ -10,6 +10,12 @@
 //!   returns from it.
 //! - Writes to one tenant are serialized by that tenant's writer lock; reads use their own
 //!   connections (WAL lets them proceed beside a writer). Tenants never share a lock.
+//! - Tenants are opened one slot each ([`Store::tenant_db`]): a slow cold start blocks only
+//!   its own tenant; concurrent first requests share one open; a failed open is answered 503
+//!   for [`OPEN_RETRY_AFTER`] without retrying. Every call into the store blocks (SQLite,
+//!   S3), so async code goes through [`blocking`].
+//! - Deleting a tenant: [`Store::tombstone_tenant`], then the registry entry, then
+//!   [`Store::drop_tenant_db`] (see docs/storage.md, "Deleting a tenant").
 //! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
 //!   for the registry, and the local files are a per-process cache ([`replica`] states the
 //!   protocol, [`capture`] how changes are recorded, [`s3`] the bucket calls).
