@@ -200,3 +200,45 @@ async fn a_failed_open_is_remembered_not_retried_per_request() {
     tokio::time::sleep(shared::store::OPEN_RETRY_AFTER).await;
     assert_eq!(read(&base, &key).await, 200, "served again after the pause");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_held_by_s3_do_not_occupy_the_workers() {
+    let moto = Moto::start();
+    let mut config = moto.bucket("workers");
+    config.compact_every = 1;
+    let made = tenants_with_snapshots(&moto, &config, &["known"]).await;
+    let known = made[0].clone();
+
+    let counter = Counter::start(&moto);
+    let mut proxied = config.clone();
+    proxied.endpoint = Some(counter.endpoint.clone());
+    let (base, _dir) = serve(&proxied);
+    assert_eq!(
+        read(&base, &known.1).await,
+        200,
+        "warm-up of the known tenant"
+    );
+
+    // Requests with unknown keys each wait for a registry GET that S3 holds 4 s: more of them
+    // than the server has async workers.
+    counter.rule("/registry/log/", Action::Hold(Duration::from_secs(4)));
+    let unknown: Vec<_> = (0..4)
+        .map(|i| {
+            let base = base.clone();
+            tokio::spawn(async move { read(&base, &format!("sbx_unknown_{i}")).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let status = read(&base, &known.1).await;
+    let known_ms = started.elapsed().as_millis();
+    println!("known tenant's read while 4 lookups of unknown keys are held by S3: {known_ms} ms");
+    assert_eq!(status, 200);
+    assert!(
+        known_ms < 1500,
+        "a known tenant's read waited {known_ms} ms behind lookups held by S3"
+    );
+    for u in unknown {
+        assert_eq!(u.await.expect("join"), 401);
+    }
+}
