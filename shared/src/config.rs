@@ -1,9 +1,11 @@
-//! Configuration read from the environment (every variable is listed in README.md).
+//! Configuration read from the environment (every variable is listed in README.md). This is
+//! the one place that reads the store's and the server's environment variables.
 
+use crate::store::S3Config;
 use std::path::PathBuf;
 
 /// Process-wide settings shared by every route group.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     /// Where tenant databases and the registry live (`SANDBOX_DATA_DIR`, default `./data`).
     pub data_dir: PathBuf,
@@ -15,6 +17,14 @@ pub struct Config {
     /// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`); `None` keeps the
     /// surface's documented default (`legacy::DEFAULT_XML_NAMESPACE`).
     pub xml_namespace: Option<String>,
+    /// The S3 store (`SANDBOX_S3_BUCKET` and friends, see [`s3_from_env`]); `None`: local
+    /// files only.
+    pub s3: Option<S3Config>,
+    /// The master secret bearer tokens are signed with (`SANDBOX_TOKEN_SECRET`, at least
+    /// [`MIN_TOKEN_SECRET_LEN`] bytes). `None`: a secret generated once and kept in
+    /// `<data_dir>/token-secret` (see `Store::local_token_secret`). Changing it invalidates
+    /// every token issued before.
+    pub token_secret: Option<String>,
 }
 
 impl Config {
@@ -38,18 +48,74 @@ impl Config {
             admin_key,
             max_body_bytes,
             xml_namespace,
+            s3: s3_from_env(),
+            token_secret: var("SANDBOX_TOKEN_SECRET"),
         }
     }
 
-    /// A configuration for a given data dir and admin key, other settings at their defaults.
+    /// A configuration for a given data dir and admin key, other settings at their defaults
+    /// (local store, token secret kept in the data dir); nothing is read from the environment.
     pub fn new(data_dir: impl Into<PathBuf>, admin_key: Option<String>) -> Self {
         Config {
             data_dir: data_dir.into(),
             admin_key,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             xml_namespace: None,
+            s3: None,
+            token_secret: None,
         }
     }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Secrets are never printed.
+        f.debug_struct("Config")
+            .field("data_dir", &self.data_dir)
+            .field("admin_key", &self.admin_key.as_ref().map(|_| "<set>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("s3", &self.s3)
+            .field("token_secret", &self.token_secret.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// Shortest accepted `SANDBOX_TOKEN_SECRET`, in bytes (256 bits of hex or base64 is longer).
+pub const MIN_TOKEN_SECRET_LEN: usize = 32;
+
+/// A non-blank environment variable.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The S3 store of the environment, `None` when `SANDBOX_S3_BUCKET` is unset: bucket,
+/// `SANDBOX_S3_PREFIX`, `SANDBOX_S3_ENDPOINT` (an S3-compatible server, path-style) and
+/// `SANDBOX_S3_COMPACT_EVERY`, `SANDBOX_S3_ATTEMPT_TIMEOUT_MS`, `SANDBOX_S3_WRITE_DEADLINE_MS`.
+/// Region and credentials come from the standard AWS variables,
+/// which the SDK reads itself.
+pub fn s3_from_env() -> Option<S3Config> {
+    let bucket = var("SANDBOX_S3_BUCKET")?;
+    let mut config = S3Config::new(
+        bucket,
+        var("SANDBOX_S3_PREFIX").as_deref().unwrap_or(""),
+        var("SANDBOX_S3_ENDPOINT"),
+    );
+    if let Some(every) = var("SANDBOX_S3_COMPACT_EVERY").and_then(|v| v.parse().ok()) {
+        config.compact_every = every;
+    }
+    let millis = |name: &str| {
+        var(name)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis)
+    };
+    if let Some(t) = millis("SANDBOX_S3_ATTEMPT_TIMEOUT_MS") {
+        config.attempt_timeout = t;
+    }
+    if let Some(t) = millis("SANDBOX_S3_WRITE_DEADLINE_MS") {
+        config.write_deadline = t;
+    }
+    Some(config)
 }
 
 /// Default request body limit: 1 MiB, ample for 50 usage events or any XML entity.

@@ -4,8 +4,9 @@
 /// Result with the domain [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything a domain or store operation can fail with.
-#[derive(Debug, thiserror::Error)]
+/// Everything a domain or store operation can fail with. Cloneable, so that the store can
+/// remember a failed tenant open and answer it again without retrying.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The input is malformed or breaks a rule; the message says which and where.
     #[error("{0}")]
@@ -26,6 +27,11 @@ pub enum Error {
     /// was applied: it may or may not have been (see docs/storage.md, fencing).
     #[error("{0}")]
     OutcomeUnknown(String),
+    /// The tenant's data was written by a newer deployment (a newer schema version) than this
+    /// one: 503 until this function is deployed at that version. Unlike `Unavailable`, the
+    /// message is shown to the client (it names both versions).
+    #[error("{0}")]
+    NewerSchema(String),
     /// A bug or an unexpected storage failure; details go to the log, never to the client.
     #[error("internal error: {0}")]
     Internal(String),

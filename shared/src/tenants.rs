@@ -1,9 +1,14 @@
 //! Tenant lifecycle: create (register, then seed), reset, delete. Used by the admin API and
-//! by the local server's first start.
+//! by the local server's first start. The async functions run their registry and store
+//! calls (blocking S3 and SQLite work) on the blocking pool, never on an async worker.
+//!
+//! Deletion order (S3 mode): tombstone, registry entry, objects. The tombstone comes first so
+//! that every environment stops serving the tenant and appending to it at its next freshness
+//! check, before anything it could still read disappears.
 
 use crate::auth::{jwt, Credentials};
 use crate::seed::{self, Seed};
-use crate::store::{Store, TenantRecord};
+use crate::store::{blocking, Store, TenantRecord};
 use crate::{Error, Result};
 
 /// Longest tenant name accepted.
@@ -40,15 +45,21 @@ pub async fn create(
     let tz = crate::time::parse_tz(time_zone).ok_or_else(|| {
         Error::bad_request(format!("time_zone: '{time_zone}' is not an IANA time zone"))
     })?;
-    let (record, creds) = store.registry().create_tenant(name, time_zone)?;
-    let seeded = async {
-        let db = store.tenant_db(&record.id)?;
-        db.write(move |tx| seed::apply(tx, seed, tz)).await
-    }
+    let (st, name, zone) = (store.clone(), name.to_string(), time_zone.to_string());
+    let (record, creds) = blocking(move || st.registry().create_tenant(&name, &zone)).await?;
+    let (st, id) = (store.clone(), record.id.clone());
+    let seeded = blocking(move || {
+        st.tenant_db(&id)?
+            .write_blocking(move |tx| seed::apply(tx, seed, tz))
+    })
     .await;
     if let Err(e) = seeded {
-        let _ = store.registry().delete(&record.id);
-        let _ = store.drop_tenant_db(&record.id);
+        let (st, id) = (store.clone(), record.id.clone());
+        let _ = blocking(move || {
+            let _ = st.registry().delete(&id);
+            st.drop_tenant_db(&id)
+        })
+        .await;
         return Err(e);
     }
     Ok((record, creds))
@@ -56,37 +67,63 @@ pub async fn create(
 
 /// Replaces all data of a tenant with `seed`; credentials are kept.
 pub async fn reset(store: &Store, id: &str, seed: Seed) -> Result<TenantRecord> {
-    let record = get(store, id)?;
-    let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
-    let db = store.tenant_db(&record.id)?;
-    db.write(move |tx| seed::reset(tx, seed, tz)).await?;
-    Ok(record)
+    let (st, id) = (store.clone(), id.to_string());
+    blocking(move || {
+        let record = get_blocking(&st, &id)?;
+        let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
+        st.tenant_db(&record.id)?
+            .write_blocking(move |tx| seed::reset(tx, seed, tz))?;
+        Ok(record)
+    })
+    .await
 }
 
-/// Deletes a tenant's credentials and data.
-pub fn delete(store: &Store, id: &str) -> Result<()> {
-    if !store.registry().delete(id)? {
-        return Err(Error::not_found(format!("tenant {id} does not exist")));
-    }
-    store.drop_tenant_db(id)
+/// Deletes a tenant: its tombstone first (S3 mode), then its credentials, then its data
+/// (database, snapshots, exports; local and S3). Safe to retry after a failure at any step.
+pub async fn delete(store: &Store, id: &str) -> Result<()> {
+    let (st, id) = (store.clone(), id.to_string());
+    blocking(move || {
+        get_blocking(&st, &id)?;
+        st.tombstone_tenant(&id)?;
+        st.registry().delete(&id)?;
+        st.drop_tenant_db(&id)
+    })
+    .await
+}
+
+/// Every tenant, oldest first.
+pub async fn list(store: &Store) -> Result<Vec<TenantRecord>> {
+    let st = store.clone();
+    blocking(move || st.registry().list()).await
 }
 
 /// A registered tenant, or 404.
-pub fn get(store: &Store, id: &str) -> Result<TenantRecord> {
+pub async fn get(store: &Store, id: &str) -> Result<TenantRecord> {
+    let (st, id) = (store.clone(), id.to_string());
+    blocking(move || get_blocking(&st, &id)).await
+}
+
+fn get_blocking(store: &Store, id: &str) -> Result<TenantRecord> {
     store
         .registry()
         .get(id)?
         .ok_or_else(|| Error::not_found(format!("tenant {id} does not exist")))
 }
 
-/// Issues a bearer token for a tenant, valid `ttl_seconds` (1 to 30 days' worth).
-pub fn issue_token(store: &Store, id: &str, ttl_seconds: i64) -> Result<String> {
+/// Issues a bearer token for a tenant, valid `ttl_seconds` (1 to 30 days' worth), signed
+/// with the tenant's key derived from `secret` (the configured token secret).
+pub async fn issue_token(
+    store: &Store,
+    secret: &[u8],
+    id: &str,
+    ttl_seconds: i64,
+) -> Result<String> {
     if !(1..=MAX_TOKEN_TTL_SECONDS).contains(&ttl_seconds) {
         return Err(Error::bad_request(format!(
             "ttl_seconds must be 1 to {MAX_TOKEN_TTL_SECONDS}"
         )));
     }
-    let record = get(store, id)?;
+    let record = get(store, id).await?;
     let now = crate::time::now().timestamp();
     let claims = jwt::Claims {
         sub: record.id.clone(),
@@ -94,6 +131,6 @@ pub fn issue_token(store: &Store, id: &str, ttl_seconds: i64) -> Result<String> 
         exp: now + ttl_seconds,
         iss: jwt::ISSUER.to_string(),
     };
-    let key = jwt::tenant_key(&store.registry().jwt_master_secret()?, &record.id);
+    let key = jwt::tenant_key(secret, &record.id);
     Ok(jwt::encode(&claims, &key))
 }

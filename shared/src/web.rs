@@ -36,20 +36,99 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Opens the store named by `config`.
+    /// Opens the store named by `config` (local, or S3 when `config.s3` is set) and checks
+    /// that a token secret is available (configured, or kept in the data dir).
     pub fn new(config: Config) -> crate::Result<AppState> {
-        let store = Store::open(&config.data_dir)?;
-        Ok(AppState {
+        let store = Store::open_with(&config.data_dir, config.s3.clone())?;
+        let state = AppState {
             store,
             config: Arc::new(config),
-        })
+        };
+        if state.config.s3.is_some() && state.config.token_secret.is_none() {
+            tracing::warn!(
+                "SANDBOX_TOKEN_SECRET is unset: tokens are signed with a secret kept in this data \
+                 dir, so other servers on the same bucket refuse them"
+            );
+        }
+        state.token_secret()?;
+        Ok(state)
     }
 
-    /// The authenticated view of a registered tenant.
-    pub fn tenant(&self, record: TenantRecord) -> crate::Result<Tenant> {
-        let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
-        let db = self.store.tenant_db(&record.id)?;
-        Ok(Tenant { record, tz, db })
+    /// The master secret bearer tokens are signed with: `SANDBOX_TOKEN_SECRET` when
+    /// configured, else the one kept in the data dir (never the registry or the bucket).
+    pub fn token_secret(&self) -> crate::Result<Vec<u8>> {
+        match &self.config.token_secret {
+            Some(s) if s.len() >= crate::config::MIN_TOKEN_SECRET_LEN => Ok(s.as_bytes().to_vec()),
+            Some(_) => Err(Error::Internal(format!(
+                "SANDBOX_TOKEN_SECRET must be at least {} characters",
+                crate::config::MIN_TOKEN_SECRET_LEN
+            ))),
+            None => self.store.local_token_secret(),
+        }
+    }
+
+    /// The authenticated view of a registered tenant: its database is opened on the
+    /// blocking pool (a cold start downloads a snapshot). A tenant deleted meanwhile (its
+    /// tombstone seen) is `None`: its credentials no longer open anything.
+    pub async fn tenant(&self, record: TenantRecord) -> crate::Result<Option<Tenant>> {
+        let store = self.store.clone();
+        crate::store::blocking(move || open_tenant(&store, record)).await
+    }
+
+    /// The tenant an API key opens (see [`AppState::tenant`]).
+    pub async fn tenant_by_api_key(&self, key: &str) -> crate::Result<Option<Tenant>> {
+        let (store, key) = (self.store.clone(), key.to_string());
+        crate::store::blocking(move || match store.registry().find_by_api_key(&key)? {
+            Some(record) => open_tenant(&store, record),
+            None => Ok(None),
+        })
+        .await
+    }
+
+    /// The tenant HTTP Basic credentials open (see [`AppState::tenant`]).
+    pub async fn tenant_by_basic(&self, user: &str, pass: &str) -> crate::Result<Option<Tenant>> {
+        let (store, user, pass) = (self.store.clone(), user.to_string(), pass.to_string());
+        crate::store::blocking(
+            move || match store.registry().find_by_basic(&user, &pass)? {
+                Some(record) => open_tenant(&store, record),
+                None => Ok(None),
+            },
+        )
+        .await
+    }
+
+    /// The tenant a valid bearer token was issued for (see [`AppState::tenant`]).
+    pub async fn tenant_by_token(&self, token: &str) -> crate::Result<Option<Tenant>> {
+        let Ok(claims) = jwt::peek_claims(token) else {
+            return Ok(None);
+        };
+        let secret = self.token_secret()?;
+        let (store, token) = (self.store.clone(), token.to_string());
+        crate::store::blocking(move || {
+            let Some(record) = store.registry().tenant_for_token(&claims.sub)? else {
+                return Ok(None);
+            };
+            let key = jwt::tenant_key(&secret, &record.id);
+            match jwt::verify(&token, &key, crate::time::now().timestamp()) {
+                Ok(_) => open_tenant(&store, record),
+                Err(e) => {
+                    tracing::debug!(error = %e, "bearer token refused");
+                    Ok(None)
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// Opens a registered tenant's database (blocking). Not found means deleted: the store has
+/// forgotten it and its cached credentials, so the caller answers 401.
+fn open_tenant(store: &Store, record: TenantRecord) -> crate::Result<Option<Tenant>> {
+    let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
+    match store.tenant_db(&record.id) {
+        Ok(db) => Ok(Some(Tenant { record, tz, db })),
+        Err(Error::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -124,6 +203,10 @@ impl From<Error> for ApiError {
                     "The service is temporarily unavailable and could not confirm whether the request was applied: it may or may not have been. Check before retrying.",
                 )
             }
+            Error::NewerSchema(m) => {
+                tracing::warn!(error = %m, "data from a newer schema version");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", m)
+            }
             Error::Internal(m) => {
                 tracing::error!(error = %m, "internal error");
                 ApiError::new(
@@ -160,38 +243,19 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
         let deny = || ApiError::unauthorized(BILLING_AUTH_MESSAGE);
-        let record = if let Some(key) = header_str(&parts.headers, "x-api-key") {
-            app.store.registry().find_by_api_key(key)?
+        let tenant = if let Some(key) = header_str(&parts.headers, "x-api-key") {
+            app.tenant_by_api_key(key).await?
         } else if let Some(token) = parts
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(auth::parse_bearer)
         {
-            tenant_for_jwt(&app, token)?
+            app.tenant_by_token(token).await?
         } else {
             None
         };
-        let record = record.ok_or_else(deny)?;
-        Ok(BillingAuth(app.tenant(record)?))
-    }
-}
-
-/// Verifies a bearer token and answers the tenant it was issued for.
-fn tenant_for_jwt(app: &AppState, token: &str) -> crate::Result<Option<TenantRecord>> {
-    let Ok(claims) = jwt::peek_claims(token) else {
-        return Ok(None);
-    };
-    let Some(record) = app.store.registry().get(&claims.sub)? else {
-        return Ok(None);
-    };
-    let key = jwt::tenant_key(&app.store.registry().jwt_master_secret()?, &record.id);
-    match jwt::verify(token, &key, crate::time::now().timestamp()) {
-        Ok(_) => Ok(Some(record)),
-        Err(e) => {
-            tracing::debug!(error = %e, "bearer token refused");
-            Ok(None)
-        }
+        Ok(BillingAuth(tenant.ok_or_else(deny)?))
     }
 }
 

@@ -2,4 +2,10 @@
 //! writers in threads, environments and OS processes, crashes and S3 faults. The moto
 //! server and the fault proxy are `e2e::s3`.
 
+mod cache;
+mod chaos;
+mod costs;
+mod fencing;
+mod isolation;
+mod lifecycle;
 mod s3_sync;

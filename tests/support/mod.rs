@@ -228,6 +228,7 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
 }
 
 pub mod s3;
+pub mod s3_count;
 
 /// Installs the Python test tools of tests/requirements.txt (moto's S3 server, cargo-lambda)
 /// unless `present` says they are there, so `cargo test --workspace` needs no manual step.

@@ -280,7 +280,9 @@ impl Gate {
         *lock(&self.state.hold_all) = hold;
     }
 
-    /// Answers every GET of a log entry 500 (true) or passes them (false).
+    /// Answers every GET of a log entry 500 (true) or passes them (false), from the moment
+    /// a log PUT is held: the GETs that check the held PUT's outcome fail, while the writer's
+    /// freshness check before its PUT (a GET of the same kind) still passes.
     pub fn fail_log_gets(&self, failing: bool) {
         self.state.fail_log_gets.store(failing, Ordering::SeqCst);
     }
@@ -433,6 +435,7 @@ fn decide(state: &GateState, req: &Request) -> Fault {
     if req.method == "GET"
         && req.path.contains("/log/0")
         && state.fail_log_gets.load(Ordering::SeqCst)
+        && lock(&state.holding).is_some()
     {
         return Fault::Error(500);
     }

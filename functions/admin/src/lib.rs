@@ -123,7 +123,7 @@ async fn list_tenants(
     _: AdminAuth,
     State(app): State<AppState>,
 ) -> Result<Json<Vec<TenantRecord>>, ApiError> {
-    Ok(Json(app.store.registry().list()?))
+    Ok(Json(tenants::list(&app.store).await?))
 }
 
 async fn get_tenant(
@@ -131,7 +131,7 @@ async fn get_tenant(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TenantRecord>, ApiError> {
-    Ok(Json(tenants::get(&app.store, &id)?))
+    Ok(Json(tenants::get(&app.store, &id).await?))
 }
 
 async fn delete_tenant(
@@ -139,7 +139,7 @@ async fn delete_tenant(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    tenants::delete(&app.store, &id)?;
+    tenants::delete(&app.store, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -172,7 +172,7 @@ async fn issue_token(
     let ttl = request
         .ttl_seconds
         .unwrap_or(tenants::DEFAULT_TOKEN_TTL_SECONDS);
-    let access_token = tenants::issue_token(&app.store, &id, ttl)?;
+    let access_token = tenants::issue_token(&app.store, &app.token_secret()?, &id, ttl).await?;
     let token = Token {
         access_token,
         token_type: "Bearer",

@@ -30,12 +30,11 @@ where
         else {
             return Err(Fault::unauthorized());
         };
-        let record = app
-            .store
-            .registry()
-            .find_by_basic(&user, &pass)?
+        let tenant = app
+            .tenant_by_basic(&user, &pass)
+            .await?
             .ok_or_else(Fault::unauthorized)?;
-        Ok(BasicAuth(app.tenant(record)?))
+        Ok(BasicAuth(tenant))
     }
 }
 

@@ -20,17 +20,17 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
-        let record = match header_str(&parts.headers, "x-api-key") {
-            Some(key) => app.store.registry().find_by_api_key(key)?,
+        let tenant = match header_str(&parts.headers, "x-api-key") {
+            Some(key) => app.tenant_by_api_key(key).await?,
             None => None,
         };
-        let record = record.ok_or_else(|| {
+        let tenant = tenant.ok_or_else(|| {
             ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "AUTHENTICATION_FAILED",
                 REVENUE_AUTH_MESSAGE,
             )
         })?;
-        Ok(RevenueAuth(app.tenant(record)?))
+        Ok(RevenueAuth(tenant))
     }
 }

@@ -30,7 +30,7 @@ pub const DEMO_TIME_ZONE: &str = "America/Chicago";
 pub async fn ensure_demo_tenant(
     state: &AppState,
 ) -> shared::Result<Option<(TenantRecord, Credentials)>> {
-    if !state.store.registry().list()?.is_empty() {
+    if !shared::tenants::list(&state.store).await?.is_empty() {
         return Ok(None);
     }
     match shared::tenants::create(&state.store, DEMO_TENANT, Seed::Demo, DEMO_TIME_ZONE).await {

@@ -3,7 +3,8 @@
 //! - The algorithm is pinned: a header whose `alg` is anything but `HS256` (`none`, `HS512`,
 //!   `RS256`...) is refused before any key is looked at.
 //! - Each tenant signs with its own key, `HMAC-SHA256(master, "jwt:" + tenant_id)`, derived from
-//!   the registry's master secret, so no per-tenant signing key is stored anywhere.
+//!   the configured master secret (`SANDBOX_TOKEN_SECRET`, see `config`; never stored in the
+//!   registry or the bucket), so no per-tenant signing key is stored anywhere.
 //! - `exp` is required and checked (no leeway); `sub` names the tenant.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;

@@ -137,15 +137,17 @@ impl Database {
         }
     }
 
-    /// Deletes the local files and, in S3 mode, every object of this database (best effort).
-    pub fn destroy(&self) -> Result<()> {
-        if let Some(replica) = &self.inner.replica {
-            if let Err(e) = replica.delete_all() {
-                tracing::warn!(error = %e, "could not delete a database's S3 objects");
-            }
+    /// Appends this database's tombstone to its S3 log (no-op without a replica).
+    pub fn tombstone(&self) -> Result<()> {
+        match &self.inner.replica {
+            Some(replica) => replica.write_tombstone(&mut lock(&self.inner.writer)),
+            None => Ok(()),
         }
-        lock(&self.inner.readers).clear();
-        replica::remove_database_files(&self.inner.path)
+    }
+
+    /// Whether this database's tombstone was seen: it must not be served any more.
+    pub fn is_deleted(&self) -> bool {
+        self.inner.replica.as_ref().is_some_and(Replica::is_deleted)
     }
 }
 

@@ -10,6 +10,12 @@
 //!   returns from it.
 //! - Writes to one tenant are serialized by that tenant's writer lock; reads use their own
 //!   connections (WAL lets them proceed beside a writer). Tenants never share a lock.
+//! - Tenants are opened one slot each ([`Store::tenant_db`]): a slow cold start blocks only
+//!   its own tenant; concurrent first requests share one open; a failed open is answered 503
+//!   for [`OPEN_RETRY_AFTER`] without retrying. Every call into the store blocks (SQLite,
+//!   S3), so async code goes through [`blocking`].
+//! - Deleting a tenant: [`Store::tombstone_tenant`], then the registry entry, then
+//!   [`Store::drop_tenant_db`] (see docs/storage.md, "Deleting a tenant").
 //! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
 //!   for the registry, and the local files are a cache private to each store (`cache.rs` says
 //!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
@@ -31,7 +37,11 @@ use rusqlite::{Connection, Transaction};
 pub use s3::S3Config;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// How long a failed tenant open is remembered (answered 503 without trying again).
+pub const OPEN_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The store: the registry and a cache of open tenant databases.
 #[derive(Clone)]
@@ -45,17 +55,46 @@ struct StoreInner {
     files_dir: PathBuf,
     registry: Registry,
     bucket: Option<(s3::Bucket, u64)>,
-    open: Mutex<HashMap<String, Arc<TenantDb>>>,
+    /// Tenants this process has opened (or failed to open). The map's lock is only held to
+    /// find or insert a slot; opening runs under the slot's own lock (see [`Store::tenant_db`]).
+    open: Mutex<HashMap<String, Arc<Slot>>>,
+    /// The token secret kept in the data dir, once read (see [`Store::local_token_secret`]).
+    token_secret: OnceLock<Vec<u8>>,
     /// S3 mode: this process's claim on `files_dir`; declared last so that it is released
     /// (and the directory removed) after every database in it was closed.
     _cache: Option<cache::CacheDir>,
 }
 
+/// One tenant's place in the open map. Its mutex serializes the opening of that tenant only:
+/// concurrent first requests for one tenant wait for (and share) one open, while requests for
+/// other tenants never touch it.
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+enum SlotState {
+    #[default]
+    Closed,
+    Open(Arc<TenantDb>),
+    /// The last open failed at `at`; until [`OPEN_RETRY_AFTER`] has passed, requests get the
+    /// same error at once instead of downloading the snapshot again.
+    Failed {
+        at: Instant,
+        error: Error,
+    },
+}
+
+/// The file of the token secret generated for a data dir without `SANDBOX_TOKEN_SECRET`. It
+/// lives beside `registry.db`/`s3-cache`, never in the bucket.
+pub const TOKEN_SECRET_FILE: &str = "token-secret";
+
 impl Store {
     /// Opens the store in `data_dir`, creating the directory and registry when absent. When
     /// `SANDBOX_S3_BUCKET` is set the store is S3-backed (see [`Store::open_with`]).
     pub fn open(data_dir: &Path) -> Result<Store> {
-        Store::open_with(data_dir, S3Config::from_env())
+        Store::open_with(data_dir, crate::config::s3_from_env())
     }
 
     /// Opens the store: local files only with `s3 = None`; otherwise S3 is the source of
@@ -87,6 +126,7 @@ impl Store {
                 registry,
                 bucket,
                 open: Mutex::new(HashMap::new()),
+                token_secret: OnceLock::new(),
                 _cache: cache,
             }),
         })
@@ -100,11 +140,6 @@ impl Store {
     /// The data directory this store lives in.
     pub fn data_dir(&self) -> &Path {
         &self.inner.data_dir
-    }
-
-    /// Whether S3 is the source of truth.
-    pub fn is_replicated(&self) -> bool {
-        self.inner.bucket.is_some()
     }
 
     fn tenant_path(&self, tenant_id: &str) -> PathBuf {
@@ -121,22 +156,102 @@ impl Store {
             .map(|(b, every)| Replica::new(b.clone(), &format!("tenants/{tenant_id}"), *every))
     }
 
-    /// The database of a registered tenant, opened and migrated on first use.
+    /// The database of a registered tenant, opened and migrated on first use. Blocking (S3
+    /// and SQLite): call it off the async workers ([`blocking`]).
+    ///
+    /// Only this tenant's slot is locked while it opens, so a slow cold start (a snapshot
+    /// download held by S3) delays this tenant's requests and no other's. A failed open is
+    /// remembered for [`OPEN_RETRY_AFTER`] and answered as unavailable (503) without trying
+    /// again. A tenant whose tombstone was seen is forgotten and answered as not found.
     pub fn tenant_db(&self, tenant_id: &str) -> Result<Arc<TenantDb>> {
-        let mut open = lock(&self.inner.open);
-        if let Some(db) = open.get(tenant_id) {
-            return Ok(db.clone());
+        let slot = lock(&self.inner.open)
+            .entry(tenant_id.to_string())
+            .or_default()
+            .clone();
+        let mut state = lock(&slot.state);
+        match &*state {
+            SlotState::Open(db) if db.db.is_deleted() => {
+                drop(state);
+                self.forget_tenant(tenant_id);
+                return Err(deleted(tenant_id));
+            }
+            SlotState::Open(db) => return Ok(db.clone()),
+            SlotState::Failed { at, error } if at.elapsed() < OPEN_RETRY_AFTER => {
+                return Err(error.clone());
+            }
+            SlotState::Failed { .. } | SlotState::Closed => {}
         }
-        let db = Arc::new(TenantDb {
-            id: tenant_id.to_string(),
-            db: Database::open(
-                &self.tenant_path(tenant_id),
-                sqlite::migrate,
-                self.tenant_replica(tenant_id),
-            )?,
-        });
-        open.insert(tenant_id.to_string(), db.clone());
-        Ok(db)
+        let opened = Database::open(
+            &self.tenant_path(tenant_id),
+            sqlite::migrate,
+            self.tenant_replica(tenant_id),
+        );
+        match opened {
+            Ok(db) => {
+                let db = Arc::new(TenantDb {
+                    id: tenant_id.to_string(),
+                    db,
+                });
+                *state = SlotState::Open(db.clone());
+                Ok(db)
+            }
+            Err(Error::NotFound(_)) => {
+                // Only a tombstone makes an open fail as not found.
+                drop(state);
+                self.forget_tenant(tenant_id);
+                Err(deleted(tenant_id))
+            }
+            Err(e) => {
+                // A tenant that cannot be opened now is a storage outage (503), not a bug:
+                // unreadable objects, a gap, a local file that cannot be written.
+                let e = match e {
+                    Error::Internal(m) => Error::Unavailable(format!("{tenant_id}: {m}")),
+                    other => other,
+                };
+                tracing::warn!(tenant = tenant_id, error = %e, "could not open a tenant; answering 503 for a while");
+                *state = SlotState::Failed {
+                    at: Instant::now(),
+                    error: e.clone(),
+                };
+                Err(e)
+            }
+        }
+    }
+
+    /// Forgets an open tenant and its cached credentials, and removes its local cache files
+    /// (after its tombstone was seen, or its deletion here).
+    fn forget_tenant(&self, tenant_id: &str) {
+        lock(&self.inner.open).remove(tenant_id);
+        self.inner.registry.forget(tenant_id);
+        if self.inner.bucket.is_some() {
+            let _ = replica::remove_database_files(&self.tenant_path(tenant_id));
+        }
+    }
+
+    /// First step of deleting a tenant: in S3 mode, appends its tombstone to its log, so that
+    /// every environment stops serving it and appending to it at its next freshness check
+    /// (local mode: nothing to do). Idempotent: a tenant already tombstoned is fine.
+    pub fn tombstone_tenant(&self, tenant_id: &str) -> Result<()> {
+        if self.inner.bucket.is_none() {
+            return Ok(());
+        }
+        match self.tenant_db(tenant_id) {
+            Ok(db) => db.db.tombstone(),
+            Err(Error::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The token signing secret kept in `<data_dir>/token-secret` (created on first use with
+    /// 64 random hex digits, mode 0600), for servers run without `SANDBOX_TOKEN_SECRET`. It is
+    /// never stored in the registry or the bucket. Deleting the file (and restarting) rotates
+    /// it, which invalidates every token issued before.
+    pub fn local_token_secret(&self) -> Result<Vec<u8>> {
+        if let Some(s) = self.inner.token_secret.get() {
+            return Ok(s.clone());
+        }
+        let secret = read_or_create_secret(&self.inner.data_dir.join(TOKEN_SECRET_FILE))?;
+        Ok(self.inner.token_secret.get_or_init(|| secret).clone())
     }
 
     /// Stores a file that belongs to a tenant beside its database (e.g. an analytics export):
@@ -186,23 +301,76 @@ impl Store {
         }
     }
 
-    /// Closes and deletes a tenant's database files (the registry entry is the caller's);
-    /// in S3 mode its objects too.
+    /// Closes and deletes a tenant's data (the registry entry is the caller's): the local
+    /// database files and exports (`<data_dir>/tenants/<id>/`); in S3 mode every object under
+    /// `tenants/<id>/`: exports and snapshots are deleted, log entries are overwritten by
+    /// tombstones (a deleted log key would read as "up to date" to an environment behind it,
+    /// see docs/storage.md). Call [`Store::tombstone_tenant`] first.
     pub fn drop_tenant_db(&self, tenant_id: &str) -> Result<()> {
-        let open = lock(&self.inner.open).remove(tenant_id);
-        match open {
-            Some(db) => db.db.destroy(),
-            None => match self.tenant_replica(tenant_id) {
-                Some(r) => {
-                    if let Err(e) = r.delete_all() {
-                        tracing::warn!(error = %e, "could not delete a tenant's S3 objects");
-                    }
-                    replica::remove_database_files(&self.tenant_path(tenant_id))
-                }
-                None => replica::remove_database_files(&self.tenant_path(tenant_id)),
-            },
+        lock(&self.inner.open).remove(tenant_id);
+        self.inner.registry.forget(tenant_id);
+        let erased = match self.tenant_replica(tenant_id) {
+            Some(r) => r.erase(&self.inner.files_dir),
+            None => Ok(()),
+        };
+        replica::remove_database_files(&self.tenant_path(tenant_id))?;
+        let exports = self.inner.data_dir.join("tenants").join(tenant_id);
+        match std::fs::remove_dir_all(&exports) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
         }
+        erased
     }
+}
+
+/// The error of a tenant whose tombstone was seen.
+fn deleted(tenant_id: &str) -> Error {
+    Error::NotFound(format!("tenant {tenant_id} has been deleted"))
+}
+
+/// Reads the secret at `path`, creating it first when absent. Creation is atomic (a full
+/// temporary file hard-linked into place), so concurrent first starts agree on one secret.
+fn read_or_create_secret(path: &Path) -> Result<Vec<u8>> {
+    let read = |path: &Path| -> Result<Option<Vec<u8>>> {
+        match std::fs::read_to_string(path) {
+            Ok(s) if s.trim().len() >= crate::config::MIN_TOKEN_SECRET_LEN => {
+                Ok(Some(s.trim().as_bytes().to_vec()))
+            }
+            Ok(_) => Err(Error::Internal(format!(
+                "{} holds fewer than {} characters",
+                path.display(),
+                crate::config::MIN_TOKEN_SECRET_LEN
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    };
+    if let Some(secret) = read(path)? {
+        return Ok(secret);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4()));
+    {
+        use std::io::Write;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&tmp)?;
+        file.write_all(hex::encode(crate::auth::random_bytes(32)).as_bytes())?;
+        file.sync_all()?;
+    }
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e.into()),
+    }
+    read(path)?.ok_or_else(|| Error::Internal(format!("{} vanished", path.display())))
 }
 
 /// One tenant's database: a writer connection and a pool of readers (see [`Database`]).
@@ -225,7 +393,7 @@ impl TenantDb {
         T: Send + 'static,
     {
         let db = self.clone();
-        run_blocking(move || db.write_blocking(f)).await
+        blocking(move || db.write_blocking(f)).await
     }
 
     /// [`TenantDb::write`] for callers already off the async runtime (seeding, benchmarks).
@@ -243,7 +411,7 @@ impl TenantDb {
         T: Send + 'static,
     {
         let db = self.clone();
-        run_blocking(move || db.read_blocking(f)).await
+        blocking(move || db.read_blocking(f)).await
     }
 
     /// [`TenantDb::read`] for callers already off the async runtime.
@@ -255,8 +423,9 @@ impl TenantDb {
     }
 }
 
-/// Runs blocking database work on tokio's blocking pool.
-async fn run_blocking<T: Send + 'static>(
+/// Runs blocking store work (SQLite, S3, tenant opening, registry lookups) on tokio's
+/// blocking pool, so that it never occupies an async worker.
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
     tokio::task::spawn_blocking(f)

@@ -1,11 +1,17 @@
 //! The registry: which tenants exist and which credentials open them. Secrets are stored only
 //! as SHA-256 hashes (they are long random strings, so a fast hash is enough) and compared in
-//! constant time. The JWT master secret, which must be usable to sign, is the one secret kept
-//! as is; per-tenant signing keys are derived from it (see `auth::jwt`).
+//! constant time. No clear secret is stored here: the token signing secret comes from the
+//! configuration (see `config::Config::token_secret`), never from the registry or the bucket.
 //!
 //! The registry is a SQLite database like a tenant's and replicates to S3 the same way, so in
 //! S3 mode every process sees the same tenants and credentials (writes may re-run their
 //! closure after a lost race; reads first catch up with S3).
+//!
+//! Known tenants (S3 mode): credentials never change after a tenant is created (a reset keeps
+//! them), so once this process has seen a tenant's credentials it keeps them in memory and
+//! authenticates that tenant with no S3 request. A deletion elsewhere becomes visible through
+//! the tenant's tombstone (its next read or write), which makes the store [`Registry::forget`]
+//! it. Unknown credentials cost one registry read (one GET when the registry is current).
 
 use super::database::Database;
 use super::replica::Replica;
@@ -13,7 +19,9 @@ use crate::auth::{self, Credentials};
 use crate::{Error, Result};
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// A tenant as the registry knows it (no secrets).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -31,6 +39,20 @@ pub struct TenantRecord {
 /// The registry database.
 pub struct Registry {
     db: Database,
+    /// Tenants whose credentials this process has seen (S3 mode only; `None` locally, where a
+    /// lookup is a local SQLite query anyway).
+    known: Option<Mutex<Known>>,
+}
+
+/// Credentials seen before, by what a request presents.
+#[derive(Default)]
+struct Known {
+    /// By API key hash.
+    by_key: HashMap<String, TenantRecord>,
+    /// By Basic username: the password hash and the tenant.
+    by_user: HashMap<String, (String, TenantRecord)>,
+    /// By tenant id (bearer tokens name it).
+    by_id: HashMap<String, TenantRecord>,
 }
 
 const SCHEMA: &str = "
@@ -46,6 +68,8 @@ CREATE TABLE IF NOT EXISTS credentials (
     basic_username       TEXT NOT NULL UNIQUE,
     basic_password_hash  TEXT NOT NULL
 );
+-- No longer read or written (the token secret comes from the configuration); kept so that
+-- older registry log entries, which inserted into it, still replay.
 CREATE TABLE IF NOT EXISTS server_secrets (
     name   TEXT PRIMARY KEY,
     value  BLOB NOT NULL
@@ -71,8 +95,9 @@ impl Registry {
 
     /// Opens the registry at `path`, replicated to S3 when `replica` is given.
     pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
+        let known = replica.is_some().then(|| Mutex::new(Known::default()));
         let db = Database::open(path, |conn| Ok(conn.execute_batch(SCHEMA)?), replica)?;
-        Ok(Registry { db })
+        Ok(Registry { db, known })
     }
 
     /// Registers a tenant with fresh credentials; the clear-text secrets are returned once
@@ -146,31 +171,58 @@ impl Registry {
         })
     }
 
-    /// One tenant by name.
-    pub fn get_by_name(&self, name: &str) -> Result<Option<TenantRecord>> {
-        self.db.read(|conn| {
-            Ok(conn
-                .query_row(
-                    &format!("SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.name = ?1"),
-                    [name],
-                    tenant_from_row,
-                )
-                .optional()?)
-        })
-    }
-
     /// Removes a tenant and its credentials. Returns whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool> {
-        self.db.write(|tx| {
+        let existed = self.db.write(|tx| {
             tx.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
             Ok(tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0)
-        })
+        })?;
+        self.forget(id);
+        Ok(existed)
+    }
+
+    /// Forgets the cached credentials of a tenant (deleted here, or its tombstone was seen).
+    pub fn forget(&self, id: &str) {
+        if let Some(known) = &self.known {
+            let mut k = super::lock(known);
+            k.by_key.retain(|_, t| t.id != id);
+            k.by_user.retain(|_, (_, t)| t.id != id);
+            k.by_id.remove(id);
+        }
+    }
+
+    fn remember(&self, update: impl FnOnce(&mut Known)) {
+        if let Some(known) = &self.known {
+            update(&mut super::lock(known));
+        }
+    }
+
+    fn recall<T>(&self, look: impl FnOnce(&Known) -> Option<T>) -> Option<T> {
+        self.known.as_ref().and_then(|k| look(&super::lock(k)))
+    }
+
+    /// The tenant a bearer token names, for verifying it: from the known tenants, else one
+    /// registry read (remembered when found).
+    pub fn tenant_for_token(&self, id: &str) -> Result<Option<TenantRecord>> {
+        if let Some(t) = self.recall(|k| k.by_id.get(id).cloned()) {
+            return Ok(Some(t));
+        }
+        let found = self.get(id)?;
+        if let Some(t) = &found {
+            self.remember(|k| {
+                k.by_id.insert(t.id.clone(), t.clone());
+            });
+        }
+        Ok(found)
     }
 
     /// The tenant an API key opens. The lookup is by the key's hash, so timing reveals
     /// nothing about stored keys; the final comparison is constant-time all the same.
     pub fn find_by_api_key(&self, api_key: &str) -> Result<Option<TenantRecord>> {
         let hash = auth::hash_secret(api_key);
+        if let Some(t) = self.recall(|k| k.by_key.get(&hash).cloned()) {
+            return Ok(Some(t));
+        }
         let found = self.db.read(|conn| {
             Ok(conn
                 .query_row(
@@ -183,13 +235,24 @@ impl Registry {
                 )
                 .optional()?)
         })?;
-        Ok(found.and_then(|(t, stored)| auth::ct_eq(&stored, &hash).then_some(t)))
+        let found = found.and_then(|(t, stored)| auth::ct_eq(&stored, &hash).then_some(t));
+        if let Some(t) = &found {
+            self.remember(|k| {
+                k.by_key.insert(hash, t.clone());
+            });
+        }
+        Ok(found)
     }
 
     /// The tenant HTTP Basic credentials open. An unknown username still costs one hash
     /// comparison, so response time does not tell which usernames exist.
     pub fn find_by_basic(&self, username: &str, password: &str) -> Result<Option<TenantRecord>> {
         let given = auth::hash_secret(password);
+        if let Some((stored, t)) = self.recall(|k| k.by_user.get(username).cloned()) {
+            // A known username: its password hash never changes, so no S3 request is needed
+            // to accept or refuse.
+            return Ok(auth::ct_eq(&stored, &given).then_some(t));
+        }
         let found = self.db.read(|conn| {
             Ok(conn
                 .query_row(
@@ -203,35 +266,17 @@ impl Registry {
                 .optional()?)
         })?;
         match found {
-            Some((t, stored)) => Ok(auth::ct_eq(&stored, &given).then_some(t)),
+            Some((t, stored)) => {
+                let accepted = auth::ct_eq(&stored, &given).then(|| t.clone());
+                self.remember(|k| {
+                    k.by_user.insert(username.to_string(), (stored, t));
+                });
+                Ok(accepted)
+            }
             None => {
                 let _ = auth::ct_eq(&auth::hash_secret(""), &given);
                 Ok(None)
             }
         }
-    }
-
-    /// The server-wide JWT master secret, created on first use.
-    pub fn jwt_master_secret(&self) -> Result<Vec<u8>> {
-        let stored = |conn: &rusqlite::Connection| -> Result<Option<Vec<u8>>> {
-            Ok(conn
-                .query_row(
-                    "SELECT value FROM server_secrets WHERE name = 'jwt_master'",
-                    [],
-                    |r| r.get(0),
-                )
-                .optional()?)
-        };
-        if let Some(v) = self.db.read(stored)? {
-            return Ok(v);
-        }
-        let secret = auth::random_bytes(32);
-        self.db.write(|tx| {
-            tx.execute(
-                "INSERT OR IGNORE INTO server_secrets (name, value) VALUES ('jwt_master', ?1)",
-                [&secret],
-            )?;
-            stored(tx)?.ok_or_else(|| Error::Internal("jwt master secret vanished".into()))
-        })
     }
 }

@@ -28,9 +28,16 @@
 //! 4. Every write has one total deadline (`S3Config::write_deadline`): two thirds for
 //!    catch-up, closure and PUT, the rest for settling; every S3 call inside it is bounded by
 //!    it (`s3::with_deadline`).
-//! 5. Every read and every write first lists `log/` after the local version and applies what
-//!    it finds (one LIST per operation), so it sees every write acknowledged before it began.
-//! 6. Snapshots are an optimization for cold starts: made in the background after a write
+//! 5. Every read and every write first GETs `log/<local+1>` and applies entries until one is
+//!    missing (404: up to date, S3 being strongly consistent), so it sees every write
+//!    acknowledged before it began; an up-to-date read costs one GET and no LIST.
+//!    Log keys are never deleted (a deleted key would read as "up to date" to an environment
+//!    behind it): erasing a deleted tenant overwrites them with tombstones.
+//! 6. An entry is checked before it is applied: a tombstone (the tenant was deleted) stops
+//!    this replica for good (not found); an entry written by a newer schema version than the
+//!    local database's answers [`Error::NewerSchema`] (503 naming both versions) until this
+//!    build is replaced; an unreadable or inapplicable entry is a 503, never a 500.
+//! 7. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
 
@@ -38,6 +45,7 @@ use super::capture::{self, Changeset};
 use super::s3::{self, Bucket, S3Error};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
+use serde::Deserialize;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -55,6 +63,37 @@ pub struct Replica {
     /// Newest snapshot known to exist.
     snapshot_seq: AtomicU64,
     compacting: AtomicBool,
+    /// The tombstone was seen (or written here): nothing is served or appended any more.
+    deleted: AtomicBool,
+    /// The entry the last freshness check found (`seq`, body), so that the catch-up that
+    /// follows does not GET it a second time. Log entries are immutable once written.
+    probed: std::sync::Mutex<Option<(u64, Vec<u8>)>>,
+}
+
+/// What a log entry says about itself before it is applied. Every field has a default, so
+/// that entries of any age parse.
+#[derive(Deserialize)]
+struct EntryHead {
+    /// A tenant deletion marker instead of a change.
+    #[serde(default)]
+    tombstone: bool,
+    /// Schema version (`PRAGMA user_version`) of the database that wrote the entry.
+    #[serde(default)]
+    schema: i64,
+}
+
+/// The body of a tombstone entry: an empty change set (so that a build that does not know
+/// tombstones replays it as nothing) marked `"tombstone": true`.
+fn tombstone_body() -> Vec<u8> {
+    serde_json::json!({
+        "format": 1,
+        "attempt": format!("tombstone-{}", uuid::Uuid::new_v4()),
+        "schema": 0,
+        "tables": [],
+        "tombstone": true,
+    })
+    .to_string()
+    .into_bytes()
 }
 
 fn seq_name(seq: u64) -> String {
@@ -85,6 +124,8 @@ impl Replica {
             seq: AtomicU64::new(0),
             snapshot_seq: AtomicU64::new(0),
             compacting: AtomicBool::new(false),
+            deleted: AtomicBool::new(false),
+            probed: std::sync::Mutex::new(None),
         }
     }
 
@@ -143,42 +184,113 @@ impl Replica {
         )))
     }
 
-    /// Applies every log entry newer than the local version, in order.
+    /// Applies every log entry newer than the local version, in order: GET `log/<n+1>` until
+    /// one is missing. Up to date, that is one GET.
     pub fn catch_up(&self, conn: &mut Connection) -> Result<()> {
+        self.refuse_if_deleted()?;
         let mut seq = capture::seq(conn)?;
-        let keys = self
-            .bucket
-            .list_after(&self.log_dir(), &self.log_key(seq), usize::MAX)?;
-        for key in keys {
-            let Some(n) = parse_seq(&key) else { continue };
-            if n <= seq {
-                continue;
-            }
-            if n != seq + 1 {
-                return Err(Error::Internal(format!(
-                    "{}: log entry {} missing before {n}",
-                    self.root,
-                    seq + 1
-                )));
-            }
-            let body = self.bucket.get(&key)?;
-            let changes: Changeset = serde_json::from_slice(&body)
-                .map_err(|e| Error::Internal(format!("{key}: {e}")))?;
-            capture::apply(conn, &changes, n)?;
-            seq = n;
+        let mut probed = super::lock(&self.probed).take();
+        loop {
+            let next = seq + 1;
+            let body = match probed.take() {
+                Some((n, body)) if n == next => body,
+                _ => match self.bucket.get(&self.log_key(next)) {
+                    Ok(body) => body,
+                    Err(S3Error::NotFound) => break,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            self.apply_entry(conn, next, &body)?;
+            seq = next;
             self.seq.store(seq, Ordering::SeqCst);
         }
         self.seq.store(seq, Ordering::SeqCst);
         Ok(())
     }
 
-    /// Whether S3 holds a version newer than the local one (one LIST).
+    /// Checks log entry `n` (tombstone, schema version, readability) and applies it.
+    fn apply_entry(&self, conn: &mut Connection, n: u64, body: &[u8]) -> Result<()> {
+        let unreadable = |e: &dyn std::fmt::Display| {
+            Error::Unavailable(format!("{}: log entry {n} is unreadable: {e}", self.root))
+        };
+        let head: EntryHead = serde_json::from_slice(body).map_err(|e| unreadable(&e))?;
+        if head.tombstone {
+            self.deleted.store(true, Ordering::SeqCst);
+            return Err(self.deleted_error());
+        }
+        let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if head.schema > mine {
+            return Err(Error::NewerSchema(format!(
+                "This data was written by a newer deployment with schema version {theirs} \
+                 (entry {n} of {root}); this function runs schema version {mine} and serves it \
+                 again once it is deployed at schema version {theirs} or later. Retry later.",
+                theirs = head.schema,
+                root = self.root,
+            )));
+        }
+        let changes: Changeset = serde_json::from_slice(body).map_err(|e| unreadable(&e))?;
+        capture::apply(conn, &changes, n).map_err(|e| match e {
+            Error::Internal(m) => unreadable(&m),
+            other => other,
+        })
+    }
+
+    /// Whether S3 holds a version newer than the local one (one GET of `log/<local+1>`).
     pub fn has_newer(&self) -> Result<bool> {
-        let seq = self.seq.load(Ordering::SeqCst);
-        Ok(!self
-            .bucket
-            .list_after(&self.log_dir(), &self.log_key(seq), 1)?
-            .is_empty())
+        self.refuse_if_deleted()?;
+        let next = self.seq.load(Ordering::SeqCst) + 1;
+        match self.bucket.get(&self.log_key(next)) {
+            Ok(body) => {
+                *super::lock(&self.probed) = Some((next, body));
+                Ok(true)
+            }
+            Err(S3Error::NotFound) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether this database's tombstone was seen.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::SeqCst)
+    }
+
+    fn deleted_error(&self) -> Error {
+        Error::NotFound(format!("{} has been deleted", self.root))
+    }
+
+    fn refuse_if_deleted(&self) -> Result<()> {
+        if self.is_deleted() {
+            return Err(self.deleted_error());
+        }
+        Ok(())
+    }
+
+    /// Appends the tombstone after the newest entry (a conditional PUT like any write; after
+    /// a lost race it catches up and tries the next slot). A tombstone already there (a retried
+    /// deletion) is success. From then on no environment serves or extends this log.
+    pub fn write_tombstone(&self, conn: &mut Connection) -> Result<()> {
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            if let Err(e) = self.catch_up(conn) {
+                return if self.is_deleted() { Ok(()) } else { Err(e) };
+            }
+            let next = capture::seq(conn)? + 1;
+            match self
+                .bucket
+                .put_if_absent(&self.log_key(next), tombstone_body())
+            {
+                Ok(()) => {
+                    self.deleted.store(true, Ordering::SeqCst);
+                    tracing::info!(root = %self.root, seq = next, "tombstone written");
+                    return Ok(());
+                }
+                Err(S3Error::Exists) => std::thread::sleep(backoff(attempt)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Unavailable(format!(
+            "{}: lost {MAX_WRITE_ATTEMPTS} races while writing a tombstone",
+            self.root
+        )))
     }
 
     /// Runs `f` in a transaction and makes it the next version in S3, re-running it after a
@@ -376,13 +488,28 @@ impl Replica {
         self.compacting.store(false, Ordering::SeqCst);
     }
 
-    /// Deletes every object of this database (best effort; used when a tenant is deleted).
-    pub fn delete_all(&self) -> Result<()> {
+    /// Erases a tombstoned database's objects: everything under its root is deleted
+    /// (snapshots, exports such as `analytics/...`) except the log keys, which are overwritten
+    /// by tombstones: an environment still behind would take a missing `log/<n>` for "up to
+    /// date" and serve (or append to) the deleted tenant. `scratch` is a directory for the
+    /// tombstone file being uploaded.
+    pub fn erase(&self, scratch: &Path) -> Result<()> {
         let prefix = format!("{}/", self.root);
-        for key in self.bucket.list_after(&prefix, &prefix, usize::MAX)? {
-            self.bucket.delete(&key)?;
-        }
-        Ok(())
+        let log_dir = self.log_dir();
+        let file = scratch.join(format!("tombstone-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&file, tombstone_body())?;
+        let result = (|| -> Result<()> {
+            for key in self.bucket.list_after(&prefix, &prefix, usize::MAX)? {
+                if key.starts_with(&log_dir) {
+                    self.bucket.put_file(&key, &file)?;
+                } else {
+                    self.bucket.delete(&key)?;
+                }
+            }
+            Ok(())
+        })();
+        let _ = std::fs::remove_file(&file);
+        result
     }
 }
 

@@ -43,8 +43,8 @@ const MAX_ATTEMPTS: u32 = 3;
 const BULK_OPERATION_TIMEOUT: Duration = Duration::from_secs(900);
 const BULK_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Where the S3 store lives: read from `SANDBOX_S3_BUCKET`, `SANDBOX_S3_PREFIX` and
-/// `SANDBOX_S3_ENDPOINT`; region and credentials come from the standard AWS variables.
+/// Where the S3 store lives (read from the environment by `config::s3_from_env`); region and
+/// credentials come from the standard AWS variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Config {
     /// Bucket name.
@@ -62,33 +62,6 @@ pub struct S3Config {
 }
 
 impl S3Config {
-    /// The S3 configuration of the environment, `None` when `SANDBOX_S3_BUCKET` is unset.
-    pub fn from_env() -> Option<S3Config> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let bucket = var("SANDBOX_S3_BUCKET")?;
-        let mut config = S3Config::new(
-            bucket,
-            var("SANDBOX_S3_PREFIX").as_deref().unwrap_or(""),
-            var("SANDBOX_S3_ENDPOINT"),
-        );
-        if let Some(every) = var("SANDBOX_S3_COMPACT_EVERY").and_then(|v| v.parse().ok()) {
-            config.compact_every = every;
-        }
-        let millis = |name: &str| {
-            var(name)
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|ms| *ms > 0)
-                .map(Duration::from_millis)
-        };
-        if let Some(t) = millis("SANDBOX_S3_ATTEMPT_TIMEOUT_MS") {
-            config.attempt_timeout = t;
-        }
-        if let Some(t) = millis("SANDBOX_S3_WRITE_DEADLINE_MS") {
-            config.write_deadline = t;
-        }
-        Some(config)
-    }
-
     /// A configuration with a normalized prefix (`a/b` and `/a/b/` both become `a/b/`).
     pub fn new(bucket: impl Into<String>, prefix: &str, endpoint: Option<String>) -> S3Config {
         let trimmed = prefix.trim_matches('/');

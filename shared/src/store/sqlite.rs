@@ -19,11 +19,6 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0004_revenue", include_str!("migrations/0004_revenue.sql")),
 ];
 
-/// The schema version a fully migrated tenant database has.
-pub fn schema_version() -> usize {
-    MIGRATIONS.len()
-}
-
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
 pub fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)?;
@@ -45,9 +40,13 @@ pub fn configure(conn: &Connection) -> Result<()> {
 pub fn migrate(conn: &mut Connection) -> Result<()> {
     let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if current > MIGRATIONS.len() {
-        return Err(Error::Internal(format!(
-            "database schema version {current} is newer than this build ({})",
-            MIGRATIONS.len()
+        // A snapshot made by a newer deployment (rolling deploy): not a bug, and not for
+        // ever. See "Schema versions" in docs/storage.md.
+        return Err(Error::NewerSchema(format!(
+            "This data was written by a newer deployment with schema version {current}; this \
+             function runs schema version {mine} and serves it again once it is deployed at \
+             schema version {current} or later. Retry later.",
+            mine = MIGRATIONS.len()
         )));
     }
     for (version, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
