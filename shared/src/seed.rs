@@ -2,7 +2,7 @@
 //! surface, defined in `seed/demo.json`) and `empty`. Seeds load through the same domain
 //! create functions that API writes use.
 
-use crate::domain::{accounts, agreements, billing, catalog, payments, revenue};
+use crate::domain::{accounts, agreements, bill_batches, billing, catalog, payments, revenue};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
@@ -176,8 +176,8 @@ struct SeedData {
     services: Vec<agreements::NewService>,
     generated_services: Option<GeneratedServices>,
     actions: Vec<billing::NewAction>,
-    bill_batches: Vec<billing::NewBillBatch>,
-    bill_batch_runs: Vec<billing::NewBillBatchRun>,
+    bill_batches: Vec<bill_batches::NewBillBatch>,
+    bill_batch_runs: Vec<bill_batches::NewBillBatchRun>,
     invoices: Vec<billing::NewInvoice>,
     payments: Vec<billing::NewPayment>,
     payment_applications: Vec<SeedPaymentApplication>,
@@ -245,10 +245,10 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         .try_for_each(|x| billing::create_action(tx, x).map(drop))?;
     d.bill_batches
         .iter()
-        .try_for_each(|x| billing::create_bill_batch(tx, x, tz).map(drop))?;
+        .try_for_each(|x| bill_batches::create_bill_batch(tx, x, tz).map(drop))?;
     d.bill_batch_runs
         .iter()
-        .try_for_each(|x| billing::create_bill_batch_run(tx, x, tz).map(drop))?;
+        .try_for_each(|x| bill_batches::create_bill_batch_run(tx, x, tz).map(drop))?;
     d.invoices
         .iter()
         .try_for_each(|x| billing::create_invoice(tx, x, tz).map(drop))?;

@@ -1,6 +1,6 @@
 //! Route group `billing`: Surface B's query and maintenance endpoints under `/billing/2`.
 //! Handlers (in `handlers`) parse, call the resource functions (in `resources`), and render
-//! with the shared list machinery (`shared::query::list`).
+//! with the paged-query engine (`shared::query`) and the listing glue (`shared::web::listing`).
 
 pub mod handlers;
 pub mod resources;

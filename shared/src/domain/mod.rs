@@ -8,6 +8,7 @@ pub mod account_status;
 pub mod accounts;
 pub mod agreements;
 pub mod bill_batch_membership;
+pub mod bill_batches;
 pub mod billing;
 pub mod catalog;
 pub mod chargeinfo;
@@ -19,6 +20,9 @@ pub mod payments;
 pub mod replication;
 pub mod revenue;
 pub mod usage;
+
+#[cfg(test)]
+mod test_support;
 
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
@@ -49,7 +53,7 @@ pub(crate) fn insert(
 }
 
 /// Fails with 404 unless `table` has a row with `id` (inside a write transaction or a read).
-pub(crate) fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
+pub fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
     let found = conn
         .prepare_cached(&format!("SELECT 1 FROM \"{table}\" WHERE id = ?1"))?
         .exists([id])?;
