@@ -1,5 +1,11 @@
-//! Test support: a real sandbox server on a loopback port with its own data directory, and
-//! small helpers to create tenants and speak to each surface.
+//! Test support, the one helper library of every test binary (`e2e`): a real sandbox server
+//! on a loopback port with its own data directory, tenants created through the admin API, and
+//! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON); `s3` runs
+//! moto and fault proxies for the store tests.
+
+pub mod billing;
+pub mod legacy;
+pub mod revenue;
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -125,12 +131,83 @@ impl TestServer {
             .expect("request")
     }
 
+    /// Sends `method path` with the admin key and an optional JSON body.
+    pub async fn admin_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> reqwest::Response {
+        let mut req = self.admin(method, path);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        req.send().await.expect("admin request")
+    }
+
+    /// Sends every refusal of `cases` with the admin key and checks its status, its
+    /// `{code, message}` shape, the code that goes with the status and its message; a failure
+    /// names the case.
+    pub async fn assert_admin_refused(&self, cases: &[Refusal<'_>]) {
+        for (method, path, body, status, needle) in cases {
+            let r = self.admin_call(method.clone(), path, body.as_ref()).await;
+            let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
+            let (got, code, message) = error_body(r).await;
+            assert_eq!(got, *status, "{case}: {message}");
+            assert_eq!(code, status_code(*status), "{case}: {message}");
+            assert!(message.contains(needle), "{case}: {message}");
+        }
+    }
+
+    /// GET with `Authorization: Bearer <token>`.
+    pub async fn get_with_bearer(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// A request builder for `method path` with the admin key.
     pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.client
             .request(method, self.url(path))
             .header("X-Admin-Key", ADMIN_KEY)
     }
+}
+
+/// One request of a table that must be refused: method, path, optional JSON body, the
+/// status, and a piece of text the message must contain ("" for any message).
+pub type Refusal<'a> = (reqwest::Method, &'a str, Option<Value>, u16, &'a str);
+
+/// The `code` of a `{code, message}` error with `status`: its reason phrase in upper snake
+/// case (`404` -> `NOT_FOUND`).
+pub fn status_code(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+        .to_uppercase()
+        .replace(' ', "_")
+}
+
+/// Refusal rows of GETs from `(path, status)` rows.
+pub fn get_refusals<'a>(rows: &[(&'a str, u16)]) -> Vec<Refusal<'a>> {
+    rows.iter()
+        .map(|(path, status)| (reqwest::Method::GET, *path, None, *status, ""))
+        .collect()
+}
+
+/// Refusal rows of one method and path from `(JSON body, status)` rows.
+pub fn body_refusals<'a>(
+    method: reqwest::Method,
+    path: &'a str,
+    rows: Vec<(Value, u16)>,
+) -> Vec<Refusal<'a>> {
+    rows.into_iter()
+        .map(|(body, status)| (method.clone(), path, Some(body), status, ""))
+        .collect()
 }
 
 /// Reads a `{code, message}` error body and checks its shape.

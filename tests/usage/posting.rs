@@ -55,6 +55,13 @@ async fn pending(s: &TestServer, t: &TestTenant, account: i64) -> Decimal {
     d(&text)
 }
 
+/// Checks the pending charges of each `(billing account, amount)`.
+async fn assert_pending(s: &TestServer, t: &TestTenant, cases: &[(i64, Decimal)]) {
+    for (account, amount) in cases {
+        assert_eq!(pending(s, t, *account).await, *amount, "account {account}");
+    }
+}
+
 #[tokio::test]
 async fn whole_request_problems_are_400() {
     let s = TestServer::start().await;
@@ -123,74 +130,88 @@ async fn whole_request_problems_are_400() {
 async fn every_rate_kind_charges_exact_decimals() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
-    let v = bulk(
-        &s,
-        &t,
-        "FAIL_ON_EXISTING",
-        json!([
-            // FLAT 0.12 per HOUR; 10.375 h = 1.245 -> 1.25 (half-up, banker's would say 1.24)
+    // (event; charge, usage rule id, rated uom, rated amount)
+    let cases = [
+        // FLAT 0.12 per HOUR; 10.375 h = 1.245 -> 1.25 (half-up, banker's would say 1.24)
+        (
             ev(
                 "srv-compute-0001",
                 "HOUR",
                 json!(10.375),
-                "2026-02-01T10:00:00-06:00"
+                "2026-02-01T10:00:00-06:00",
             ),
-            // converted: 90 MINUTE = 1.5 HOUR
+            ("1.25", "1", "HOUR", "10.375"),
+        ),
+        // converted: 90 MINUTE = 1.5 HOUR
+        (
             ev(
                 "srv-compute-0001",
                 "MINUTE",
                 json!(90),
-                "2026-02-01T11:00:00Z"
+                "2026-02-01T11:00:00Z",
             ),
-            // TIERED GIGABYTE: 100*0.09 + 50*0.07
+            ("0.18", "1", "HOUR", "1.5"),
+        ),
+        // TIERED GIGABYTE: 100*0.09 + 50*0.07
+        (
             ev("srv-transfer-0001", "GIGABYTE", json!(150), "2026-02-02"),
-            // 1500000 MEGABYTE = 1500 GB: 100*0.09 + 900*0.07 + 500*0.05
+            ("12.5", "2", "GIGABYTE", "150"),
+        ),
+        // 1500000 MEGABYTE = 1500 GB: 100*0.09 + 900*0.07 + 500*0.05
+        (
             ev(
                 "srv-transfer-0001",
                 "MEGABYTE",
                 json!(1500000),
-                "2026-02-02"
+                "2026-02-02",
             ),
-            // TABLE kWh (EUR account): 2026 row 0.2375 -> 2.375 -> 2.38
+            ("97", "2", "GIGABYTE", "1500"),
+        ),
+        // TABLE kWh (EUR account): 2026 row 0.2375 -> 2.375 -> 2.38
+        (
             ev("meter-0001", "KILOWATTS_PER_HOUR", json!(10), "2026-02-03"),
-            // 2025 row 0.21, 1500 Wh = 1.5 kWh -> 0.315 -> 0.32
+            ("2.38", "3", "KILOWATTS_PER_HOUR", "10"),
+        ),
+        // 2025 row 0.21, 1500 Wh = 1.5 kWh -> 0.315 -> 0.32
+        (
             ev("meter-0001", "WATTS_PER_HOUR", json!(1500), "2025-06-03"),
-            // PASS_THROUGH CURRENCY (GBP account): 19.999 -> 20.00
+            ("0.32", "3", "KILOWATTS_PER_HOUR", "1.5"),
+        ),
+        // PASS_THROUGH CURRENCY (GBP account): 19.999 -> 20.00
+        (
             ev("mkt-0001", "CURRENCY", json!(19.999), "2026-02-04"),
-            // COUNT rules by amount window: below 1000 at 0.002, from 1000 at 0.001
+            ("20", "4", "CURRENCY", "19.999"),
+        ),
+        // COUNT rules by amount window: below 1000 at 0.002, from 1000 at 0.001
+        (
             ev("api-0001", "COUNT", json!(999), "2026-02-05"),
+            ("2", "5", "COUNT", "999"),
+        ),
+        (
             ev("api-0001", "COUNT", json!(1000), "2026-02-05"),
-        ]),
-    )
-    .await;
+            ("1", "6", "COUNT", "1000"),
+        ),
+    ];
+    let events: Vec<Value> = cases.iter().map(|(event, _)| event.clone()).collect();
+    let v = bulk(&s, &t, "FAIL_ON_EXISTING", json!(events)).await;
     assert_eq!(v["erred_events"], json!([]), "{v}");
     let rated = v["rated_events"].as_array().unwrap();
-    let expected = [
-        ("1.25", "1", "HOUR", "10.375"),
-        ("0.18", "1", "HOUR", "1.5"),
-        ("12.5", "2", "GIGABYTE", "150"),
-        ("97", "2", "GIGABYTE", "1500"),
-        ("2.38", "3", "KILOWATTS_PER_HOUR", "10"),
-        ("0.32", "3", "KILOWATTS_PER_HOUR", "1.5"),
-        ("20", "4", "CURRENCY", "19.999"),
-        ("2", "5", "COUNT", "999"),
-        ("1", "6", "COUNT", "1000"),
-    ];
-    assert_eq!(rated.len(), expected.len());
-    for (e, (charge, rule, uom, amount)) in rated.iter().zip(expected) {
-        assert_eq!(dec(&e["total_charge"]), d(charge), "{e}");
+    assert_eq!(rated.len(), cases.len());
+    for (e, (event, (charge, rule, uom, amount))) in rated.iter().zip(&cases) {
+        let case = format!("{event} -> {charge}: {e}");
+        assert_eq!(dec(&e["total_charge"]), d(charge), "{case}");
         let charges = e["event_charges"].as_array().unwrap();
-        assert_eq!(charges.len(), 1);
+        assert_eq!(charges.len(), 1, "{case}");
         let c = &charges[0];
-        assert_eq!(dec(&c["charge"]), d(charge));
-        assert_eq!(c["usage_rule"]["id"], rule);
-        assert_eq!(c["usage_uom"], uom);
-        assert_eq!(dec(&c["usage_amount"]), d(amount));
-        assert!(c["id"].is_string());
-        assert!(c["charge_category"]["name"].is_string());
-        assert_eq!(e["overwrite_counter"], 0);
-        assert_eq!(e["voided"], false);
-        assert!(e["id"].is_string());
+        assert_eq!(dec(&c["charge"]), d(charge), "{case}");
+        assert_eq!(c["usage_rule"]["id"], *rule, "{case}");
+        assert_eq!(c["usage_uom"], *uom, "{case}");
+        assert_eq!(dec(&c["usage_amount"]), d(amount), "{case}");
+        assert!(c["id"].is_string(), "{case}");
+        assert!(c["charge_category"]["name"].is_string(), "{case}");
+        assert_eq!(e["overwrite_counter"], 0, "{case}");
+        assert_eq!(e["voided"], false, "{case}");
+        assert!(e["id"].is_string(), "{case}");
     }
     // the table row applied is shown as the rate
     assert_eq!(dec(&rated[4]["event_charges"][0]["rate"]), d("0.2375"));
@@ -204,21 +225,28 @@ async fn every_rate_kind_charges_exact_decimals() {
     assert_eq!(request_id.len(), 36);
     assert!(rated.iter().all(|e| e["request_id"] == request_id));
     // echoes, times with the tenant's offset; end_time defaults to start_time
-    assert_eq!(rated[0]["start_time"], "2026-02-01T10:00:00-06:00");
-    assert_eq!(rated[1]["start_time"], "2026-02-01T05:00:00-06:00");
-    assert_eq!(rated[2]["start_time"], "2026-02-02T00:00:00-06:00");
-    assert_eq!(rated[2]["end_time"], rated[2]["start_time"]);
-    assert_eq!(rated[5]["start_time"], "2025-06-03T00:00:00-05:00");
-    assert_eq!(rated[1]["usage_uom"], "MINUTE");
+    // (event, field, value)
+    for (i, field, value) in [
+        (0, "start_time", json!("2026-02-01T10:00:00-06:00")),
+        (1, "start_time", json!("2026-02-01T05:00:00-06:00")),
+        (2, "start_time", json!("2026-02-02T00:00:00-06:00")),
+        (2, "end_time", json!("2026-02-02T00:00:00-06:00")),
+        (5, "start_time", json!("2025-06-03T00:00:00-05:00")),
+        (1, "usage_uom", json!("MINUTE")),
+        (1, "reference_id", Value::Null),
+    ] {
+        assert_eq!(rated[i][field], value, "event {i} {field}");
+    }
     assert_eq!(dec(&rated[1]["usage_amount"]), d("90"));
-    assert_eq!(rated[1]["reference_id"], Value::Null);
 
     // pending charges rose by the account's charges (account 1: compute and transfer)
     let account1: Decimal = ["1.25", "0.18", "12.5", "97"].iter().map(|x| d(x)).sum();
-    assert_eq!(pending(&s, &t, 1).await, account1);
-    assert_eq!(pending(&s, &t, 4).await, d("2.70"));
-    assert_eq!(pending(&s, &t, 6).await, d("20"));
-    assert_eq!(pending(&s, &t, 2).await, d("3"));
+    assert_pending(
+        &s,
+        &t,
+        &[(1, account1), (4, d("2.70")), (6, d("20")), (2, d("3"))],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -431,18 +459,20 @@ async fn a_bulk_call_mixes_rated_erred_and_duplicate_events() {
         assert!(!got["message"].as_str().unwrap().is_empty());
         assert_eq!(got.as_object().unwrap().len(), 3);
     }
-    assert_eq!(dec(&rated[0]["total_charge"]), d("0.24"));
-    assert_eq!(dec(&rated[1]["total_charge"]), d("0.06"));
-    assert_eq!(dec(&rated[2]["total_charge"]), d("90"));
-    assert_eq!(dec(&rated[2]["event_charges"][0]["usage_amount"]), d("60"));
-    assert_eq!(dec(&rated[3]["total_charge"]), d("1"));
-    assert_eq!(
-        dec(&rated[3]["event_charges"][0]["usage_amount"]),
-        d("1.001")
-    );
+    // (rated event, JSON pointer, exact decimal)
+    for (i, pointer, value) in [
+        (0, "/total_charge", "0.24"),
+        (1, "/total_charge", "0.06"),
+        (2, "/total_charge", "90"),
+        (2, "/event_charges/0/usage_amount", "60"),
+        (3, "/total_charge", "1"),
+        (3, "/event_charges/0/usage_amount", "1.001"),
+    ] {
+        let got = rated[i].pointer(pointer).unwrap_or(&Value::Null);
+        assert_eq!(dec(got), d(value), "rated event {i} {pointer}");
+    }
     // erred events touched nothing: only the rated ones moved pending charges
-    assert_eq!(pending(&s, &t, 1).await, d("0.42"));
-    assert_eq!(pending(&s, &t, 50).await, d("91"));
+    assert_pending(&s, &t, &[(1, d("0.42")), (50, d("91"))]).await;
 }
 
 #[tokio::test]

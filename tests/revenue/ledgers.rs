@@ -1,11 +1,8 @@
 //! Surface C: AR ledgers, accounting calendars, period open/close history, paging and the
 //! error statuses of those endpoints.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::Rev;
-use e2e::TestServer;
+use e2e::revenue::Rev;
+use e2e::{body_refusals, get_refusals, TestServer};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -64,7 +61,8 @@ async fn ledger_create_read_update_delete() {
     assert_eq!(updated["conversion_currency"], "SEK");
 
     // validation: enums, currency, references, id mismatch
-    for (body, status) in [
+    let ledger = format!("/ledgers/{id}");
+    let bodies = vec![
         (json!({"status": "PAUSED"}), 400),
         (json!({"convert_currency": "SOME"}), 400),
         (json!({"conversion_currency": "XXX"}), 400),
@@ -72,40 +70,40 @@ async fn ledger_create_read_update_delete() {
         (json!({"chart_of_account_id": 99}), 404),
         (json!({"billing_account_category_ids": [42]}), 404),
         (json!({"name": "US Ledger"}), 409),
-    ] {
-        c.error(Method::PUT, &format!("/ledgers/{id}"), Some(body), status)
-            .await;
-    }
-    let mut bad = ledger_body("Other");
-    bad["conversion_currency"] = json!("ABC");
-    c.error(Method::POST, "/ledgers", Some(bad), 400).await;
-    let mut bad = ledger_body("Other");
-    bad["rule_set_id"] = json!(77);
-    c.error(Method::POST, "/ledgers", Some(bad), 404).await;
-    let mut bad = ledger_body("Other");
-    bad["id"] = json!("seven");
-    c.error(Method::POST, "/ledgers", Some(bad), 400).await;
-    // 409: a ledger name in use
-    let msg = c
-        .error(
-            Method::POST,
-            "/ledgers",
-            Some(ledger_body("US Ledger")),
-            409,
-        )
+    ];
+    c.assert_refused(&body_refusals(Method::PUT, &ledger, bodies))
         .await;
-    assert!(msg.contains("US Ledger"), "{msg}");
+    // a new ledger with one field wrong: (field, value, status)
+    let bodies = [
+        ("conversion_currency", json!("ABC"), 400),
+        ("rule_set_id", json!(77), 404),
+        ("id", json!("seven"), 400),
+    ]
+    .into_iter()
+    .map(|(field, value, status)| {
+        let mut bad = ledger_body("Other");
+        bad[field] = value;
+        (bad, status)
+    })
+    .collect();
+    c.assert_refused(&body_refusals(Method::POST, "/ledgers", bodies))
+        .await;
+    // 409: a ledger name in use
+    let taken = Some(ledger_body("US Ledger"));
+    c.assert_refused(&[(Method::POST, "/ledgers", taken, 409, "US Ledger")])
+        .await;
 
     // delete
     let gone = c
         .expect(Method::DELETE, &format!("/ledgers/{id}"), None, 200)
         .await;
     assert_eq!(gone, Value::Null);
-    c.error(Method::GET, &format!("/ledgers/{id}"), None, 404)
-        .await;
-    c.error(Method::DELETE, &format!("/ledgers/{id}"), None, 404)
-        .await;
-    c.error(Method::GET, "/ledgers/abc", None, 400).await;
+    c.assert_refused(&[
+        (Method::GET, &ledger, None, 404, ""),
+        (Method::DELETE, &ledger, None, 404, ""),
+        (Method::GET, "/ledgers/abc", None, 400, ""),
+    ])
+    .await;
 
     // tenants are isolated: another tenant's key does not see this tenant's ledgers
     let other = Rev::new(&s, "other", "empty").await;
@@ -152,20 +150,18 @@ async fn ledger_list_filters_names_and_paging() {
         assert_eq!(names, expected, "{query}");
         assert_eq!(total, expected.len() as i64);
     }
-    for query in [
-        "status=GONE",
-        "convert_currency=ALL",
-        "conversion_currency=EURO",
-        "id=x",
-        "page_size=0",
-        "page_size=51",
-        "page_number=0",
-        "page_number=-1",
-        "page_size=abc",
-    ] {
-        c.error(Method::GET, &format!("/ledgers?{query}"), None, 400)
-            .await;
-    }
+    c.assert_refused(&get_refusals(&[
+        ("/ledgers?status=GONE", 400),
+        ("/ledgers?convert_currency=ALL", 400),
+        ("/ledgers?conversion_currency=EURO", 400),
+        ("/ledgers?id=x", 400),
+        ("/ledgers?page_size=0", 400),
+        ("/ledgers?page_size=51", 400),
+        ("/ledgers?page_number=0", 400),
+        ("/ledgers?page_number=-1", 400),
+        ("/ledgers?page_size=abc", 400),
+    ]))
+    .await;
 
     // paging: defaults and headers
     let (items, total, elements, pages) = c.paged("/ledgers?page_size=2").await;
@@ -191,26 +187,22 @@ async fn calendar_generation_rules_at_their_edges() {
     let id = l["id"].as_i64().unwrap();
     let gen = format!("/ledgers/{id}/calendar/years?generate-periods=true");
 
-    // start must be the first of a month
-    c.error(
-        Method::POST,
-        &gen,
-        Some(year("Y", "2027-01-02", "2028-01-01")),
-        400,
-    )
-    .await;
-    // end must be one or two years after the start: not 11, 13 or 18 months, not a day off
-    for end in [
-        "2027-11-30",
-        "2028-01-31",
-        "2028-06-30",
-        "2028-01-01",
-        "2027-12-30",
-        "2029-01-01",
-    ] {
-        c.error(Method::POST, &gen, Some(year("Y", "2027-01-01", end)), 400)
-            .await;
-    }
+    // start must be the first of a month; end must be one or two years after the start:
+    // not 11, 13 or 18 months, not a day off
+    let bodies = [
+        ("2027-01-02", "2028-01-01"),
+        ("2027-01-01", "2027-11-30"),
+        ("2027-01-01", "2028-01-31"),
+        ("2027-01-01", "2028-06-30"),
+        ("2027-01-01", "2028-01-01"),
+        ("2027-01-01", "2027-12-30"),
+        ("2027-01-01", "2029-01-01"),
+    ]
+    .into_iter()
+    .map(|(start, end)| (year("Y", start, end), 400))
+    .collect();
+    c.assert_refused(&body_refusals(Method::POST, &gen, bodies))
+        .await;
 
     // exactly one year: 12 monthly periods with quarters
     let l = c
@@ -224,10 +216,14 @@ async fn calendar_generation_rules_at_their_edges() {
     let y = &l["calendar"]["years"][0];
     let periods = y["accounting-periods"].as_array().unwrap();
     assert_eq!(periods.len(), 12);
-    assert_eq!(periods[0]["name"], "2027-01");
-    assert_eq!(periods[0]["start_date"], "2027-01-01");
-    assert_eq!(periods[1]["end_date"], "2027-02-28");
-    assert_eq!(periods[11]["end_date"], "2027-12-31");
+    for (i, field, value) in [
+        (0, "name", "2027-01"),
+        (0, "start_date", "2027-01-01"),
+        (1, "end_date", "2027-02-28"),
+        (11, "end_date", "2027-12-31"),
+    ] {
+        assert_eq!(periods[i][field], value, "period {i} {field}");
+    }
     let quarters: Vec<i64> = periods
         .iter()
         .map(|p| p["quarter"].as_i64().unwrap())
@@ -266,28 +262,18 @@ async fn calendar_generation_rules_at_their_edges() {
     assert_eq!(l["calendar"]["end_date"], "2030-01-31");
     assert_eq!(l["calendar"]["complete"], false);
 
-    // a year overlapping another: 409
-    c.error(
-        Method::POST,
-        &gen,
-        Some(year("Dup", "2027-06-01", "2028-05-31")),
-        409,
-    )
-    .await;
-    // unknown ledger: 404
-    c.error(
-        Method::POST,
-        "/ledgers/999/calendar/years?generate-periods=true",
-        Some(year("X", "2031-01-01", "2031-12-31")),
-        404,
-    )
-    .await;
-    c.error(
-        Method::POST,
-        &format!("/ledgers/{id}/calendar/years?generate-periods=maybe"),
-        Some(year("X", "2031-01-01", "2031-12-31")),
-        400,
-    )
+    // a year overlapping another: 409; unknown ledger: 404; a bad flag: 400
+    let unknown = "/ledgers/999/calendar/years?generate-periods=true";
+    let maybe = format!("/ledgers/{id}/calendar/years?generate-periods=maybe");
+    let (dup, x) = (
+        year("Dup", "2027-06-01", "2028-05-31"),
+        year("X", "2031-01-01", "2031-12-31"),
+    );
+    c.assert_refused(&[
+        (Method::POST, &gen, Some(dup), 409, ""),
+        (Method::POST, unknown, Some(x.clone()), 404, ""),
+        (Method::POST, &maybe, Some(x), 400, ""),
+    ])
     .await;
 }
 
@@ -307,7 +293,7 @@ async fn calendar_given_periods_are_validated() {
     let h1 =
         json!({"name": "H1", "quarter": 1, "start_date": "2031-01-01", "end_date": "2031-06-30"});
     let h2 = json!({"name": "H2", "quarter": 3, "start_date": "2031-07-01", "end_date": "2031-12-31", "open": false});
-    for bad in [
+    let mut bodies: Vec<(Value, u16)> = [
         json!([{"name": "early", "start_date": "2030-12-01", "end_date": "2031-01-31"}]),
         json!([{"name": "late", "start_date": "2031-12-01", "end_date": "2032-01-31"}]),
         json!([h2.clone(), h1.clone()]),
@@ -315,17 +301,13 @@ async fn calendar_given_periods_are_validated() {
         json!([{"name": "backwards", "start_date": "2031-03-01", "end_date": "2031-02-01"}]),
         json!([{"name": "q5", "quarter": 5, "start_date": "2031-01-01", "end_date": "2031-02-01"}]),
         json!([{"name": "bad date", "start_date": "2031-02-30", "end_date": "2031-03-01"}]),
-    ] {
-        c.error(Method::POST, &path, Some(with(bad.clone())), 400)
-            .await;
-    }
-    c.error(
-        Method::POST,
-        &path,
-        Some(year("Back", "2031-12-31", "2031-01-01")),
-        400,
-    )
-    .await;
+    ]
+    .into_iter()
+    .map(|bad| (with(bad), 400))
+    .collect();
+    bodies.push((year("Back", "2031-12-31", "2031-01-01"), 400));
+    c.assert_refused(&body_refusals(Method::POST, &path, bodies))
+        .await;
 
     // in order, inside, not overlapping; a gap makes it incomplete
     let l = c
@@ -358,15 +340,12 @@ async fn year_read_update_delete() {
     assert_eq!(&read, y);
     assert_eq!(read["type"], "YEAR");
     assert_eq!(read["time_zone"], "Europe/Berlin");
-    c.error(Method::GET, "/ledgers/2/calendar/years/99999", None, 404)
-        .await;
-    c.error(
-        Method::GET,
-        &format!("/ledgers/1/calendar/years/{yid}"),
-        None,
-        404,
-    )
-    .await;
+    let of_ledger_1 = format!("/ledgers/1/calendar/years/{yid}");
+    let refusals = [
+        ("/ledgers/2/calendar/years/99999", 404),
+        (&of_ledger_1, 404),
+    ];
+    c.assert_refused(&get_refusals(&refusals)).await;
 
     // rename without periods: the periods stay
     let l = c
@@ -480,35 +459,23 @@ async fn open_close_with_history() {
         .await;
     assert_eq!((total, elements, pages), (4, 1, 2));
     assert_eq!(page2[0]["id"], hist[3]["id"]);
-    c.error(
-        Method::GET,
-        &format!("{base}/history?page_size=51"),
-        None,
-        400,
-    )
-    .await;
-
     // the period must belong to that year and ledger
     let other_year = l["calendar"]["years"][0]["id"].as_i64().unwrap();
-    c.error(
-        Method::PUT,
-        &format!("/ledgers/1/calendar/years/{other_year}/accounting-periods/{pid}/open"),
-        None,
-        404,
-    )
-    .await;
-    c.error(
-        Method::PUT,
-        &format!("/ledgers/2/calendar/years/{yid}/accounting-periods/{pid}/open"),
-        None,
-        404,
-    )
-    .await;
-    c.error(
-        Method::GET,
-        &format!("/ledgers/1/calendar/years/{yid}/accounting-periods/999999/history"),
-        None,
-        404,
-    )
+    let wrong_year =
+        format!("/ledgers/1/calendar/years/{other_year}/accounting-periods/{pid}/open");
+    let wrong_ledger = format!("/ledgers/2/calendar/years/{yid}/accounting-periods/{pid}/open");
+    let unknown = format!("/ledgers/1/calendar/years/{yid}/accounting-periods/999999/history");
+    c.assert_refused(&[
+        (
+            Method::GET,
+            &format!("{base}/history?page_size=51"),
+            None,
+            400,
+            "",
+        ),
+        (Method::PUT, &wrong_year, None, 404, ""),
+        (Method::PUT, &wrong_ledger, None, 404, ""),
+        (Method::GET, &unknown, None, 404, ""),
+    ])
     .await;
 }

@@ -2,10 +2,7 @@
 //! surfaces read. It joins the ACTIVE bill batches of its category, and credits added to it
 //! with `addAdjustment` are the adjustment applications Surface B filters by account_num.
 
-#[path = "legacy_support.rs"]
-mod legacy_support;
-
-use legacy_support::{attr, child, dec, Legacy};
+use e2e::legacy::{attr, child, dec, Legacy};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

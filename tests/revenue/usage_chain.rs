@@ -2,10 +2,7 @@
 //! collected into charge info, an overwrite reversed by the next collector run, posted to a
 //! ledger (a closed period moving the postings forward) and the run deleted again.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::{text, Rev};
+use e2e::revenue::{text, Rev};
 use e2e::TestServer;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -52,9 +49,7 @@ async fn posted_usage_flows_into_the_ledger_and_overwrites_are_reversed() {
     // the window runs from September to now: it holds the events and, later, the overwrite
     let run = json!({"type": "AUTO", "collector_operations": ["usage-charges"],
                      "data_fetch_from_date": "2026-09-01"});
-    let r = c
-        .expect(Method::POST, "/collector-runs", Some(run.clone()), 201)
-        .await;
+    let r = c.collect(run.clone()).await;
     assert_eq!(r["status"], "COMPLETE", "{r}");
     let (usage, total, _, _) = c.paged("/ledgers/chargeinfos?charge_info_type=USAGE").await;
     assert_eq!(total, 2);
@@ -66,9 +61,7 @@ async fn posted_usage_flows_into_the_ledger_and_overwrites_are_reversed() {
     // an overwrite voids the first event; the next run collects the new one and reverses the old
     let rated = post_usage(&c, "OVERWRITE_ON_EXISTING", json!([compute(20)])).await;
     let second_charge = num(&rated[0]["total_charge"]);
-    let r = c
-        .expect(Method::POST, "/collector-runs", Some(run.clone()), 201)
-        .await;
+    let r = c.collect(run.clone()).await;
     assert_eq!(r["status"], "COMPLETE");
     let (usage, total, _, _) = c.paged("/ledgers/chargeinfos?charge_info_type=USAGE").await;
     assert_eq!(total, 4, "2 charges, the new one and the reversal");
@@ -82,8 +75,7 @@ async fn posted_usage_flows_into_the_ledger_and_overwrites_are_reversed() {
     );
     assert_eq!(num(&usage[2]["ci_values"]["charge_amount"]), second_charge);
     // once more: nothing new
-    c.expect(Method::POST, "/collector-runs", Some(run), 201)
-        .await;
+    c.collect(run).await;
     assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 8);
 
     // September is closed in the US ledger: all four postings land in October
@@ -106,12 +98,7 @@ async fn posted_usage_flows_into_the_ledger_and_overwrites_are_reversed() {
     )
     .await;
     let glrun = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-10-31"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-10-31"}))
         .await;
     assert_eq!(glrun["status"], "COMPLETE", "{glrun}");
     let (entries, total, _, _) = c

@@ -1,10 +1,7 @@
 //! Hostile and malformed XML against Surface A: each is refused with a 4xx XML fault, quickly,
 //! and nothing is stored.
 
-#[path = "legacy_support.rs"]
-mod legacy_support;
-
-use legacy_support::{attr, Legacy};
+use e2e::legacy::{attr, Legacy};
 use std::time::{Duration, Instant};
 
 /// How long any refusal may take (generous for a loaded 2-core CI machine).
@@ -36,7 +33,7 @@ async fn refused(a: &Legacy, body: Vec<u8>, status: u16, needle: &str) {
             .send()
             .await
             .expect("the server answers instead of dropping the connection");
-    let r = legacy_support::read(r).await;
+    let r = e2e::legacy::read(r).await;
     let took = started.elapsed();
     assert_eq!(r.status, status, "{needle}: {}", r.body);
     let (reason, message) = r.fault();

@@ -1,10 +1,7 @@
 //! The WADL: well-formed, served at both root spellings, and in step with the routes that
 //! serve requests (every route is described, every described method is served).
 
-#[path = "legacy_support.rs"]
-mod legacy_support;
-
-use legacy_support::Legacy;
+use e2e::legacy::Legacy;
 use quick_xml::events::Event;
 use quick_xml::reader::NsReader;
 use std::collections::BTreeSet;

@@ -3,11 +3,8 @@
 //! deleted with its results; the charge info lists and deletions; SVS replication; and the
 //! 409, 412 and 503 meanings.
 
-#[path = "revenue_common/mod.rs"]
-mod common;
-
-use common::{text, Rev};
-use e2e::TestServer;
+use e2e::revenue::{text, Rev};
+use e2e::{body_refusals, get_refusals, TestServer};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -97,9 +94,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
 
     let mut body = autumn_run(json!([]));
     body["overlap_fetch_time"] = json!(3600);
-    let run = c
-        .expect(Method::POST, "/collector-runs", Some(body), 201)
-        .await;
+    let run = c.collect(body).await;
     let run_id = run["id"].as_i64().unwrap();
     assert_eq!(run["status"], "ERROR", "{run}");
     assert_eq!(run["num_errors"], 1);
@@ -121,18 +116,17 @@ async fn full_chain_usage_to_journal_entries_and_back() {
 
     // what was collected: 2 usage events (parents), their 3 charges, 5 invoices, 2 payments,
     // 3 adjustments
-    let count = |q: &'static str| {
-        let c = &c;
-        async move { c.paged(&format!("/ledgers/chargeinfos?{q}")).await.1 }
-    };
-    assert_eq!(count("").await, 15);
-    assert_eq!(count("charge_info_type=USAGE_EVENT").await, 2);
-    assert_eq!(count("charge_info_type=USAGE").await, 3);
-    assert_eq!(count("charge_info_type=INVOICE").await, 5);
-    assert_eq!(count("charge_info_type=PAYMENT").await, 2);
-    assert_eq!(count("charge_info_type=ADJUSTMENT").await, 3);
-    assert_eq!(count("is_parent=true").await, 2);
-    assert_eq!(count("is_parent=false").await, 13);
+    c.assert_totals(&[
+        ("/ledgers/chargeinfos", 15),
+        ("/ledgers/chargeinfos?charge_info_type=USAGE_EVENT", 2),
+        ("/ledgers/chargeinfos?charge_info_type=USAGE", 3),
+        ("/ledgers/chargeinfos?charge_info_type=INVOICE", 5),
+        ("/ledgers/chargeinfos?charge_info_type=PAYMENT", 2),
+        ("/ledgers/chargeinfos?charge_info_type=ADJUSTMENT", 3),
+        ("/ledgers/chargeinfos?is_parent=true", 2),
+        ("/ledgers/chargeinfos?is_parent=false", 13),
+    ])
+    .await;
     let (parents, _, _, _) = c.paged("/ledgers/chargeinfos?is_parent=true").await;
     let parent = parents
         .iter()
@@ -175,17 +169,17 @@ async fn full_chain_usage_to_journal_entries_and_back() {
         text(&kids[0], "created_by"),
         format!("collector-run-{run_id}")
     );
-    assert_eq!(count("charge_category=API%20Usage").await, 1);
-    assert_eq!(
-        count("billing_account=ACC-1002").await,
-        4,
-        "2 invoices, 1 payment, 1 adjustment"
-    );
-    assert_eq!(count("billing_account=2").await, 4, "by account id too");
-    assert_eq!(count("invoice_number=INV-0003").await, 1);
-    assert_eq!(count("service_id=1").await, 5);
-    assert_eq!(count("product_id=1").await, 5);
-    assert_eq!(count("order_number=ORD-1").await, 0);
+    c.assert_totals(&[
+        ("/ledgers/chargeinfos?charge_category=API%20Usage", 1),
+        // 2 invoices, 1 payment, 1 adjustment; by account number and by account id
+        ("/ledgers/chargeinfos?billing_account=ACC-1002", 4),
+        ("/ledgers/chargeinfos?billing_account=2", 4),
+        ("/ledgers/chargeinfos?invoice_number=INV-0003", 1),
+        ("/ledgers/chargeinfos?service_id=1", 5),
+        ("/ledgers/chargeinfos?product_id=1", 5),
+        ("/ledgers/chargeinfos?order_number=ORD-1", 0),
+    ])
+    .await;
     let early_parent = c
         .paged("/ledgers/chargeinfos?charge_info_type=USAGE_EVENT")
         .await
@@ -195,29 +189,17 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     assert!(early_parent, "collected through the overlap");
 
     // the same window again collects nothing twice
-    let again = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(autumn_run(json!(["invoices", "payments"]))),
-            201,
-        )
-        .await;
+    let again = c.collect(autumn_run(json!(["invoices", "payments"]))).await;
     assert_eq!(again["status"], "COMPLETE");
     assert_eq!(again["num_errors"], 0);
-    assert_eq!(count("").await, 15);
+    c.assert_totals(&[("/ledgers/chargeinfos", 15)]).await;
     let (runs, total, _, _) = c.paged("/collector-runs").await;
     assert_eq!((total, runs[0]["id"].as_i64()), (2, again["id"].as_i64()));
 
     // close September: its usage posts into October
     set_open(&c, "2026-09", false).await;
     let glrun = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let gl_id = glrun["id"].as_i64().unwrap();
     assert_eq!(glrun["status"], "COMPLETE", "{glrun}");
@@ -282,12 +264,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
 
     // a second run finds nothing new
     let second = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 1})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 1}))
         .await;
     assert_eq!(second["status"], "COMPLETE");
     assert_eq!(
@@ -300,25 +277,24 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     // lists of runs
     let runs = c.get_ok("/ledgers/1/glruns").await;
     assert_eq!(runs.as_array().unwrap().len(), 2);
-    assert_eq!(c.paged("/glruns?status=COMPLETE").await.1, 2);
-    assert_eq!(c.paged("/glruns?status=ERROR").await.1, 0);
+    c.assert_totals(&[("/glruns?status=COMPLETE", 2), ("/glruns?status=ERROR", 0)])
+        .await;
     c.error(Method::GET, "/glruns?status=DONE", None, 400).await;
     assert_eq!(c.get_ok(&format!("/glruns/{gl_id}")).await, glrun);
 
     // deleting the run removes all its results
     c.expect(Method::DELETE, &format!("/glruns/{gl_id}"), None, 200)
         .await;
-    c.error(Method::GET, &format!("/glruns/{gl_id}"), None, 404)
-        .await;
-    c.error(
-        Method::GET,
-        &format!("/glruns/{gl_id}/journal-entries"),
-        None,
-        404,
-    )
+    let (run, entries_of_run) = (
+        format!("/glruns/{gl_id}"),
+        format!("/glruns/{gl_id}/journal-entries"),
+    );
+    c.assert_refused(&[
+        (Method::GET, &run, None, 404, ""),
+        (Method::GET, &entries_of_run, None, 404, ""),
+        (Method::DELETE, &run, None, 404, ""),
+    ])
     .await;
-    c.error(Method::DELETE, &format!("/glruns/{gl_id}"), None, 404)
-        .await;
     assert_eq!(
         c.paged(&format!("/ledgers/1/chargeinfos?gl_event_id={gl_id}"))
             .await
@@ -337,12 +313,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     );
     // ... so the next run posts them again
     let third = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30T23:59:59-06:00"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30T23:59:59-06:00"}))
         .await;
     assert_eq!(
         c.paged(&format!("/glruns/{}/journal-entries", third["id"]))
@@ -372,19 +343,12 @@ async fn closed_periods_without_a_later_open_one_are_run_errors() {
     );
     let mut body = autumn_run(json!(["usage-charges"]));
     body["data_fetch_to_date"] = json!("2027-03-01");
-    let run = c
-        .expect(Method::POST, "/collector-runs", Some(body), 201)
-        .await;
+    let run = c.collect(body).await;
     assert_eq!(run["status"], "COMPLETE");
     set_open(&c, "2026-12", false).await;
 
     let glrun = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2027-03-01T00:00:00Z"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2027-03-01T00:00:00Z"}))
         .await;
     assert_eq!(glrun["status"], "ERROR");
     assert_eq!(glrun["num_errors"], 2);
@@ -418,12 +382,7 @@ async fn closed_periods_without_a_later_open_one_are_run_errors() {
     // reopening December lets a later run post what failed
     set_open(&c, "2026-12", true).await;
     let retry = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2027-01-01"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2027-01-01"}))
         .await;
     assert_eq!(retry["status"], "COMPLETE");
     assert_eq!(
@@ -444,15 +403,9 @@ async fn conflicts_and_failed_preconditions() {
     let run = json!({"ledger_id": 1, "run_to_date": "2026-11-30"});
 
     // 412: an INACTIVE ledger does not run
-    let msg = c
-        .error(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 3, "run_to_date": "2026-11-30"})),
-            412,
-        )
+    let inactive = json!({"ledger_id": 3, "run_to_date": "2026-11-30"});
+    c.assert_refused(&[(Method::POST, "/glruns", Some(inactive), 412, "INACTIVE")])
         .await;
-    assert!(msg.contains("INACTIVE"), "{msg}");
     // 412: a calendar without an open period (a ledger without years, then one closed year)
     let l = c
         .expect(
@@ -479,35 +432,17 @@ async fn conflicts_and_failed_preconditions() {
     assert_eq!(c.paged("/glruns").await.1, 0, "nothing was created");
 
     // 404 / 400 on the body
-    c.error(
-        Method::POST,
-        "/glruns",
-        Some(json!({"ledger_id": 99, "run_to_date": "2026-11-30"})),
-        404,
-    )
-    .await;
-    c.error(
-        Method::POST,
-        "/glruns",
-        Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 9})),
-        404,
-    )
-    .await;
-    c.error(
-        Method::POST,
-        "/glruns",
-        Some(json!({"ledger_id": 1, "run_to_date": "soon"})),
-        400,
-    )
-    .await;
-    c.error(
-        Method::POST,
-        "/glruns",
-        Some(json!({"ledger_id": "1", "run_to_date": "2026-11-30"})),
-        400,
-    )
-    .await;
-    c.error(Method::POST, "/glruns", Some(json!({"ledger_id": 1})), 400)
+    let bodies = vec![
+        (json!({"ledger_id": 99, "run_to_date": "2026-11-30"}), 404),
+        (
+            json!({"ledger_id": 1, "run_to_date": "2026-11-30", "gl_run_mode_id": 9}),
+            404,
+        ),
+        (json!({"ledger_id": 1, "run_to_date": "soon"}), 400),
+        (json!({"ledger_id": "1", "run_to_date": "2026-11-30"}), 400),
+        (json!({"ledger_id": 1}), 400),
+    ];
+    c.assert_refused(&body_refusals(Method::POST, "/glruns", bodies))
         .await;
 
     // 409: a run of the same ledger that has not finished (as a run in another process
@@ -534,12 +469,7 @@ async fn conflicts_and_failed_preconditions() {
     assert_eq!(c.paged("/glruns?status=RUNNING").await.1, 1);
     // another ledger is not blocked
     let eu = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 2, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 2, "run_to_date": "2026-11-30"}))
         .await;
     assert_eq!(eu["status"], "COMPLETE");
     c.error(
@@ -566,7 +496,7 @@ async fn conflicts_and_failed_preconditions() {
         Ok(())
     })
     .unwrap();
-    for bad in [
+    let bodies = [
         json!({"type": "SOMETIMES"}),
         json!({"type": "AUTO", "collector_operations": ["nope"]}),
         json!({"type": "AUTO", "overlap_fetch_time": -1}),
@@ -574,13 +504,14 @@ async fn conflicts_and_failed_preconditions() {
         json!({"type": "AUTO", "data_fetch_from_date": "2026-12-01", "data_fetch_to_date": "2026-11-01"}),
         json!({"type": "AUTO", "data_fetch_from_date": "whenever"}),
         json!({"collector_operations": []}),
-    ] {
-        c.error(Method::POST, "/collector-runs", Some(bad), 400)
-            .await;
-    }
-    c.error(Method::GET, "/collector-runs/777", None, 404).await;
-    c.error(Method::GET, "/collector-runs?page_size=99", None, 400)
-        .await;
+    ];
+    let bodies = bodies.into_iter().map(|bad| (bad, 400)).collect();
+    let mut cases = body_refusals(Method::POST, "/collector-runs", bodies);
+    cases.extend(get_refusals(&[
+        ("/collector-runs/777", 404),
+        ("/collector-runs?page_size=99", 400),
+    ]));
+    c.assert_refused(&cases).await;
     // a catalogue collector without a source is a run error, not a failure
     db.write_blocking(|tx| {
         tx.execute(
@@ -591,27 +522,15 @@ async fn conflicts_and_failed_preconditions() {
         Ok(())
     })
     .unwrap();
-    let r = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(json!({"type": "AUTO", "collector_operations": ["orders"],
-                "data_fetch_from_date": "2026-10-01", "data_fetch_to_date": "2026-11-01T00:00:00Z"})),
-            201,
-        )
-        .await;
+    let r = c.collect(json!({"type": "AUTO", "collector_operations": ["orders"],
+                "data_fetch_from_date": "2026-10-01", "data_fetch_to_date": "2026-11-01T00:00:00Z"})).await;
     assert_eq!(
         (r["status"].as_str(), r["num_errors"].as_i64()),
         (Some("ERROR"), Some(1))
     );
     // the next run's window starts where the last one ended
     let r = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(json!({"type": "MANUAL", "collector_operations": ["invoices"]})),
-            201,
-        )
+        .collect(json!({"type": "MANUAL", "collector_operations": ["invoices"]}))
         .await;
     assert_eq!(r["data_fetch_from_date"], "2026-10-31T19:00:00-05:00");
 }
@@ -627,23 +546,10 @@ async fn charge_info_filters_merging_and_deletions() {
         &[("0.5", 9), ("0.25", 9), ("1", 1)],
         false,
     );
-    let first = c
-        .expect(
-            Method::POST,
-            "/collector-runs",
-            Some(autumn_run(json!(["usage-charges"]))),
-            201,
-        )
-        .await;
+    let first = c.collect(autumn_run(json!(["usage-charges"]))).await;
     assert_eq!(first["status"], "COMPLETE");
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["invoices"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["invoices"]))).await;
 
     // created_from inclusive, created_to exclusive, at the exact instant of the second run
     let (invoices, _, _, _) = c
@@ -667,22 +573,12 @@ async fn charge_info_filters_merging_and_deletions() {
         .1,
         0
     );
-    c.error(
-        Method::GET,
-        "/ledgers/chargeinfos?created_from=yesterday",
-        None,
-        400,
-    )
+    c.assert_refused(&get_refusals(&[
+        ("/ledgers/chargeinfos?created_from=yesterday", 400),
+        ("/ledgers/chargeinfos?is_parent=maybe", 400),
+        ("/ledgers/chargeinfos?service_id=x", 400),
+    ]))
     .await;
-    c.error(
-        Method::GET,
-        "/ledgers/chargeinfos?is_parent=maybe",
-        None,
-        400,
-    )
-    .await;
-    c.error(Method::GET, "/ledgers/chargeinfos?service_id=x", None, 400)
-        .await;
 
     // max_records caps the list before paging; default 1000, at least 1
     let (_, total, _, pages) = c
@@ -701,18 +597,17 @@ async fn charge_info_filters_merging_and_deletions() {
     assert_eq!(ci(m, "charge_amount").to_string(), "1.75");
     assert_eq!(ci(m, "charge_category"), "API Usage, Compute Usage");
     assert_eq!(ci(m, "merged_charge_info_ids").as_array().unwrap().len(), 3);
-    assert_eq!(
-        c.paged("/ledgers/merged-chargeinfos?charge_category=Compute%20Usage")
-            .await
-            .1,
-        1
-    );
-    assert_eq!(
-        c.paged("/ledgers/merged-chargeinfos?charge_info_type=INVOICE&billing_account=ACC-1002")
-            .await
-            .1,
-        2
-    );
+    c.assert_totals(&[
+        (
+            "/ledgers/merged-chargeinfos?charge_category=Compute%20Usage",
+            1,
+        ),
+        (
+            "/ledgers/merged-chargeinfos?charge_info_type=INVOICE&billing_account=ACC-1002",
+            2,
+        ),
+    ])
+    .await;
     c.error(
         Method::GET,
         "/ledgers/merged-chargeinfos?page_number=0",
@@ -723,12 +618,7 @@ async fn charge_info_filters_merging_and_deletions() {
 
     // post, then delete the state of one record: its entry goes, the next run posts it again
     let gl = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let (entries, n, _, _) = c
         .paged(&format!(
@@ -753,28 +643,18 @@ async fn charge_info_filters_merging_and_deletions() {
             .1,
         7
     );
-    c.error(
-        Method::DELETE,
+    let (state, unknown) = (
         "/ledgers/1/chargeinfos/state",
-        Some(json!({"ids": []})),
-        400,
-    )
-    .await;
-    c.error(
-        Method::DELETE,
         "/ledgers/99/chargeinfos/state",
-        Some(json!({"ids": [1]})),
-        404,
-    )
+    );
+    c.assert_refused(&[
+        (Method::DELETE, state, Some(json!({"ids": []})), 400, ""),
+        (Method::DELETE, unknown, Some(json!({"ids": [1]})), 404, ""),
+    ])
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let again = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     let (re, _, _, _) = c
         .paged(&format!("/glruns/{}/journal-entries", again["id"]))
@@ -788,18 +668,14 @@ async fn charge_info_filters_merging_and_deletions() {
         ))
         .await;
     let posted_at = text(&upd[0], "updated_on").replace('+', "%2B");
-    assert_eq!(
-        c.paged(&format!("/ledgers/1/chargeinfos?updated_from={posted_at}"))
-            .await
-            .1,
-        1
-    );
-    assert_eq!(
-        c.paged(&format!("/ledgers/1/chargeinfos?updated_to={posted_at}"))
-            .await
-            .1,
-        8
-    );
+    c.assert_totals(&[
+        (
+            &format!("/ledgers/1/chargeinfos?updated_from={posted_at}"),
+            1,
+        ),
+        (&format!("/ledgers/1/chargeinfos?updated_to={posted_at}"), 8),
+    ])
+    .await;
 
     // delete charge infos: a parent takes its children, states and journal entries along
     let parent = m["id"].as_i64().unwrap();
@@ -814,28 +690,14 @@ async fn charge_info_filters_merging_and_deletions() {
     assert_eq!(d["deleted"], 4);
     assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 5);
     assert!(d["deleted_journal_entries"].as_i64().unwrap() >= 2);
-    c.error(
-        Method::DELETE,
+    let (cis, bodies) = (
         "/ledgers/chargeinfos",
-        Some(json!({"ids": []})),
-        400,
-    )
-    .await;
-    c.error(
-        Method::DELETE,
-        "/ledgers/chargeinfos",
-        Some(json!({"idz": [1]})),
-        400,
-    )
-    .await;
+        vec![(json!({"ids": []}), 400), (json!({"idz": [1]}), 400)],
+    );
+    c.assert_refused(&body_refusals(Method::DELETE, cis, bodies))
+        .await;
     // ... and a later collector run collects the source again
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["usage-charges"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["usage-charges"]))).await;
     assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
     c.error(Method::GET, "/ledgers/42/chargeinfos", None, 404)
         .await;
@@ -845,13 +707,7 @@ async fn charge_info_filters_merging_and_deletions() {
 async fn svs_replication_writes_json_lines_batches() {
     let s = TestServer::start().await;
     let c = Rev::new(&s, "acme", "demo").await;
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!([]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!([]))).await;
 
     let summary = c
         .expect(Method::POST, "/replication/svs?batch_size=4", None, 201)
@@ -907,12 +763,10 @@ async fn svs_replication_writes_json_lines_batches() {
         }
     }
     assert_eq!(rows, summary["total_rows"].as_i64().unwrap());
-    c.error(Method::POST, "/replication/svs?batch_size=0", None, 400)
-        .await;
-    c.error(Method::POST, "/replication/svs?batch_size=10001", None, 400)
-        .await;
-    c.error(Method::POST, "/replication/svs?batch_size=many", None, 400)
-        .await;
+    for size in ["0", "10001", "many"] {
+        let path = format!("/replication/svs?batch_size={size}");
+        c.error(Method::POST, &path, None, 400).await;
+    }
     let default = c.expect(Method::POST, "/replication/svs", None, 201).await;
     assert_eq!(default["total_objects"], 2);
 
@@ -967,20 +821,9 @@ async fn collector_catalogue_filters_and_ledger_delete_cascade() {
         .await;
 
     // deleting a ledger takes its runs, journal entries and charge info states along
-    c.expect(
-        Method::POST,
-        "/collector-runs",
-        Some(autumn_run(json!(["invoices"]))),
-        201,
-    )
-    .await;
+    c.collect(autumn_run(json!(["invoices"]))).await;
     let run = c
-        .expect(
-            Method::POST,
-            "/glruns",
-            Some(json!({"ledger_id": 1, "run_to_date": "2026-11-30"})),
-            201,
-        )
+        .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;
     assert_eq!(
         c.paged(&format!("/glruns/{}/journal-entries", run["id"]))
@@ -989,13 +832,10 @@ async fn collector_catalogue_filters_and_ledger_delete_cascade() {
         5
     );
     c.expect(Method::DELETE, "/ledgers/1", None, 200).await;
-    c.error(Method::GET, &format!("/glruns/{}", run["id"]), None, 404)
+    let gone = format!("/glruns/{}", run["id"]);
+    c.assert_refused(&get_refusals(&[(&gone, 404), ("/ledgers/1/glruns", 404)]))
         .await;
-    c.error(Method::GET, "/ledgers/1/glruns", None, 404).await;
-    assert_eq!(c.paged("/glruns").await.1, 0);
-    assert_eq!(
-        c.paged("/ledgers/chargeinfos").await.1,
-        5,
-        "charge info itself stays"
-    );
+    // The runs go; charge info itself stays.
+    c.assert_totals(&[("/glruns", 0), ("/ledgers/chargeinfos", 5)])
+        .await;
 }

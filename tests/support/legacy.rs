@@ -1,9 +1,7 @@
-//! Helpers shared by the Surface A test files (included with `#[path]`): a client bound to
-//! one tenant that speaks XML, and readers for answers and faults.
+//! Surface A helpers: a client bound to one tenant that speaks XML, and readers for answers
+//! and faults (a fault is checked for its XML shape whenever it is read).
 
-#![allow(dead_code)]
-
-use e2e::{TestServer, TestTenant};
+use crate::{TestServer, TestTenant};
 use legacy::xml::Element;
 use reqwest::Method;
 
@@ -90,7 +88,27 @@ impl Legacy {
     pub async fn put(&self, path: &str, body: &str) -> Answer {
         self.call(Method::PUT, path, Some(body)).await
     }
+
+    /// Sends every case and checks its status and its XML fault (reason and message); a
+    /// failure names the case.
+    pub async fn assert_faults(&self, cases: &[Fault<'_>]) {
+        for (method, path, body, status, reason, needle) in cases {
+            let r = self.call(method.clone(), path, *body).await;
+            let case = format!("{method} {path} {}", body.unwrap_or(""));
+            assert_eq!(r.status, *status, "{case}: {}", r.body);
+            let (got_reason, message) = r.fault();
+            if !reason.is_empty() {
+                assert_eq!(got_reason, *reason, "{case}: {message}");
+            }
+            assert!(message.contains(needle), "{case}: {message}");
+        }
+    }
 }
+
+/// One request of a table that Surface A must refuse with a fault: method, path under
+/// `ROOT`, optional XML body, status, failure reason ("" for any) and a piece of text the
+/// message must contain ("" for any message).
+pub type Fault<'a> = (Method, &'a str, Option<&'a str>, u16, &'a str, &'a str);
 
 /// Reads an answer, parsing XML bodies with the domain namespace.
 pub async fn read(r: reqwest::Response) -> Answer {

@@ -1,10 +1,7 @@
 //! Surface A over HTTP with real XML bodies: every entity (list, paging, query keys, get,
 //! create, edit), the applyPayment and status commands, and the faults each refuses with.
 
-#[path = "legacy_support.rs"]
-mod legacy_support;
-
-use legacy_support::{attr, child, dec, opt_attr, Legacy};
+use e2e::legacy::{attr, child, dec, opt_attr, Fault, Legacy};
 use reqwest::Method;
 use rust_decimal::Decimal;
 
@@ -34,17 +31,24 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
         .children
         .iter()
         .all(|c| attr(c, "status") == "SUSPENDED"));
-    for bad in [
-        "billingAccounts?status=ASLEEP",
-        "billingAccounts?colour=red",
-        "billingAccounts?pageSize=0",
-        "billingAccounts?pageNumber=x",
-        "billingAccounts?billingAccountCategoryEid=one",
-    ] {
-        let r = a.get(bad).await;
-        assert_eq!(r.status, 400, "{bad}");
-        assert_eq!(r.fault().0, "VALIDATION_FAILURE", "{bad}");
-    }
+    let invalid = |path| (Method::GET, path, None, 400, "VALIDATION_FAILURE", "");
+    a.assert_faults(&[
+        invalid("billingAccounts?status=ASLEEP"),
+        invalid("billingAccounts?colour=red"),
+        invalid("billingAccounts?pageSize=0"),
+        invalid("billingAccounts?pageNumber=x"),
+        invalid("billingAccounts?billingAccountCategoryEid=one"),
+        invalid("billingAccounts/abc"),
+        (
+            Method::GET,
+            "billingAccounts/999999",
+            None,
+            404,
+            "GENERAL",
+            "",
+        ),
+    ])
+    .await;
 
     let got = a.get("billingAccounts/1").await;
     let e = got.el();
@@ -53,10 +57,6 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
     assert_eq!(attr(e, "billType"), "EMAIL");
     assert_eq!(attr(e, "automaticRecurringPayment"), "true");
     assert_eq!(attr(child(e, "billingAccountCategory"), "eid"), "1");
-    let missing = a.get("billingAccounts/999999").await;
-    assert_eq!(missing.status, 404);
-    assert_eq!(missing.fault().0, "GENERAL");
-    assert_eq!(a.get("billingAccounts/abc").await.status, 400);
 
     let created = a
         .post(
@@ -78,12 +78,16 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
     assert_eq!(attr(b, "startDate"), "2026-01-01T00:00:00-06:00");
     assert_eq!(attr(child(b, "billingAccountCategory"), "eid"), "2");
 
-    let dup = a
-        .post("billingAccounts", r#"<billingAccount accountNum="XML-1"/>"#)
-        .await;
-    assert_eq!(dup.status, 409);
-    assert_eq!(dup.fault().0, "ALREADY_EXISTS");
-    for (body, needle) in [
+    let dup = r#"<billingAccount accountNum="XML-1"/>"#;
+    let mut cases: Vec<Fault> = vec![(
+        Method::POST,
+        "billingAccounts",
+        Some(dup),
+        409,
+        "ALREADY_EXISTS",
+        "",
+    )];
+    let bodies = [
         (r#"<billingAccount name="x"/>"#, "accountNum"),
         (
             r#"<billingAccount accountNum="X2" automaticRecurringPayment="maybe"/>"#,
@@ -107,17 +111,28 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
         ),
         (r#"<invoice accountNum="X2"/>"#, "billingAccount"),
         (r#"<billingAccount accountNum="X2""#, "malformed"),
-    ] {
-        let r = a.post("billingAccounts", body).await;
-        assert_eq!(r.status, 400, "{body}: {}", r.body);
-        let (reason, message) = r.fault();
-        assert_eq!(reason, "VALIDATION_FAILURE");
-        assert!(message.contains(needle), "{body}: {message}");
+    ];
+    for (body, needle) in bodies {
+        cases.push((
+            Method::POST,
+            "billingAccounts",
+            Some(body),
+            400,
+            "VALIDATION_FAILURE",
+            needle,
+        ));
     }
-    let unknown_category = a
-        .post("billingAccounts", r#"<billingAccount accountNum="X3"><billingAccountCategory eid="777"/></billingAccount>"#)
-        .await;
-    assert_eq!(unknown_category.status, 404);
+    let unknown_category =
+        r#"<billingAccount accountNum="X3"><billingAccountCategory eid="777"/></billingAccount>"#;
+    cases.push((
+        Method::POST,
+        "billingAccounts",
+        Some(unknown_category),
+        404,
+        "",
+        "",
+    ));
+    a.assert_faults(&cases).await;
     assert_eq!(
         a.get("billingAccounts?accountNum=X3")
             .await
@@ -138,7 +153,7 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
         if let Some(ct) = ct {
             req = req.header("Content-Type", ct);
         }
-        let r = legacy_support::read(req.send().await.unwrap()).await;
+        let r = e2e::legacy::read(req.send().await.unwrap()).await;
         assert_eq!(r.status, 415, "{ct:?}");
         assert_eq!(r.fault().0, "VALIDATION_FAILURE");
     }
@@ -158,38 +173,45 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
     assert_eq!(attr(e, "balance"), "0");
     assert_eq!(attr(e, "accountNum"), "XML-1");
     assert_eq!(attr(child(e, "billingAccountCategory"), "eid"), "1");
-    let status_edit = a
-        .put(
-            &format!("billingAccounts/{eid}"),
-            r#"<billingAccount status="SUSPENDED"/>"#,
-        )
-        .await;
-    assert_eq!(status_edit.status, 400);
-    assert!(status_edit.fault().1.contains("suspend"));
-    let other_eid = a
-        .put(
-            &format!("billingAccounts/{eid}"),
-            r#"<billingAccount eid="1"/>"#,
-        )
-        .await;
-    assert_eq!(other_eid.status, 400);
-    let taken = a
-        .put(
-            &format!("billingAccounts/{eid}"),
-            r#"<billingAccount accountNum="ACC-1001"/>"#,
-        )
-        .await;
-    assert_eq!(taken.status, 409);
-    assert_eq!(taken.fault().0, "ALREADY_EXISTS");
-    assert_eq!(
-        a.put("billingAccounts/424242", r#"<billingAccount name="x"/>"#)
-            .await
-            .status,
-        404
-    );
-    let not_allowed = a.call(Method::DELETE, "billingAccounts/1", None).await;
-    assert_eq!(not_allowed.status, 405);
-    assert_eq!(not_allowed.fault().0, "GENERAL");
+    // Status is changed by commands, not edits; the eid is the path's; numbers are unique.
+    let account = format!("billingAccounts/{eid}");
+    let put = |body| (Method::PUT, account.as_str(), Some(body), 400, "", "");
+    a.assert_faults(&[
+        (
+            Method::PUT,
+            &account,
+            Some(r#"<billingAccount status="SUSPENDED"/>"#),
+            400,
+            "",
+            "suspend",
+        ),
+        put(r#"<billingAccount eid="1"/>"#),
+        (
+            Method::PUT,
+            &account,
+            Some(r#"<billingAccount accountNum="ACC-1001"/>"#),
+            409,
+            "ALREADY_EXISTS",
+            "",
+        ),
+        (
+            Method::PUT,
+            "billingAccounts/424242",
+            Some(r#"<billingAccount name="x"/>"#),
+            404,
+            "",
+            "",
+        ),
+        (
+            Method::DELETE,
+            "billingAccounts/1",
+            None,
+            405,
+            "GENERAL",
+            "",
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -397,47 +419,29 @@ async fn apply_payment_to_an_invoice() {
         balance - "120".parse::<Decimal>().unwrap()
     );
 
-    let closed = a
-        .post("invoices/3/applyPayment", r#"<payment amount="1"/>"#)
-        .await;
-    assert_eq!(closed.status, 409);
-    assert!(closed.fault().1.contains("CLOSED"));
-    let foreign = a
-        .post(
+    // A closed invoice, another account's payment, a payment naming another account, an
+    // unknown invoice or payment, no payment, invoices listed on an invoice's command.
+    let foreign = format!(r#"<payment eid="{}"/>"#, attr(pay, "eid"));
+    let to_2 = |body, status| {
+        (
+            Method::POST,
             "invoices/2/applyPayment",
-            &format!(r#"<payment eid="{}"/>"#, attr(pay, "eid")),
+            Some(body),
+            status,
+            "",
+            "",
         )
-        .await;
-    assert_eq!(foreign.status, 400, "{}", foreign.body);
-    let mismatch = a
-        .post(
-            "invoices/2/applyPayment",
-            r#"<payment amount="5"><billingAccount eid="2"/></payment>"#,
-        )
-        .await;
-    assert_eq!(mismatch.status, 400);
-    assert_eq!(
-        a.post("invoices/999/applyPayment", r#"<payment amount="5"/>"#)
-            .await
-            .status,
-        404
-    );
-    assert_eq!(
-        a.post("invoices/2/applyPayment", r#"<payment eid="999"/>"#)
-            .await
-            .status,
-        404
-    );
-    assert_eq!(
-        a.post("invoices/2/applyPayment", r#"<applyPayment/>"#)
-            .await
-            .status,
-        400
-    );
-    let listed = a
-        .post("invoices/2/applyPayment", r#"<applyPayment><payment amount="5"/><invoices><invoice eid="2"/></invoices></applyPayment>"#)
-        .await;
-    assert_eq!(listed.status, 400);
+    };
+    a.assert_faults(&[
+        (Method::POST, "invoices/3/applyPayment", Some(r#"<payment amount="1"/>"#), 409, "", "CLOSED"),
+        to_2(foreign.as_str(), 400),
+        to_2(r#"<payment amount="5"><billingAccount eid="2"/></payment>"#, 400),
+        (Method::POST, "invoices/999/applyPayment", Some(r#"<payment amount="5"/>"#), 404, "", ""),
+        to_2(r#"<payment eid="999"/>"#, 404),
+        to_2(r#"<applyPayment/>"#, 400),
+        to_2(r#"<applyPayment><payment amount="5"/><invoices><invoice eid="2"/></invoices></applyPayment>"#, 400),
+    ])
+    .await;
     assert_eq!(
         attr(a.get("invoices/2").await.el(), "amountToPay"),
         "287.25",
@@ -535,19 +539,27 @@ async fn apply_payment_to_an_account_pays_oldest_first() {
         .iter()
         .any(|c| c.name == "paymentApplication"));
 
-    let foreign = a
-        .post("billingAccounts/2/applyPayment", r#"<applyPayment><payment amount="1"/><invoices><invoice eid="2"/></invoices></applyPayment>"#)
-        .await;
-    assert_eq!(foreign.status, 400, "invoice 2 belongs to account 1");
-    assert_eq!(
-        a.post(
+    // Invoice 2 belongs to account 1; account 999 does not exist.
+    let foreign = r#"<applyPayment><payment amount="1"/><invoices><invoice eid="2"/></invoices></applyPayment>"#;
+    a.assert_faults(&[
+        (
+            Method::POST,
+            "billingAccounts/2/applyPayment",
+            Some(foreign),
+            400,
+            "",
+            "",
+        ),
+        (
+            Method::POST,
             "billingAccounts/999/applyPayment",
-            r#"<payment amount="1"/>"#
-        )
-        .await
-        .status,
-        404
-    );
+            Some(r#"<payment amount="1"/>"#),
+            404,
+            "",
+            "",
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -580,30 +592,40 @@ async fn status_commands_follow_valid_transitions() {
     let acc = child(r.el(), "billingAccount");
     assert_eq!(attr(acc, "status"), "DEACTIVATED");
     assert!(opt_attr(acc, "endDate").is_some());
-    for cmd in ["suspend", "resume", "deactivate"] {
-        let r = a
-            .call(Method::POST, &format!("billingAccounts/1/{cmd}"), None)
-            .await;
-        assert_eq!(r.status, 409, "{cmd} after deactivate");
-    }
-    assert_eq!(
-        a.call(Method::POST, "billingAccounts/999/suspend", None)
-            .await
-            .status,
-        404
-    );
-    assert_eq!(
-        a.post("billingAccounts/2/suspend", "<resume/>")
-            .await
-            .status,
-        400
-    );
-    assert_eq!(
-        a.post("billingAccounts/2/suspend", r#"<suspend reason="x"/>"#)
-            .await
-            .status,
-        400
-    );
+    // Nothing follows deactivate; an unknown account; a body that is not the command's.
+    let suspend_2 = |body| {
+        (
+            Method::POST,
+            "billingAccounts/2/suspend",
+            Some(body),
+            400,
+            "",
+            "",
+        )
+    };
+    a.assert_faults(&[
+        (Method::POST, "billingAccounts/1/suspend", None, 409, "", ""),
+        (Method::POST, "billingAccounts/1/resume", None, 409, "", ""),
+        (
+            Method::POST,
+            "billingAccounts/1/deactivate",
+            None,
+            409,
+            "",
+            "",
+        ),
+        (
+            Method::POST,
+            "billingAccounts/999/suspend",
+            None,
+            404,
+            "",
+            "",
+        ),
+        suspend_2("<resume/>"),
+        suspend_2(r#"<suspend reason="x"/>"#),
+    ])
+    .await;
     let json =
         a.s.client
             .post(a.s.url("/t/s/r/1.28/billingAccounts/2/suspend"))

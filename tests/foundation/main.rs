@@ -2,7 +2,7 @@
 //! reset, delete, bad input), and concurrency of the tenant store.
 
 use base64::Engine;
-use e2e::{error_body, TestServer, ADMIN_KEY};
+use e2e::{error_body, status_code, TestServer, ADMIN_KEY};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -17,29 +17,6 @@ async fn surface_b_auth_matrix() {
     let t = s.create_tenant("acme", "demo").await;
     let other = s.create_tenant("other", "empty").await;
 
-    // missing
-    let r = s.client.get(s.url(B_PATH)).send().await.unwrap();
-    let (status, code, _) = error_body(r).await;
-    assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"));
-    // malformed, wrong secret
-    for key in [
-        "garbage",
-        "sbx_0000000000000000000000000000000000000000000000000",
-    ] {
-        let (status, _, _) = error_body(s.get_with_key(B_PATH, key).await).await;
-        assert_eq!(status, 401, "key {key}");
-    }
-    let r = s
-        .client
-        .get(s.url(B_PATH))
-        .header("Authorization", "Basic Zm9vOmJhcg==")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 401);
-    // other tenant's credential opens only the other tenant (empty: no such category)
-    let (status, code, _) = error_body(s.get_with_key(B_PATH, &other.api_key).await).await;
-    assert_eq!((status, code.as_str()), (404, "NOT_FOUND"));
     // valid key
     let r = s.get_with_key(B_PATH, &t.api_key).await;
     assert_eq!(r.status(), 200);
@@ -49,13 +26,7 @@ async fn surface_b_auth_matrix() {
 
     // bearer: valid
     let token = s.token(&t, 60).await;
-    let r = s
-        .client
-        .get(s.url(B_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_bearer(B_PATH, &token).await;
     assert_eq!(r.status(), 200);
     // bearer: tampered payload, signature of another tenant, alg none, expired
     let parts: Vec<&str> = token.split('.').collect();
@@ -84,22 +55,38 @@ async fn surface_b_auth_matrix() {
         b64.encode(expired_claims.to_string()),
         parts[2]
     );
-    for (label, bad) in [
-        ("tampered", tampered),
-        ("alg none", none),
-        ("cross-tenant signature", cross),
-        ("expired", expired),
-        ("not a jwt", "abc".to_string()),
-    ] {
-        let r = s
-            .client
-            .get(s.url(B_PATH))
-            .bearer_auth(&bad)
-            .send()
-            .await
-            .unwrap();
-        let (status, code, _) = error_body(r).await;
-        assert_eq!((status, code.as_str()), (401, "UNAUTHORIZED"), "{label}");
+    // (case, credential header, status; the code goes with the status). Another tenant's
+    // credential opens only that tenant (empty: no such category).
+    let key = |v: &str| Some(("X-Api-Key", v.to_string()));
+    let bearer = |v: &str| Some(("Authorization", format!("Bearer {v}")));
+    let wrong_secret = format!("sbx_{}", "0".repeat(49));
+    let cases = [
+        ("missing", None, 401),
+        ("malformed key", key("garbage"), 401),
+        ("wrong secret", key(&wrong_secret), 401),
+        (
+            "basic",
+            Some(("Authorization", "Basic Zm9vOmJhcg==".into())),
+            401,
+        ),
+        ("other tenant's key", key(&other.api_key), 404),
+        ("tampered", bearer(&tampered), 401),
+        ("alg none", bearer(&none), 401),
+        ("cross-tenant signature", bearer(&cross), 401),
+        ("expired", bearer(&expired), 401),
+        ("not a jwt", bearer("abc"), 401),
+    ];
+    for (label, header, status) in cases {
+        let mut req = s.client.get(s.url(B_PATH));
+        if let Some((name, value)) = header {
+            req = req.header(name, value);
+        }
+        let (got, code, message) = error_body(req.send().await.unwrap()).await;
+        assert_eq!(
+            (got, code),
+            (status, status_code(status)),
+            "{label}: {message}"
+        );
     }
 }
 
@@ -109,13 +96,7 @@ async fn expired_token_is_refused() {
     let t = s.create_tenant("acme", "demo").await;
     let token = s.token(&t, 1).await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let r = s
-        .client
-        .get(s.url(B_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_bearer(B_PATH, &token).await;
     assert_eq!(r.status(), 401);
 }
 
@@ -126,13 +107,7 @@ async fn surface_c_auth_matrix() {
     let other = s.create_tenant("other", "empty").await;
     let missing = s.client.get(s.url(C_PATH)).send().await.unwrap();
     let token = s.token(&t, 60).await;
-    let bearer = s
-        .client
-        .get(s.url(C_PATH))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let bearer = s.get_with_bearer(C_PATH, &token).await;
     for r in [missing, s.get_with_key(C_PATH, "garbage").await, bearer] {
         let (status, _, message) = error_body(r).await;
         assert_eq!((status, message.as_str()), (401, "Authentication failed."));
@@ -203,11 +178,7 @@ async fn surface_a_auth_matrix() {
 async fn admin_lists_gets_resets_and_deletes() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
-    let r = s
-        .admin(Method::GET, "/sandbox/v1/tenants")
-        .send()
-        .await
-        .unwrap();
+    let r = s.admin_call(Method::GET, "/sandbox/v1/tenants", None).await;
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
     assert!(
@@ -218,40 +189,25 @@ async fn admin_lists_gets_resets_and_deletes() {
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["name"], "acme");
 
-    let r = s
-        .admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id))
-        .send()
-        .await
-        .unwrap();
+    let tenant = format!("/sandbox/v1/tenants/{}", t.id);
+    let r = s.admin_call(Method::GET, &tenant, None).await;
     assert_eq!(r.status(), 200);
     let one: Value = r.json().await.unwrap();
     assert_eq!(one["id"], t.id.as_str());
     assert!(one.get("api_key").is_none());
 
-    // reset to empty: data gone, credentials kept
-    let r = s
-        .admin(Method::POST, &format!("/sandbox/v1/tenants/{}/reset", t.id))
-        .json(&json!({"seed": "empty"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r = s.get_with_key(C_PATH, &t.api_key).await;
-    assert_eq!(r.headers()["x-total-count"], "0");
-    assert_eq!(s.get_with_key(B_PATH, &t.api_key).await.status(), 404);
-    // reset to demo: data back
-    let r = s
-        .admin(Method::POST, &format!("/sandbox/v1/tenants/{}/reset", t.id))
-        .json(&json!({"seed": "demo"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(
-        s.get_with_key(C_PATH, &t.api_key).await.headers()["x-total-count"],
-        "4"
-    );
-    assert_eq!(s.get_with_key(B_PATH, &t.api_key).await.status(), 200);
+    // reset to empty: data gone, credentials kept; reset to demo: data back
+    // (seed, X-Total-Count of the collectors, status of an adjustment category)
+    let reset = format!("{tenant}/reset");
+    for (seed, collectors, category) in [("empty", "0", 404), ("demo", "4", 200)] {
+        let body = json!({ "seed": seed });
+        let r = s.admin_call(Method::POST, &reset, Some(&body)).await;
+        assert_eq!(r.status(), 200, "{seed}");
+        let r = s.get_with_key(C_PATH, &t.api_key).await;
+        assert_eq!(r.headers()["x-total-count"], collectors, "{seed}");
+        let r = s.get_with_key(B_PATH, &t.api_key).await;
+        assert_eq!(r.status(), category, "{seed}");
+    }
 
     // delete: credentials and data gone
     let db_file = s
@@ -261,26 +217,15 @@ async fn admin_lists_gets_resets_and_deletes() {
         .join("tenants")
         .join(format!("{}.db", t.id));
     assert!(db_file.exists());
-    let r = s
-        .admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id))
-        .send()
-        .await
-        .unwrap();
+    let r = s.admin_call(Method::DELETE, &tenant, None).await;
     assert_eq!(r.status(), 204);
     assert!(!db_file.exists());
     assert_eq!(s.get_with_key(C_PATH, &t.api_key).await.status(), 401);
-    let r = s
-        .admin(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 404);
-    let r = s
-        .admin(Method::DELETE, &format!("/sandbox/v1/tenants/{}", t.id))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 404);
+    s.assert_admin_refused(&[
+        (Method::GET, &tenant, None, 404, ""),
+        (Method::DELETE, &tenant, None, 404, ""),
+    ])
+    .await;
     // the name is free again
     s.create_tenant("acme", "empty").await;
 }
@@ -344,50 +289,41 @@ async fn admin_rejects_bad_input_clearly() {
         error_body(post(r#"{"name": "dup"}"#.into()).send().await.unwrap()).await;
     assert_eq!((status, code.as_str()), (409, "CONFLICT"));
 
-    // tokens: bad ttl, unknown tenant
+    // tokens: bad ttl, unknown tenant; reset with an unknown seed; an unknown route answers
+    // in the surface's shape
     let t = s.create_tenant("tok", "empty").await;
-    for ttl in [0, -5, 31 * 24 * 3600] {
-        let r = s
-            .admin(Method::POST, &format!("{path}/{}/tokens", t.id))
-            .json(&json!({ "ttl_seconds": ttl }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(error_body(r).await.0, 400, "ttl {ttl}");
-    }
-    let r = s
-        .admin(Method::POST, &format!("{path}/t_missing/tokens"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 404);
+    let tokens = format!("{path}/{}/tokens", t.id);
+    let reset = format!("{path}/{}/reset", t.id);
+    let ttl = |seconds: i64| Some(json!({ "ttl_seconds": seconds }));
+    s.assert_admin_refused(&[
+        (Method::POST, &tokens, ttl(0), 400, ""),
+        (Method::POST, &tokens, ttl(-5), 400, ""),
+        (Method::POST, &tokens, ttl(31 * 24 * 3600), 400, ""),
+        (
+            Method::POST,
+            "/sandbox/v1/tenants/t_missing/tokens",
+            None,
+            404,
+            "",
+        ),
+        (
+            Method::POST,
+            &reset,
+            Some(json!({"seed": "bogus"})),
+            400,
+            "",
+        ),
+        (Method::GET, "/sandbox/v1/nothing", None, 404, ""),
+    ])
+    .await;
     // a token request without a body gets the default lifetime
-    let r = s
-        .admin(Method::POST, &format!("{path}/{}/tokens", t.id))
-        .send()
-        .await
-        .unwrap();
+    let r = s.admin_call(Method::POST, &tokens, None).await;
     assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         (v["token_type"].as_str(), v["expires_in"].as_i64()),
         (Some("Bearer"), Some(3600))
     );
-    // reset with an unknown seed
-    let r = s
-        .admin(Method::POST, &format!("{path}/{}/reset", t.id))
-        .json(&json!({"seed": "bogus"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 400);
-    // unknown route answers in the surface's shape
-    let r = s
-        .admin(Method::GET, "/sandbox/v1/nothing")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_body(r).await.0, 404);
     let r = s
         .client
         .get(s.url("/t/s/r/1.28/nothing"))

@@ -2,7 +2,8 @@
 //! whole database unchanged, no id consumed) yet answers what posting answers; the list needs
 //! a narrowing parameter and pages; single events by id.
 
-use e2e::{error_body, TestServer, TestTenant};
+use e2e::billing::{assert_refused, get};
+use e2e::{get_refusals, TestServer, TestTenant};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -133,17 +134,15 @@ async fn simulation_stores_nothing_and_answers_like_posting() {
 async fn list_needs_a_narrowing_parameter_and_pages() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
-    for path in [
-        "/billing/2/usage-events",
-        "/billing/2/usage-events?sequence_id=1",
-        "/billing/2/usage-events?page_size=5",
-        "/billing/2/usage-events?billing_account_id=x",
-        "/billing/2/usage-events?account_num=ACC-1001&page_size=51",
-        "/billing/2/usage-events?account_num=ACC-1001&page_number=-1",
-    ] {
-        let (status, code, _) = error_body(s.get_with_key(path, &t.api_key).await).await;
-        assert_eq!((status, code.as_str()), (400, "BAD_REQUEST"), "{path}");
-    }
+    let refusals = get_refusals(&[
+        ("/usage-events", 400),
+        ("/usage-events?sequence_id=1", 400),
+        ("/usage-events?page_size=5", 400),
+        ("/usage-events?billing_account_id=x", 400),
+        ("/usage-events?account_num=ACC-1001&page_size=51", 400),
+        ("/usage-events?account_num=ACC-1001&page_number=-1", 400),
+    ]);
+    assert_refused(&s, &t, &refusals).await;
     let events: Vec<Value> = (0..7)
         .map(|i| json!({"service_resource_identifier": if i < 5 { "srv-compute-0001" } else { "api-0001" }, "usage_uom": "HOUR", "usage_amount": i, "start_time": "2026-02-01"}))
         .map(|mut e| {
@@ -169,23 +168,7 @@ async fn list_needs_a_narrowing_parameter_and_pages() {
         .unwrap()
         .to_string();
 
-    let count = |path: String| {
-        let s = &s;
-        let key = t.api_key.clone();
-        async move {
-            let r = s.get_with_key(&path, &key).await;
-            assert_eq!(r.status(), 200, "{path}");
-            let h = r.headers().clone();
-            let v: Value = r.json().await.unwrap();
-            (
-                h["x-total-count"].to_str().unwrap().to_string(),
-                h["x-element-count"].to_str().unwrap().to_string(),
-                h["x-total-pages"].to_str().unwrap().to_string(),
-                v.as_array().unwrap().len(),
-            )
-        }
-    };
-    let base = "/billing/2/usage-events";
+    // (query; X-Total-Count, X-Element-Count, X-Total-Pages, items)
     for (query, want) in [
         (format!("request_id={request_id}"), ("7", "7", "1", 7)),
         ("account_num=ACC-1001".to_string(), ("5", "5", "1", 5)),
@@ -201,12 +184,16 @@ async fn list_needs_a_narrowing_parameter_and_pages() {
             ("7", "0", "0", 0),
         ),
     ] {
-        let (total, elements, pages, n) = count(format!("{base}?{query}")).await;
-        assert_eq!(
-            (total.as_str(), elements.as_str(), pages.as_str(), n),
-            want,
-            "{query}"
+        let a = get(&s, &t, &format!("/usage-events?{query}"), &[]).await;
+        assert_eq!(a.status, 200, "{query}");
+        let header = |name| a.header(name).unwrap_or("");
+        let got = (
+            header("x-total-count"),
+            header("x-element-count"),
+            header("x-total-pages"),
+            a.items().len(),
         );
+        assert_eq!(got, want, "{query}");
     }
 
     // pages are in id order and do not overlap
@@ -245,14 +232,11 @@ async fn single_event_by_id() {
     assert_eq!(r.status(), 200);
     let got: Value = r.json().await.unwrap();
     assert_eq!(&got, e);
-    for (path, key) in [
-        (format!("/billing/2/usage-events/{id}"), &other.api_key),
-        ("/billing/2/usage-events/999999".to_string(), &t.api_key),
-        ("/billing/2/usage-events/abc".to_string(), &t.api_key),
-    ] {
-        let (status, code, _) = error_body(s.get_with_key(&path, key).await).await;
-        assert_eq!((status, code.as_str()), (404, "NOT_FOUND"), "{path}");
-    }
+    // another tenant's event, an unknown and a malformed id
+    let theirs = format!("/usage-events/{id}");
+    assert_refused(&s, &other, &get_refusals(&[(&theirs, 404)])).await;
+    let refusals = get_refusals(&[("/usage-events/999999", 404), ("/usage-events/abc", 404)]);
+    assert_refused(&s, &t, &refusals).await;
 }
 
 #[tokio::test]
@@ -273,59 +257,73 @@ async fn list_filters_sorts_and_shapes() {
     .await;
     call(&s, &t, BULK, &body(json!([posting(15, "a")]))).await; // voids the 5-hour event
 
-    let charges = |path: String| {
-        let s = &s;
-        let key = t.api_key.clone();
-        async move {
-            let r = s.get_with_key(&path, &key).await;
-            assert_eq!(r.status(), 200, "{path}");
-            let v: Value = r.json().await.unwrap();
-            v.as_array()
-                .unwrap()
-                .iter()
-                .map(|e| e["total_charge"].to_string())
-                .collect::<Vec<_>>()
-        }
-    };
-    let q = |rest: &str| format!("/billing/2/usage-events?reference_id=f&{rest}");
-    assert_eq!(charges(q("")).await, ["0.6", "2.4", "1.2", "1.8"]);
-    assert_eq!(
-        charges(q("filter=voided%20EQ%20'false'&sort=-total_charge")).await,
-        ["2.4", "1.8", "1.2"]
-    );
-    assert_eq!(
-        charges(q(
-            "filter=total_charge%20GT%20'1.5'%20AND%20NOT%20voided%20EQ%20'true'&sort=total_charge"
-        ))
-        .await,
-        ["1.8", "2.4"]
-    );
-    assert_eq!(
-        charges(q("filter=event_charges.charge%20LT%20'1'")).await,
-        ["0.6"]
-    );
-    assert_eq!(
-        charges(q("filter=start_time%20GTE%20'2026-02-15'&sort=-start_time")).await,
-        ["2.4", "1.8"]
-    );
-    assert_eq!(
-        charges(q(
-            "filter=sequence_id%20IN%20('a',%20'c')%20AND%20voided%20EQ%20'false'"
-        ))
-        .await,
-        ["1.2", "1.8"]
-    );
-    assert_eq!(charges("/billing/2/usage-events?account_num=ACC-1001&filter=reference_id%20LIKE%20'%25'&sort=-id&page_size=2".into()).await, ["1.8", "1.2"]);
-    for bad in [
-        "filter=price%20EQ%20'1'",
-        "filter=voided%20EQ%20'maybe'",
-        "sort=event_charges.charge",
-        "filter=(usage_uom%20EQ%20'HOUR'",
+    // (query after reference_id=f, the total charges listed in order)
+    for (query, want) in [
+        ("", &["0.6", "2.4", "1.2", "1.8"][..]),
+        (
+            "filter=voided EQ 'false'&sort=-total_charge",
+            &["2.4", "1.8", "1.2"],
+        ),
+        (
+            "filter=total_charge GT '1.5' AND NOT voided EQ 'true'&sort=total_charge",
+            &["1.8", "2.4"],
+        ),
+        ("filter=event_charges.charge LT '1'", &["0.6"]),
+        (
+            "filter=start_time GTE '2026-02-15'&sort=-start_time",
+            &["2.4", "1.8"],
+        ),
+        (
+            "filter=sequence_id IN ('a', 'c') AND voided EQ 'false'",
+            &["1.2", "1.8"],
+        ),
     ] {
-        let (status, _, message) = error_body(s.get_with_key(&q(bad), &t.api_key).await).await;
-        assert_eq!(status, 400, "{bad}: {message}");
+        let a = get(
+            &s,
+            &t,
+            &format!("/usage-events?reference_id=f&{query}"),
+            &[],
+        )
+        .await;
+        assert_eq!(a.status, 200, "{query}: {}", a.body);
+        let got: Vec<String> = a
+            .items()
+            .iter()
+            .map(|e| e["total_charge"].to_string())
+            .collect();
+        assert_eq!(got, want, "{query}");
     }
+    let query = [
+        ("account_num", "ACC-1001"),
+        ("filter", "reference_id LIKE '%'"),
+        ("sort", "-id"),
+        ("page_size", "2"),
+    ];
+    let a = get(&s, &t, "/usage-events", &query).await;
+    let got: Vec<String> = a
+        .items()
+        .iter()
+        .map(|e| e["total_charge"].to_string())
+        .collect();
+    assert_eq!(got, ["1.8", "1.2"]);
+    let refusals = get_refusals(&[
+        ("/usage-events?reference_id=f&filter=price%20EQ%20'1'", 400),
+        (
+            "/usage-events?reference_id=f&filter=voided%20EQ%20'maybe'",
+            400,
+        ),
+        (
+            "/usage-events?reference_id=f&sort=event_charges.charge",
+            400,
+        ),
+        (
+            "/usage-events?reference_id=f&filter=(usage_uom%20EQ%20'HOUR'",
+            400,
+        ),
+    ]);
+    assert_refused(&s, &t, &refusals).await;
 
+    let q = |rest: &str| format!("/billing/2/usage-events?reference_id=f&{rest}");
     // SIMPLE drops the nested collections, keeps references as {id}; ETag revalidates
     let r = s
         .get_with_key(&q("return=SIMPLE&page_size=1"), &t.api_key)

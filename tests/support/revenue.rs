@@ -1,9 +1,7 @@
 //! Helpers shared by the Surface C tests: a client bound to one tenant's API key, and
 //! direct inserts of rated usage (what Surface B's posting stores) for the chain tests.
 
-#![allow(dead_code)]
-
-use e2e::{TestServer, TestTenant};
+use crate::{Refusal, TestServer, TestTenant};
 use reqwest::{Method, Response};
 use serde_json::Value;
 
@@ -93,9 +91,38 @@ impl<'a> Rev<'a> {
         status: u16,
     ) -> String {
         let r = self.call(method.clone(), path, body).await;
-        let (got, _code, message) = e2e::error_body(r).await;
+        let (got, _code, message) = crate::error_body(r).await;
         assert_eq!(got, status, "{method} {path}: {message}");
         message
+    }
+
+    /// Starts a ledger run (`POST /glruns`, 201) and answers it.
+    pub async fn gl_run(&self, body: Value) -> Value {
+        self.expect(Method::POST, "/glruns", Some(body), 201).await
+    }
+
+    /// Starts a collector run (`POST /collector-runs`, 201) and answers it.
+    pub async fn collect(&self, body: Value) -> Value {
+        self.expect(Method::POST, "/collector-runs", Some(body), 201)
+            .await
+    }
+
+    /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape and
+    /// its message; a failure names the case.
+    pub async fn assert_refused(&self, cases: &[Refusal<'_>]) {
+        for (method, path, body, status, needle) in cases {
+            let message = self
+                .error(method.clone(), path, body.clone(), *status)
+                .await;
+            assert!(message.contains(needle), "{method} {path}: {message}");
+        }
+    }
+
+    /// Checks the `X-Total-Count` of each `(path, total)` (a paged GET each).
+    pub async fn assert_totals(&self, cases: &[(&str, i64)]) {
+        for (path, total) in cases {
+            assert_eq!(self.paged(path).await.1, *total, "X-Total-Count of {path}");
+        }
     }
 
     /// Inserts a rated usage event with its charges, as Surface B's posting stores them;

@@ -1,0 +1,917 @@
+//! Surface B query and maintenance endpoints over HTTP: named filters, sort, paging headers,
+//! SIMPLE/FULL and Prefer, ETag/304, writes, and the 400/404 shapes.
+
+use e2e::billing::{
+    all_ids, assert_refused, call, filtered, get, get_with, send, setup, Answer, Query, B,
+};
+use e2e::{body_refusals, error_body, Refusal};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// A paging case: query, items and X-Element-Count, X-Total-Count, X-Total-Pages.
+type PageRow<'a> = (Query<'a>, usize, Option<&'a str>, Option<&'a str>);
+
+#[tokio::test]
+async fn paging_headers_at_the_edges() {
+    let (s, t) = setup().await;
+    // 7 listed + 113 generated agreement services; the default page_size is 50.
+    // (query, items and X-Element-Count, X-Total-Count, X-Total-Pages)
+    let pages: &[PageRow] = &[
+        (&[], 50, Some("120"), Some("3")),
+        (&[("page_number", "3")], 20, Some("120"), Some("3")),
+        (&[("page_number", "4")], 0, Some("120"), Some("3")),
+        (
+            &[("page_number", "0"), ("page_size", "7")],
+            7,
+            Some("120"),
+            Some("18"),
+        ),
+        (
+            &[("page_number", "1"), ("page_size", "7")],
+            7,
+            Some("120"),
+            Some("18"),
+        ),
+        // page_size 0 still counts.
+        (&[("page_size", "0")], 0, Some("120"), Some("0")),
+        (
+            &[("omit_total_count", "TRUE"), ("page_size", "5")],
+            5,
+            None,
+            None,
+        ),
+    ];
+    for (query, items, total, total_pages) in pages {
+        let a = get(&s, &t, "/agreement-services", query).await;
+        assert_eq!(a.status, 200, "{query:?}");
+        assert_eq!(a.items().len(), *items, "{query:?}");
+        let elements = items.to_string();
+        assert_eq!(
+            a.header("x-element-count"),
+            Some(elements.as_str()),
+            "{query:?}"
+        );
+        assert_eq!(a.header("x-total-count"), *total, "{query:?}");
+        assert_eq!(a.header("x-total-pages"), *total_pages, "{query:?}");
+        assert!(a.header("etag").is_some(), "{query:?}");
+    }
+    let ids = all_ids(&s, &t, "/agreement-services", &[], 50).await;
+    assert_eq!(ids.len(), 120);
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "default order is id ascending, no repeats"
+    );
+    let zero = get(
+        &s,
+        &t,
+        "/agreement-services",
+        &[("page_number", "0"), ("page_size", "7")],
+    )
+    .await;
+    let one = get(
+        &s,
+        &t,
+        "/agreement-services",
+        &[("page_number", "1"), ("page_size", "7")],
+    )
+    .await;
+    assert_eq!(zero.ids(), one.ids(), "page 0 is the first page");
+
+    // Each bad paging or shaping parameter is a 400 naming the parameter.
+    for (name, value) in [
+        ("page_size", "51"),
+        ("page_size", "-1"),
+        ("page_number", "-1"),
+        ("page_number", "x"),
+        ("return", "ALL"),
+        ("omit_total_count", "maybe"),
+        ("sort", "nope"),
+    ] {
+        let a = get(&s, &t, "/agreement-services", &[(name, value)]).await;
+        let (code, message) = a.error();
+        assert_eq!(
+            (a.status, code.as_str()),
+            (400, "BAD_REQUEST"),
+            "{name}={value}"
+        );
+        assert!(message.contains(name), "{name}={value}: {message}");
+    }
+}
+
+fn numbers(a: &Answer, field: &str) -> Vec<f64> {
+    a.items().iter().filter_map(|v| v[field].as_f64()).collect()
+}
+
+#[tokio::test]
+async fn sort_both_ways_and_stable() {
+    let (s, t) = setup().await;
+    for (sort, ascending) in [("minimum_amount", true), ("-minimum_amount", false)] {
+        let a = get(
+            &s,
+            &t,
+            "/agreement-services",
+            &[("sort", sort), ("filter", "minimum_amount IS NOT NULL")],
+        )
+        .await;
+        let n = numbers(&a, "minimum_amount");
+        assert_eq!(n.len(), 50, "{sort}");
+        assert!(
+            n.windows(2).all(|w| if ascending {
+                w[0] <= w[1]
+            } else {
+                w[0] >= w[1]
+            }),
+            "{sort} sorts numerically: {n:?}"
+        );
+    }
+    // Two keys: equal first keys fall back to the second, then to id.
+    let both = all_ids(
+        &s,
+        &t,
+        "/agreement-services",
+        &[("sort", "-status,start_date")],
+        17,
+    )
+    .await;
+    assert_eq!(both.len(), 120);
+    let mut sorted = both.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted.len(),
+        120,
+        "stable paging: every record exactly once"
+    );
+    let dates = get(&s, &t, "/agreement-services", &[("sort", "-start_date")]).await;
+    let parsed: Vec<chrono::DateTime<chrono::FixedOffset>> = dates
+        .items()
+        .iter()
+        .map(|v| chrono::DateTime::parse_from_rfc3339(v["start_date"].as_str().unwrap()).unwrap())
+        .collect();
+    assert!(parsed.windows(2).all(|w| w[0] >= w[1]));
+    let a = get(
+        &s,
+        &t,
+        "/agreement-services",
+        &[("sort", "start_date,renewed")],
+    )
+    .await;
+    let (_, message) = a.error();
+    assert_eq!(a.status, 400);
+    assert!(
+        message.contains("cannot be sorted") && message.contains("position 12"),
+        "{message}"
+    );
+}
+
+/// For each named filter: the query parameter and the same predicate in `filter` select the
+/// same non-empty set, smaller than the whole list.
+#[tokio::test]
+async fn named_filters_as_parameters_and_fields() {
+    let (s, t) = setup().await;
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        (
+            "/actions",
+            &[
+                ("product_id", "1"),
+                ("action_type", "invoice"),
+                ("agreement_id", "1"),
+                ("bill_cycle_id", "1"),
+            ],
+        ),
+        (
+            "/adjustment-applications",
+            &[
+                ("adjustment_id", "3"),
+                ("billing_account_id", "4"),
+                ("account_num", "ACC-1004"),
+                ("occurred_on", "2026-11-03T12:00:00Z"),
+                ("unapplied_amount", "4.25"),
+                ("adjustment_application_type", "negative-invoice"),
+            ],
+        ),
+        (
+            "/adjustment-categories",
+            &[("name", "Goodwill Credit"), ("status", "SUSPENDED")],
+        ),
+        (
+            "/agreements",
+            &[
+                ("valid_from", "2024-01-01"),
+                ("valid_to", "2027-12-31"),
+                ("name", "Energy 24 months"),
+                ("product_id", "4"),
+                ("status", "INACTIVE"),
+                ("termination_fee_currency_code", "EUR"),
+                ("max_termination_fee_currency_code", "USD"),
+            ],
+        ),
+        (
+            "/agreement-services",
+            &[
+                ("service_id", "105"),
+                ("service_resource_identifier", "gen-0105"),
+                ("child_service_resource_identifier", "srv-compute-0001-vm-a"),
+                ("product_id", "3"),
+                ("billing_account_id", "2"),
+                ("account_num", "ACC-1003"),
+                ("external_account_num", "EXT-1005"),
+                ("status", "TRIAL"),
+            ],
+        ),
+        (
+            "/bill-batches",
+            &[
+                ("bill_batch_type", "adhoc"),
+                ("name", "November on-demand"),
+                ("status", "SUSPENDED"),
+                ("currency_code", "EUR"),
+                ("billing_account_id", "3"),
+                ("account_num", "ACC-1001"),
+                ("external_account_num", "EXT-1003"),
+            ],
+        ),
+        (
+            "/bill-batches/1/billing-accounts",
+            &[
+                ("account_num", "ACC-1002"),
+                ("external_account_num", "EXT-1005"),
+            ],
+        ),
+    ];
+    let cases = cases
+        .iter()
+        .flat_map(|(path, filters)| filters.iter().map(move |(n, v)| (*path, *n, *v)));
+    for (path, name, value) in cases {
+        let by_param = all_ids(&s, &t, path, &[(name, value)], 50).await;
+        let filter = format!("{name} EQ '{value}'");
+        let by_filter = all_ids(&s, &t, path, &[("filter", &filter)], 50).await;
+        let everything = filtered(&s, &t, path, &format!("{filter} OR id IS NOT NULL")).await;
+        assert!(
+            !by_param.is_empty(),
+            "{path}?{name}={value} matches something"
+        );
+        assert_eq!(
+            by_param, by_filter,
+            "{path}: {name} as parameter and in filter"
+        );
+        // A bill batch status replaces their default (ACTIVE) instead of narrowing it.
+        if name != "status" || path != "/bill-batches" {
+            assert!(
+                (by_param.len() as i64) < everything.total(),
+                "{path}?{name} narrows"
+            );
+        }
+    }
+    // Values outside an enumerated or currency set, or too long, are 400s naming the parameter.
+    let long = "x".repeat(256);
+    for (path, name, value) in [
+        ("/actions", "action_type", "party"),
+        ("/agreement-services", "status", "SLEEPING"),
+        ("/bill-batches", "currency_code", "XXX"),
+        ("/agreements", "termination_fee_currency_code", "usd1"),
+        ("/adjustment-categories", "status", "ON"),
+        ("/agreement-services", "product_id", "abc"),
+        ("/agreement-services", "service_resource_identifier", &long),
+    ] {
+        let a = get(&s, &t, path, &[(name, value)]).await;
+        let (_, message) = a.error();
+        assert_eq!(a.status, 400, "{path}?{name}={value}");
+        assert!(message.starts_with(name), "{path}?{name}: {message}");
+    }
+}
+
+/// How many records a filter must select.
+enum Selects {
+    /// At least one.
+    Some,
+    /// Exactly this many.
+    Exactly(usize),
+}
+
+/// What every record a filter selects satisfies.
+type Each = fn(&Value) -> bool;
+
+/// A March 2025 start date in the tenant's zone, America/Chicago: CST until 2 a.m. on
+/// 9 March 2025, CDT after.
+fn local_march_date(v: &Value) -> bool {
+    let start = v["start_date"].as_str().unwrap_or("");
+    let offset = if start < "2025-03-10" {
+        "-06:00"
+    } else {
+        "-05:00"
+    };
+    start.starts_with("2025-03-") && start.ends_with(offset)
+}
+
+#[tokio::test]
+async fn filter_reaches_fields_values_and_exact_decimals() {
+    let (s, t) = setup().await;
+    // (path, filter, how many it selects, what every selected record satisfies)
+    let cases: &[(&str, &str, Selects, Each)] = &[
+        (
+            "/agreement-services",
+            "minimum_amount GT '9.6' AND minimum_amount LT '100'",
+            Selects::Some,
+            |v| {
+                v["minimum_amount"]
+                    .as_f64()
+                    .is_some_and(|m| m > 9.6 && m < 100.0)
+            },
+        ),
+        (
+            "/agreement-services",
+            "agreement.id EQ '2' AND NOT status IN ('ACTIVE','TRIAL')",
+            Selects::Some,
+            |v| v["agreement"]["id"] == "2",
+        ),
+        (
+            "/agreement-services",
+            "true_up_charge_types EQ 'RECURRING'",
+            Selects::Some,
+            |v| {
+                v["true_up_charge_types"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!("RECURRING")))
+            },
+        ),
+        (
+            "/agreement-services",
+            "start_date GTE '2025-03-01' AND start_date LT '2025-04-01'",
+            Selects::Some,
+            local_march_date,
+        ),
+        // LIKE ignores case.
+        (
+            "/agreements",
+            "name LIKE '%MONTHS'",
+            Selects::Exactly(2),
+            |v| v["name"].as_str().is_some_and(|n| n.ends_with("months")),
+        ),
+        // NEQ does not match null fields.
+        (
+            "/agreements",
+            "minimum_amount_currency_type NEQ 'USD'",
+            Selects::Exactly(0),
+            |_| false,
+        ),
+        (
+            "/adjustment-applications",
+            "account_adjustment.amount GTE '40'",
+            Selects::Some,
+            |v| {
+                v["account_adjustment"]["amount"]
+                    .as_f64()
+                    .is_some_and(|a| a >= 40.0)
+            },
+        ),
+        (
+            "/adjustment-applications",
+            "account_adjustment.billing_account.external_account_num IS NULL",
+            Selects::Some,
+            |v| v["account_adjustment"]["billing_account"]["external_account_num"].is_null(),
+        ),
+    ];
+    for (path, filter, selects, each) in cases {
+        let a = filtered(&s, &t, path, filter).await;
+        assert_eq!(a.status, 200, "{path} {filter}: {}", a.body);
+        match selects {
+            Selects::Some => assert!(!a.items().is_empty(), "{path} {filter} selects some"),
+            Selects::Exactly(n) => {
+                assert_eq!(a.items().len(), *n, "{path} {filter}: {}", a.body)
+            }
+        }
+        for v in a.items() {
+            assert!(each(v), "{path} {filter}: {v}");
+        }
+    }
+
+    // Every boolean and reference field of the demo agreement services takes both kinds of
+    // value, so filtering on it narrows and the two halves add up to the whole list.
+    for (field, half, other_half) in [
+        ("renewed", "EQ 'true'", "EQ 'false'"),
+        ("next_service_pay_on_purchase", "EQ 'true'", "EQ 'false'"),
+        ("preserve_service_price", "EQ 'true'", "EQ 'false'"),
+        ("next_preserve_service_price", "EQ 'true'", "EQ 'false'"),
+        ("omit_minimum_amount", "EQ 'true'", "EQ 'false'"),
+        ("next_agreement.id", "IS NOT NULL", "IS NULL"),
+        ("next_service_product.id", "IS NOT NULL", "IS NULL"),
+        ("end_date", "IS NOT NULL", "IS NULL"),
+        ("minimum_amount", "IS NOT NULL", "IS NULL"),
+    ] {
+        let path = "/agreement-services";
+        let one = filtered(&s, &t, path, &format!("{field} {half}")).await;
+        let other = filtered(&s, &t, path, &format!("{field} {other_half}")).await;
+        assert!(one.total() > 0 && other.total() > 0, "{field}");
+        assert_eq!(one.total() + other.total(), 120, "{field}");
+        if half == "EQ 'true'" {
+            let all_true = one.items().iter().all(|v| v[field] == json!(true));
+            assert!(all_true, "{field}");
+        }
+    }
+
+    for (filter, needle) in [
+        ("name EQ 'x", "position 9"),
+        ("(name EQ 'x'", "position 1"),
+        ("bogus EQ 'x'", "unknown field 'bogus'"),
+        ("minimum_amount LIKE '1%'", "LIKE does not apply"),
+        ("renewed EQ 'maybe'", "true or false"),
+        ("start_date GT 'soon'", "date"),
+    ] {
+        let a = filtered(&s, &t, "/agreement-services", filter).await;
+        let (code, message) = a.error();
+        assert_eq!((a.status, code.as_str()), (400, "BAD_REQUEST"), "{filter}");
+        assert!(message.contains(needle), "{filter}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn simple_full_prefer_and_etag() {
+    let (s, t) = setup().await;
+    let full = get(&s, &t, "/agreement-services/1", &[]).await;
+    assert_eq!(full.status, 200);
+    let f = &full.body;
+    assert_eq!(f["id"], "1");
+    assert_eq!(
+        f["agreement"],
+        json!({"name": "Standard 12 months", "id": "1"})
+    );
+    assert_eq!(f["minimum_amount"], json!(250));
+    assert_eq!(f["true_up_charge_types"], json!(["USAGE"]));
+    assert_eq!(f["start_date"], "2025-01-01T00:00:00-06:00");
+    let simple = get(&s, &t, "/agreement-services/1", &[("return", "SIMPLE")]).await;
+    assert_eq!(simple.body["agreement"], json!({"id": "1"}));
+    assert!(simple.body.get("true_up_charge_types").is_none());
+    assert_eq!(simple.body["minimum_amount"], json!(250));
+    assert!(simple.header("preference-applied").is_none());
+
+    let minimal = get_with(
+        &s,
+        &t,
+        "/agreement-services/1",
+        ("Prefer", "return=minimal"),
+    )
+    .await;
+    assert_eq!(minimal.body, simple.body);
+    // (Prefer, Preference-Applied, the first agreement's adjustment category)
+    for (prefer, category) in [
+        ("return=representation", None),
+        ("return=minimal", Some(json!({"id": "6"}))),
+    ] {
+        let a = get_with(&s, &t, "/agreements?page_size=2", ("Prefer", prefer)).await;
+        assert_eq!(a.header("preference-applied"), Some(prefer), "{prefer}");
+        let got = &a.items()[0]["adjustment_category"];
+        match category {
+            None => assert!(got["name"].is_string(), "{prefer}: {got}"),
+            Some(c) => assert_eq!(got, &c, "{prefer}"),
+        }
+    }
+    assert_eq!(minimal.header("preference-applied"), Some("return=minimal"));
+
+    let etag = full.header("etag").unwrap().to_string();
+    let again = get_with(&s, &t, "/agreement-services/1", ("If-None-Match", &etag)).await;
+    assert_eq!(again.status, 304);
+    let list = get(&s, &t, "/agreement-services", &[("page_size", "3")]).await;
+    let tag = list.header("etag").unwrap().to_string();
+    let page = "/agreement-services?page_size=3";
+    assert_eq!(
+        get_with(&s, &t, page, ("If-None-Match", &tag)).await.status,
+        304
+    );
+    // A change to a listed record changes the tag; a refused one (unknown field) changes
+    // nothing. (body, PUT status, status of the conditional GET after it)
+    for (body, status, conditional) in [
+        (json!({"renewed_by_mistake": true}), 400, 304),
+        (json!({"omit_minimum_amount": true}), 200, 200),
+    ] {
+        let put = call(&s, &t, Method::PUT, "/agreement-services/1", Some(&body)).await;
+        assert_eq!(put.status, status, "{body}: {}", put.body);
+        let after = get_with(&s, &t, page, ("If-None-Match", &tag)).await;
+        assert_eq!(after.status, conditional, "after {body}");
+    }
+}
+
+#[tokio::test]
+async fn lists_answer_bearer_tokens_and_refuse_strangers() {
+    let (s, t) = setup().await;
+    let token = s.token(&t, 300).await;
+    let r = s
+        .get_with_bearer(&format!("{B}/agreement-services?page_size=1"), &token)
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-total-count"], "120");
+    let other = s.create_tenant("other", "empty").await;
+    let empty = get(&s, &other, "/agreement-services", &[]).await;
+    assert_eq!(
+        (empty.total(), empty.items().len()),
+        (0, 0),
+        "tenants do not see each other"
+    );
+    let r = s
+        .client
+        .get(s.url(&format!("{B}/agreements")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_body(r).await.0, 401);
+}
+
+#[tokio::test]
+async fn lists_that_match_nothing_are_empty_pages() {
+    let (s, t) = setup().await;
+    for path in [
+        "/actions?filter=name EQ 'nothing'",
+        "/bill-cycles/1/actions?filter=name EQ 'nothing'",
+        "/adjustment-applications?account_num=NOBODY",
+        "/adjustment-applications?filter=account_num EQ 'NOBODY'",
+        "/adjustment-categories?name=nothing",
+        "/agreements?name=nothing",
+        "/agreement-services?account_num=NOBODY",
+        "/agreement-services/1/true-up-charge-type-relations?filter=true_up_charge_type EQ 'NONE'",
+        "/bill-batches?name=nothing&expand=bill_batch_runs",
+        "/bill-batches/1/billing-accounts?account_num=NOBODY",
+        "/usage-events?reference_id=nobody",
+    ] {
+        let a = get(&s, &t, path, &[]).await;
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        assert_eq!(a.body, serde_json::json!([]), "{path}");
+        assert_eq!(a.headers["x-total-count"], "0", "{path}");
+        assert_eq!(a.headers["x-element-count"], "0", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404() {
+    let (s, t) = setup().await;
+    let mut cases: Vec<Refusal> = [
+        "/actions/999",
+        "/actions/abc",
+        "/bill-cycles/1/actions/5",
+        "/bill-cycles/99/actions",
+        "/adjustment-applications/999",
+        "/adjustment-categories/1",
+        "/adjustment-categories/999",
+        "/agreements/999",
+        "/agreement-services/99999",
+        "/agreement-services/99999/true-up-charge-type-relations",
+        "/agreement-services/2/true-up-charge-type-relations/1",
+        "/bill-batches/999",
+        "/bill-batches/999/billing-accounts",
+    ]
+    .into_iter()
+    .map(|path| (Method::GET, path, None, 404, "does not exist"))
+    .collect();
+    cases.push((Method::DELETE, "/agreements/1", None, 405, ""));
+    assert_refused(&s, &t, &cases).await;
+}
+
+#[tokio::test]
+async fn every_read_endpoint_renders_its_representation() {
+    let (s, t) = setup().await;
+    // (path, then JSON pointers into its body with the value there)
+    let cases: Vec<(&str, Vec<(&str, Value)>)> = vec![
+        (
+            "/actions/1",
+            vec![
+                ("/action_type", json!("service")),
+                ("/supports_approval", json!(true)),
+            ],
+        ),
+        ("/bill-cycles/1/actions/3", vec![("/id", json!("3"))]),
+        (
+            "/adjustment-applications/3",
+            vec![
+                ("/account_adjustment/id", json!("3")),
+                ("/account_adjustment/amount", json!(10)),
+                ("/account_adjustment/unapplied_amount", json!(4.25)),
+                (
+                    "/account_adjustment/billing_account/account_num",
+                    json!("ACC-1004"),
+                ),
+                (
+                    "/account_adjustment/items/0/category/charge_category_type",
+                    json!("Adjustment"),
+                ),
+                (
+                    "/account_adjustment/occurred_on",
+                    json!("2026-11-03T06:00:00-06:00"),
+                ),
+            ],
+        ),
+        (
+            "/agreements/1",
+            vec![
+                (
+                    "/true_up_adjustment_reason/name",
+                    json!("Minimum commitment true-up"),
+                ),
+                ("/termination_flat_charge", json!(100)),
+                ("/agreement_period", json!(12)),
+            ],
+        ),
+        (
+            "/bill-batches/1",
+            vec![("/bill_batch_runs", json!([{"id": "1"}, {"id": "2"}]))],
+        ),
+        (
+            "/bill-batches/1?expand=bill_batch_runs",
+            vec![
+                ("/bill_batch_runs/0/status", json!("CLOSED")),
+                ("/bill_batch_runs/0/invoices/0", json!({"id": "1"})),
+            ],
+        ),
+        (
+            "/bill-batches/1?expand=bill_batch_runs.invoices",
+            vec![
+                (
+                    "/bill_batch_runs/0/invoices/0/invoice_num",
+                    json!("INV-0001"),
+                ),
+                ("/bill_batch_runs/0/invoices/0/amount", json!(310.5)),
+            ],
+        ),
+        (
+            "/bill-batches/1/billing-accounts?sort=-account_num",
+            vec![("/0/cpq_discounts", json!([]))],
+        ),
+    ];
+    for (path, fields) in &cases {
+        let a = get(&s, &t, path, &[]).await;
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        for (pointer, expected) in fields {
+            assert_eq!(a.body.pointer(pointer), Some(expected), "{path} {pointer}");
+        }
+    }
+    let action = get(&s, &t, "/actions/1", &[]).await.body;
+    assert!(action["operations"][0]["id"].is_string(), "{action}");
+    let cycle = get(&s, &t, "/bill-cycles/1/actions", &[]).await;
+    assert!(
+        cycle.items().iter().all(|a| a["id"] == "3"),
+        "{}",
+        cycle.body
+    );
+
+    let cats = get(&s, &t, "/adjustment-categories", &[("sort", "-priority")]).await;
+    assert!(cats
+        .items()
+        .iter()
+        .all(|c| c["charge_category_type"] == "Adjustment"));
+    let priorities: Vec<i64> = cats
+        .items()
+        .iter()
+        .map(|c| c["priority"].as_i64().unwrap())
+        .collect();
+    assert!(priorities.windows(2).all(|w| w[0] >= w[1]) && priorities.len() == 4);
+
+    let batches = get(&s, &t, "/bill-batches", &[]).await;
+    assert!(
+        batches.items().iter().all(|b| b["status"] == "ACTIVE"),
+        "status defaults to ACTIVE"
+    );
+    assert_eq!(batches.items().len(), 2);
+    let all = get(
+        &s,
+        &t,
+        "/bill-batches",
+        &[("filter", "status IN ('ACTIVE','SUSPENDED','CANCELED')")],
+    )
+    .await;
+    assert_eq!(
+        all.items().len(),
+        4,
+        "a status named in filter replaces the default"
+    );
+    assert_eq!(
+        get(&s, &t, "/bill-batches/1", &[("expand", "everything")])
+            .await
+            .status,
+        400
+    );
+    let by_num = [("sort", "-account_num")];
+    let accounts = get(&s, &t, "/bill-batches/1/billing-accounts", &by_num).await;
+    let nums: Vec<&str> = accounts
+        .items()
+        .iter()
+        .map(|a| a["account_num"].as_str().unwrap())
+        .collect();
+    assert_eq!(nums, ["ACC-1005", "ACC-1002", "ACC-1001"]);
+}
+
+#[tokio::test]
+async fn agreement_service_update() {
+    let (s, t) = setup().await;
+    let path = format!("{B}/agreement-services/2");
+    let body = json!({
+        "next_service_pay_on_purchase": true,
+        "accumulated_charges_amount": 0,
+        "end_date": "2026-12-31",
+        "end_action": "END",
+        "next_agreement": {"id": "3"},
+        "next_end_action": "RENEW",
+        "next_service_product": {"id": "1"},
+        "next_service_product_price": {"id": "1"},
+        "preserve_service_price": true,
+        "next_preserve_service_price": true,
+        "minimum_amount": 99.99,
+        "minimum_amount_currency_code": "EUR",
+        "omit_minimum_amount": true,
+        "true_up_charge_types": ["USAGE", "RECURRING", "USAGE"]
+    });
+    // serde_json's json! would round the amount through f64; send its exact text.
+    let body = body.to_string().replace(
+        "\"accumulated_charges_amount\":0",
+        "\"accumulated_charges_amount\":1234.5600000000000000001",
+    );
+    let r = s
+        .client
+        .put(s.url(&path))
+        .header("X-Api-Key", &t.api_key)
+        .header("Prefer", "return=representation")
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["preference-applied"], "return=representation");
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("\"accumulated_charges_amount\":1234.5600000000000000001"),
+        "exact: {text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["end_date"], "2026-12-31T00:00:00-06:00");
+    assert_eq!(
+        v["next_agreement"],
+        json!({"name": "Marketplace monthly", "id": "3"})
+    );
+    assert_eq!(v["next_service_product"]["sku"], "CMP-100");
+    assert_eq!(
+        v["next_service_product_price"]["product_price_type"],
+        "RECURRING"
+    );
+    assert_eq!(v["true_up_charge_types"], json!(["USAGE", "RECURRING"]));
+    assert_eq!(
+        get(&s, &t, "/agreement-services/2", &[]).await.body,
+        v,
+        "stored as answered"
+    );
+
+    // Partial: null clears, absent stays; Prefer minimal answers the SIMPLE form.
+    let r = send(
+        s.client
+            .put(s.url(&path))
+            .header("Prefer", "return=minimal")
+            .json(&json!({"next_agreement": null, "true_up_charge_types": []})),
+        &t,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("preference-applied"), Some("return=minimal"));
+    assert!(r.body["next_agreement"].is_null());
+    assert_eq!(r.body["next_service_product"], json!({"id": "1"}));
+    assert_eq!(r.body["end_action"], "END");
+
+    // Bad input is a 400 and applies nothing; on an unknown id the unknown field is checked
+    // first (400), a valid body is a 404.
+    let (known, unknown) = ("/agreement-services/2", "/agreement-services/99999");
+    let cases: Vec<Refusal> = [
+        (
+            known,
+            json!({"minimum_amount_currency_code": "XYZ", "end_action": "RENEW"}),
+            400,
+        ),
+        (known, json!({"minimum_amount": -1}), 400),
+        (known, json!({"minimum_amount": "12"}), 400),
+        (known, json!({"end_date": "2024-01-01"}), 400),
+        (known, json!({"end_date": "someday"}), 400),
+        (known, json!({"agreement": {"id": "999"}}), 400),
+        (
+            known,
+            json!({"next_service_product_price": {"id": "3"}}),
+            400,
+        ),
+        (known, json!({"id": "7"}), 400),
+        (known, json!({"status": "ACTIVE"}), 400),
+        (unknown, json!({"renewed": true}), 400),
+        (unknown, json!({"omit_minimum_amount": true}), 404),
+    ]
+    .into_iter()
+    .map(|(path, body, status)| (Method::PUT, path, Some(body), status, ""))
+    .collect();
+    assert_refused(&s, &t, &cases).await;
+    assert_eq!(
+        get(&s, &t, "/agreement-services/2", &[]).await.body["end_action"],
+        "END"
+    );
+}
+
+#[tokio::test]
+async fn true_up_relations_lifecycle() {
+    let (s, t) = setup().await;
+    let base = format!("{B}/agreement-services/3/true-up-charge-type-relations");
+    let list = send(s.client.get(s.url(&base)), &t).await;
+    assert_eq!(list.total(), 2);
+    let created = send(
+        s.client
+            .post(s.url(&base))
+            .header("Prefer", "return=representation")
+            .json(&json!({"true_up_charge_type": "ONE_TIME"})),
+        &t,
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    assert_eq!(
+        created.header("preference-applied"),
+        Some("return=representation")
+    );
+    assert_eq!(created.body["agreement_service"], json!({"id": "3"}));
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let one = send(s.client.get(s.url(&format!("{base}/{id}"))), &t).await;
+    assert_eq!(one.body, created.body);
+    // A duplicate or blank type, another service's relation and an unknown service.
+    let relations = "/agreement-services/3/true-up-charge-type-relations";
+    let (dup, blank) = (
+        json!({"true_up_charge_type": "ONE_TIME"}),
+        json!({"true_up_charge_type": " "}),
+    );
+    let other = format!("/agreement-services/1/true-up-charge-type-relations/{id}");
+    let unknown = "/agreement-services/99999/true-up-charge-type-relations";
+    let x = json!({"true_up_charge_type": "X"});
+    assert_refused(
+        &s,
+        &t,
+        &[
+            (Method::POST, relations, Some(dup), 400, ""),
+            (Method::POST, relations, Some(blank), 400, ""),
+            (Method::DELETE, &other, None, 404, ""),
+            (Method::POST, unknown, Some(x), 404, ""),
+        ],
+    )
+    .await;
+    let filtered = send(
+        s.client
+            .get(s.url(&base))
+            .query(&[("filter", "true_up_charge_type LIKE 'one%'")]),
+        &t,
+    )
+    .await;
+    assert_eq!(filtered.ids(), vec![id.parse::<i64>().unwrap()]);
+    let service = get(&s, &t, "/agreement-services/3", &[]).await;
+    assert!(service.body["true_up_charge_types"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("ONE_TIME")));
+    let deleted = send(s.client.delete(s.url(&format!("{base}/{id}"))), &t).await;
+    assert_eq!(deleted.status, 204);
+    assert_eq!(
+        send(s.client.get(s.url(&format!("{base}/{id}"))), &t)
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn bill_batch_creation() {
+    let (s, t) = setup().await;
+    let body = json!({"bill_batch_type": "adhoc", "name": "December run", "description": "made by a test",
+        "invoice_date": "2026-12-01", "invoice_due_date": "2026-12-31T00:00:00Z", "auto_approve": true, "use_payment_term": true});
+    let created = send(
+        s.client
+            .post(s.url(&format!("{B}/bill-batches")))
+            .header("Prefer", "return=representation")
+            .json(&body),
+        &t,
+    )
+    .await;
+    assert_eq!(
+        created.status, 200,
+        "the interface's table says 200: {}",
+        created.body
+    );
+    assert_eq!(
+        created.header("preference-applied"),
+        Some("return=representation")
+    );
+    assert_eq!(created.body["status"], "ACTIVE");
+    assert_eq!(created.body["currency_code"], "USD");
+    assert_eq!(created.body["auto_approve"], json!(true));
+    let id = created.body["id"].as_str().unwrap();
+    assert_eq!(
+        get(&s, &t, &format!("/bill-batches/{id}"), &[]).await.body,
+        created.body
+    );
+    let listed = get(&s, &t, "/bill-batches", &[("name", "December run")]).await;
+    assert_eq!(listed.ids(), vec![id.parse::<i64>().unwrap()]);
+    let bodies = [
+        json!({"bill_batch_type": "weekly", "name": "x"}),
+        json!({"bill_batch_type": "adhoc", "name": " "}),
+        json!({"bill_batch_type": "adhoc"}),
+        json!({"bill_batch_type": "adhoc", "name": "x", "invoice_date": "2026-12-02", "invoice_due_date": "2026-12-01"}),
+        json!({"bill_batch_type": "adhoc", "name": "x", "status": "CANCELED"}),
+    ];
+    let bodies = bodies.into_iter().map(|bad| (bad, 400)).collect();
+    let cases = body_refusals(Method::POST, "/bill-batches", bodies);
+    assert_refused(&s, &t, &cases).await;
+}

@@ -1,0 +1,7 @@
+//! Surface A (`/t/s/r/1.28`, XML) end to end: one test binary, one module per concern. The
+//! XML client and readers are `e2e::legacy`.
+
+mod api;
+mod cross_surface;
+mod safety;
+mod wadl;

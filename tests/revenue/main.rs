@@ -1,0 +1,7 @@
+//! Surface C (`/revenue/3`) end to end: ledgers and calendars, the revenue chain, and the
+//! chain fed by usage posted over Surface B. The client bound to one tenant is
+//! `e2e::revenue`.
+
+mod chain;
+mod ledgers;
+mod usage_chain;

@@ -1,0 +1,5 @@
+//! The tenant store end to end: the S3-backed store against a real S3 server (moto), with
+//! writers in threads, environments and OS processes, crashes and S3 faults. The moto
+//! server and the fault proxy are `e2e::s3`.
+
+mod s3_sync;

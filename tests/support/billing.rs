@@ -1,0 +1,180 @@
+//! Surface B helpers (`/billing/2`, JSON): requests sent with one tenant's API key, answers
+//! read whole (status, headers, JSON body), and list walking across pages.
+
+use crate::{status_code, Refusal, TestServer, TestTenant};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// The Surface B root.
+pub const B: &str = "/billing/2";
+
+/// A Surface B answer: status, headers and the JSON body (Null when empty).
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: HeaderMap,
+    /// The JSON body; Null for an empty body.
+    pub body: Value,
+}
+
+impl Answer {
+    /// A header as text, when present and ASCII.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `X-Total-Count`; panics when absent.
+    pub fn total(&self) -> i64 {
+        self.header("x-total-count")
+            .expect("x-total-count")
+            .parse()
+            .expect("int")
+    }
+
+    /// The body as a list; panics when it is not an array.
+    pub fn items(&self) -> &Vec<Value> {
+        self.body.as_array().expect("array body")
+    }
+
+    /// The numeric ids of a list body (Surface B renders ids as strings).
+    pub fn ids(&self) -> Vec<i64> {
+        self.items()
+            .iter()
+            .map(|v| {
+                v["id"]
+                    .as_str()
+                    .expect("string id")
+                    .parse()
+                    .expect("numeric id")
+            })
+            .collect()
+    }
+
+    /// The `{code, message}` error of this answer, its shape checked: (code, message).
+    pub fn error(&self) -> (String, String) {
+        let code = self.body["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("code is a string: {}", self.body))
+            .to_string();
+        let message = self.body["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("message is a string: {}", self.body))
+            .to_string();
+        assert_eq!(
+            self.body.as_object().map(|o| o.len()),
+            Some(2),
+            "only code and message: {}",
+            self.body
+        );
+        (code, message)
+    }
+}
+
+/// Query parameters of a table row.
+pub type Query<'a> = &'a [(&'a str, &'a str)];
+
+/// A server with one tenant seeded with the demo data.
+pub async fn setup() -> (TestServer, TestTenant) {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    (s, t)
+}
+
+/// GET `B{path}` with `query`.
+pub async fn get(s: &TestServer, t: &TestTenant, path: &str, query: Query<'_>) -> Answer {
+    send(s.client.get(s.url(&format!("{B}{path}"))).query(query), t).await
+}
+
+/// GET `B{path}?filter=...`.
+pub async fn filtered(s: &TestServer, t: &TestTenant, path: &str, filter: &str) -> Answer {
+    get(s, t, path, &[("filter", filter)]).await
+}
+
+/// Sends `builder` with the tenant's API key and reads the whole answer.
+pub async fn send(builder: reqwest::RequestBuilder, t: &TestTenant) -> Answer {
+    let r = builder
+        .header("X-Api-Key", &t.api_key)
+        .send()
+        .await
+        .expect("request");
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.expect("body");
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).expect("json")
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// Every id of a list, walking all pages of `size`.
+pub async fn all_ids(
+    s: &TestServer,
+    t: &TestTenant,
+    path: &str,
+    query: &[(&str, &str)],
+    size: usize,
+) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let size_text = size.to_string();
+    for page in 1.. {
+        let page_text = page.to_string();
+        let mut q = query.to_vec();
+        q.push(("page_size", &size_text));
+        q.push(("page_number", &page_text));
+        let a = get(s, t, path, &q).await;
+        assert_eq!(a.status, 200, "{path} {q:?}: {}", a.body);
+        let got = a.ids();
+        ids.extend(&got);
+        if got.len() < size {
+            break;
+        }
+    }
+    ids
+}
+
+/// Sends `method B{path}` with an optional JSON body.
+pub async fn call(
+    s: &TestServer,
+    t: &TestTenant,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let mut builder = s.client.request(method, s.url(&format!("{B}{path}")));
+    if let Some(body) = body {
+        builder = builder.json(body);
+    }
+    send(builder, t).await
+}
+
+/// GET `B{path}` with one extra request header (`Prefer`, `If-None-Match`, ...).
+pub async fn get_with(s: &TestServer, t: &TestTenant, path: &str, header: (&str, &str)) -> Answer {
+    send(
+        s.client
+            .get(s.url(&format!("{B}{path}")))
+            .header(header.0, header.1),
+        t,
+    )
+    .await
+}
+
+/// Sends every refusal of `cases` (paths under `B`) and checks its status, its `{code, message}` shape, the
+/// code that goes with the status (`404` -> `NOT_FOUND`) and its message; a failure names
+/// the case.
+pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>]) {
+    for (method, path, body, status, needle) in cases {
+        let a = call(s, t, method.clone(), path, body.as_ref()).await;
+        let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
+        let (code, message) = a.error();
+        assert_eq!(a.status, *status, "{case}: {message}");
+        assert_eq!(code, status_code(*status), "{case}: {message}");
+        assert!(message.contains(needle), "{case}: {message}");
+    }
+}

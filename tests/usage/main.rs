@@ -1,0 +1,5 @@
+//! Surface B usage events (`/billing/2/usage-events`) end to end: posting and rating, then
+//! simulation and reading back.
+
+mod posting;
+mod reading;
