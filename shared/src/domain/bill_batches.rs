@@ -192,3 +192,39 @@ pub fn create_bill_batch_run(tx: &Transaction<'_>, r: &NewBillBatchRun, tz: Tz) 
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::test_support::demo_db;
+
+    fn batch(invoice_date: &str, due: &str) -> NewBillBatch {
+        serde_json::from_value(serde_json::json!({
+            "bill_batch_type": "adhoc", "name": "B",
+            "invoice_date": invoice_date, "invoice_due_date": due
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_due_date_may_not_precede_the_invoice_date_and_is_checked_first() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        let mut conn = demo_db(tz);
+        let tx = conn.transaction().unwrap();
+        let mut early = batch("2026-05-02", "2026-05-01");
+        early.bill_batch_type = "nightly".into();
+        assert!(matches!(
+            create_bill_batch(&tx, &early, tz),
+            Err(Error::BadRequest(m)) if m == "invoice_due_date must not be before invoice_date"
+        ));
+        let id = create_bill_batch(&tx, &batch("2026-05-01", "2026-05-01"), tz).unwrap();
+        let (status, currency): (String, String) = tx
+            .query_row(
+                "SELECT status, currency_code FROM bill_batches WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((status.as_str(), currency.as_str()), ("ACTIVE", "USD"));
+    }
+}
