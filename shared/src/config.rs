@@ -11,6 +11,10 @@ pub struct Config {
     pub admin_key: Option<String>,
     /// Largest request body accepted, in bytes (`SANDBOX_MAX_BODY_BYTES`, default 1 MiB).
     pub max_body_bytes: usize,
+    // -- Surface A (legacy XML) --
+    /// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`); `None` keeps the
+    /// surface's documented default (`legacy::DEFAULT_XML_NAMESPACE`).
+    pub xml_namespace: Option<String>,
 }
 
 impl Config {
@@ -26,10 +30,14 @@ impl Config {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        let xml_namespace = std::env::var("SANDBOX_XML_NAMESPACE")
+            .ok()
+            .filter(|v| !v.is_empty());
         Config {
             data_dir,
             admin_key,
             max_body_bytes,
+            xml_namespace,
         }
     }
 
@@ -39,6 +47,7 @@ impl Config {
             data_dir: data_dir.into(),
             admin_key,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            xml_namespace: None,
         }
     }
 }

@@ -2,11 +2,19 @@
 //! demo data set. Route groups (the crates under `functions/`) build their routers on top of
 //! it; nothing here routes requests of any surface.
 //!
-//! Layers, from the bottom:
-//! - [`store`]: one SQLite database per tenant plus the registry of tenants and credentials.
-//! - [`domain`]: writes and reads of platform records that every surface shares.
+//! Layers, from the bottom (docs/architecture.md walks through them):
+//! - [`store`]: one SQLite database per tenant plus the registry of tenants and credentials,
+//!   optionally synced to S3.
+//! - [`query`]: list queries (filters, sort, paging); [`rating`]: the usage rating rules.
+//! - [`domain`]: every rule of every surface, one module per business object (accounts,
+//!   invoices, payments, ledgers, calendars, ...), taking typed inputs; no HTTP types.
 //! - [`auth`]: credentials (hashed, compared in constant time) and HS256 JWTs.
-//! - [`web`]: the axum glue every route group uses: app state, auth extractors, JSON errors.
+//! - [`web`]: the axum glue every route group uses: app state, Surface B's auth extractor,
+//!   JSON errors, the fallback for unknown routes. Surface-specific pieces live in the
+//!   surface crates under `functions/`.
+//!
+//! Beside them: [`config`] (every setting read from the environment), [`money`], [`paging`],
+//! [`time`], [`seed`] (the demo data, loaded through the domain) and [`tenants`].
 
 pub mod auth;
 pub mod config;

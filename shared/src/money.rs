@@ -34,14 +34,6 @@ pub fn serialize_number<S: Serializer>(d: &Decimal, s: S) -> Result<S::Ok, S::Er
     raw.serialize(s)
 }
 
-/// Serializes an optional decimal as a JSON number or null.
-pub fn serialize_opt_number<S: Serializer>(d: &Option<Decimal>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => serialize_number(d, s),
-        None => s.serialize_none(),
-    }
-}
-
 /// Checks a raw JSON value's text is a number and parses it exactly.
 fn decimal_from_raw(text: &str) -> Result<Decimal, String> {
     if !text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {

@@ -2,7 +2,10 @@
 //! surface, defined in `seed/demo.json`) and `empty`. Seeds load through the same domain
 //! create functions that API writes use.
 
-use crate::domain::{accounts, agreements, bill_batches, billing, catalog, payments, revenue};
+use crate::domain::collect::catalogue;
+use crate::domain::{
+    accounts, agreements, bill_batches, billing, calendars, catalog, glrun, ledgers, payments,
+};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
@@ -41,7 +44,7 @@ struct SeedYear {
     #[serde(default)]
     generate_periods: bool,
     #[serde(flatten)]
-    year: revenue::NewYear,
+    year: calendars::NewYear,
 }
 
 /// A compact description of many agreement services, expanded by [`GeneratedServices::expand`]
@@ -163,7 +166,7 @@ struct SeedPaymentApplication {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct SeedData {
-    billing_account_categories: Vec<accounts::NewCategory>,
+    billing_account_categories: Vec<accounts::CategoryFields>,
     bill_cycles: Vec<accounts::NewBillCycle>,
     billing_accounts: Vec<accounts::NewAccount>,
     products: Vec<catalog::NewProduct>,
@@ -182,12 +185,12 @@ struct SeedData {
     payments: Vec<billing::NewPayment>,
     payment_applications: Vec<SeedPaymentApplication>,
     adjustments: Vec<billing::NewAdjustment>,
-    charts_of_accounts: Vec<revenue::NewNamed>,
-    rule_sets: Vec<revenue::NewNamed>,
-    run_modes: Vec<revenue::NewRunMode>,
-    ledgers: Vec<revenue::NewLedger>,
+    charts_of_accounts: Vec<ledgers::NewNamed>,
+    rule_sets: Vec<ledgers::NewNamed>,
+    run_modes: Vec<glrun::NewRunMode>,
+    ledgers: Vec<ledgers::LedgerFields>,
     calendar_years: Vec<SeedYear>,
-    collectors: Vec<revenue::NewCollector>,
+    collectors: Vec<catalogue::NewCollector>,
 }
 
 /// Loads `seed` into the (empty) database of the transaction.
@@ -265,22 +268,22 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         .try_for_each(|x| billing::create_adjustment(tx, x, tz).map(drop))?;
     d.charts_of_accounts
         .iter()
-        .try_for_each(|x| revenue::create_chart_of_accounts(tx, x).map(drop))?;
+        .try_for_each(|x| ledgers::create_chart_of_accounts(tx, x).map(drop))?;
     d.rule_sets
         .iter()
-        .try_for_each(|x| revenue::create_rule_set(tx, x).map(drop))?;
+        .try_for_each(|x| ledgers::create_rule_set(tx, x).map(drop))?;
     d.run_modes
         .iter()
-        .try_for_each(|x| revenue::create_run_mode(tx, x).map(drop))?;
+        .try_for_each(|x| glrun::create_run_mode(tx, x).map(drop))?;
     d.ledgers
         .iter()
-        .try_for_each(|x| revenue::create_ledger(tx, x).map(drop))?;
+        .try_for_each(|x| ledgers::create_ledger(tx, x).map(drop))?;
     d.calendar_years.iter().try_for_each(|y| {
-        revenue::create_year(tx, y.ledger_id, &y.year, y.generate_periods).map(drop)
+        calendars::create_year(tx, y.ledger_id, &y.year, y.generate_periods).map(drop)
     })?;
     d.collectors
         .iter()
-        .try_for_each(|x| revenue::create_collector(tx, x).map(drop))?;
+        .try_for_each(|x| catalogue::create_collector(tx, x).map(drop))?;
     Ok(())
 }
 

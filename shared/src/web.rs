@@ -1,7 +1,8 @@
-//! The axum glue every route group shares: application state, the authenticated tenant
-//! extractors of Surfaces B and C, the JSON error shape `{code, message}`, a JSON body
-//! extractor whose rejections use that shape, and the fallback for unknown routes.
-//! Surface A's XML fault is here too, because the common fallback must be able to answer it.
+//! The axum glue every route group shares: application state, Surface B's authenticated
+//! tenant extractor, the JSON error shape `{code, message}`, a JSON body extractor whose
+//! rejections use that shape, the query-parameter map, and the fallback for unknown routes
+//! (which a surface with another error shape, like Surface A's XML fault, plugs its
+//! renderer into through [`PathErrors`]). Surface-specific pieces live in their crates.
 
 use crate::auth::{self, jwt};
 use crate::config::Config;
@@ -9,7 +10,7 @@ use crate::store::{Store, TenantDb, TenantRecord};
 use crate::Error;
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, request::Parts, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
 use serde::de::DeserializeOwned;
@@ -139,14 +140,9 @@ impl IntoResponse for ApiError {
 /// Surface B's 401 message.
 pub const BILLING_AUTH_MESSAGE: &str =
     "Missing or invalid credentials: send X-Api-Key or Authorization: Bearer <JWT>.";
-/// Surface C's 401 message, exactly as the platform words it.
-pub const REVENUE_AUTH_MESSAGE: &str = "Authentication failed.";
 
 /// The tenant of a Surface B request (`X-Api-Key` or `Authorization: Bearer <JWT>`).
 pub struct BillingAuth(pub Tenant);
-
-/// The tenant of a Surface C request (`X-Api-Key`).
-pub struct RevenueAuth(pub Tenant);
 
 impl<S> FromRequestParts<S> for BillingAuth
 where
@@ -172,30 +168,6 @@ where
         };
         let record = record.ok_or_else(deny)?;
         Ok(BillingAuth(app.tenant(record)?))
-    }
-}
-
-impl<S> FromRequestParts<S> for RevenueAuth
-where
-    AppState: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let app = AppState::from_ref(state);
-        let record = match header_str(&parts.headers, "x-api-key") {
-            Some(key) => app.store.registry().find_by_api_key(key)?,
-            None => None,
-        };
-        let record = record.ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "AUTHENTICATION_FAILED",
-                REVENUE_AUTH_MESSAGE,
-            )
-        })?;
-        Ok(RevenueAuth(app.tenant(record)?))
     }
 }
 
@@ -275,66 +247,54 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
-/// Surface A's error body: an XML `fault` with `failureReason` and `message`.
-pub fn xml_fault(status: StatusCode, failure_reason: &str, message: &str) -> Response {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<fault xmlns=\"{ns}\"><failureReason>{reason}</failureReason><message>{msg}</message></fault>",
-        ns = xml_namespace(),
-        reason = quick_xml::escape::escape(failure_reason),
-        msg = quick_xml::escape::escape(message),
-    );
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/xml"),
-        )],
-        body,
-    )
-        .into_response()
+/// How the requests of one surface that no route takes are answered (404 for an unknown
+/// path, 405 for a method the path does not take): `render` gets the status and a message
+/// and answers in the surface's own error shape. Paths of no listed surface answer the
+/// `{code, message}` shape of Surfaces B and C.
+#[derive(Clone, Copy)]
+pub struct PathErrors {
+    /// The route prefix of the surface.
+    pub prefix: &'static str,
+    /// Renders the surface's error.
+    pub render: fn(StatusCode, String) -> Response,
 }
 
-/// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`, with a documented default).
-pub fn xml_namespace() -> String {
-    std::env::var("SANDBOX_XML_NAMESPACE")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_XML_NAMESPACE.to_string())
-}
-
-/// Default XML domain namespace of Surface A.
-pub const DEFAULT_XML_NAMESPACE: &str = "http://billing-sandbox.dev/xml/domain/1.28";
-
-/// Answers a method the path does not support (405) in the shape of the surface its path
-/// belongs to.
-pub async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> Response {
-    let path = uri.path();
-    let msg = format!("{method} is not supported on {path}");
-    if path.starts_with(LEGACY_PREFIX) {
-        xml_fault(StatusCode::METHOD_NOT_ALLOWED, "GENERAL", &msg)
-    } else {
-        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", msg).into_response()
+/// Answers a request no route takes, in the shape of the surface its path belongs to.
+fn path_error(surfaces: &[PathErrors], status: StatusCode, path: &str, msg: String) -> Response {
+    match surfaces.iter().find(|s| path.starts_with(s.prefix)) {
+        Some(surface) => (surface.render)(status, msg),
+        None if status == StatusCode::METHOD_NOT_ALLOWED => {
+            ApiError::new(status, "METHOD_NOT_ALLOWED", msg).into_response()
+        }
+        None => ApiError::not_found(msg).into_response(),
     }
 }
 
-/// Answers an unknown route in the shape of the surface its path belongs to.
-pub async fn fallback(uri: Uri) -> Response {
-    let path = uri.path();
-    let msg = format!("no such resource: {path}");
-    if path.starts_with(LEGACY_PREFIX) {
-        xml_fault(StatusCode::NOT_FOUND, "GENERAL", &msg)
-    } else {
-        ApiError::not_found(msg).into_response()
-    }
-}
-
-/// Adds what every served router needs: the unknown-route fallback, the body limit and the
-/// request log, then binds the state.
+/// [`finish_with`] for route groups whose surface answers in the `{code, message}` shape.
 pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
+    finish_with(routes, state, &[])
+}
+
+/// Adds what every served router needs: the unknown-route and wrong-method fallbacks (in the
+/// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit and the
+/// request log, then binds the state.
+pub fn finish_with(
+    routes: axum::Router<AppState>,
+    state: AppState,
+    surfaces: &'static [PathErrors],
+) -> axum::Router {
     let limit = state.config.max_body_bytes;
     routes
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(fallback)
+        .method_not_allowed_fallback(move |method: axum::http::Method, uri: Uri| async move {
+            let path = uri.path();
+            let msg = format!("{method} is not supported on {path}");
+            path_error(surfaces, StatusCode::METHOD_NOT_ALLOWED, path, msg)
+        })
+        .fallback(move |uri: Uri| async move {
+            let path = uri.path();
+            let msg = format!("no such resource: {path}");
+            path_error(surfaces, StatusCode::NOT_FOUND, path, msg)
+        })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(log_request))
         .with_state(state)
@@ -382,18 +342,4 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
             .map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
         Ok(Params(pairs.into_iter().collect()))
     }
-}
-
-/// Surface C's paged JSON answer: the items with X-Total-Count, X-Elements-Count and
-/// X-Total-Pages.
-pub fn revenue_paged<T: Serialize>(paged: crate::paging::Paged<T>) -> Response {
-    let mut response = axum::Json(&paged.items).into_response();
-    let h = response.headers_mut();
-    h.insert("X-Total-Count", HeaderValue::from(paged.total));
-    h.insert("X-Elements-Count", HeaderValue::from(paged.items.len()));
-    h.insert(
-        "X-Total-Pages",
-        HeaderValue::from(paged.page.total_pages(paged.total)),
-    );
-    response
 }

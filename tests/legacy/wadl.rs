@@ -72,10 +72,7 @@ async fn wadl_matches_the_route_table_and_every_method_is_served() {
     assert_eq!(methods, table);
     assert!(methods.len() >= 30, "{}", methods.len());
     assert!(elements.iter().all(|e| e.starts_with("dom:")));
-    assert!(docs[0].contains(&format!(
-        "xmlns:dom=\"{}\"",
-        shared::web::DEFAULT_XML_NAMESPACE
-    )));
+    assert!(docs[0].contains(&format!("xmlns:dom=\"{}\"", legacy::DEFAULT_XML_NAMESPACE)));
     for (entity, command) in [
         ("invoices", "applyPayment"),
         ("billingAccounts", "applyPayment"),

@@ -120,7 +120,7 @@ pub async fn read(r: reqwest::Response) -> Answer {
         .unwrap_or("")
         .to_string();
     let body = r.text().await.expect("body");
-    let root = legacy::xml::parse(body.as_bytes(), shared::web::DEFAULT_XML_NAMESPACE).ok();
+    let root = legacy::xml::parse(body.as_bytes(), legacy::DEFAULT_XML_NAMESPACE).ok();
     Answer {
         status,
         content_type,

@@ -7,9 +7,10 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::accounts::{create_account, NewAccount, ACCOUNT_STATUSES, BILL_TYPES};
+use shared::domain::accounts::{
+    create_account, edit_account, AccountEdit, NewAccount, ACCOUNT_STATUSES, BILL_TYPES,
+};
 use shared::domain::bill_batch_membership::join_category_bill_batches;
-use shared::domain::edits::{edit_account, AccountEdit};
 
 /// The billing account read model.
 pub static ENTITY: Entity = Entity {
@@ -116,25 +117,17 @@ pub async fn edit(
         start_date: f.text("startDate"),
         end_date: f.text("endDate"),
         next_invoice_date: f.text("nextInvoiceDate"),
+        status: f.text("status"),
     };
-    let status = f.text("status");
     f.ignore(READ_ONLY);
     f.finish()?;
     edit_and_show(&ENTITY, &tenant, eid, move |tx, tz| {
-            if let Some(wanted) = &status {
-                let current = shared::domain::account_status::status_of(tx, eid)?;
-                if &current != wanted {
-                    return Err(shared::Error::bad_request(format!(
-                        "status cannot be edited (it is {current}); use the suspend, resume or deactivate command"
-                    )));
-                }
-            }
-            edit_account(tx, eid, &edit, tz)?;
-            if edit.billing_account_category_id.is_some() {
-                join_category_bill_batches(tx, eid)?;
-            }
-            Ok(())
-        })
+        edit_account(tx, eid, &edit, tz)?;
+        if edit.billing_account_category_id.is_some() {
+            join_category_bill_batches(tx, eid)?;
+        }
+        Ok(())
+    })
     .await
 }
 

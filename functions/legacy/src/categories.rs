@@ -8,8 +8,7 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::accounts::{create_category, NewCategory, CATEGORY_STATUSES};
-use shared::domain::edits::{edit_category, CategoryEdit};
+use shared::domain::accounts::{create_category, edit_category, CategoryFields, CATEGORY_STATUSES};
 
 /// The billing account category read model.
 pub static ENTITY: Entity = Entity {
@@ -44,13 +43,12 @@ pub async fn create(
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
     let mut f = Fields::new(&body, "billingAccountCategory")?;
-    let description = f.required("description")?;
-    let category = NewCategory {
+    let category = CategoryFields {
         id: None,
-        name: f.text("name").unwrap_or_else(|| description.clone()),
+        description: Some(f.required("description")?),
+        name: f.text("name"),
         r#type: f.text("type"),
-        description,
-        status: f.required("status")?,
+        status: Some(f.required("status")?),
         conversion_currency: f.text("conversionCurrencyType"),
     };
     f.ignore(&["eid"]);
@@ -69,7 +67,8 @@ pub async fn edit(
 ) -> Result<Response, Fault> {
     let mut f = Fields::new(&body, "billingAccountCategory")?;
     check_same_eid(&mut f, eid)?;
-    let edit = CategoryEdit {
+    let edit = CategoryFields {
+        id: None,
         name: f.text("name"),
         r#type: f.text("type"),
         description: f.text("description"),

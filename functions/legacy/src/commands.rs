@@ -4,7 +4,7 @@
 use crate::entity::find;
 use crate::fault::Fault;
 use crate::fields::{eid_of, Fields};
-use crate::payments::PaymentDraft;
+use crate::payments::read_draft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
 use crate::xml::{Element, Node};
 use crate::{accounts, invoices, payments, xml_answer};
@@ -12,20 +12,11 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
-use shared::domain::account_adjustments::{add_credit, NewCredit};
-use shared::domain::account_status::{change_status, status_of, StatusCommand};
-use shared::domain::billing::create_payment;
+use shared::domain::accounts::{change_status, StatusCommand};
+use shared::domain::adjustments::{add_credit, NewCredit};
 use shared::domain::payments::{
-    apply_payment, invoice_account, payment_account, PaymentApplication, PaymentTarget,
+    apply_for_command, CommandTarget, PaymentApplication, PaymentSource,
 };
-use shared::Error;
-
-/// The payment a command applies: one already recorded, or a new one recorded with it.
-#[derive(Debug, Clone)]
-enum PaymentSource {
-    Existing(i64),
-    New(PaymentDraft),
-}
 
 /// An `applyPayment` body: `<applyPayment><payment .../><invoices><invoice eid=""/>...
 /// </invoices></applyPayment>`, or a bare `<payment>`.
@@ -64,32 +55,11 @@ fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
 fn read_payment(body: &Element, now: &str) -> Result<PaymentSource, Fault> {
     match body.attrs.iter().find(|(k, _)| k == "eid") {
         Some((_, v)) => {
-            v.trim().parse().map(PaymentSource::Existing).map_err(|_| {
+            v.trim().parse().map(PaymentSource::Recorded).map_err(|_| {
                 Fault::validation(format!("payment eid '{v}' is not a 64-bit integer"))
             })
         }
-        None => PaymentDraft::read(body, now).map(PaymentSource::New),
-    }
-}
-
-/// The id of the payment to apply for `account`, recording a new one when asked.
-fn settle_payment(
-    tx: &Transaction<'_>,
-    source: &PaymentSource,
-    account: i64,
-    tz: Tz,
-) -> shared::Result<i64> {
-    match source {
-        PaymentSource::Existing(id) => {
-            let owner = payment_account(tx, *id)?;
-            if owner != account {
-                return Err(Error::bad_request(format!(
-                    "payment {id} belongs to billing account {owner}, not to {account}"
-                )));
-            }
-            Ok(*id)
-        }
-        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account))?, tz),
+        None => read_draft(body, now).map(PaymentSource::New),
     }
 }
 
@@ -112,6 +82,25 @@ fn apply_answer(
     Ok(answer)
 }
 
+/// Runs an `applyPayment` command and answers the payment with what went where.
+async fn apply(
+    tenant: shared::web::Tenant,
+    target: CommandTarget,
+    request: ApplyRequest,
+    now: String,
+) -> Result<Response, Fault> {
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let (payment, applied) = apply_for_command(tx, &target, &request.payment, &now, tz)?;
+            apply_answer(tx, payment, &applied, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
 /// `POST invoices/{eid}/applyPayment`: applies a payment (recorded or new) to this invoice;
 /// what the invoice does not need stays unapplied on the payment.
 pub async fn apply_to_invoice(
@@ -126,18 +115,7 @@ pub async fn apply_to_invoice(
             "invoices/{eid}/applyPayment pays the invoice in its path; <invoices> is for billingAccounts/{eid}/applyPayment",
         ));
     }
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            let account = invoice_account(tx, eid)?;
-            let payment = settle_payment(tx, &request.payment, account, tz)?;
-            let applied = apply_payment(tx, payment, &PaymentTarget::Invoice(eid), &now)?;
-            apply_answer(tx, payment, &applied, tz)
-        })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    apply(tenant, CommandTarget::Invoice(eid), request, now).await
 }
 
 /// `POST billingAccounts/{eid}/applyPayment`: applies a payment to the listed invoices, or
@@ -149,23 +127,11 @@ pub async fn apply_to_account(
 ) -> Result<Response, Fault> {
     let now = shared::time::to_storage(shared::time::now());
     let request = read_apply(&body, &now)?;
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            status_of(tx, eid)?;
-            let payment = settle_payment(tx, &request.payment, eid, tz)?;
-            let target = if request.invoices.is_empty() {
-                PaymentTarget::OpenInvoices
-            } else {
-                PaymentTarget::Invoices(request.invoices.clone())
-            };
-            let applied = apply_payment(tx, payment, &target, &now)?;
-            apply_answer(tx, payment, &applied, tz)
-        })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    let target = CommandTarget::Account {
+        account_id: eid,
+        invoices: request.invoices.clone(),
+    };
+    apply(tenant, target, request, now).await
 }
 
 /// `POST billingAccounts/{eid}/<command>` for a status command; the body is optional and,

@@ -3,7 +3,6 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use shared::web::xml_fault;
 
 /// A Surface A error answer.
 #[derive(Debug)]
@@ -84,4 +83,29 @@ impl IntoResponse for Fault {
         }
         response
     }
+}
+
+/// Surface A's error body: an XML `fault` with `failureReason` and `message`.
+pub fn xml_fault(status: StatusCode, failure_reason: &str, message: &str) -> Response {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<fault xmlns=\"{ns}\"><failureReason>{reason}</failureReason><message>{msg}</message></fault>",
+        ns = crate::xml_namespace(),
+        reason = quick_xml::escape::escape(failure_reason),
+        msg = quick_xml::escape::escape(message),
+    );
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/xml"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The answer to a Surface A path no route takes (unknown path, or a method it does not
+/// take): a GENERAL fault with that status.
+pub fn path_error(status: StatusCode, message: String) -> Response {
+    xml_fault(status, "GENERAL", &message)
 }

@@ -11,7 +11,7 @@ use rusqlite::Row;
 use shared::domain::billing::{
     check_invoice_num_free, create_invoice, NewInvoice, INVOICE_STATUSES,
 };
-use shared::domain::edits::{edit_invoice, InvoiceEdit};
+use shared::domain::invoices::{edit_invoice, InvoiceEdit};
 
 /// The invoice read model.
 pub static ENTITY: Entity = Entity {

@@ -24,9 +24,39 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::Router;
-use shared::web::{xml_namespace, AppState, LEGACY_PREFIX};
+use shared::config::Config;
+use shared::web::{AppState, PathErrors, LEGACY_PREFIX};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use xml::Node;
+
+/// Default XML domain namespace of Surface A.
+pub const DEFAULT_XML_NAMESPACE: &str = "http://billing-sandbox.dev/xml/domain/1.28";
+
+/// The namespace of this process, set once from [`Config::xml_namespace`] by [`configure`].
+static XML_NAMESPACE: OnceLock<String> = OnceLock::new();
+
+/// Takes Surface A's settings from `config`. A process serves one configuration: the first
+/// call wins, and a router built without one answers in [`DEFAULT_XML_NAMESPACE`].
+pub fn configure(config: &Config) {
+    if let Some(ns) = &config.xml_namespace {
+        let _ = XML_NAMESPACE.set(ns.clone());
+    }
+}
+
+/// The XML domain namespace of Surface A (from the configuration, else the default).
+pub fn xml_namespace() -> &'static str {
+    XML_NAMESPACE
+        .get()
+        .map(String::as_str)
+        .unwrap_or(DEFAULT_XML_NAMESPACE)
+}
+
+/// How the common fallback answers Surface A paths that no route takes: an XML fault.
+pub static PATH_ERRORS: &[PathErrors] = &[PathErrors {
+    prefix: LEGACY_PREFIX,
+    render: fault::path_error,
+}];
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -50,7 +80,8 @@ pub fn routes() -> Router<AppState> {
 
 /// This group's routes as a served router (what the Lambda binary runs).
 pub fn router(state: AppState) -> Router {
-    shared::web::finish(routes(), state)
+    configure(&state.config);
+    shared::web::finish_with(routes(), state, PATH_ERRORS)
 }
 
 /// An XML answer: `root` in the domain namespace, with the XML content type.
@@ -61,7 +92,7 @@ pub fn xml_answer(status: StatusCode, root: Node) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/xml"),
         )],
-        xml::document(root, &xml_namespace()),
+        xml::document(root, xml_namespace()),
     )
         .into_response()
 }

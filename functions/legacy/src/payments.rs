@@ -8,13 +8,10 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::{Element, Node};
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::billing::{create_payment, NewPayment};
-use shared::domain::edits::{edit_payment, PaymentEdit};
-
-/// Payment method child elements a payment may carry (one at most).
-pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
-/// Payment statuses.
-pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+use shared::domain::billing::create_payment;
+use shared::domain::payments::{
+    edit_payment, PaymentDraft, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES,
+};
 
 /// The payment read model.
 pub static ENTITY: Entity = Entity {
@@ -63,76 +60,36 @@ const READ_ONLY: &[&str] = &[
     "status",
 ];
 
-/// A new payment as a request describes it, before the account it belongs to is settled.
-#[derive(Debug, Clone)]
-pub struct PaymentDraft {
-    account: Option<i64>,
-    amount: rust_decimal::Decimal,
-    description: Option<String>,
-    reference: Option<String>,
-    occurred_on: String,
-    payment_method: Option<String>,
-}
-
-impl PaymentDraft {
-    /// Reads a `<payment>` element; `now` (a stored instant) stands in for a missing
-    /// `occurredOn`.
-    pub fn read(body: &Element, now: &str) -> Result<PaymentDraft, Fault> {
-        let mut f = Fields::new(body, "payment")?;
-        let amount = f
-            .decimal("amount")?
-            .ok_or_else(|| Fault::validation("attribute amount is required on <payment>"))?;
-        let account = f.reference("billingAccount")?;
-        let methods: Vec<&str> = PAYMENT_METHODS
-            .iter()
-            .copied()
-            .filter(|m| !f.children(m).is_empty())
-            .collect();
-        if methods.len() > 1 {
-            return Err(Fault::validation(format!(
-                "a payment carries one payment method, found {}",
-                methods.join(", ")
-            )));
-        }
-        let draft = PaymentDraft {
-            account,
-            amount,
-            description: f.text("description"),
-            reference: f.text("reference"),
-            occurred_on: f.text("occurredOn").unwrap_or_else(|| now.to_string()),
-            payment_method: methods.first().map(|m| m.to_string()),
-        };
-        f.ignore(READ_ONLY);
-        f.finish()?;
-        Ok(draft)
+/// Reads a `<payment>` element into the domain's draft; `now` (a stored instant) stands in
+/// for a missing `occurredOn`.
+pub fn read_draft(body: &Element, now: &str) -> Result<PaymentDraft, Fault> {
+    let mut f = Fields::new(body, "payment")?;
+    let amount = f
+        .decimal("amount")?
+        .ok_or_else(|| Fault::validation("attribute amount is required on <payment>"))?;
+    let account = f.reference("billingAccount")?;
+    let methods: Vec<&str> = PAYMENT_METHODS
+        .iter()
+        .copied()
+        .filter(|m| !f.children(m).is_empty())
+        .collect();
+    if methods.len() > 1 {
+        return Err(Fault::validation(format!(
+            "a payment carries one payment method, found {}",
+            methods.join(", ")
+        )));
     }
-
-    /// The payment to record. `named` is the account a command is for: a `billingAccount`
-    /// child must then agree with it; without a command it is required.
-    pub fn for_account(&self, named: Option<i64>) -> shared::Result<NewPayment> {
-        let billing_account_id = match (self.account, named) {
-            (Some(given), Some(named)) if given != named => {
-                return Err(shared::Error::bad_request(format!(
-                    "the payment's billingAccount {given} is not the account {named} this command is for"
-                )))
-            }
-            (Some(id), _) | (None, Some(id)) => id,
-            (None, None) => {
-                return Err(shared::Error::bad_request(
-                    "<billingAccount eid=\"...\"/> is required in <payment>",
-                ))
-            }
-        };
-        Ok(NewPayment {
-            id: None,
-            billing_account_id,
-            amount: self.amount,
-            description: self.description.clone(),
-            reference: self.reference.clone(),
-            occurred_on: self.occurred_on.clone(),
-            payment_method: self.payment_method.clone(),
-        })
-    }
+    let draft = PaymentDraft {
+        billing_account_id: account,
+        amount,
+        description: f.text("description"),
+        reference: f.text("reference"),
+        occurred_on: f.text("occurredOn").unwrap_or_else(|| now.to_string()),
+        payment_method: methods.first().map(|m| m.to_string()),
+    };
+    f.ignore(READ_ONLY);
+    f.finish()?;
+    Ok(draft)
 }
 
 /// `POST payments`: records a payment (`amount` and a `billingAccount` child required).
@@ -141,7 +98,7 @@ pub async fn create(
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
     let now = shared::time::to_storage(shared::time::now());
-    let payment = PaymentDraft::read(&body, &now)?.for_account(None)?;
+    let payment = read_draft(&body, &now)?.for_account(None)?;
     create_and_answer(&ENTITY, &tenant, move |tx, tz| {
         create_payment(tx, &payment, tz)
     })

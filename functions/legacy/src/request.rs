@@ -7,7 +7,7 @@ use crate::xml::{self, Element};
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
 use axum::http::{header, request::Parts, StatusCode};
-use shared::web::{header_str, xml_namespace, AppState, Tenant};
+use shared::web::{header_str, AppState, Tenant};
 use std::collections::HashMap;
 
 /// The tenant of a Surface A request (HTTP Basic).
@@ -70,7 +70,10 @@ impl<S: Send + Sync> FromRequest<S> for OptionalXmlBody {
         if content_type.is_none() {
             return Err(unsupported("none"));
         }
-        Ok(OptionalXmlBody(Some(xml::parse(&bytes, &xml_namespace())?)))
+        Ok(OptionalXmlBody(Some(xml::parse(
+            &bytes,
+            crate::xml_namespace(),
+        )?)))
     }
 }
 

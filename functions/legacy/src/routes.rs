@@ -7,7 +7,7 @@ use crate::entity::{self, Entity};
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
 use crate::{accounts, categories, current_user, invoices, payments, readonly, CREATE_RESPONSE};
 use axum::routing::{on, MethodFilter, MethodRouter};
-use shared::domain::account_status::StatusCommand;
+use shared::domain::accounts::StatusCommand;
 use shared::web::AppState;
 
 /// An HTTP method of the table.

@@ -6,9 +6,10 @@ use crate::fault::Fault;
 use crate::request::Query;
 use crate::routes::{table, Route};
 use crate::xml::{document, Node};
+use crate::xml_namespace;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use shared::web::{header_str, xml_namespace, LEGACY_PREFIX};
+use shared::web::{header_str, LEGACY_PREFIX};
 
 /// The WADL namespace.
 pub const WADL_NAMESPACE: &str = "http://wadl.dev.java.net/2009/02";

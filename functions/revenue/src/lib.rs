@@ -1,18 +1,23 @@
 //! Route group `revenue`: Surface C, the revenue management API under `/revenue/3`.
-//! Handlers parse, call the shared domain, and render. Behaviour: docs/revenue.md.
+//! Handlers parse HTTP into the domain's typed inputs ([`query`] for query strings), call
+//! the shared domain, and render. Behaviour: docs/revenue.md.
 
+pub mod auth;
+pub mod query;
+
+use auth::RevenueAuth;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Serialize;
-use shared::domain::revenue::{self, NewLedger, NewYear};
-use shared::domain::{chargeinfo, collect, glrun, ledgers, replication};
-use shared::paging::{int_param, Page, REVENUE_PAGING};
-use shared::web::{
-    revenue_paged, ApiError, AppState, JsonBody, Params, RevenueAuth, Tenant, REVENUE_PREFIX,
-};
+use shared::domain::calendars::{self, NewYear};
+use shared::domain::collect::{self, catalogue};
+use shared::domain::ledgers::{self, LedgerFields};
+use shared::domain::{chargeinfo, glrun, replication};
+use shared::paging::{int_param, Page, Paged, REVENUE_PAGING};
+use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, REVENUE_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -73,7 +78,7 @@ fn id(name: &str, raw: &str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("{name}: '{raw}' is not an int64 identifier")))
 }
 
-fn page(params: &std::collections::HashMap<String, String>) -> Result<Page, ApiError> {
+fn page(params: &query::Query) -> Result<Page, ApiError> {
     Ok(Page::from_params(params, REVENUE_PAGING)?)
 }
 
@@ -83,6 +88,20 @@ fn created<T: Serialize>(value: T) -> Response {
 
 fn ok<T: Serialize>(value: T) -> Response {
     Json(value).into_response()
+}
+
+/// Surface C's paged JSON answer: the items with X-Total-Count, X-Elements-Count and
+/// X-Total-Pages.
+fn revenue_paged<T: Serialize>(paged: Paged<T>) -> Response {
+    let mut response = Json(&paged.items).into_response();
+    let h = response.headers_mut();
+    h.insert("X-Total-Count", HeaderValue::from(paged.total));
+    h.insert("X-Elements-Count", HeaderValue::from(paged.items.len()));
+    h.insert(
+        "X-Total-Pages",
+        HeaderValue::from(paged.page.total_pages(paged.total)),
+    );
+    response
 }
 
 type Answer = Result<Response, ApiError>;
@@ -99,7 +118,7 @@ async fn answer_ledger(tenant: &Tenant, ledger_id: i64) -> Answer {
 
 async fn list_ledgers(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let page = page(&q)?;
-    let filter = ledgers::LedgerFilter::from_params(&q)?;
+    let filter = query::ledger_filter(&q)?;
     let paged =
         t.db.read(move |c| ledgers::list_ledgers(c, &filter, page))
             .await?;
@@ -108,13 +127,13 @@ async fn list_ledgers(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer 
 
 async fn create_ledger(
     RevenueAuth(t): RevenueAuth,
-    JsonBody(mut body): JsonBody<NewLedger>,
+    JsonBody(mut body): JsonBody<LedgerFields>,
 ) -> Answer {
     // The server assigns ids, and a new ledger starts ACTIVE (the body has no status).
     body.id = None;
     body.status = None;
     let new_id =
-        t.db.write(move |tx| revenue::create_ledger(tx, &body))
+        t.db.write(move |tx| ledgers::create_ledger(tx, &body))
             .await?;
     let ledger = t.db.read(move |c| ledgers::get_ledger(c, new_id)).await?;
     Ok(created(ledger))
@@ -127,7 +146,7 @@ async fn get_ledger(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Ans
 async fn update_ledger(
     RevenueAuth(t): RevenueAuth,
     Path(raw): Path<String>,
-    JsonBody(body): JsonBody<ledgers::LedgerUpdate>,
+    JsonBody(body): JsonBody<LedgerFields>,
 ) -> Answer {
     let ledger_id = id("id", &raw)?;
     t.db.write(move |tx| ledgers::update_ledger(tx, ledger_id, &body))
@@ -151,8 +170,8 @@ async fn create_year(
     JsonBody(body): JsonBody<NewYear>,
 ) -> Answer {
     let ledger_id = id("id", &raw)?;
-    let generate = revenue::params::boolean(&q, "generate-periods")?.unwrap_or(false);
-    t.db.write(move |tx| revenue::create_year(tx, ledger_id, &body, generate))
+    let generate = query::boolean(&q, "generate-periods")?.unwrap_or(false);
+    t.db.write(move |tx| calendars::create_year(tx, ledger_id, &body, generate))
         .await?;
     answer_ledger(&t, ledger_id).await
 }
@@ -160,7 +179,7 @@ async fn create_year(
 async fn get_year(RevenueAuth(t): RevenueAuth, Path((l, y)): Path<(String, String)>) -> Answer {
     let (ledger_id, year_id) = (id("id", &l)?, id("yid", &y)?);
     let year =
-        t.db.read(move |c| ledgers::get_year(c, ledger_id, year_id))
+        t.db.read(move |c| calendars::get_year(c, ledger_id, year_id))
             .await?;
     Ok(ok(year))
 }
@@ -175,21 +194,21 @@ async fn update_year(
     let raw: serde_json::Value = shared::web::parse_json(&body)?;
     let periods_given = raw.get("accounting-periods").is_some();
     let year: NewYear = shared::web::parse_json(&body)?;
-    t.db.write(move |tx| ledgers::update_year(tx, ledger_id, year_id, &year, periods_given))
+    t.db.write(move |tx| calendars::update_year(tx, ledger_id, year_id, &year, periods_given))
         .await?;
     answer_ledger(&t, ledger_id).await
 }
 
 async fn delete_year(RevenueAuth(t): RevenueAuth, Path((l, y)): Path<(String, String)>) -> Answer {
     let (ledger_id, year_id) = (id("id", &l)?, id("yid", &y)?);
-    t.db.write(move |tx| ledgers::delete_year(tx, ledger_id, year_id))
+    t.db.write(move |tx| calendars::delete_year(tx, ledger_id, year_id))
         .await?;
     answer_ledger(&t, ledger_id).await
 }
 
 async fn set_period(t: Tenant, l: String, y: String, p: String, open: bool) -> Answer {
     let (ledger_id, year_id, period_id) = (id("id", &l)?, id("yid", &y)?, id("pid", &p)?);
-    t.db.write(move |tx| ledgers::set_period_open(tx, ledger_id, year_id, period_id, open))
+    t.db.write(move |tx| calendars::set_period_open(tx, ledger_id, year_id, period_id, open))
         .await?;
     answer_ledger(&t, ledger_id).await
 }
@@ -217,7 +236,7 @@ async fn period_history(
     let page = page(&q)?;
     let tz = t.tz;
     let paged =
-        t.db.read(move |c| ledgers::period_history(c, ledger_id, year_id, period_id, page, tz))
+        t.db.read(move |c| calendars::period_history(c, ledger_id, year_id, period_id, page, tz))
             .await?;
     Ok(revenue_paged(paged))
 }
@@ -228,7 +247,7 @@ async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answ
     let page = page(&q)?;
     let (group, category) = (q.get("group").cloned(), q.get("category").cloned());
     let paged =
-        t.db.read(move |c| collect::list_collectors(c, group, category, page))
+        t.db.read(move |c| catalogue::list_collectors(c, group, category, page))
             .await?;
     Ok(revenue_paged(paged))
 }
@@ -266,12 +285,7 @@ async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>)
     Ok(ok(run))
 }
 
-async fn run_errors(
-    t: Tenant,
-    raw: String,
-    q: std::collections::HashMap<String, String>,
-    collector: bool,
-) -> Answer {
+async fn run_errors(t: Tenant, raw: String, q: query::Query, collector: bool) -> Answer {
     let run_id = id("id", &raw)?;
     let page = page(&q)?;
     let paged =
@@ -292,7 +306,7 @@ async fn collector_run_errors(
 
 async fn list_gl_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let page = page(&q)?;
-    let status = collect::status_param(&q)?;
+    let status = query::text(&q, "status");
     let tz = t.tz;
     let paged =
         t.db.read(move |c| glrun::list_runs(c, status, page, tz))
@@ -358,7 +372,7 @@ async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) ->
 async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let page = page(&q)?;
     let tz = t.tz;
-    let filter = chargeinfo::ChargeInfoFilter::from_params(&q, tz, false)?;
+    let filter = query::charge_info_filter(&q, tz, false)?;
     let paged =
         t.db.read(move |c| chargeinfo::list(c, &filter, page, tz))
             .await?;
@@ -368,7 +382,7 @@ async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> An
 async fn list_merged_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let page = page(&q)?;
     let tz = t.tz;
-    let filter = chargeinfo::ChargeInfoFilter::from_params(&q, tz, true)?;
+    let filter = query::charge_info_filter(&q, tz, true)?;
     let paged =
         t.db.read(move |c| chargeinfo::list_merged(c, &filter, page, tz))
             .await?;
@@ -383,7 +397,7 @@ async fn ledger_charge_infos(
     let ledger_id = id("id", &raw)?;
     let page = page(&q)?;
     let tz = t.tz;
-    let filter = chargeinfo::LedgerChargeInfoFilter::from_params(&q, tz)?;
+    let filter = query::ledger_charge_info_filter(&q, tz)?;
     let paged =
         t.db.read(move |c| chargeinfo::list_for_ledger(c, ledger_id, &filter, page, tz))
             .await?;

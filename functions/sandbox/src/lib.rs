@@ -7,15 +7,17 @@ use shared::seed::Seed;
 use shared::store::TenantRecord;
 use shared::web::AppState;
 
-/// Every route group's routes, merged and bound to `state`.
+/// Every route group's routes, merged and bound to `state`. Unknown Surface A paths answer
+/// with Surface A's XML fault, every other unknown path with `{code, message}`.
 pub fn app(state: AppState) -> Router {
+    legacy::configure(&state.config);
     let routes = Router::new()
         .merge(legacy::routes())
         .merge(usage::routes())
         .merge(billing::routes())
         .merge(revenue::routes())
         .merge(admin::routes());
-    shared::web::finish(routes, state)
+    shared::web::finish_with(routes, state, legacy::PATH_ERRORS)
 }
 
 /// Name of the tenant created on first start.

@@ -1,10 +1,16 @@
-//! Billing account categories, bill cycles and billing accounts.
+//! Billing accounts with their categories and bill cycles: create, edit and the status
+//! commands (suspend, resume, deactivate).
+//!
+//! Create and edit of a category, and of an account, check their fields with one function
+//! each, so a rule cannot hold on one path and not on the other. An edit changes only the
+//! fields it carries (`None` keeps the stored value). An account's status moves only
+//! through the status commands, and its balance only through invoices and payments.
 
-use super::{check_currency, check_enum, insert, parse_opt_time, require};
+use super::{check_currency, check_enum, insert, parse_opt_time, require, update};
 use crate::money::canonical;
-use crate::Result;
+use crate::{Error, Result};
 use chrono_tz::Tz;
-use rusqlite::Transaction;
+use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -27,39 +33,92 @@ pub const ACCOUNT_STATUSES: &[&str] = &[
 /// Bill delivery types.
 pub const BILL_TYPES: &[&str] = &["PAPER", "EMAIL", "PAPER_EMAIL", "NONE"];
 
-/// A billing account category to create.
-#[derive(Debug, Clone, Deserialize)]
-pub struct NewCategory {
-    /// Explicit id (seed data only).
+/// The fields of a billing account category, as a create or an edit carries them. A create
+/// requires `description` and `status` (the name defaults to the description); an edit
+/// changes the fields it carries.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CategoryFields {
+    /// On create: an explicit id (seed data only). On edit: must name the edited category.
     pub id: Option<i64>,
     /// Display name.
-    pub name: String,
+    pub name: Option<String>,
     /// Free-form type.
     pub r#type: Option<String>,
-    /// Required description.
-    pub description: String,
+    /// Description; never empty.
+    pub description: Option<String>,
     /// One of [`CATEGORY_STATUSES`].
-    pub status: String,
+    pub status: Option<String>,
     /// Conversion currency, when the category converts.
     pub conversion_currency: Option<String>,
 }
 
-/// Creates a billing account category.
-pub fn create_category(tx: &Transaction<'_>, c: &NewCategory) -> Result<i64> {
-    check_enum("status", &c.status, CATEGORY_STATUSES)?;
-    if let Some(cur) = &c.conversion_currency {
-        check_currency("conversionCurrencyType", cur)?;
+impl CategoryFields {
+    /// The rules of a category's fields, for create and edit alike; absent fields are not
+    /// checked.
+    fn check(&self) -> Result<()> {
+        if let Some(s) = &self.status {
+            check_enum("status", s, CATEGORY_STATUSES)?;
+        }
+        if let Some(c) = &self.conversion_currency {
+            check_currency("conversionCurrencyType", c)?;
+        }
+        if self
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(Error::bad_request("description must not be empty"));
+        }
+        Ok(())
     }
+}
+
+/// Creates a billing account category.
+pub fn create_category(tx: &Transaction<'_>, c: &CategoryFields) -> Result<i64> {
+    let (Some(description), Some(status)) = (&c.description, &c.status) else {
+        return Err(Error::bad_request(
+            "a billing account category needs a description and a status",
+        ));
+    };
+    c.check()?;
     insert(
         tx,
         "billing_account_categories",
         &[
             ("id", &c.id),
-            ("name", &c.name),
+            ("name", c.name.as_ref().unwrap_or(description)),
             ("type", &c.r#type),
-            ("description", &c.description),
-            ("status", &c.status),
+            ("description", description),
+            ("status", status),
             ("conversion_currency", &c.conversion_currency),
+        ],
+    )
+}
+
+/// Applies `e` to billing account category `id`.
+pub fn edit_category(tx: &Transaction<'_>, id: i64, e: &CategoryFields) -> Result<()> {
+    require(
+        tx,
+        "billing_account_categories",
+        "billing account category",
+        id,
+    )?;
+    if let Some(given) = e.id.filter(|given| *given != id) {
+        return Err(Error::bad_request(format!(
+            "id: {given} does not match the billing account category {id} being edited"
+        )));
+    }
+    e.check()?;
+    update(
+        tx,
+        "billing_account_categories",
+        id,
+        &[
+            ("name", &e.name),
+            ("type", &e.r#type),
+            ("description", &e.description),
+            ("status", &e.status),
+            ("conversion_currency", &e.conversion_currency),
         ],
     )
 }
@@ -122,6 +181,48 @@ pub struct NewAccount {
     pub start_date: Option<String>,
 }
 
+/// The rules of an account's fields, for create and edit alike; `None` skips a field.
+/// `account_id` is the account being edited (its own number is no conflict).
+fn check_account(
+    tx: &Transaction<'_>,
+    account_id: Option<i64>,
+    account_num: Option<&str>,
+    bill_type: Option<&str>,
+    billing_account_category_id: Option<i64>,
+    bill_cycle_id: Option<i64>,
+) -> Result<()> {
+    if let Some(num) = account_num {
+        if num.trim().is_empty() {
+            return Err(Error::bad_request("accountNum must not be empty"));
+        }
+        let taken = tx
+            .prepare_cached(
+                "SELECT 1 FROM billing_accounts WHERE account_num = ?1 AND (?2 IS NULL OR id <> ?2)",
+            )?
+            .exists(rusqlite::params![num, account_id])?;
+        if taken {
+            return Err(Error::conflict(format!(
+                "a billing account with accountNum '{num}' already exists"
+            )));
+        }
+    }
+    if let Some(t) = bill_type {
+        check_enum("billType", t, BILL_TYPES)?;
+    }
+    if let Some(id) = billing_account_category_id {
+        require(
+            tx,
+            "billing_account_categories",
+            "billing account category",
+            id,
+        )?;
+    }
+    if let Some(id) = bill_cycle_id {
+        require(tx, "bill_cycles", "bill cycle", id)?;
+    }
+    Ok(())
+}
+
 /// Creates a billing account; the account number must be unused.
 pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i64> {
     let bill_type = a.bill_type.clone().unwrap_or_else(|| "PAPER".into());
@@ -130,29 +231,14 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
     check_enum("status", &status, ACCOUNT_STATUSES)?;
     let currency = a.currency_code.clone().unwrap_or_else(|| "USD".into());
     check_currency("currencyType", &currency)?;
-    if a.account_num.trim().is_empty() {
-        return Err(crate::Error::bad_request("accountNum must not be empty"));
-    }
-    let taken = tx
-        .prepare_cached("SELECT 1 FROM billing_accounts WHERE account_num = ?1")?
-        .exists([&a.account_num])?;
-    if taken {
-        return Err(crate::Error::conflict(format!(
-            "a billing account with accountNum '{}' already exists",
-            a.account_num
-        )));
-    }
-    if let Some(id) = a.billing_account_category_id {
-        require(
-            tx,
-            "billing_account_categories",
-            "billing account category",
-            id,
-        )?;
-    }
-    if let Some(id) = a.bill_cycle_id {
-        require(tx, "bill_cycles", "bill cycle", id)?;
-    }
+    check_account(
+        tx,
+        None,
+        Some(&a.account_num),
+        Some(&bill_type),
+        a.billing_account_category_id,
+        a.bill_cycle_id,
+    )?;
     let start = parse_opt_time("startDate", &a.start_date, tz)?;
     let zero = canonical(Decimal::ZERO);
     insert(
@@ -183,7 +269,220 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
     )
 }
 
-/// Counts billing accounts (used by tests and the admin summary).
-pub fn count_accounts(conn: &rusqlite::Connection) -> Result<i64> {
-    Ok(conn.query_row("SELECT COUNT(*) FROM billing_accounts", [], |r| r.get(0))?)
+/// Changes to a billing account. Status changes go through the status commands, and
+/// balances through invoices and payments, so neither is here.
+#[derive(Debug, Clone, Default)]
+pub struct AccountEdit {
+    /// New unique account number.
+    pub account_num: Option<String>,
+    /// The customer's own number.
+    pub external_account_num: Option<String>,
+    /// Display name.
+    pub name: Option<String>,
+    /// One of the bill types.
+    pub bill_type: Option<String>,
+    /// Pays automatically.
+    pub automatic_recurring_payment: Option<bool>,
+    /// Tax exempt.
+    pub tax_exempt: Option<bool>,
+    /// Category id.
+    pub billing_account_category_id: Option<i64>,
+    /// Bill cycle id.
+    pub bill_cycle_id: Option<i64>,
+    /// Start date (date or date-time).
+    pub start_date: Option<String>,
+    /// End date (date or date-time).
+    pub end_date: Option<String>,
+    /// Next invoice date (date or date-time).
+    pub next_invoice_date: Option<String>,
+    /// The status the client believes the account has: it must be the current one, since
+    /// status moves only through the status commands.
+    pub status: Option<String>,
+}
+
+/// Applies `e` to billing account `id` (404 when unknown, 409 for an account number in use,
+/// 400 for a status other than the current one).
+pub fn edit_account(tx: &Transaction<'_>, id: i64, e: &AccountEdit, tz: Tz) -> Result<()> {
+    let current = status_of(tx, id)?;
+    if let Some(wanted) = &e.status {
+        if wanted != &current {
+            return Err(Error::bad_request(format!(
+                "status cannot be edited (it is {current}); use the suspend, resume or deactivate command"
+            )));
+        }
+    }
+    check_account(
+        tx,
+        Some(id),
+        e.account_num.as_deref(),
+        e.bill_type.as_deref(),
+        e.billing_account_category_id,
+        e.bill_cycle_id,
+    )?;
+    let start = parse_opt_time("startDate", &e.start_date, tz)?;
+    let end = parse_opt_time("endDate", &e.end_date, tz)?;
+    let next = parse_opt_time("nextInvoiceDate", &e.next_invoice_date, tz)?;
+    update(
+        tx,
+        "billing_accounts",
+        id,
+        &[
+            ("account_num", &e.account_num),
+            ("external_account_num", &e.external_account_num),
+            ("name", &e.name),
+            ("bill_type", &e.bill_type),
+            (
+                "automatic_recurring_payment",
+                &e.automatic_recurring_payment,
+            ),
+            ("tax_exempt", &e.tax_exempt),
+            (
+                "billing_account_category_id",
+                &e.billing_account_category_id,
+            ),
+            ("bill_cycle_id", &e.bill_cycle_id),
+            ("start_date", &start),
+            ("end_date", &end),
+            ("next_invoice_date", &next),
+        ],
+    )
+}
+
+/// A status command on a billing account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusCommand {
+    /// Stop service for a while: ACTIVE or COLLECTION -> SUSPENDED.
+    Suspend,
+    /// Restore service: SUSPENDED or COLLECTION -> ACTIVE.
+    Resume,
+    /// End the account: any status but DEACTIVATED, FINAL_BILL or CLOSED -> DEACTIVATED.
+    Deactivate,
+}
+
+impl StatusCommand {
+    /// The command's name as it appears in paths.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatusCommand::Suspend => "suspend",
+            StatusCommand::Resume => "resume",
+            StatusCommand::Deactivate => "deactivate",
+        }
+    }
+
+    /// Statuses the command starts from.
+    pub fn allowed_from(self) -> &'static [&'static str] {
+        match self {
+            StatusCommand::Suspend => &["ACTIVE", "COLLECTION"],
+            StatusCommand::Resume => &["SUSPENDED", "COLLECTION"],
+            StatusCommand::Deactivate => &["ACTIVE", "SUSPENDED", "PENDING", "COLLECTION"],
+        }
+    }
+
+    /// The status the command leads to.
+    pub fn target(self) -> &'static str {
+        match self {
+            StatusCommand::Suspend => "SUSPENDED",
+            StatusCommand::Resume => "ACTIVE",
+            StatusCommand::Deactivate => "DEACTIVATED",
+        }
+    }
+}
+
+/// The current status of billing account `account_id` (404 when it does not exist).
+pub fn status_of(conn: &rusqlite::Connection, account_id: i64) -> Result<String> {
+    conn.query_row(
+        "SELECT status FROM billing_accounts WHERE id = ?1",
+        [account_id],
+        |r| r.get(0),
+    )
+    .optional()?
+    .ok_or_else(|| Error::not_found(format!("billing account {account_id} does not exist")))
+}
+
+/// Runs `command` on billing account `account_id` at the stored instant `at` and answers the
+/// new status. 404 for an unknown account, 409 for a transition the command does not allow.
+/// Deactivation also sets the account's end date when it has none.
+pub fn change_status(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    command: StatusCommand,
+    at: &str,
+) -> Result<&'static str> {
+    let current = status_of(tx, account_id)?;
+    if !command.allowed_from().contains(&current.as_str()) {
+        return Err(Error::conflict(format!(
+            "cannot {} billing account {account_id}: its status is {current}; {} applies only to {}",
+            command.name(),
+            command.name(),
+            command.allowed_from().join(", ")
+        )));
+    }
+    tx.execute(
+        "UPDATE billing_accounts SET status = ?1 WHERE id = ?2",
+        rusqlite::params![command.target(), account_id],
+    )?;
+    if command == StatusCommand::Deactivate {
+        tx.execute(
+            "UPDATE billing_accounts SET end_date = ?1 WHERE id = ?2 AND end_date IS NULL",
+            rusqlite::params![at, account_id],
+        )?;
+    }
+    Ok(command.target())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::testing::{category, db};
+
+    #[test]
+    fn every_command_leaves_its_own_target_status() {
+        for c in [
+            StatusCommand::Suspend,
+            StatusCommand::Resume,
+            StatusCommand::Deactivate,
+        ] {
+            assert!(!c.allowed_from().contains(&c.target()), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn create_and_edit_refuse_a_blank_category_description_alike() {
+        let mut conn = db();
+        let tx = conn.transaction().unwrap();
+        let blank = CategoryFields {
+            description: Some("  ".into()),
+            status: Some("BA_CATEGORY_ACTIVE".into()),
+            ..CategoryFields::default()
+        };
+        let created = create_category(&tx, &blank);
+        assert!(matches!(created, Err(Error::BadRequest(ref m)) if m.contains("description")));
+        let id = category(&tx, 7);
+        let edit = CategoryFields {
+            description: Some(String::new()),
+            ..CategoryFields::default()
+        };
+        let edited = edit_category(&tx, id, &edit);
+        assert!(matches!(edited, Err(Error::BadRequest(ref m)) if m.contains("description")));
+    }
+
+    #[test]
+    fn an_edit_may_repeat_the_status_but_not_change_it() {
+        let mut conn = db();
+        let tx = conn.transaction().unwrap();
+        let id = crate::domain::testing::account(&tx, 1, None);
+        let same = AccountEdit {
+            status: Some("ACTIVE".into()),
+            name: Some("Renamed".into()),
+            ..AccountEdit::default()
+        };
+        edit_account(&tx, id, &same, chrono_tz::UTC).unwrap();
+        let other = AccountEdit {
+            status: Some("SUSPENDED".into()),
+            ..AccountEdit::default()
+        };
+        let refused = edit_account(&tx, id, &other, chrono_tz::UTC);
+        assert!(matches!(refused, Err(Error::BadRequest(_))), "{refused:?}");
+        assert_eq!(status_of(&tx, id).unwrap(), "ACTIVE");
+    }
 }

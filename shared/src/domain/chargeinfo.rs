@@ -6,8 +6,8 @@
 //! `merged_charge_info_ids` = the children's ids; its `updated_on` is the latest of them all.
 //! Records without children are listed as they are; children never appear on their own.
 
+use super::paging::{paged_query, Where};
 use super::require;
-use super::revenue::{paged_query, params, Where};
 use crate::paging::{Page, Paged};
 use crate::time::render;
 use crate::{Error, Result};
@@ -16,7 +16,7 @@ use rusqlite::{Connection, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Default and smallest `max_records`.
 pub const DEFAULT_MAX_RECORDS: i64 = 1000;
@@ -68,53 +68,37 @@ fn row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<ChargeInfo> {
     })
 }
 
-/// The filters of the charge info lists.
+/// The filters of the charge info lists; `None` does not filter. Times are stored instants.
 #[derive(Debug, Clone, Default)]
 pub struct ChargeInfoFilter {
-    billing_account: Option<String>,
-    invoice_number: Option<String>,
-    charge_info_type: Option<String>,
-    charge_category: Option<String>,
-    created_from: Option<String>,
-    created_to: Option<String>,
-    is_parent: Option<bool>,
-    service_id: Option<i64>,
-    product_id: Option<i64>,
-    order_number: Option<String>,
-    parent_id: Option<i64>,
-    max_records: i64,
+    /// Billing account number or id.
+    pub billing_account: Option<String>,
+    /// Invoice number.
+    pub invoice_number: Option<String>,
+    /// Charge info type.
+    pub charge_info_type: Option<String>,
+    /// Charge category (merged: of the record or of any child).
+    pub charge_category: Option<String>,
+    /// Collected at or after.
+    pub created_from: Option<String>,
+    /// Collected before.
+    pub created_to: Option<String>,
+    /// Only records with (true) or without (false) children; not in the merged list.
+    pub is_parent: Option<bool>,
+    /// Service.
+    pub service_id: Option<i64>,
+    /// Product.
+    pub product_id: Option<i64>,
+    /// Order number.
+    pub order_number: Option<String>,
+    /// Children of this record; not in the merged list.
+    pub parent_id: Option<i64>,
+    /// The list shows the first `max_records` matches (by id) at most
+    /// ([`DEFAULT_MAX_RECORDS`] by default); the merged list does not cap.
+    pub max_records: i64,
 }
 
 impl ChargeInfoFilter {
-    /// Reads the filters of `GET /ledgers/chargeinfos`; `merged` refuses none but ignores
-    /// is_parent, parent_id and max_records, which that list does not have.
-    pub fn from_params(p: &HashMap<String, String>, tz: Tz, merged: bool) -> Result<Self> {
-        let max_records =
-            crate::paging::int_param(p, "max_records", DEFAULT_MAX_RECORDS, 1, i64::MAX)?;
-        Ok(ChargeInfoFilter {
-            billing_account: params::text(p, "billing_account"),
-            invoice_number: params::text(p, "invoice_number"),
-            charge_info_type: params::text(p, "charge_info_type"),
-            charge_category: params::text(p, "charge_category"),
-            created_from: params::time(p, "created_from", tz)?,
-            created_to: params::time(p, "created_to", tz)?,
-            is_parent: if merged {
-                None
-            } else {
-                params::boolean(p, "is_parent")?
-            },
-            service_id: params::int(p, "service_id")?,
-            product_id: params::int(p, "product_id")?,
-            order_number: params::text(p, "order_number"),
-            parent_id: if merged {
-                None
-            } else {
-                params::int(p, "parent_id")?
-            },
-            max_records: if merged { i64::MAX } else { max_records },
-        })
-    }
-
     fn conditions(&self, merged: bool) -> Where {
         let mut w = Where::default();
         w.opt(
@@ -249,27 +233,19 @@ pub fn list_merged(
     Ok(paged)
 }
 
-/// The filters of the per-ledger list.
+/// The filters of the per-ledger list; `None` does not filter. Times are stored instants.
 #[derive(Debug, Clone, Default)]
 pub struct LedgerChargeInfoFilter {
-    gl_event_id: Option<i64>,
-    created_from: Option<String>,
-    created_to: Option<String>,
-    updated_from: Option<String>,
-    updated_to: Option<String>,
-}
-
-impl LedgerChargeInfoFilter {
-    /// Reads the filters of `GET /ledgers/{id}/chargeinfos`.
-    pub fn from_params(p: &HashMap<String, String>, tz: Tz) -> Result<Self> {
-        Ok(LedgerChargeInfoFilter {
-            gl_event_id: params::int(p, "gl_event_id")?,
-            created_from: params::time(p, "created_from", tz)?,
-            created_to: params::time(p, "created_to", tz)?,
-            updated_from: params::time(p, "updated_from", tz)?,
-            updated_to: params::time(p, "updated_to", tz)?,
-        })
-    }
+    /// The ledger run that last handled a record.
+    pub gl_event_id: Option<i64>,
+    /// Collected at or after.
+    pub created_from: Option<String>,
+    /// Collected before.
+    pub created_to: Option<String>,
+    /// Last changed at or after.
+    pub updated_from: Option<String>,
+    /// Last changed before.
+    pub updated_to: Option<String>,
 }
 
 /// One page of the charge infos of a ledger's billing account categories, with their state

@@ -1,4 +1,5 @@
-//! Ledger runs (`/glruns`): post a ledger's charge info as journal entries.
+//! Ledger runs (`/glruns`): post a ledger's charge info as journal entries. The run modes
+//! a run names are created here too.
 //!
 //! A run for ledger L up to `run_to_date` takes every charge info record that
 //! - belongs to a billing account whose category is one of L's categories,
@@ -15,8 +16,8 @@
 //! The run executes inside the request's write transaction: `POST /glruns` answers the
 //! finished run (COMPLETE, or ERROR when any record failed).
 
-use super::revenue::{paged_query, Where};
-use super::{insert, require};
+use super::paging::{paged_query, Where};
+use super::{check_enum, insert, require};
 use crate::money::{canonical, Number};
 use crate::paging::{Page, Paged};
 use crate::time::{render, to_storage};
@@ -26,6 +27,30 @@ use chrono_tz::Tz;
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+
+/// Statuses of ledger runs and collector runs.
+pub const RUN_STATUSES: &[&str] = &["NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"];
+
+/// A GL run mode.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewRunMode {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Name.
+    pub name: String,
+    /// ACTUALS or COLLECTOR_AUTO.
+    pub run_type: String,
+}
+
+/// Creates a GL run mode.
+pub fn create_run_mode(tx: &Transaction<'_>, m: &NewRunMode) -> Result<i64> {
+    check_enum("run_type", &m.run_type, &["ACTUALS", "COLLECTOR_AUTO"])?;
+    insert(
+        tx,
+        "gl_run_modes",
+        &[("id", &m.id), ("name", &m.name), ("run_type", &m.run_type)],
+    )
+}
 
 /// The body of `POST /glruns`.
 #[derive(Debug, Clone, Deserialize)]
@@ -352,13 +377,16 @@ pub fn get_run(conn: &Connection, id: i64, tz: Tz) -> Result<GlRun> {
     .ok_or_else(|| Error::not_found(format!("ledger run {id} does not exist")))
 }
 
-/// One page of ledger runs, optionally of one status, newest first.
+/// One page of ledger runs, optionally of one status (one of [`RUN_STATUSES`]), newest first.
 pub fn list_runs(
     conn: &Connection,
     status: Option<String>,
     page: Page,
     tz: Tz,
 ) -> Result<Paged<GlRun>> {
+    if let Some(s) = &status {
+        check_enum("status", s, RUN_STATUSES)?;
+    }
     let mut w = Where::default();
     w.opt("status = ?", status);
     paged_query(conn, RUN_COLUMNS, "gl_runs", &w, "id DESC", page, |r| {
@@ -464,5 +492,95 @@ mod tests {
             "2026-11-30T10:00:00.000Z"
         );
         assert!(run_bound("later", tz).is_err());
+    }
+
+    #[test]
+    fn a_charge_in_a_closed_period_posts_on_the_first_day_of_the_next_open_one() {
+        use crate::domain::calendars::{create_year, set_period_open, NewYear};
+        use crate::domain::collect::catalogue::{create_collector, NewCollector};
+        use crate::domain::collect::{run_collectors, NewCollectorRun};
+        use crate::domain::ledgers::{create_ledger, get_ledger, LedgerFields};
+        use crate::domain::testing::{account, category, invoice};
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let cat = category(&tx, 1);
+        let a = account(&tx, 1, Some(cat));
+        let ledger = LedgerFields {
+            name: Some("L".into()),
+            billing_account_category_ids: Some(vec![cat]),
+            ..Default::default()
+        };
+        let l = create_ledger(&tx, &ledger).unwrap();
+        let fy = NewYear {
+            name: "FY26".into(),
+            description: None,
+            start_date: day("2026-01-01"),
+            end_date: day("2026-12-31"),
+            accounting_periods: Vec::new(),
+        };
+        let y = create_year(&tx, l, &fy, true).unwrap();
+        let periods = get_ledger(&tx, l).unwrap().calendar.years[0]
+            .accounting_periods
+            .iter()
+            .map(|p| p.id)
+            .collect::<Vec<_>>();
+        // January and February closed: a January charge moves to March.
+        set_period_open(&tx, l, y, periods[0], false).unwrap();
+        set_period_open(&tx, l, y, periods[1], false).unwrap();
+        invoice(&tx, a, "JAN", "100", "2026-01-15");
+        invoice(&tx, a, "APR", "40", "2026-04-10");
+        let collector = NewCollector {
+            id: None,
+            name: "invoices".into(),
+            friendly_name: "Invoices".into(),
+            description: None,
+            group: "AR".into(),
+            category: "INVOICE".into(),
+        };
+        create_collector(&tx, &collector).unwrap();
+        let window = NewCollectorRun {
+            run_type: "MANUAL".into(),
+            collector_operations: Vec::new(),
+            data_fetch_from_date: Some("2026-01-01".into()),
+            data_fetch_to_date: Some("2027-01-01".into()),
+            overlap_fetch_time: 0,
+        };
+        run_collectors(&tx, &window, chrono_tz::UTC).unwrap();
+        let run = NewGlRun {
+            gl_run_mode_id: None,
+            ledger_id: l,
+            run_to_date: "2026-12-31".into(),
+        };
+        let run_id = run_ledger(&tx, &run).unwrap();
+        let mut stmt = tx
+            .prepare(
+                "SELECT period_id, posting_date, amount FROM journal_entries
+                 WHERE gl_run_id = ?1 ORDER BY id",
+            )
+            .unwrap();
+        let posted = stmt
+            .query_map([run_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap();
+        assert_eq!(
+            posted,
+            [
+                (periods[2], "2026-03-01".to_string(), "100".to_string()),
+                (periods[3], "2026-04-10".to_string(), "40".to_string()),
+            ]
+        );
+        let status: String = tx
+            .query_row("SELECT status FROM gl_runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(status, "COMPLETE");
     }
 }

@@ -1,24 +1,30 @@
-//! Writes and reads of platform records shared by every surface. Each create function takes
-//! the transaction of a [`crate::store::TenantDb::write`] closure and a `New*` value, checks
-//! it, and answers the new record's id. The API handlers and the seed loader call the same
-//! functions, so seeded data obeys the rules API data obeys.
+//! The rules of every surface, one module per business object: [`accounts`] (with their
+//! categories, bill cycles and status commands), [`invoices`], [`payments`], [`adjustments`],
+//! [`ledgers`], [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`]
+//! (ledger runs), [`chargeinfo`], [`replication`], and Surface B's records (`billing`,
+//! `agreements`, `catalog`, `usage`). Functions take typed inputs (never HTTP requests or
+//! query maps) and the connection or transaction of a [`crate::store::TenantDb`] call.
+//!
+//! Each create function takes a `New*` value, checks it, and answers the new record's id;
+//! an edit checks its fields with the same rules as the create. The API handlers and the
+//! seed loader call the same functions, so seeded data obeys the rules API data obeys.
 
-pub mod account_adjustments;
-pub mod account_status;
 pub mod accounts;
+pub mod adjustments;
 pub mod agreements;
 pub mod bill_batch_membership;
 pub mod bill_batches;
 pub mod billing;
+pub mod calendars;
 pub mod catalog;
 pub mod chargeinfo;
 pub mod collect;
-pub mod edits;
 pub mod glrun;
+pub mod invoices;
 pub mod ledgers;
+mod paging;
 pub mod payments;
 pub mod replication;
-pub mod revenue;
 pub mod usage;
 
 #[cfg(test)]
@@ -50,6 +56,51 @@ pub(crate) fn insert(
         values.as_slice(),
     )?;
     Ok(tx.last_insert_rowid())
+}
+
+/// `UPDATE table SET col = value, ... WHERE id = ?` for the columns whose value is `Some`.
+/// Column names are compile-time constants of the callers, never input.
+pub(crate) fn update(
+    tx: &Transaction<'_>,
+    table: &str,
+    id: i64,
+    cols: &[(&str, &dyn OptionalValue)],
+) -> Result<()> {
+    let present: Vec<(&str, &dyn ToSql)> = cols
+        .iter()
+        .filter_map(|(name, v)| v.value().map(|v| (*name, v)))
+        .collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    let sets = present
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| format!("\"{name}\" = ?{}", i + 1))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut values: Vec<&dyn ToSql> = present.iter().map(|(_, v)| *v).collect();
+    values.push(&id);
+    tx.execute(
+        &format!(
+            "UPDATE \"{table}\" SET {sets} WHERE id = ?{}",
+            present.len() + 1
+        ),
+        values.as_slice(),
+    )?;
+    Ok(())
+}
+
+/// An optional column value: `None` leaves the column as it is.
+pub(crate) trait OptionalValue {
+    /// The value to store, or `None` to keep the column.
+    fn value(&self) -> Option<&dyn ToSql>;
+}
+
+impl<T: ToSql> OptionalValue for Option<T> {
+    fn value(&self) -> Option<&dyn ToSql> {
+        self.as_ref().map(|v| v as &dyn ToSql)
+    }
 }
 
 /// Fails with 404 unless `table` has a row with `id` (inside a write transaction or a read).
@@ -110,4 +161,68 @@ pub fn parse_opt_time(
         .as_deref()
         .map(|v| parse_time(field, v, tz))
         .transpose()
+}
+
+/// Fixtures of the domain's unit tests: a migrated in-memory tenant database and minimal
+/// rows built through the domain's own create functions.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::accounts::{create_account, create_category, CategoryFields, NewAccount};
+    use super::billing::{create_invoice, NewInvoice};
+    use rusqlite::{Connection, Transaction};
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+
+    /// An empty tenant database with the current schema.
+    pub fn db() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::sqlite::configure(&conn).unwrap();
+        crate::store::sqlite::migrate(&mut conn).unwrap();
+        conn
+    }
+
+    /// A decimal from text.
+    pub fn dec(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    /// An active category `id`.
+    pub fn category(tx: &Transaction<'_>, id: i64) -> i64 {
+        let c = CategoryFields {
+            id: Some(id),
+            description: Some(format!("category {id}")),
+            status: Some("BA_CATEGORY_ACTIVE".into()),
+            ..CategoryFields::default()
+        };
+        create_category(tx, &c).unwrap()
+    }
+
+    /// Billing account `id` (number `A<id>`), in `category` when given.
+    pub fn account(tx: &Transaction<'_>, id: i64, category: Option<i64>) -> i64 {
+        let a: NewAccount = serde_json::from_value(serde_json::json!({
+            "id": id,
+            "account_num": format!("A{id}"),
+            "name": format!("account {id}"),
+            "billing_account_category_id": category,
+        }))
+        .unwrap();
+        create_account(tx, &a, chrono_tz::UTC).unwrap()
+    }
+
+    /// An OPEN invoice of `account` for `amount`, dated `on`.
+    pub fn invoice(tx: &Transaction<'_>, account: i64, num: &str, amount: &str, on: &str) -> i64 {
+        let i = NewInvoice {
+            id: None,
+            invoice_num: num.into(),
+            billing_account_id: account,
+            bill_batch_run_id: None,
+            invoice_type: None,
+            amount: dec(amount),
+            description: None,
+            occurred_on: on.into(),
+            due_date: None,
+            status: None,
+        };
+        create_invoice(tx, &i, chrono_tz::UTC).unwrap()
+    }
 }

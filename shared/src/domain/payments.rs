@@ -1,14 +1,143 @@
-//! Applying payments to invoices: to one named invoice, to a chosen set, or to an account's
+//! Payments: edits, the ownership rule (a command names a payment of its own account), and
+//! applying payments to invoices: to one named invoice, to a chosen set, or to an account's
 //! open invoices oldest first. Each application lowers the invoice's amount to pay (closing
 //! it with a paid date when nothing is left), the account balance and the payment's
 //! unapplied amount; whatever cannot be applied stays unapplied on the payment.
 
-use super::billing::add_to_balance;
-use super::insert;
+use super::billing::{create_payment, NewPayment};
+use super::invoices::{
+    named_open_invoice, open_invoices_oldest_first, settle_invoice, sort_oldest_first,
+};
+use super::{insert, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
+use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
+
+/// Payment methods; Surface A carries one as a child element of this name.
+pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
+/// Payment statuses.
+pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+
+/// A new payment as a request describes it, before the account it belongs to is settled:
+/// a command names the account in its path, a plain create in the payment.
+#[derive(Debug, Clone)]
+pub struct PaymentDraft {
+    /// The account the payment names, if any.
+    pub billing_account_id: Option<i64>,
+    /// Amount received.
+    pub amount: Decimal,
+    /// Description.
+    pub description: Option<String>,
+    /// The payer's reference.
+    pub reference: Option<String>,
+    /// When received (date or date-time).
+    pub occurred_on: String,
+    /// One of [`PAYMENT_METHODS`] (default cashPayment).
+    pub payment_method: Option<String>,
+}
+
+impl PaymentDraft {
+    /// The payment to record. `named` is the account a command is for: an account named in
+    /// the payment must then agree with it; without a command the payment must name one.
+    pub fn for_account(&self, named: Option<i64>) -> Result<NewPayment> {
+        let billing_account_id = match (self.billing_account_id, named) {
+            (Some(given), Some(named)) if given != named => {
+                return Err(Error::bad_request(format!(
+                    "the payment's billingAccount {given} is not the account {named} this command is for"
+                )))
+            }
+            (Some(id), _) | (None, Some(id)) => id,
+            (None, None) => {
+                return Err(Error::bad_request(
+                    "<billingAccount eid=\"...\"/> is required in <payment>",
+                ))
+            }
+        };
+        Ok(NewPayment {
+            id: None,
+            billing_account_id,
+            amount: self.amount,
+            description: self.description.clone(),
+            reference: self.reference.clone(),
+            occurred_on: self.occurred_on.clone(),
+            payment_method: self.payment_method.clone(),
+        })
+    }
+}
+
+/// The payment a command on an account applies: one already recorded, or a new one recorded
+/// with the command.
+#[derive(Debug, Clone)]
+pub enum PaymentSource {
+    /// A recorded payment, by id.
+    Recorded(i64),
+    /// A payment to record now.
+    New(PaymentDraft),
+}
+
+/// The id of the payment `source` names for a command on billing account `account_id`:
+/// a recorded payment must be the account's own (see [`payment_of_account`]); a new one is
+/// recorded for the account.
+pub fn payment_for_account(
+    tx: &Transaction<'_>,
+    source: &PaymentSource,
+    account_id: i64,
+    tz: Tz,
+) -> Result<i64> {
+    match source {
+        PaymentSource::Recorded(id) => payment_of_account(tx, *id, account_id),
+        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account_id))?, tz),
+    }
+}
+
+/// What an `applyPayment` command is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandTarget {
+    /// One invoice: the payment must belong to the invoice's account.
+    Invoice(i64),
+    /// An account: the listed invoices of it, or, with none listed, its open invoices.
+    Account {
+        /// The account.
+        account_id: i64,
+        /// The invoices to pay (oldest first); empty pays every open one.
+        invoices: Vec<i64>,
+    },
+}
+
+/// Runs an `applyPayment` command at the stored instant `applied_on`: settles the payment of
+/// `source` for the target's account (see [`payment_for_account`]) and applies it. Answers
+/// the payment's id and what went where. 404 for an unknown invoice or account.
+pub fn apply_for_command(
+    tx: &Transaction<'_>,
+    target: &CommandTarget,
+    source: &PaymentSource,
+    applied_on: &str,
+    tz: Tz,
+) -> Result<(i64, Vec<PaymentApplication>)> {
+    let (account_id, to) = match target {
+        CommandTarget::Invoice(id) => (
+            super::invoices::invoice_account(tx, *id)?,
+            PaymentTarget::Invoice(*id),
+        ),
+        CommandTarget::Account {
+            account_id,
+            invoices,
+        } => {
+            require(tx, "billing_accounts", "billing account", *account_id)?;
+            let to = if invoices.is_empty() {
+                PaymentTarget::OpenInvoices
+            } else {
+                PaymentTarget::Invoices(invoices.clone())
+            };
+            (*account_id, to)
+        }
+    };
+    let payment_id = payment_for_account(tx, source, account_id, tz)?;
+    let applied = apply_payment(tx, payment_id, &to, applied_on)?;
+    Ok((payment_id, applied))
+}
 
 /// Where a payment goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,14 +162,6 @@ pub struct PaymentApplication {
 struct PaymentState {
     account_id: i64,
     unapplied: Decimal,
-    status: String,
-}
-
-struct InvoiceState {
-    id: i64,
-    invoice_num: String,
-    account_id: i64,
-    amount_to_pay: Decimal,
     status: String,
 }
 
@@ -112,47 +233,41 @@ pub fn apply_payment(
     Ok(applied)
 }
 
-/// Lowers an invoice's amount to pay and its account's balance by `amount` (which the caller
-/// has bounded by the amount to pay); an invoice with nothing left to pay closes with
-/// `applied_on` as its paid date.
-pub fn settle_invoice(
-    tx: &Transaction<'_>,
-    invoice_id: i64,
-    amount: Decimal,
-    applied_on: &str,
-) -> Result<()> {
-    let invoice = load_invoice(tx, invoice_id)?;
-    let to_pay = invoice.amount_to_pay - amount;
-    let (status, paid_date) = if to_pay.is_zero() {
-        ("CLOSED", Some(applied_on))
-    } else {
-        ("OPEN", None)
-    };
-    tx.execute(
-        "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
-        rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
-    )?;
-    add_to_balance(tx, invoice.account_id, -amount)
-}
-
-/// An open invoice of `account_id` with its amount to pay: 404 when unknown, 400 when it
-/// belongs to another account, 409 when it is not OPEN.
-pub fn open_invoice_to_pay(
-    tx: &Transaction<'_>,
-    invoice_id: i64,
-    account_id: i64,
-) -> Result<Decimal> {
-    named_open_invoice(tx, invoice_id, account_id).map(|i| i.amount_to_pay)
-}
-
 /// The billing account a payment belongs to (404 when the payment does not exist).
 pub fn payment_account(tx: &Transaction<'_>, payment_id: i64) -> Result<i64> {
     load_payment(tx, payment_id).map(|p| p.account_id)
 }
 
-/// The billing account an invoice belongs to (404 when the invoice does not exist).
-pub fn invoice_account(tx: &Transaction<'_>, invoice_id: i64) -> Result<i64> {
-    load_invoice(tx, invoice_id).map(|i| i.account_id)
+/// The payment `payment_id` when it belongs to billing account `account_id`: 404 when the
+/// payment does not exist, 400 when it is another account's.
+pub fn payment_of_account(tx: &Transaction<'_>, payment_id: i64, account_id: i64) -> Result<i64> {
+    let owner = payment_account(tx, payment_id)?;
+    if owner != account_id {
+        return Err(Error::bad_request(format!(
+            "payment {payment_id} belongs to billing account {owner}, not to {account_id}"
+        )));
+    }
+    Ok(payment_id)
+}
+
+/// Changes to a payment. Amounts move only through applications.
+#[derive(Debug, Clone, Default)]
+pub struct PaymentEdit {
+    /// Description.
+    pub description: Option<String>,
+    /// The payer's reference.
+    pub reference: Option<String>,
+}
+
+/// Applies `e` to payment `id`.
+pub fn edit_payment(tx: &Transaction<'_>, id: i64, e: &PaymentEdit) -> Result<()> {
+    require(tx, "payments", "payment", id)?;
+    update(
+        tx,
+        "payments",
+        id,
+        &[("description", &e.description), ("reference", &e.reference)],
+    )
 }
 
 fn load_payment(tx: &Transaction<'_>, id: i64) -> Result<PaymentState> {
@@ -171,122 +286,36 @@ fn load_payment(tx: &Transaction<'_>, id: i64) -> Result<PaymentState> {
     .ok_or_else(|| Error::not_found(format!("payment {id} does not exist")))
 }
 
-const INVOICE_COLUMNS: &str =
-    "SELECT id, invoice_num, billing_account_id, amount_to_pay, status FROM invoices";
-
-fn invoice_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InvoiceState> {
-    Ok(InvoiceState {
-        id: r.get(0)?,
-        invoice_num: r.get(1)?,
-        account_id: r.get(2)?,
-        amount_to_pay: from_sql_text(r.get_ref(3)?)?,
-        status: r.get(4)?,
-    })
-}
-
-fn load_invoice(tx: &Transaction<'_>, id: i64) -> Result<InvoiceState> {
-    tx.query_row(
-        &format!("{INVOICE_COLUMNS} WHERE id = ?1"),
-        [id],
-        invoice_row,
-    )
-    .optional()?
-    .ok_or_else(|| Error::not_found(format!("invoice {id} does not exist")))
-}
-
-fn named_open_invoice(tx: &Transaction<'_>, id: i64, account_id: i64) -> Result<InvoiceState> {
-    let invoice = load_invoice(tx, id)?;
-    if invoice.account_id != account_id {
-        return Err(Error::bad_request(format!(
-            "invoice {} belongs to billing account {}, not to the payment's account {account_id}",
-            invoice.invoice_num, invoice.account_id
-        )));
-    }
-    if invoice.status != "OPEN" {
-        return Err(Error::conflict(format!(
-            "invoice {} is {}; only OPEN invoices take payments",
-            invoice.invoice_num, invoice.status
-        )));
-    }
-    Ok(invoice)
-}
-
-fn open_invoices_oldest_first(tx: &Transaction<'_>, account_id: i64) -> Result<Vec<InvoiceState>> {
-    let mut stmt = tx.prepare_cached(&format!(
-        "{INVOICE_COLUMNS} WHERE billing_account_id = ?1 AND status = 'OPEN' ORDER BY occurred_on, id"
-    ))?;
-    let rows = stmt
-        .query_map([account_id], invoice_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
-fn sort_oldest_first(tx: &Transaction<'_>, list: Vec<InvoiceState>) -> Result<Vec<InvoiceState>> {
-    let mut keyed = list
-        .into_iter()
-        .map(|i| {
-            let occurred: String = tx.query_row(
-                "SELECT occurred_on FROM invoices WHERE id = ?1",
-                [i.id],
-                |r| r.get(0),
-            )?;
-            Ok((occurred, i))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
-    keyed.dedup_by_key(|(_, i)| i.id);
-    Ok(keyed.into_iter().map(|(_, i)| i).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::accounts::{create_account, NewAccount};
-    use crate::domain::billing::{create_invoice, create_payment, NewInvoice, NewPayment};
-    use std::str::FromStr;
+    use crate::domain::testing::{account, dec, invoice};
 
-    fn dec(s: &str) -> Decimal {
-        Decimal::from_str(s).unwrap()
-    }
-
-    fn invoice(tx: &Transaction<'_>, num: &str, amount: &str, on: &str) -> i64 {
-        let i = NewInvoice {
+    fn payment(tx: &Transaction<'_>, account: i64, amount: &str) -> i64 {
+        let p = NewPayment {
             id: None,
-            invoice_num: num.into(),
-            billing_account_id: 1,
-            bill_batch_run_id: None,
-            invoice_type: None,
+            billing_account_id: account,
             amount: dec(amount),
-            description: None,
-            occurred_on: on.into(),
-            due_date: None,
-            status: None,
-        };
-        create_invoice(tx, &i, chrono_tz::UTC).unwrap()
-    }
-
-    #[test]
-    fn open_invoices_are_paid_oldest_first_and_the_rest_stays_unapplied() {
-        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
-        crate::store::sqlite::configure(&conn).unwrap();
-        crate::store::sqlite::migrate(&mut conn).unwrap();
-        let tx = conn.transaction().unwrap();
-        let account: NewAccount =
-            serde_json::from_value(serde_json::json!({"id": 1, "account_num": "A", "name": "A"}))
-                .unwrap();
-        create_account(&tx, &account, chrono_tz::UTC).unwrap();
-        let newer = invoice(&tx, "N", "30", "2026-02-01");
-        let older = invoice(&tx, "O", "20", "2026-01-01");
-        let payment = NewPayment {
-            id: None,
-            billing_account_id: 1,
-            amount: dec("45.5"),
             description: None,
             reference: None,
             occurred_on: "2026-03-01".into(),
             payment_method: None,
         };
-        let pid = create_payment(&tx, &payment, chrono_tz::UTC).unwrap();
+        create_payment(tx, &p, chrono_tz::UTC).unwrap()
+    }
+
+    fn text(tx: &Transaction<'_>, sql: &str, id: i64) -> String {
+        tx.query_row(sql, [id], |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn open_invoices_are_paid_oldest_first_and_the_rest_stays_unapplied() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let a = account(&tx, 1, None);
+        let newer = invoice(&tx, a, "N", "30", "2026-02-01");
+        let older = invoice(&tx, a, "O", "20", "2026-01-01");
+        let pid = payment(&tx, a, "45.5");
         let applied = apply_payment(&tx, pid, &PaymentTarget::OpenInvoices, "T").unwrap();
         assert_eq!(
             applied,
@@ -301,13 +330,7 @@ mod tests {
                 },
             ]
         );
-        let balance: String = tx
-            .query_row(
-                "SELECT balance FROM billing_accounts WHERE id = 1",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let balance = text(&tx, "SELECT balance FROM billing_accounts WHERE id = ?1", a);
         assert_eq!(balance, "4.5");
         let (status, paid): (String, Option<String>) = tx
             .query_row(
@@ -317,7 +340,119 @@ mod tests {
             )
             .unwrap();
         assert_eq!((status.as_str(), paid.as_deref()), ("CLOSED", Some("T")));
+        let newer_left = text(
+            &tx,
+            "SELECT amount_to_pay FROM invoices WHERE id = ?1",
+            newer,
+        );
+        assert_eq!(newer_left, "4.5");
         let again = apply_payment(&tx, pid, &PaymentTarget::OpenInvoices, "T");
         assert!(matches!(again, Err(Error::Conflict(_))));
+    }
+
+    #[test]
+    fn a_payment_larger_than_the_open_invoices_keeps_the_remainder_unapplied() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let a = account(&tx, 1, None);
+        let only = invoice(&tx, a, "I", "10", "2026-01-01");
+        let pid = payment(&tx, a, "25");
+        let applied = apply_payment(&tx, pid, &PaymentTarget::Invoice(only), "T").unwrap();
+        assert_eq!(applied.len(), 1);
+        assert_eq!(applied[0].amount, dec("10"));
+        let left = text(
+            &tx,
+            "SELECT unapplied_amount FROM payments WHERE id = ?1",
+            pid,
+        );
+        assert_eq!(left, "15");
+        // The closed invoice takes nothing more; the account has nothing else open.
+        let named = apply_payment(&tx, pid, &PaymentTarget::Invoice(only), "T");
+        assert!(matches!(named, Err(Error::Conflict(_))), "{named:?}");
+        let open = apply_payment(&tx, pid, &PaymentTarget::OpenInvoices, "T").unwrap();
+        assert!(open.is_empty());
+    }
+
+    #[test]
+    fn payments_and_invoices_of_another_account_are_refused() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let (a, b) = (account(&tx, 1, None), account(&tx, 2, None));
+        let theirs = invoice(&tx, b, "B1", "10", "2026-01-01");
+        let pid = payment(&tx, a, "5");
+        assert_eq!(payment_of_account(&tx, pid, a).unwrap(), pid);
+        let other = payment_of_account(&tx, pid, b);
+        assert!(matches!(other, Err(Error::BadRequest(_))), "{other:?}");
+        let unknown = payment_of_account(&tx, 999, a);
+        assert!(matches!(unknown, Err(Error::NotFound(_))), "{unknown:?}");
+        let cross = apply_payment(&tx, pid, &PaymentTarget::Invoice(theirs), "T");
+        assert!(matches!(cross, Err(Error::BadRequest(_))), "{cross:?}");
+    }
+
+    #[test]
+    fn a_command_records_a_new_payment_for_its_own_account_only() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let (a, b) = (account(&tx, 1, None), account(&tx, 2, None));
+        let draft = |named| PaymentDraft {
+            billing_account_id: named,
+            amount: dec("12.5"),
+            description: None,
+            reference: None,
+            occurred_on: "2026-03-01".into(),
+            payment_method: None,
+        };
+        let new = PaymentSource::New(draft(None));
+        let pid = payment_for_account(&tx, &new, a, chrono_tz::UTC).unwrap();
+        assert_eq!(payment_account(&tx, pid).unwrap(), a);
+        let mismatch = PaymentSource::New(draft(Some(b)));
+        let refused = payment_for_account(&tx, &mismatch, a, chrono_tz::UTC);
+        assert!(matches!(refused, Err(Error::BadRequest(_))), "{refused:?}");
+        let recorded = payment_for_account(&tx, &PaymentSource::Recorded(pid), b, chrono_tz::UTC);
+        assert!(
+            matches!(recorded, Err(Error::BadRequest(_))),
+            "{recorded:?}"
+        );
+        assert!(
+            draft(None).for_account(None).is_err(),
+            "a plain create names its account"
+        );
+    }
+
+    #[test]
+    fn a_command_on_an_invoice_pays_it_from_the_invoice_account() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let a = account(&tx, 1, None);
+        let older = invoice(&tx, a, "O", "10", "2026-01-01");
+        let newer = invoice(&tx, a, "N", "10", "2026-02-01");
+        let new = PaymentSource::New(PaymentDraft {
+            billing_account_id: None,
+            amount: dec("4"),
+            description: None,
+            reference: None,
+            occurred_on: "2026-03-01".into(),
+            payment_method: None,
+        });
+        let on_newer = CommandTarget::Invoice(newer);
+        let (pid, applied) = apply_for_command(&tx, &on_newer, &new, "T", chrono_tz::UTC).unwrap();
+        assert_eq!(payment_account(&tx, pid).unwrap(), a);
+        assert_eq!(applied.len(), 1);
+        assert_eq!(
+            applied[0].invoice_id, newer,
+            "the named invoice, not the oldest"
+        );
+        let left = text(
+            &tx,
+            "SELECT amount_to_pay FROM invoices WHERE id = ?1",
+            older,
+        );
+        assert_eq!(left, "10");
+        let nobody = CommandTarget::Account {
+            account_id: 99,
+            invoices: Vec::new(),
+        };
+        let unknown = apply_for_command(&tx, &nobody, &new, "T", chrono_tz::UTC);
+        assert!(matches!(unknown, Err(Error::NotFound(_))), "{unknown:?}");
     }
 }

@@ -3,7 +3,7 @@
 //! applied to it as a `standard-invoice` application that pays it down like a payment does.
 
 use super::billing::{create_adjustment, NewAdjustment, NewAdjustmentApplication};
-use super::payments::{open_invoice_to_pay, settle_invoice};
+use super::invoices::{open_invoice_to_pay, settle_invoice};
 use super::require;
 use crate::{Error, Result};
 use chrono_tz::Tz;

@@ -1,0 +1,617 @@
+//! Accounting calendars of AR ledgers: years and their periods, created (by hand or generated
+//! monthly), replaced and deleted, period open/close commands and their history. How a
+//! calendar is read and rendered is in [`view`].
+//!
+//! Invariants: the years of a calendar do not overlap; the periods of a year lie inside it,
+//! in order, without overlapping; every change of a period's open state (and every open or
+//! close command, even one that changes nothing) appends to its history; periods that hold
+//! journal entries are not deleted.
+
+pub mod view;
+
+use super::paging::{paged_query, Where};
+use super::{insert, require};
+use crate::paging::{Page, Paged};
+use crate::time::render;
+use crate::{Error, Result};
+use chrono::{Datelike, Months, NaiveDate};
+use chrono_tz::Tz;
+use rusqlite::{Connection, Transaction};
+use serde::Deserialize;
+use view::{HistoryEntry, Year};
+
+/// An accounting period of a year.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewPeriod {
+    /// The period being kept, when a year update names an existing one.
+    #[serde(default)]
+    pub id: Option<i64>,
+    /// Name, e.g. `2025-01`.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Quarter 1..4.
+    pub quarter: Option<i64>,
+    /// First day.
+    #[serde(deserialize_with = "calendar_date")]
+    pub start_date: NaiveDate,
+    /// Last day (inclusive).
+    #[serde(deserialize_with = "calendar_date")]
+    pub end_date: NaiveDate,
+    /// Open for postings.
+    #[serde(default = "open_default")]
+    pub open: bool,
+}
+
+fn open_default() -> bool {
+    true
+}
+
+/// A calendar day from `YYYY-MM-DD` or from a date-time (its own calendar day), since Surface C
+/// clients send calendar bounds either way.
+fn calendar_date<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<NaiveDate, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_calendar_date(&text).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "'{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+        ))
+    })
+}
+
+/// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day.
+pub fn parse_calendar_date(text: &str) -> Option<NaiveDate> {
+    let t = text.trim();
+    NaiveDate::parse_from_str(t, "%Y-%m-%d").ok().or_else(|| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|d| d.date_naive())
+    })
+}
+
+/// An accounting year to add to a ledger's calendar.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewYear {
+    /// Name, e.g. `FY2025`.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// First day.
+    #[serde(deserialize_with = "calendar_date")]
+    pub start_date: NaiveDate,
+    /// Last day (inclusive).
+    #[serde(deserialize_with = "calendar_date")]
+    pub end_date: NaiveDate,
+    /// The periods; ignored when generating.
+    #[serde(default, rename = "accounting-periods")]
+    pub accounting_periods: Vec<NewPeriod>,
+}
+
+/// Monthly periods (with quarters counted from the year's start) covering a year that starts
+/// on the first of a month and ends the day before the same date one or two years later.
+pub fn generate_monthly_periods(start: NaiveDate, end: NaiveDate) -> Result<Vec<NewPeriod>> {
+    if start.day() != 1 {
+        return Err(Error::bad_request(
+            "with generate-periods, start_date must be the first day of a month",
+        ));
+    }
+    let one = start
+        .checked_add_months(Months::new(12))
+        .and_then(|d| d.pred_opt());
+    let two = start
+        .checked_add_months(Months::new(24))
+        .and_then(|d| d.pred_opt());
+    if Some(end) != one && Some(end) != two {
+        return Err(Error::bad_request(
+            "with generate-periods, end_date must end one or two years after start_date (the day before the anniversary)",
+        ));
+    }
+    let mut periods = Vec::new();
+    let mut month = 0u32;
+    loop {
+        let (Some(from), Some(next)) = (
+            start.checked_add_months(Months::new(month)),
+            start.checked_add_months(Months::new(month + 1)),
+        ) else {
+            return Err(Error::bad_request("dates out of range"));
+        };
+        if from > end {
+            break;
+        }
+        let to = next.pred_opt().unwrap_or(next);
+        periods.push(NewPeriod {
+            id: None,
+            name: from.format("%Y-%m").to_string(),
+            description: None,
+            quarter: Some(i64::from((month % 12) / 3 + 1)),
+            start_date: from,
+            end_date: to,
+            open: true,
+        });
+        month += 1;
+    }
+    Ok(periods)
+}
+
+/// Adds a year (and its periods) to a ledger's calendar; periods must lie inside the year,
+/// in order, without overlapping. Answers the year's id.
+pub fn create_year(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    y: &NewYear,
+    generate: bool,
+) -> Result<i64> {
+    require(tx, "ledgers", "ledger", ledger_id)?;
+    if y.end_date < y.start_date {
+        return Err(Error::bad_request("end_date must not be before start_date"));
+    }
+    let periods = if generate {
+        generate_monthly_periods(y.start_date, y.end_date)?
+    } else {
+        check_periods(y)?;
+        y.accounting_periods.clone()
+    };
+    check_year_free(tx, ledger_id, y.start_date, y.end_date, None)?;
+    let calendar_id: i64 = tx.query_row(
+        "SELECT id FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'CALENDAR'",
+        [ledger_id],
+        |r| r.get(0),
+    )?;
+    let year_id = insert(
+        tx,
+        "calendar_nodes",
+        &[
+            ("ledger_id", &ledger_id),
+            ("type", &"YEAR"),
+            ("parent_id", &calendar_id),
+            ("name", &y.name),
+            ("description", &y.description),
+            ("start_date", &y.start_date.to_string()),
+            ("end_date", &y.end_date.to_string()),
+            ("open", &true),
+        ],
+    )?;
+    for p in &periods {
+        insert_period(tx, ledger_id, year_id, p)?;
+    }
+    Ok(year_id)
+}
+
+/// Inserts one period of a year and opens its history with its initial state.
+pub fn insert_period(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    year_id: i64,
+    p: &NewPeriod,
+) -> Result<i64> {
+    let id = insert(
+        tx,
+        "calendar_nodes",
+        &[
+            ("ledger_id", &ledger_id),
+            ("type", &"PERIOD"),
+            ("parent_id", &year_id),
+            ("name", &p.name),
+            ("description", &p.description),
+            ("quarter", &p.quarter),
+            ("start_date", &p.start_date.to_string()),
+            ("end_date", &p.end_date.to_string()),
+            ("open", &p.open),
+        ],
+    )?;
+    record_period_state(tx, id, p.open)?;
+    Ok(id)
+}
+
+/// Closes the period's current history entry and appends one for its new state.
+pub fn record_period_state(tx: &Transaction<'_>, period_id: i64, open: bool) -> Result<()> {
+    let now = crate::time::to_storage(crate::time::now());
+    tx.execute(
+        "UPDATE period_history SET end_date = ?2 WHERE period_id = ?1 AND end_date IS NULL",
+        rusqlite::params![period_id, now],
+    )?;
+    insert(
+        tx,
+        "period_history",
+        &[
+            ("period_id", &period_id),
+            ("open", &open),
+            ("start_date", &now),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Fails with 409 when `start..=end` overlaps a year of the ledger's calendar other than
+/// `except`.
+pub fn check_year_free(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    start: NaiveDate,
+    end: NaiveDate,
+    except: Option<i64>,
+) -> Result<()> {
+    let overlaps = tx
+        .prepare_cached(
+            "SELECT 1 FROM calendar_nodes WHERE ledger_id = ?1 AND type = 'YEAR'
+             AND start_date <= ?3 AND end_date >= ?2 AND (?4 IS NULL OR id <> ?4)",
+        )?
+        .exists(rusqlite::params![
+            ledger_id,
+            start.to_string(),
+            end.to_string(),
+            except
+        ])?;
+    if overlaps {
+        return Err(Error::conflict(
+            "the year overlaps a year already in the calendar",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks caller-given periods: inside the year, each well-formed, in order, not overlapping.
+pub fn check_periods(y: &NewYear) -> Result<()> {
+    let mut previous_end: Option<NaiveDate> = None;
+    for (i, p) in y.accounting_periods.iter().enumerate() {
+        if p.end_date < p.start_date {
+            return Err(Error::bad_request(format!(
+                "accounting-periods[{i}]: end_date is before start_date"
+            )));
+        }
+        if p.start_date < y.start_date || p.end_date > y.end_date {
+            return Err(Error::bad_request(format!(
+                "accounting-periods[{i}]: the period lies outside the year"
+            )));
+        }
+        if let Some(q) = p.quarter {
+            if !(1..=4).contains(&q) {
+                return Err(Error::bad_request(format!(
+                    "accounting-periods[{i}]: quarter must be 1..4"
+                )));
+            }
+        }
+        if let Some(prev) = previous_end {
+            if p.start_date <= prev {
+                return Err(Error::bad_request(format!(
+                    "accounting-periods[{i}]: periods must be in order and must not overlap"
+                )));
+            }
+        }
+        previous_end = Some(p.end_date);
+    }
+    Ok(())
+}
+
+/// Fails with 404 unless `node_id` is a node of `kind` under `parent_id` in the ledger.
+fn require_node(
+    conn: &Connection,
+    ledger_id: i64,
+    kind: &str,
+    node_id: i64,
+    parent_id: Option<i64>,
+) -> Result<()> {
+    let found = conn
+        .prepare_cached(
+            "SELECT 1 FROM calendar_nodes WHERE id = ?1 AND ledger_id = ?2 AND type = ?3
+             AND (?4 IS NULL OR parent_id = ?4)",
+        )?
+        .exists(rusqlite::params![node_id, ledger_id, kind, parent_id])?;
+    if found {
+        Ok(())
+    } else {
+        let what = if kind == "YEAR" {
+            "accounting year"
+        } else {
+            "accounting period"
+        };
+        Err(Error::not_found(format!(
+            "{what} {node_id} does not exist in ledger {ledger_id}"
+        )))
+    }
+}
+
+/// Reads one accounting year of a ledger.
+pub fn get_year(conn: &Connection, ledger_id: i64, year_id: i64) -> Result<Year> {
+    let ledger = super::ledgers::get_ledger(conn, ledger_id)?;
+    ledger
+        .calendar
+        .years
+        .into_iter()
+        .find(|y| y.id == year_id)
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "accounting year {year_id} does not exist in ledger {ledger_id}"
+            ))
+        })
+}
+
+/// Fails with 409 when journal entries were posted into any of `period_ids`.
+fn check_no_postings(tx: &Transaction<'_>, period_ids: &[i64]) -> Result<()> {
+    let mut stmt = tx.prepare_cached("SELECT 1 FROM journal_entries WHERE period_id = ?1")?;
+    for id in period_ids {
+        if stmt.exists([id])? {
+            return Err(Error::conflict(format!(
+                "accounting period {id} holds journal entries; delete the ledger runs that posted them first"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn period_ids(tx: &Transaction<'_>, year_id: i64) -> Result<Vec<i64>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id FROM calendar_nodes WHERE parent_id = ?1 AND type = 'PERIOD' ORDER BY start_date",
+    )?;
+    let ids = stmt
+        .query_map([year_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// Replaces a year's name, description and dates, and, when `periods` is given, its periods:
+/// a period with an `id` of this year is updated in place (keeping its history), one without
+/// is created, and the year's periods not named are deleted. 409 when the new dates overlap
+/// another year or a deleted period holds journal entries.
+pub fn update_year(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    year_id: i64,
+    y: &NewYear,
+    periods_given: bool,
+) -> Result<()> {
+    require(tx, "ledgers", "ledger", ledger_id)?;
+    require_node(tx, ledger_id, "YEAR", year_id, None)?;
+    if y.end_date < y.start_date {
+        return Err(Error::bad_request("end_date must not be before start_date"));
+    }
+    check_year_free(tx, ledger_id, y.start_date, y.end_date, Some(year_id))?;
+    tx.execute(
+        "UPDATE calendar_nodes SET name = ?2, description = ?3, start_date = ?4, end_date = ?5
+         WHERE id = ?1",
+        rusqlite::params![
+            year_id,
+            y.name,
+            y.description,
+            y.start_date.to_string(),
+            y.end_date.to_string()
+        ],
+    )?;
+    let existing = period_ids(tx, year_id)?;
+    if periods_given {
+        check_periods(y)?;
+        for p in &y.accounting_periods {
+            if let Some(pid) = p.id {
+                if !existing.contains(&pid) {
+                    return Err(Error::bad_request(format!(
+                        "accounting-periods: period {pid} is not a period of year {year_id}"
+                    )));
+                }
+            }
+        }
+        let kept: Vec<i64> = y.accounting_periods.iter().filter_map(|p| p.id).collect();
+        let dropped: Vec<i64> = existing
+            .iter()
+            .copied()
+            .filter(|id| !kept.contains(id))
+            .collect();
+        check_no_postings(tx, &dropped)?;
+        for id in &dropped {
+            tx.execute("DELETE FROM calendar_nodes WHERE id = ?1", [id])?;
+        }
+        for p in &y.accounting_periods {
+            match p.id {
+                Some(pid) => {
+                    let was_open: bool = tx.query_row(
+                        "SELECT open FROM calendar_nodes WHERE id = ?1",
+                        [pid],
+                        |r| r.get(0),
+                    )?;
+                    tx.execute(
+                        "UPDATE calendar_nodes SET name = ?2, description = ?3, quarter = ?4,
+                         start_date = ?5, end_date = ?6, open = ?7 WHERE id = ?1",
+                        rusqlite::params![
+                            pid,
+                            p.name,
+                            p.description,
+                            p.quarter,
+                            p.start_date.to_string(),
+                            p.end_date.to_string(),
+                            p.open
+                        ],
+                    )?;
+                    if was_open != p.open {
+                        record_period_state(tx, pid, p.open)?;
+                    }
+                }
+                None => {
+                    insert_period(tx, ledger_id, year_id, p)?;
+                }
+            }
+        }
+    } else {
+        let outside = tx
+            .prepare_cached(
+                "SELECT 1 FROM calendar_nodes WHERE parent_id = ?1 AND type = 'PERIOD'
+                 AND (start_date < ?2 OR end_date > ?3)",
+            )?
+            .exists(rusqlite::params![
+                year_id,
+                y.start_date.to_string(),
+                y.end_date.to_string()
+            ])?;
+        if outside {
+            return Err(Error::bad_request(
+                "the new dates leave periods of the year outside it; send accounting-periods too",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes a year and its periods (409 when a period holds journal entries).
+pub fn delete_year(tx: &Transaction<'_>, ledger_id: i64, year_id: i64) -> Result<()> {
+    require(tx, "ledgers", "ledger", ledger_id)?;
+    require_node(tx, ledger_id, "YEAR", year_id, None)?;
+    check_no_postings(tx, &period_ids(tx, year_id)?)?;
+    tx.execute("DELETE FROM calendar_nodes WHERE id = ?1", [year_id])?;
+    Ok(())
+}
+
+/// Opens or closes a period and appends the change to its history (also when the state
+/// does not change: the call is recorded as the platform's audit trail would).
+pub fn set_period_open(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    year_id: i64,
+    period_id: i64,
+    open: bool,
+) -> Result<()> {
+    require(tx, "ledgers", "ledger", ledger_id)?;
+    require_node(tx, ledger_id, "YEAR", year_id, None)?;
+    require_node(tx, ledger_id, "PERIOD", period_id, Some(year_id))?;
+    tx.execute(
+        "UPDATE calendar_nodes SET open = ?2 WHERE id = ?1",
+        rusqlite::params![period_id, open],
+    )?;
+    record_period_state(tx, period_id, open)
+}
+
+/// One page of a period's history, oldest first.
+pub fn period_history(
+    conn: &Connection,
+    ledger_id: i64,
+    year_id: i64,
+    period_id: i64,
+    page: Page,
+    tz: Tz,
+) -> Result<Paged<HistoryEntry>> {
+    require(conn, "ledgers", "ledger", ledger_id)?;
+    require_node(conn, ledger_id, "YEAR", year_id, None)?;
+    require_node(conn, ledger_id, "PERIOD", period_id, Some(year_id))?;
+    let mut w = Where::default();
+    w.opt("period_id = ?", Some(period_id));
+    paged_query(
+        conn,
+        "id, open, start_date, end_date",
+        "period_history",
+        &w,
+        "id",
+        page,
+        |r| {
+            Ok(HistoryEntry {
+                id: r.get(0)?,
+                open: r.get(1)?,
+                start_date: render(&r.get::<_, String>(2)?, tz),
+                end_date: r.get::<_, Option<String>>(3)?.map(|e| render(&e, tz)),
+            })
+        },
+    )
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn generated_years_end_one_or_two_years_after_their_start() {
+        let one = generate_monthly_periods(day("2026-03-01"), day("2027-02-28")).unwrap();
+        assert_eq!(one.len(), 12);
+        assert_eq!(one[11].end_date, day("2027-02-28"));
+        let two = generate_monthly_periods(day("2027-03-01"), day("2029-02-28")).unwrap();
+        assert_eq!(two.len(), 24);
+        assert_eq!(two[11].end_date, day("2028-02-29"), "leap February");
+        assert!(generate_monthly_periods(day("2026-03-02"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2027-03-01")).is_err());
+        assert!(generate_monthly_periods(day("2026-03-01"), day("2028-02-28")).is_err());
+    }
+
+    #[test]
+    fn calendar_dates_accept_a_date_or_a_date_time() {
+        assert_eq!(parse_calendar_date("2026-01-31"), Some(day("2026-01-31")));
+        assert_eq!(
+            parse_calendar_date("2026-01-31T23:00:00-06:00"),
+            Some(day("2026-01-31"))
+        );
+        assert_eq!(parse_calendar_date("31/01/2026"), None);
+    }
+
+    fn ledger(tx: &Transaction<'_>) -> i64 {
+        let fields = crate::domain::ledgers::LedgerFields {
+            name: Some("L".into()),
+            ..Default::default()
+        };
+        crate::domain::ledgers::create_ledger(tx, &fields).unwrap()
+    }
+
+    fn year(name: &str, start: &str, end: &str) -> NewYear {
+        NewYear {
+            name: name.into(),
+            description: None,
+            start_date: day(start),
+            end_date: day(end),
+            accounting_periods: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn generate_periods_stores_a_monthly_year_with_an_open_history_each() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let l = ledger(&tx);
+        let y = create_year(&tx, l, &year("FY26", "2026-04-01", "2027-03-31"), true).unwrap();
+        let stored = get_year(&tx, l, y).unwrap();
+        assert!(stored.complete && stored.open);
+        let periods = &stored.accounting_periods;
+        assert_eq!(periods.len(), 12);
+        assert_eq!(
+            (periods[0].name.as_deref(), periods[0].start_date.as_str()),
+            (Some("2026-04"), "2026-04-01")
+        );
+        assert_eq!(periods[11].end_date, "2027-03-31");
+        let quarters: Vec<i64> = periods.iter().filter_map(|p| p.quarter).collect();
+        assert_eq!(quarters, [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]);
+        let history: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM period_history h JOIN calendar_nodes n ON n.id = h.period_id
+                 WHERE n.parent_id = ?1 AND h.open = 1 AND h.end_date IS NULL",
+                [y],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(history, 12);
+        // A second year may not overlap the first; one that follows it may.
+        let overlap = create_year(&tx, l, &year("X", "2027-03-01", "2028-02-29"), true);
+        assert!(matches!(overlap, Err(Error::Conflict(_))), "{overlap:?}");
+        let bad_start = create_year(&tx, l, &year("Y", "2027-04-02", "2028-04-01"), true);
+        assert!(
+            matches!(bad_start, Err(Error::BadRequest(_))),
+            "{bad_start:?}"
+        );
+        create_year(&tx, l, &year("FY27", "2027-04-01", "2028-03-31"), true).unwrap();
+    }
+
+    #[test]
+    fn closing_a_period_appends_to_its_history() {
+        let mut conn = crate::domain::testing::db();
+        let tx = conn.transaction().unwrap();
+        let l = ledger(&tx);
+        let y = create_year(&tx, l, &year("FY26", "2026-01-01", "2026-12-31"), true).unwrap();
+        let jan = get_year(&tx, l, y).unwrap().accounting_periods[0].id;
+        set_period_open(&tx, l, y, jan, false).unwrap();
+        let page = Page::from_params(&Default::default(), crate::paging::REVENUE_PAGING).unwrap();
+        let history = period_history(&tx, l, y, jan, page, chrono_tz::UTC).unwrap();
+        let states: Vec<(bool, bool)> = history
+            .items
+            .iter()
+            .map(|h| (h.open, h.end_date.is_some()))
+            .collect();
+        assert_eq!(states, [(true, true), (false, false)]);
+        assert!(!get_year(&tx, l, y).unwrap().accounting_periods[0].open);
+    }
+}

@@ -1,0 +1,332 @@
+//! Collector runs: turn the tenant's billing activity into charge info records.
+//!
+//! A run executes its collectors (named from the catalogue; all of them when none are named)
+//! over the data fetch window `[data_fetch_from_date - overlap_fetch_time,
+//! data_fetch_to_date)`. Each collector's catalogue `category` picks its source:
+//!
+//! | category   | source                                   | charge info type |
+//! |------------|------------------------------------------|------------------|
+//! | USAGE      | usage events not voided (by start_time)  | USAGE_EVENT (parent) with one USAGE child per event charge |
+//! | USAGE      | collected events voided since (by voided_at) | the same, negated (a reversal, dated as the event) |
+//! | INVOICE    | invoices (by occurred_on)                | INVOICE          |
+//! | PAYMENT    | payments (by occurred_on)                | PAYMENT          |
+//! | ADJUSTMENT | account adjustments (by occurred_on)     | ADJUSTMENT       |
+//!
+//! `UNIQUE(source_kind, source_id)` keeps a source record from being collected twice, so
+//! overlapping windows are harmless. A record that cannot be collected (a usage event without
+//! a billing account) and a collector without a known source each add a run error; the run
+//! then ends ERROR, everything else it could collect is kept.
+//!
+//! The run executes inside the request's write transaction: it is stored NOT_STARTED, moves
+//! to RUNNING and ends COMPLETE or ERROR before the response is sent.
+
+//!
+//! The catalogue of collectors is [`catalogue`]; what each category reads and how a source
+//! record becomes charge info is [`sources`].
+
+pub mod catalogue;
+mod sources;
+
+use super::paging::{paged_query, Where};
+use super::{check_enum, insert, parse_time, require};
+use crate::paging::{Page, Paged};
+use crate::time::{render, to_storage};
+use crate::{Error, Result};
+use chrono_tz::Tz;
+use rusqlite::{Connection, OptionalExtension, Transaction};
+use serde::{Deserialize, Serialize};
+use sources::{collect_category, RunContext};
+
+/// Collector run types.
+pub const COLLECTOR_RUN_TYPES: &[&str] = &["AUTO", "MANUAL"];
+/// Longest accepted overlap_fetch_time: 31 days, in seconds.
+pub const MAX_OVERLAP_SECONDS: i64 = 31 * 24 * 3600;
+
+/// The body of `POST /collector-runs`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewCollectorRun {
+    /// AUTO or MANUAL.
+    #[serde(rename = "type")]
+    pub run_type: String,
+    /// Names of catalogue collectors to run; empty runs them all.
+    #[serde(default)]
+    pub collector_operations: Vec<String>,
+    /// Start of the window (default: the end of the previous run's window, else the epoch).
+    pub data_fetch_from_date: Option<String>,
+    /// End of the window, exclusive (default: now).
+    pub data_fetch_to_date: Option<String>,
+    /// Seconds by which the window's start is moved back, 0..=[`MAX_OVERLAP_SECONDS`].
+    #[serde(default)]
+    pub overlap_fetch_time: i64,
+}
+
+/// A collector run as rendered.
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectorRun {
+    /// Id.
+    pub id: i64,
+    /// The sandbox tenant id.
+    pub tenant_id: String,
+    /// The COLLECTOR_AUTO run mode, when the tenant has one.
+    pub gl_run_mode_id: Option<i64>,
+    /// When it started.
+    pub date_started: Option<String>,
+    /// When it ended.
+    pub date_ended: Option<String>,
+    /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
+    pub status: String,
+    /// ON_DEMAND for runs started over the API.
+    pub run_trigger_type: String,
+    /// Number of run errors.
+    pub num_errors: i64,
+    /// AUTO or MANUAL.
+    #[serde(rename = "type")]
+    pub run_type: String,
+    /// The collectors run.
+    pub collector_operations: Vec<String>,
+    /// Window start as requested.
+    pub data_fetch_from_date: Option<String>,
+    /// Window end, exclusive.
+    pub data_fetch_to_date: Option<String>,
+    /// Seconds the window start was moved back.
+    pub overlap_fetch_time: i64,
+}
+
+/// A run error record (ledger run or collector run).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunError {
+    /// Id.
+    pub id: i64,
+    /// The collector run, for collector run errors.
+    pub collector_run_id: Option<i64>,
+    /// The ledger run, for ledger run errors.
+    pub gl_run_id: Option<i64>,
+    /// What went wrong.
+    pub error_message: String,
+}
+
+/// Creates and executes a collector run; answers its id. 400 bad input, 409 another
+/// collector run unfinished, 412 an empty collector catalogue.
+pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Result<i64> {
+    check_enum("type", &r.run_type, COLLECTOR_RUN_TYPES)?;
+    if !(0..=MAX_OVERLAP_SECONDS).contains(&r.overlap_fetch_time) {
+        return Err(Error::bad_request(format!(
+            "overlap_fetch_time: {} is out of range 0..{MAX_OVERLAP_SECONDS} (seconds)",
+            r.overlap_fetch_time
+        )));
+    }
+    let catalogue: Vec<(String, String)> = tx
+        .prepare("SELECT name, category FROM collectors ORDER BY id")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    if catalogue.is_empty() {
+        return Err(Error::PreconditionFailed(
+            "the collector catalogue is empty, so there is nothing to run".into(),
+        ));
+    }
+    let mut chosen = Vec::new();
+    for name in &r.collector_operations {
+        let Some(entry) = catalogue.iter().find(|(n, _)| n == name) else {
+            return Err(Error::bad_request(format!(
+                "collector_operations: '{name}' is not a collector of the catalogue ({})",
+                catalogue
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !chosen.contains(entry) {
+            chosen.push(entry.clone());
+        }
+    }
+    if chosen.is_empty() {
+        chosen = catalogue;
+    }
+    let unfinished = tx
+        .prepare_cached("SELECT id FROM collector_runs WHERE status IN ('NOT_STARTED', 'RUNNING')")?
+        .query_row([], |row| row.get::<_, i64>(0))
+        .optional()?;
+    if let Some(id) = unfinished {
+        return Err(Error::conflict(format!(
+            "collector run {id} has not finished; start another one when it has"
+        )));
+    }
+    let now = crate::time::now();
+    let to = match &r.data_fetch_to_date {
+        Some(v) => parse_time("data_fetch_to_date", v, tz)?,
+        None => to_storage(now),
+    };
+    let from = match &r.data_fetch_from_date {
+        Some(v) => parse_time("data_fetch_from_date", v, tz)?,
+        None => tx
+            .query_row(
+                "SELECT data_fetch_to_date FROM collector_runs ORDER BY id DESC LIMIT 1",
+                [],
+                |row| row.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten()
+            .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_string())
+            // a previous window reaching past `to` leaves this one empty, not invalid
+            .min(to.clone()),
+    };
+    if to < from {
+        return Err(Error::bad_request(
+            "data_fetch_to_date must not be before data_fetch_from_date",
+        ));
+    }
+    let widened = crate::time::from_storage(&from)
+        .map(|t| to_storage(t - chrono::Duration::seconds(r.overlap_fetch_time)))
+        .unwrap_or_else(|| from.clone());
+    let run_mode: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM gl_run_modes WHERE run_type = 'COLLECTOR_AUTO' ORDER BY id LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let operations: Vec<&str> = chosen.iter().map(|(n, _)| n.as_str()).collect();
+    let now_text = to_storage(now);
+    let run_id = insert(
+        tx,
+        "collector_runs",
+        &[
+            ("gl_run_mode_id", &run_mode),
+            ("status", &"NOT_STARTED"),
+            ("run_trigger_type", &"ON_DEMAND"),
+            ("type", &r.run_type),
+            ("collector_operations", &serde_json::to_string(&operations)?),
+            ("data_fetch_from_date", &from),
+            ("data_fetch_to_date", &to),
+            ("overlap_fetch_time", &r.overlap_fetch_time),
+        ],
+    )?;
+    tx.execute(
+        "UPDATE collector_runs SET status = 'RUNNING', date_started = ?2 WHERE id = ?1",
+        rusqlite::params![run_id, now_text],
+    )?;
+    let ctx = RunContext {
+        tx,
+        run_id,
+        now: now_text.clone(),
+        from: widened,
+        to,
+        tz,
+    };
+    for (name, category) in &chosen {
+        if !collect_category(&ctx, category)? {
+            ctx.error(format!(
+                "collector '{name}': category '{category}' has no source in this sandbox (USAGE, INVOICE, PAYMENT, ADJUSTMENT)"
+            ))?;
+        }
+    }
+    let errors: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM run_errors WHERE collector_run_id = ?1",
+        [run_id],
+        |row| row.get(0),
+    )?;
+    tx.execute(
+        "UPDATE collector_runs SET status = ?2, num_errors = ?3, date_ended = ?4 WHERE id = ?1",
+        rusqlite::params![
+            run_id,
+            if errors > 0 { "ERROR" } else { "COMPLETE" },
+            errors,
+            now_text
+        ],
+    )?;
+    Ok(run_id)
+}
+
+const RUN_COLUMNS: &str = "id, gl_run_mode_id, date_started, date_ended, status, run_trigger_type,
+    num_errors, type, collector_operations, data_fetch_from_date, data_fetch_to_date,
+    overlap_fetch_time";
+
+fn run_row(r: &rusqlite::Row<'_>, tenant_id: &str, tz: Tz) -> rusqlite::Result<CollectorRun> {
+    let ops: String = r.get(8)?;
+    let time = |i: usize| -> rusqlite::Result<Option<String>> {
+        Ok(r.get::<_, Option<String>>(i)?.map(|t| render(&t, tz)))
+    };
+    Ok(CollectorRun {
+        id: r.get(0)?,
+        tenant_id: tenant_id.to_string(),
+        gl_run_mode_id: r.get(1)?,
+        date_started: time(2)?,
+        date_ended: time(3)?,
+        status: r.get(4)?,
+        run_trigger_type: r.get(5)?,
+        num_errors: r.get(6)?,
+        run_type: r.get(7)?,
+        collector_operations: serde_json::from_str(&ops).unwrap_or_default(),
+        data_fetch_from_date: time(9)?,
+        data_fetch_to_date: time(10)?,
+        overlap_fetch_time: r.get(11)?,
+    })
+}
+
+/// Reads one collector run.
+pub fn get_collector_run(
+    conn: &Connection,
+    id: i64,
+    tenant_id: &str,
+    tz: Tz,
+) -> Result<CollectorRun> {
+    conn.query_row(
+        &format!("SELECT {RUN_COLUMNS} FROM collector_runs WHERE id = ?1"),
+        [id],
+        |r| run_row(r, tenant_id, tz),
+    )
+    .optional()?
+    .ok_or_else(|| Error::not_found(format!("collector run {id} does not exist")))
+}
+
+/// One page of collector runs, newest first.
+pub fn list_collector_runs(
+    conn: &Connection,
+    page: Page,
+    tenant_id: &str,
+    tz: Tz,
+) -> Result<Paged<CollectorRun>> {
+    paged_query(
+        conn,
+        RUN_COLUMNS,
+        "collector_runs",
+        &Where::default(),
+        "id DESC",
+        page,
+        |r| run_row(r, tenant_id, tz),
+    )
+}
+
+/// One page of the errors of a collector run (`collector`) or ledger run; 404 unknown run.
+pub fn list_run_errors(
+    conn: &Connection,
+    run_id: i64,
+    collector: bool,
+    page: Page,
+) -> Result<Paged<RunError>> {
+    let (table, column, what) = if collector {
+        ("collector_runs", "collector_run_id", "collector run")
+    } else {
+        ("gl_runs", "gl_run_id", "ledger run")
+    };
+    require(conn, table, what, run_id)?;
+    let mut w = Where::default();
+    w.opt(&format!("{column} = ?"), Some(run_id));
+    paged_query(
+        conn,
+        "id, collector_run_id, gl_run_id, error_message",
+        "run_errors",
+        &w,
+        "id",
+        page,
+        |r| {
+            Ok(RunError {
+                id: r.get(0)?,
+                collector_run_id: r.get(1)?,
+                gl_run_id: r.get(2)?,
+                error_message: r.get(3)?,
+            })
+        },
+    )
+}
