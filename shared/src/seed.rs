@@ -3,7 +3,9 @@
 //! create functions that API writes use.
 
 use crate::domain::collect::catalogue;
-use crate::domain::{accounts, agreements, billing, calendars, catalog, glrun, ledgers, payments};
+use crate::domain::{
+    accounts, agreements, bill_batches, billing, calendars, catalog, glrun, ledgers, payments,
+};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
@@ -177,8 +179,8 @@ struct SeedData {
     services: Vec<agreements::NewService>,
     generated_services: Option<GeneratedServices>,
     actions: Vec<billing::NewAction>,
-    bill_batches: Vec<billing::NewBillBatch>,
-    bill_batch_runs: Vec<billing::NewBillBatchRun>,
+    bill_batches: Vec<bill_batches::NewBillBatch>,
+    bill_batch_runs: Vec<bill_batches::NewBillBatchRun>,
     invoices: Vec<billing::NewInvoice>,
     payments: Vec<billing::NewPayment>,
     payment_applications: Vec<SeedPaymentApplication>,
@@ -246,10 +248,10 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         .try_for_each(|x| billing::create_action(tx, x).map(drop))?;
     d.bill_batches
         .iter()
-        .try_for_each(|x| billing::create_bill_batch(tx, x, tz).map(drop))?;
+        .try_for_each(|x| bill_batches::create_bill_batch(tx, x, tz).map(drop))?;
     d.bill_batch_runs
         .iter()
-        .try_for_each(|x| billing::create_bill_batch_run(tx, x, tz).map(drop))?;
+        .try_for_each(|x| bill_batches::create_bill_batch_run(tx, x, tz).map(drop))?;
     d.invoices
         .iter()
         .try_for_each(|x| billing::create_invoice(tx, x, tz).map(drop))?;

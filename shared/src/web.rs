@@ -17,6 +17,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod listing;
+
 /// Route prefix of Surface A (legacy XML).
 pub const LEGACY_PREFIX: &str = "/t/s/r/1.28";
 /// Route prefix of Surface B (billing API v2).

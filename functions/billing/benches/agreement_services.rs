@@ -7,8 +7,7 @@
 use billing::resources::{agreement_services, RenderContext};
 use criterion::{criterion_group, Criterion};
 use rusqlite::Connection;
-use shared::query::list::to_raw;
-use shared::query::{ListParams, Shape};
+use shared::web::listing::{to_raw, Listing, Shape};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -71,14 +70,14 @@ fn with_machinery(conn: &Connection) -> shared::Result<(usize, Option<i64>)> {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let request = ListParams::parse(
+    let request = Listing::read(
         &params,
         &axum::http::HeaderMap::new(),
         &agreement_services::SOURCE,
         tz(),
         &[],
     )?;
-    let (ids, total) = request.fetch_ids(conn, &agreement_services::SOURCE)?;
+    let (ids, total) = request.query.fetch_ids(conn, &agreement_services::SOURCE)?;
     render(conn, &ids).map(|n| (n, total))
 }
 

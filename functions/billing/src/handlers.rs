@@ -1,9 +1,13 @@
-//! Thin HTTP handlers: parse the request, call a resource function inside one read or write
-//! transaction, render with the shared list machinery.
+//! Surface B's HTTP handlers. Each parses the request (path ids, query parameters, headers,
+//! the JSON body) into typed input, runs one read or write transaction, and renders: reads
+//! go through the paged-query engine and a resource's loader; writes call
+//! `shared::domain` (where every write rule lives) and answer the record written. The
+//! generic parts (a list of a resource under an optional parent, one record, one write)
+//! are [`Req`]'s methods; the per-endpoint functions below only choose among them.
 
 use crate::resources::{
     actions, adjustment_applications, adjustment_categories, agreement_services, agreements,
-    bill_batches, true_ups, RenderContext,
+    bill_batches, true_ups, Parent, RenderContext,
 };
 use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::{request::Parts, HeaderMap, StatusCode};
@@ -11,8 +15,9 @@ use axum::response::{IntoResponse, Response};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Transaction};
 use serde::Serialize;
-use shared::query::list::{json_with_etag, list_response, read_shape, to_raw, with_preference};
-use shared::query::{ListParams, ListSource};
+use shared::domain::{agreements as agreement_rules, bill_batches as bill_batch_rules, require};
+use shared::query::ListSource;
+use shared::web::listing::{read_shape, record_response, to_raw, Listing};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant};
 use shared::{Error, Result};
 use std::collections::HashMap;
@@ -71,12 +76,10 @@ const BILL_BATCH_ACCOUNTS: Resource<crate::resources::AccountRef> =
     Resource::plain(&bill_batches::ACCOUNTS_SOURCE, bill_batches::load_accounts);
 
 /// Narrows a list or a lookup to the children of a parent that must exist (else 404).
-#[derive(Clone, Default)]
+#[derive(Clone, Copy, Default)]
 struct Scope {
-    /// (table, noun, id) of the parent.
-    parent: Option<(&'static str, &'static str, i64)>,
-    /// The constant condition tying records to the parent, with the parent id as parameter.
-    condition: Option<&'static str>,
+    /// The parent and its id.
+    parent: Option<(Parent, i64)>,
 }
 
 impl Scope {
@@ -85,30 +88,19 @@ impl Scope {
         Scope::default()
     }
 
-    /// Children of `table` row `raw` (a path id) under `condition`.
-    fn child_of(
-        table: &'static str,
-        noun: &'static str,
-        raw: &str,
-        condition: &'static str,
-    ) -> Result<Scope> {
+    /// Children of `parent` row `raw` (a path id).
+    fn child_of(parent: Parent, raw: &str) -> Result<Scope> {
         Ok(Scope {
-            parent: Some((table, noun, path_id(noun, raw)?)),
-            condition: Some(condition),
+            parent: Some((parent, path_id(parent.noun, raw)?)),
         })
     }
 
     /// 404 unless the parent exists.
     fn check_parent(&self, conn: &Connection) -> Result<()> {
-        if let Some((table, noun, id)) = self.parent {
-            let found = conn
-                .prepare_cached(&format!("SELECT 1 FROM {table} WHERE id = ?1"))?
-                .exists([id])?;
-            if !found {
-                return Err(Error::not_found(format!("{noun} {id} does not exist")));
-            }
+        match self.parent {
+            Some((parent, id)) => require(conn, parent.table, parent.noun, id),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The conditions of `resource` and of this scope, with their parameters.
@@ -117,8 +109,8 @@ impl Scope {
         if let Some(sql) = resource.always {
             out.push((sql, Vec::new()));
         }
-        if let (Some(sql), Some((_, _, id))) = (self.condition, self.parent) {
-            out.push((sql, vec![SqlValue::Integer(id)]));
+        if let Some((parent, id)) = self.parent {
+            out.push((parent.condition, vec![SqlValue::Integer(id)]));
         }
         out
     }
@@ -170,7 +162,7 @@ impl Req {
     /// Answers one page of `resource` within `scope`.
     async fn list<T: Serialize + 'static>(self, resource: Resource<T>, scope: Scope) -> Reply {
         let ctx = self.context(&resource)?;
-        let mut request = ListParams::parse(
+        let mut listing = Listing::read(
             &self.params,
             &self.headers,
             resource.source,
@@ -178,9 +170,10 @@ impl Req {
             resource.defaults,
         )?;
         for (sql, values) in scope.conditions(&resource) {
-            request = request.scope(sql, values);
+            listing = listing.scope(sql, values);
         }
-        let query = request.clone();
+        let query = listing.query.clone();
+        let shape = listing.shape;
         let Resource { source, load, .. } = resource;
         let (records, total) = self
             .tenant
@@ -190,12 +183,12 @@ impl Req {
                 let (ids, total) = query.fetch_ids(conn, source)?;
                 let records = load(conn, &ids, &ctx)?
                     .iter()
-                    .map(|r| to_raw(r, query.shape))
+                    .map(|r| to_raw(r, shape))
                     .collect::<Result<Vec<_>>>()?;
                 Ok((records, total))
             })
             .await?;
-        Ok(list_response(records, total, &request, &self.headers))
+        Ok(listing.respond(records, total, &self.headers))
     }
 
     /// Answers one record of `resource` by path id (404 unless it exists within `scope`).
@@ -234,13 +227,12 @@ impl Req {
             })
             .await?
             .ok_or_else(|| Error::not_found(format!("{} {raw_id} does not exist", source.noun)))?;
-        let response = json_with_etag(
+        Ok(record_response(
             StatusCode::OK,
-            record.get().as_bytes().to_vec(),
-            "",
+            &record,
+            applied,
             &self.headers,
-        );
-        Ok(with_preference(response, applied))
+        ))
     }
 
     /// Runs `write` (answering the id of the record written) in one write transaction and
@@ -265,27 +257,16 @@ impl Req {
                     .ok_or_else(|| Error::Internal(format!("record {id} vanished after its write")))
             })
             .await?;
-        let response = json_with_etag(
-            status,
-            record.get().as_bytes().to_vec(),
-            "",
-            &HeaderMap::new(),
-        );
-        Ok(with_preference(response, applied))
+        Ok(record_response(status, &record, applied, &HeaderMap::new()))
     }
 }
 
 fn bill_cycle(raw: &str) -> Result<Scope> {
-    Scope::child_of("bill_cycles", "bill cycle", raw, "a.bill_cycle_id = ?")
+    Scope::child_of(actions::BY_BILL_CYCLE, raw)
 }
 
 fn agreement_service(raw: &str) -> Result<Scope> {
-    Scope::child_of(
-        "agreement_services",
-        "agreement service",
-        raw,
-        true_ups::SCOPE,
-    )
+    Scope::child_of(true_ups::BY_AGREEMENT_SERVICE, raw)
 }
 
 /// GET /actions
@@ -365,7 +346,10 @@ pub async fn update_agreement_service(
 ) -> Reply {
     let id = path_id("agreement service", &raw)?;
     r.write(StatusCode::OK, agreement_services::load, move |tx, tz| {
-        agreement_services::update(tx, id, &patch, tz).map(|()| id)
+        // An unknown service is a 404 before anything in the body is judged.
+        require(tx, "agreement_services", "agreement service", id)?;
+        let update = patch.clone().into_update(id)?;
+        agreement_rules::update_agreement_service(tx, id, &update, tz).map(|()| id)
     })
     .await
 }
@@ -388,7 +372,13 @@ pub async fn create_true_up(
 ) -> Reply {
     let parent = path_id("agreement service", &raw)?;
     r.write(StatusCode::CREATED, true_ups::load, move |tx, _| {
-        true_ups::create(tx, parent, &body)
+        agreement_rules::add_true_up_charge_type(tx, parent, &body.true_up_charge_type).map_err(
+            |e| match e {
+                // The interface lists 400 and 404 for this endpoint; a duplicate is a bad request.
+                Error::Conflict(m) => Error::BadRequest(m),
+                other => other,
+            },
+        )
     })
     .await
 }
@@ -399,7 +389,7 @@ pub async fn delete_true_up(r: Req, Path((parent, id)): Path<(String, String)>) 
     let id = path_id("true-up charge type relation", &id)?;
     r.tenant
         .db
-        .write(move |tx| true_ups::delete(tx, parent, id))
+        .write(move |tx| agreement_rules::delete_true_up_relation(tx, parent, id))
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -419,19 +409,18 @@ pub async fn create_bill_batch(
     r: Req,
     JsonBody(body): JsonBody<bill_batches::CreateBody>,
 ) -> Reply {
+    let batch = body.into_new();
     r.write(StatusCode::OK, bill_batches::load, move |tx, tz| {
-        bill_batches::create(tx, &body, tz)
+        bill_batch_rules::create_bill_batch(tx, &batch, tz)
     })
     .await
 }
 
 /// GET /bill-batches/{bill_batch_id}/billing-accounts
 pub async fn list_bill_batch_accounts(r: Req, Path(batch): Path<String>) -> Reply {
-    let scope = Scope::child_of(
-        "bill_batches",
-        "bill batch",
-        &batch,
-        bill_batches::ACCOUNTS_SCOPE,
-    )?;
-    r.list(BILL_BATCH_ACCOUNTS, scope).await
+    r.list(
+        BILL_BATCH_ACCOUNTS,
+        Scope::child_of(bill_batches::BY_BILL_BATCH, &batch)?,
+    )
+    .await
 }

@@ -1,6 +1,7 @@
 //! Route group `billing`: Surface B's query and maintenance endpoints under `/billing/2`.
-//! Handlers (in `handlers`) parse, call the resource functions (in `resources`), and render
-//! with the shared list machinery (`shared::query::list`).
+//! Handlers (in `handlers`) parse HTTP into typed input; reads go through a resource's list
+//! source and loader (in `resources`) and the paged-query engine (`shared::query`), writes
+//! through `shared::domain`; answers are rendered by `shared::web::listing`.
 
 pub mod handlers;
 pub mod resources;

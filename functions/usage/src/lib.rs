@@ -1,6 +1,7 @@
 //! Route group `usage`: Surface B's usage events under `/billing/2`: bulk posting, bulk
-//! simulation, and reading rated events back. Handlers parse, call `shared::domain::usage`,
-//! and render.
+//! simulation, and reading rated events back. Handlers parse HTTP (the body, the query
+//! parameters, the list request through `shared::web::listing`), call
+//! `shared::domain::usage`, and render.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -10,8 +11,7 @@ use axum::{Json, Router};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
 use shared::domain::usage::{self, BulkOutcome, BulkRequest};
-use shared::query::list::{json_with_etag, list_response, read_shape, to_raw, with_preference};
-use shared::query::ListParams;
+use shared::web::listing::{read_shape, record_response, to_raw, Listing};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant, BILLING_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
@@ -71,16 +71,16 @@ async fn list_events(
     headers: HeaderMap,
     Params(params): Params,
 ) -> Result<Response, ApiError> {
-    usage::require_narrowing(&params)?;
+    usage::require_narrowing(params.keys().map(String::as_str))?;
     let tz = tenant.tz;
-    let list = ListParams::parse(&params, &headers, &usage::EVENT_LIST, tz, &[])?;
-    let query = list.clone();
+    let listing = Listing::read(&params, &headers, &usage::EVENT_LIST, tz, &[])?;
+    let query = listing.query.clone();
     let (events, total) = tenant.db.read(move |c| usage::list(c, &query, tz)).await?;
     let records = events
         .iter()
-        .map(|e| to_raw(e, list.shape))
+        .map(|e| to_raw(e, listing.shape))
         .collect::<shared::Result<Vec<_>>>()?;
-    Ok(list_response(records, total, &list, &headers))
+    Ok(listing.respond(records, total, &headers))
 }
 
 async fn get_event(
@@ -99,13 +99,5 @@ async fn get_event(
     let tz = tenant.tz;
     let event = tenant.db.read(move |c| usage::get(c, numeric, tz)).await?;
     let record = to_raw(&event, shape)?;
-    Ok(with_preference(
-        json_with_etag(
-            StatusCode::OK,
-            record.get().as_bytes().to_vec(),
-            "",
-            &headers,
-        ),
-        applied,
-    ))
+    Ok(record_response(StatusCode::OK, &record, applied, &headers))
 }

@@ -13,6 +13,7 @@ pub mod accounts;
 pub mod adjustments;
 pub mod agreements;
 pub mod bill_batch_membership;
+pub mod bill_batches;
 pub mod billing;
 pub mod calendars;
 pub mod catalog;
@@ -25,6 +26,9 @@ mod paging;
 pub mod payments;
 pub mod replication;
 pub mod usage;
+
+#[cfg(test)]
+mod test_support;
 
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
@@ -100,7 +104,7 @@ impl<T: ToSql> OptionalValue for Option<T> {
 }
 
 /// Fails with 404 unless `table` has a row with `id` (inside a write transaction or a read).
-pub(crate) fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
+pub fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
     let found = conn
         .prepare_cached(&format!("SELECT 1 FROM \"{table}\" WHERE id = ?1"))?
         .exists([id])?;

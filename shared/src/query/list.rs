@@ -1,39 +1,28 @@
-//! The list machinery every Surface B list shares: named filters and `filter`, `sort`,
-//! `page_number`/`page_size`, `return` and `Prefer`, `omit_total_count`, and the answer with
-//! ETag (304 on a matching If-None-Match), X-total-count, X-element-count, X-total-pages and
-//! Preference-Applied.
+//! The paged-query engine: which rows of a list source match (named filters, `filter`, any
+//! fixed scope), in which order (`sort` plus the primary key as tiebreak), one page of them
+//! and the count of all. SQL and paging math only: reading a request off HTTP and answering
+//! with headers and ETags is `crate::web::listing`'s job.
 //!
-//! Choices where the interface is silent: `page_number` 0 is the first page, like 1;
-//! `page_size` 0 answers no records but still counts them; unknown query parameters are
-//! ignored; a `return` parameter wins over a `Prefer` header.
+//! Two steps, so that callers keep their own order of validation: [`Selection::compile`]
+//! turns typed [`Criteria`] (texts as the client wrote them) into a WHERE condition and an
+//! ORDER BY list; [`PageQuery`] adds the page and whether to count, and fetches. A surface
+//! with filters of its own (not the query language) builds its [`Selection`] with
+//! [`Selection::new`] and [`Selection::scope`] and pages through the same [`PageQuery`].
+//!
+//! Choice where the interface is silent: a page of size 0 reads no rows but still counts.
 
 use super::ast::{CmpOp, Expr, Field, Value as AstValue};
 use super::compile::{compile_filter, compile_sort, SqlFragment};
 use super::{parse, FieldSpec, QueryError};
-use crate::paging::{int_param, Page};
+use crate::paging::{Page, Paged};
 use crate::{Error, Result};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
-use rusqlite::Connection;
-use serde_json::value::RawValue;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, Row};
 
-/// Largest `page_size` of a Surface B list.
-pub const MAX_PAGE_SIZE: i64 = 50;
-/// Most objects of a nested collection rendered inside one record.
+/// Most objects of a nested collection rendered inside one record (and so the most a
+/// nested collection may hold when written).
 pub const MAX_NESTED: usize = 50;
-
-/// How much of each record to render.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// Scalar fields; nested references reduced to `{id}`; nested collections left out.
-    Simple,
-    /// Everything (the default).
-    Full,
-}
 
 /// What a resource's list reads from, and which of its fields are named filters.
 #[derive(Debug, Clone, Copy)]
@@ -50,21 +39,31 @@ pub struct ListSource {
     pub id: &'static str,
 }
 
-/// A parsed, validated list request.
+impl ListSource {
+    /// The names usable as named filters: `id`, then [`ListSource::named_filters`].
+    pub fn filter_names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once("id").chain(self.named_filters.iter().copied())
+    }
+}
+
+/// What a client asked to select, as written: typed input of [`Selection::compile`].
+#[derive(Debug, Clone, Default)]
+pub struct Criteria {
+    /// A filter in the query language, when given (blank means none).
+    pub filter: Option<String>,
+    /// A sort (`a,-b`), when given.
+    pub sort: Option<String>,
+    /// Named-filter values (`name`, `value`): each means `name EQ 'value'`.
+    pub named: Vec<(String, String)>,
+}
+
+/// Which rows, in which order: a compiled WHERE condition and ORDER BY list.
 #[derive(Debug, Clone)]
-pub struct ListParams {
+pub struct Selection {
     /// The WHERE condition (named filters AND filter AND any scope).
     pub condition: SqlFragment,
-    /// The ORDER BY list.
+    /// The ORDER BY list (always ends with the primary key).
     pub order_by: String,
-    /// The page asked for (number normalized to >= 1).
-    pub page: Page,
-    /// The representation asked for.
-    pub shape: Shape,
-    /// The `Preference-Applied` value to answer, when a Prefer return preference was sent.
-    pub preference_applied: Option<&'static str>,
-    /// `omit_total_count=TRUE`: leave out X-total-count and X-total-pages.
-    pub omit_total_count: bool,
 }
 
 /// Converts a [`QueryError`] of a parameter into a 400 naming the parameter.
@@ -72,67 +71,37 @@ fn param_error(param: &str, e: QueryError) -> Error {
     Error::bad_request(format!("{param}: {e}"))
 }
 
-/// Reads `return` and `Prefer: return=...`: the shape and the Preference-Applied answer.
-pub fn read_shape(
-    params: &HashMap<String, String>,
-    headers: &HeaderMap,
-) -> Result<(Shape, Option<&'static str>)> {
-    let preferred = headers
-        .get_all("prefer")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split([',', ';']))
-        .filter_map(|p| {
-            let (k, v) = p.split_once('=')?;
-            k.trim()
-                .eq_ignore_ascii_case("return")
-                .then(|| v.trim().trim_matches('"').to_ascii_lowercase())
-        })
-        .find_map(|v| match v.as_str() {
-            "minimal" => Some(Shape::Simple),
-            "representation" => Some(Shape::Full),
-            _ => None,
-        });
-    let explicit = match params.get("return").map(|v| v.trim().to_ascii_uppercase()) {
-        None => None,
-        Some(v) if v == "SIMPLE" => Some(Shape::Simple),
-        Some(v) if v == "FULL" => Some(Shape::Full),
-        Some(_) => {
-            return Err(Error::bad_request(format!(
-                "return: '{}' is not one of SIMPLE, FULL",
-                params.get("return").map(String::as_str).unwrap_or_default()
-            )))
+impl Selection {
+    /// Every row, in `order_by` (a compile-time constant ending with a unique key).
+    pub fn new(order_by: &str) -> Selection {
+        Selection {
+            condition: SqlFragment::always(),
+            order_by: order_by.to_string(),
         }
-    };
-    let shape = explicit.or(preferred).unwrap_or(Shape::Full);
-    let applied = preferred.map(|_| match shape {
-        Shape::Simple => "return=minimal",
-        Shape::Full => "return=representation",
-    });
-    Ok((shape, applied))
-}
+    }
 
-impl ListParams {
-    /// Reads and validates a list request against `source`; date-times are read in `tz`.
-    /// `defaults` are named-filter values applied when the client names neither the
-    /// parameter nor the field in `filter` (e.g. bill batches: status ACTIVE).
-    pub fn parse(
-        params: &HashMap<String, String>,
-        headers: &HeaderMap,
+    /// Compiles `criteria` against `source`; date-times are read in `tz`. `defaults` are
+    /// named-filter values applied when the client names neither the filter nor the field
+    /// in `filter` (e.g. bill batches: status ACTIVE). Errors name the parameter.
+    pub fn compile(
+        criteria: &Criteria,
         source: &ListSource,
         tz: Tz,
         defaults: &[(&str, &str)],
-    ) -> Result<ListParams> {
-        let filter = match params.get("filter").map(|f| f.trim()) {
+    ) -> Result<Selection> {
+        let filter = match criteria.filter.as_deref().map(str::trim) {
             Some(f) if !f.is_empty() => Some(parse(f).map_err(|e| param_error("filter", e))?),
             _ => None,
         };
         let mut condition = SqlFragment::always();
-        let mut named: Vec<&str> = vec!["id"];
-        named.extend(source.named_filters.iter().copied());
-        for name in named {
-            let value = match params.get(name) {
-                Some(v) => v.as_str(),
+        for name in source.filter_names() {
+            let given = criteria
+                .named
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str());
+            let value = match given {
+                Some(v) => v,
                 None => match defaults.iter().find(|(n, _)| *n == name) {
                     Some((_, v)) if !filter.as_ref().is_some_and(|f| f.mentions(name)) => v,
                     _ => continue,
@@ -158,278 +127,229 @@ impl ListParams {
                 .and(compile_filter(f, source.fields, tz).map_err(|e| param_error("filter", e))?);
         }
         let order_by = compile_sort(
-            params.get("sort").map(String::as_str).unwrap_or(""),
+            criteria.sort.as_deref().unwrap_or(""),
             source.fields,
             source.id,
         )
         .map_err(|e| param_error("sort", e))?;
-        let number = int_param(params, "page_number", 1, 0, i64::from(i32::MAX))?.max(1);
-        let size = int_param(params, "page_size", MAX_PAGE_SIZE, 0, MAX_PAGE_SIZE)?;
-        let (shape, preference_applied) = read_shape(params, headers)?;
-        let omit_total_count = match params.get("omit_total_count") {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("true") => true,
-            Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) => {
-                return Err(Error::bad_request(format!(
-                    "omit_total_count: '{v}' is not TRUE or FALSE"
-                )))
-            }
-        };
-        Ok(ListParams {
+        Ok(Selection {
             condition,
             order_by,
-            page: Page { number, size },
-            shape,
-            preference_applied,
-            omit_total_count,
         })
     }
 
-    /// Narrows the list to a fixed scope (e.g. the parent of a nested collection); `sql` is
-    /// a compile-time constant with `?` marks for `params`.
-    pub fn scope(mut self, sql: &str, params: Vec<rusqlite::types::Value>) -> ListParams {
+    /// Narrows the selection to a fixed scope (e.g. the parent of a nested collection);
+    /// `sql` is a compile-time constant with `?` marks for `params`.
+    pub fn scope(mut self, sql: &str, params: Vec<SqlValue>) -> Selection {
         self.condition = self.condition.and(SqlFragment {
             sql: sql.to_string(),
             params,
         });
         self
     }
+}
 
-    /// Reads one page of ids of `source` matching this request, and the total (unless
-    /// omitted). Callers load the full records of those ids.
+/// A selection, one page of it, and whether to count all matching rows.
+#[derive(Debug, Clone)]
+pub struct PageQuery {
+    /// Which rows, in which order.
+    pub selection: Selection,
+    /// The page asked for.
+    pub page: Page,
+    /// Whether to count every matching row (a second query).
+    pub count_total: bool,
+}
+
+impl PageQuery {
+    /// Narrows the selection to a fixed scope (see [`Selection::scope`]).
+    pub fn scope(mut self, sql: &str, params: Vec<SqlValue>) -> PageQuery {
+        self.selection = self.selection.scope(sql, params);
+        self
+    }
+
+    /// Reads one page of `select` (columns over `from`, both compile-time constants)
+    /// mapped by `map`, and the total unless not asked for.
+    pub fn fetch<T>(
+        &self,
+        conn: &Connection,
+        select: &str,
+        from: &str,
+        map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<(Vec<T>, Option<i64>)> {
+        let Selection {
+            condition,
+            order_by,
+        } = &self.selection;
+        let (limit, offset) = self.page.limit_offset();
+        let rows = if limit == 0 {
+            Vec::new()
+        } else {
+            let sql = format!(
+                "SELECT {select} FROM {from} WHERE {} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                condition.sql
+            );
+            let mut params = condition.params.clone();
+            params.push(limit.into());
+            params.push(offset.into());
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), map)?;
+            rows.collect::<rusqlite::Result<Vec<T>>>()?
+        };
+        let total = if self.count_total {
+            let sql = format!("SELECT COUNT(*) FROM {from} WHERE {}", condition.sql);
+            let mut stmt = conn.prepare_cached(&sql)?;
+            Some(
+                stmt.query_row(rusqlite::params_from_iter(condition.params.iter()), |r| {
+                    r.get(0)
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok((rows, total))
+    }
+
+    /// Reads one page of ids of `source` and the total unless not asked for. Callers load
+    /// the full records of those ids.
     pub fn fetch_ids(
         &self,
         conn: &Connection,
         source: &ListSource,
     ) -> Result<(Vec<i64>, Option<i64>)> {
-        let (limit, offset) = self.page.limit_offset();
-        let ids = if limit == 0 {
-            Vec::new()
-        } else {
-            let sql = format!(
-                "SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT ? OFFSET ?",
-                source.id, source.from, self.condition.sql, self.order_by
-            );
-            let mut params = self.condition.params.clone();
-            params.push(limit.into());
-            params.push(offset.into());
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<Vec<i64>>>()?
+        self.fetch(conn, source.id, source.from, |r| r.get(0))
+    }
+
+    /// [`PageQuery::fetch`] for surfaces that always count: a [`Paged`] page.
+    pub fn fetch_paged<T>(
+        &self,
+        conn: &Connection,
+        select: &str,
+        from: &str,
+        map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Paged<T>> {
+        let counted = PageQuery {
+            count_total: true,
+            ..self.clone()
         };
-        let total = if self.omit_total_count {
-            None
-        } else {
-            let sql = format!(
-                "SELECT COUNT(*) FROM {} WHERE {}",
-                source.from, self.condition.sql
-            );
-            let mut stmt = conn.prepare_cached(&sql)?;
-            Some(stmt.query_row(
-                rusqlite::params_from_iter(self.condition.params.iter()),
-                |r| r.get(0),
-            )?)
-        };
-        Ok((ids, total))
+        let (items, total) = counted.fetch(conn, select, from, map)?;
+        Ok(Paged {
+            items,
+            total: total.unwrap_or_default(),
+            page: self.page,
+        })
     }
-}
-
-/// Reduces a record to its SIMPLE form: nested references keep only `id`, nested
-/// collections are left out, scalars stay (number texts untouched, so amounts stay exact).
-pub fn simplify(record: &RawValue) -> Result<Box<RawValue>> {
-    let Ok(members) = object_members(record) else {
-        return Ok(record.to_owned());
-    };
-    let mut out: Vec<String> = Vec::with_capacity(members.len());
-    for (key, value) in members {
-        let text = value.get().trim_start();
-        let rendered = if text.starts_with('[') {
-            continue;
-        } else if text.starts_with('{') {
-            let inner: serde_json::Map<String, Value> = serde_json::from_str(text)?;
-            serde_json::to_string(
-                &serde_json::json!({ "id": inner.get("id").cloned().unwrap_or(Value::Null) }),
-            )?
-        } else {
-            text.to_string()
-        };
-        out.push(format!("{}:{rendered}", serde_json::to_string(&key)?));
-    }
-    Ok(RawValue::from_string(format!("{{{}}}", out.join(",")))?)
-}
-
-/// An object's members with their raw values, in document order.
-fn object_members(record: &RawValue) -> Result<Vec<(String, Box<RawValue>)>> {
-    struct Pairs(Vec<(String, Box<RawValue>)>);
-    impl<'de> serde::Deserialize<'de> for Pairs {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-            struct Visit;
-            impl<'de> serde::de::Visitor<'de> for Visit {
-                type Value = Pairs;
-                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> std::result::Result<Pairs, A::Error> {
-                    let mut out = Vec::new();
-                    while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
-                        out.push(entry);
-                    }
-                    Ok(Pairs(out))
-                }
-            }
-            d.deserialize_map(Visit)
-        }
-    }
-    let pairs: Pairs = serde_json::from_str(record.get())?;
-    Ok(pairs.0)
-}
-
-/// Serializes a record in `shape`, exactly (amounts keep their digits).
-pub fn to_raw<T: serde::Serialize>(record: &T, shape: Shape) -> Result<Box<RawValue>> {
-    let full = serde_json::value::to_raw_value(record)?;
-    match shape {
-        Shape::Full => Ok(full),
-        Shape::Simple => simplify(&full),
-    }
-}
-
-/// A strong ETag over the exact bytes of a body and of what headers carry beside it.
-fn etag_of(body: &[u8], extra: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(body)
-        .chain_update(extra)
-        .finalize();
-    format!("\"{}\"", hex::encode(&digest[..16]))
-}
-
-/// Whether an If-None-Match header matches `etag` (a list of tags, weak or strong, or `*`).
-fn none_match(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim().trim_start_matches("W/"))
-        .any(|t| t == "*" || t == etag)
-}
-
-/// A JSON answer with an ETag; 304 without a body when If-None-Match matches it. `extra`
-/// is what the answer's other headers say (e.g. the total), so that it changes the tag.
-pub fn json_with_etag(
-    status: StatusCode,
-    bytes: Vec<u8>,
-    extra: &str,
-    headers: &HeaderMap,
-) -> Response {
-    let etag = etag_of(&bytes, extra);
-    let mut response = if status == StatusCode::OK && none_match(headers, &etag) {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            bytes,
-        )
-            .into_response()
-    };
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        response.headers_mut().insert(header::ETAG, v);
-    }
-    response
-}
-
-/// Adds `Preference-Applied` when a Prefer return preference was honoured.
-pub fn with_preference(mut response: Response, applied: Option<&'static str>) -> Response {
-    if let Some(a) = applied {
-        response
-            .headers_mut()
-            .insert("Preference-Applied", HeaderValue::from_static(a));
-    }
-    response
-}
-
-/// The answer to a list request: the records (already shaped) as a JSON array with ETag,
-/// X-element-count, X-total-count and X-total-pages (the last two unless omitted) and
-/// Preference-Applied.
-pub fn list_response(
-    records: Vec<Box<RawValue>>,
-    total: Option<i64>,
-    params: &ListParams,
-    headers: &HeaderMap,
-) -> Response {
-    let count = records.len();
-    let bytes = serde_json::to_vec(&records).unwrap_or_default();
-    let mut response = json_with_etag(StatusCode::OK, bytes, &format!("{total:?}"), headers);
-    let h = response.headers_mut();
-    h.insert("X-element-count", HeaderValue::from(count));
-    if let Some(total) = total {
-        h.insert("X-total-count", HeaderValue::from(total));
-        h.insert(
-            "X-total-pages",
-            HeaderValue::from(params.page.total_pages(total)),
-        );
-    }
-    with_preference(response, params.preference_applied)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::{FieldKind, FieldSpec};
 
-    fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    static FIELDS: &[FieldSpec] = &[
+        FieldSpec::new("id", "t.id", FieldKind::Integer).sortable(),
+        FieldSpec::new("color", "t.color", FieldKind::Text).sortable(),
+    ];
+    static SOURCE: ListSource = ListSource {
+        noun: "thing",
+        fields: FIELDS,
+        named_filters: &["color"],
+        from: "t",
+        id: "t.id",
+    };
 
-    #[test]
-    fn shape_from_return_and_prefer() {
-        let mut h = HeaderMap::new();
-        assert_eq!(read_shape(&params(&[]), &h).unwrap(), (Shape::Full, None));
-        h.insert(
-            "prefer",
-            HeaderValue::from_static("respond-async, return=minimal"),
-        );
-        assert_eq!(
-            read_shape(&params(&[]), &h).unwrap(),
-            (Shape::Simple, Some("return=minimal"))
-        );
-        assert_eq!(
-            read_shape(&params(&[("return", "FULL")]), &h).unwrap(),
-            (Shape::Full, Some("return=representation"))
-        );
-        assert!(read_shape(&params(&[("return", "ALL")]), &h).is_err());
-    }
-
-    #[test]
-    fn simple_form_keeps_scalars_and_reference_ids() {
-        let full = RawValue::from_string(
-            r#"{"id":"1","name":"x","agreement":{"id":"2","name":"y"},"items":[{"id":"3"}],"amount":0.1000000000000000000000000001,"gone":null}"#.into(),
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, color TEXT);
+             INSERT INTO t VALUES (1, 'RED'), (2, 'BLUE'), (3, 'RED'), (4, 'RED'), (5, 'RED');",
         )
         .unwrap();
-        assert_eq!(
-            simplify(&full).unwrap().get(),
-            r#"{"id":"1","name":"x","agreement":{"id":"2"},"amount":0.1000000000000000000000000001,"gone":null}"#
-        );
+        c
+    }
+
+    fn query(criteria: &Criteria, defaults: &[(&str, &str)], page: Page) -> PageQuery {
+        PageQuery {
+            selection: Selection::compile(criteria, &SOURCE, chrono_tz::UTC, defaults).unwrap(),
+            page,
+            count_total: true,
+        }
     }
 
     #[test]
-    fn etag_matching() {
-        let mut h = HeaderMap::new();
-        let first = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
-        let tag = first.headers()[header::ETAG].clone();
-        h.insert(header::IF_NONE_MATCH, tag.clone());
-        let again = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
-        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-        let changed = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "total 2", &h);
-        assert_eq!(changed.status(), StatusCode::OK);
+    fn named_filters_defaults_sort_and_paging() {
+        let c = db();
+        let page = Page { number: 2, size: 2 };
+        let sorted = Criteria {
+            sort: Some("-id".into()),
+            ..Criteria::default()
+        };
+        let q = query(&sorted, &[("color", "RED")], page);
+        assert_eq!(q.fetch_ids(&c, &SOURCE).unwrap(), (vec![3, 1], Some(4)));
+        // A filter naming the field switches the default off.
+        let blue = Criteria {
+            filter: Some("color EQ 'BLUE'".into()),
+            ..Criteria::default()
+        };
+        let q = query(&blue, &[("color", "RED")], Page { number: 1, size: 9 });
+        assert_eq!(q.fetch_ids(&c, &SOURCE).unwrap(), (vec![2], Some(1)));
+        let named = Criteria {
+            named: vec![
+                ("color".into(), "BLUE".into()),
+                ("ignored".into(), "x".into()),
+            ],
+            ..Criteria::default()
+        };
+        let q = query(&named, &[], Page { number: 1, size: 0 });
+        assert_eq!(q.fetch_ids(&c, &SOURCE).unwrap(), (vec![], Some(1)));
+        let uncounted = PageQuery {
+            count_total: false,
+            ..q.scope("t.id > ?", vec![SqlValue::Integer(2)])
+        };
+        assert_eq!(uncounted.fetch_ids(&c, &SOURCE).unwrap(), (vec![], None));
+    }
+
+    #[test]
+    fn errors_name_the_parameter() {
+        let bad = |c: Criteria| {
+            Selection::compile(&c, &SOURCE, chrono_tz::UTC, &[])
+                .unwrap_err()
+                .to_string()
+        };
+        let filter = bad(Criteria {
+            filter: Some("size EQ '1'".into()),
+            ..Criteria::default()
+        });
+        assert!(
+            filter.starts_with("filter: unknown field 'size'"),
+            "{filter}"
+        );
+        let named = bad(Criteria {
+            named: vec![("id".into(), "x".into())],
+            ..Criteria::default()
+        });
+        assert!(
+            named.starts_with("id: 'x' is not a whole number"),
+            "{named}"
+        );
+        let sort = bad(Criteria {
+            sort: Some("nope".into()),
+            ..Criteria::default()
+        });
+        assert!(sort.starts_with("sort: unknown field 'nope'"), "{sort}");
+    }
+
+    #[test]
+    fn paged_rows_for_surfaces_with_their_own_filters() {
+        let c = db();
+        let q = PageQuery {
+            selection: Selection::new("t.id DESC")
+                .scope("t.color = ?", vec![SqlValue::Text("RED".into())]),
+            page: Page { number: 1, size: 3 },
+            count_total: false,
+        };
+        let paged = q
+            .fetch_paged(&c, "t.id, t.color", "t", |r| r.get::<_, i64>(0))
+            .unwrap();
+        assert_eq!((paged.items, paged.total), (vec![5, 4, 3], 4));
     }
 }

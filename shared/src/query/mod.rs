@@ -1,5 +1,5 @@
-//! Surface B's query language and list machinery, shared by every list of every surface that
-//! wants them.
+//! Surface B's query language and the paged-query engine every list can share. No HTTP
+//! here: `crate::web::listing` reads list requests off HTTP and renders the answers.
 //!
 //! The language (see `docs/billing.md` for the user-facing description):
 //! `<field> <OP> '<value>'` with EQ, NEQ, LT, LTE, GT, GTE, LIKE, `IS [NOT] NULL` and
@@ -9,7 +9,7 @@
 //! Stages, one module each: [`lex`] (tokens), [`parse`] (precedence climbing into [`ast`]),
 //! [`compile`] (type-checks against a per-resource [`FieldSpec`] whitelist and emits SQL in
 //! which every value is a bound parameter and every column comes from the whitelist) and
-//! [`list`] (sort, paging, `return`/`Prefer`, ETag and the paging headers).
+//! [`list`] (the engine: selection, sort, one page, the count).
 
 pub mod ast;
 pub mod compile;
@@ -18,7 +18,7 @@ pub mod list;
 pub mod parse;
 
 pub use compile::{compile_filter, compile_sort, FieldKind, FieldSpec, SqlFragment};
-pub use list::{ListParams, ListSource, Shape};
+pub use list::{Criteria, ListSource, PageQuery, Selection};
 pub use parse::parse;
 
 /// Longest filter expression accepted, in characters.

@@ -1,6 +1,6 @@
 //! Actions (platform event definitions) and their operations; read-only.
 
-use super::{id_text, load_children, load_in_order, RenderContext};
+use super::{id_text, load_children, load_in_order, Parent, RenderContext};
 use rusqlite::Connection;
 use serde::Serialize;
 use shared::domain::billing::ACTION_TYPES;
@@ -31,6 +31,13 @@ pub static SOURCE: ListSource = ListSource {
     named_filters: &["product_id", "action_type", "agreement_id", "bill_cycle_id"],
     from: "actions a",
     id: "a.id",
+};
+
+/// The actions of one bill cycle (over [`SOURCE`]'s alias `a`).
+pub const BY_BILL_CYCLE: Parent = Parent {
+    table: "bill_cycles",
+    noun: "bill cycle",
+    condition: "a.bill_cycle_id = ?",
 };
 
 /// An operation of an action.

@@ -1,24 +1,20 @@
-//! Agreement services: a service under an agreement. Read, list, and the partial update of
-//! the fields the interface lists.
+//! Agreement services: a service under an agreement, as Surface B lists and renders it, and
+//! the body of its partial update (PUT), turned into the domain's typed
+//! `AgreementServiceUpdate` (whose rules are `shared::domain::agreements`).
 
 use super::RenderContext;
 use super::{id_text, load_children, load_in_order, number, time, IdRef, NamedRef};
-use chrono_tz::Tz;
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
-use shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
-use shared::domain::{check_currency, parse_time, CURRENCY_CODES};
-use shared::money::{canonical, Number};
-use shared::query::list::MAX_NESTED;
+use shared::domain::agreements::{AgreementServiceUpdate, AGREEMENT_SERVICE_STATUSES};
+use shared::domain::CURRENCY_CODES;
+use shared::money::Number;
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
 use shared::{Error, Result};
 
 /// Longest service_resource_identifier filter value, in characters.
 pub const MAX_SRID_CHARS: usize = 255;
-/// Longest free-text value (end actions, true-up charge types), in characters.
-const MAX_TEXT_CHARS: usize = 255;
 
 const SRID_VIA: &str =
     "service_resources sr WHERE sr.service_id = s.service_id AND sr.parent_id IS NULL";
@@ -301,226 +297,45 @@ pub struct Patch {
     true_up_charge_types: Option<Vec<String>>,
 }
 
-/// Fails with 400 (not 404: the path names the record, the body only refers) unless
-/// `table` has a row `id`.
-fn require_reference(tx: &Transaction<'_>, table: &str, field: &str, id: i64) -> Result<()> {
-    let exists = tx
-        .prepare_cached(&format!("SELECT 1 FROM {table} WHERE id = ?1"))?
-        .exists([id])?;
-    if exists {
-        Ok(())
-    } else {
-        Err(Error::bad_request(format!("{field}: {id} does not exist")))
-    }
-}
-
-fn check_text(field: &str, value: &str) -> Result<()> {
-    if value.trim().is_empty() || value.chars().count() > MAX_TEXT_CHARS {
-        return Err(Error::bad_request(format!(
-            "{field} must be 1 to {MAX_TEXT_CHARS} characters"
-        )));
-    }
-    Ok(())
-}
-
-fn check_not_negative(field: &str, value: Decimal) -> Result<()> {
-    if value.is_sign_negative() && !value.is_zero() {
-        return Err(Error::bad_request(format!("{field} must not be negative")));
-    }
-    Ok(())
-}
-
-/// Applies a partial update to agreement service `id`: 404 when it does not exist, 400 for
-/// a field that breaks a rule (nothing is applied then).
-pub fn update(tx: &Transaction<'_>, id: i64, patch: &Patch, tz: Tz) -> Result<()> {
-    let start: Option<String> = tx
-        .query_row(
-            "SELECT start_date FROM agreement_services WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            other => Err(other),
-        })?;
-    let Some(start) = start else {
-        return Err(Error::not_found(format!(
-            "agreement service {id} does not exist"
-        )));
-    };
-    if let Some(given) = &patch.id {
-        if given.value("id")? != id {
-            return Err(Error::bad_request(format!(
-                "id in the body does not match the agreement service {id} of the path"
-            )));
-        }
-    }
-    let mut sets: Vec<(&str, SqlValue)> = Vec::new();
-    let flag = |v: bool| SqlValue::Integer(i64::from(v));
-    let text = |v: &Option<String>| v.clone().map_or(SqlValue::Null, SqlValue::Text);
-    if let Some(v) = patch.next_service_pay_on_purchase {
-        sets.push(("next_service_pay_on_purchase", flag(v)));
-    }
-    if let Some(v) = patch.accumulated_charges_amount {
-        check_not_negative("accumulated_charges_amount", v)?;
-        sets.push(("accumulated_charges_amount", SqlValue::Text(canonical(v))));
-    }
-    if let Some(r) = &patch.agreement {
-        let agreement = r.id.value("agreement")?;
-        require_reference(tx, "agreements", "agreement", agreement)?;
-        let period: i64 = tx.query_row(
-            "SELECT agreement_period FROM agreements WHERE id = ?1",
-            [agreement],
-            |r| r.get(0),
-        )?;
-        sets.push(("agreement_id", SqlValue::Integer(agreement)));
-        sets.push(("agreement_period", SqlValue::Integer(period)));
-    }
-    if let Some(v) = &patch.end_date {
-        let end = v
-            .as_deref()
-            .map(|t| parse_time("end_date", t, tz))
-            .transpose()?;
-        if end.as_deref().is_some_and(|e| e < start.as_str()) {
-            return Err(Error::bad_request("end_date must not be before start_date"));
-        }
-        sets.push(("end_date", text(&end)));
-    }
-    for (column, value) in [
-        ("end_action", &patch.end_action),
-        ("next_end_action", &patch.next_end_action),
-    ] {
-        if let Some(v) = value {
-            if let Some(t) = v {
-                check_text(column, t)?;
+impl Patch {
+    /// The typed update this body asks for: 400 when the body's `id` is not the path's
+    /// `id` or a reference's id is not an identifier.
+    pub fn into_update(self, id: i64) -> Result<AgreementServiceUpdate> {
+        if let Some(given) = &self.id {
+            if given.value("id")? != id {
+                return Err(Error::bad_request(format!(
+                    "id in the body does not match the agreement service {id} of the path"
+                )));
             }
-            sets.push((column, text(v)));
         }
+        let reference = |field: &str, r: Option<Option<RefIn>>| {
+            r.map(|v| v.map(|r| r.id.value(field)).transpose())
+                .transpose()
+        };
+        Ok(AgreementServiceUpdate {
+            next_service_pay_on_purchase: self.next_service_pay_on_purchase,
+            accumulated_charges_amount: self.accumulated_charges_amount,
+            agreement_id: self
+                .agreement
+                .map(|r| r.id.value("agreement"))
+                .transpose()?,
+            end_date: self.end_date,
+            end_action: self.end_action,
+            next_agreement_id: reference("next_agreement", self.next_agreement)?,
+            next_end_action: self.next_end_action,
+            next_service_product_id: reference("next_service_product", self.next_service_product)?,
+            next_service_product_price_id: reference(
+                "next_service_product_price",
+                self.next_service_product_price,
+            )?,
+            preserve_service_price: self.preserve_service_price,
+            next_preserve_service_price: self.next_preserve_service_price,
+            minimum_amount: self.minimum_amount,
+            minimum_amount_currency_code: self.minimum_amount_currency_code,
+            omit_minimum_amount: self.omit_minimum_amount,
+            true_up_charge_types: self.true_up_charge_types,
+        })
     }
-    for (column, field, table, value) in [
-        (
-            "next_agreement_id",
-            "next_agreement",
-            "agreements",
-            &patch.next_agreement,
-        ),
-        (
-            "next_service_product_id",
-            "next_service_product",
-            "products",
-            &patch.next_service_product,
-        ),
-        (
-            "next_service_product_price_id",
-            "next_service_product_price",
-            "product_prices",
-            &patch.next_service_product_price,
-        ),
-    ] {
-        if let Some(v) = value {
-            let target = match v {
-                Some(r) => {
-                    let target = r.id.value(field)?;
-                    require_reference(tx, table, field, target)?;
-                    SqlValue::Integer(target)
-                }
-                None => SqlValue::Null,
-            };
-            sets.push((column, target));
-        }
-    }
-    if let Some(v) = patch.preserve_service_price {
-        sets.push(("preserve_service_price", flag(v)));
-    }
-    if let Some(v) = patch.next_preserve_service_price {
-        sets.push(("next_preserve_service_price", flag(v)));
-    }
-    if let Some(v) = patch.omit_minimum_amount {
-        sets.push(("omit_minimum_amount", flag(v)));
-    }
-    if let Some(v) = &patch.minimum_amount {
-        if let Some(d) = v {
-            check_not_negative("minimum_amount", *d)?;
-        }
-        sets.push((
-            "minimum_amount",
-            v.map_or(SqlValue::Null, |d| SqlValue::Text(canonical(d))),
-        ));
-    }
-    if let Some(v) = &patch.minimum_amount_currency_code {
-        if let Some(c) = v {
-            check_currency("minimum_amount_currency_code", c)?;
-        }
-        sets.push(("minimum_amount_currency_code", text(v)));
-    }
-    if !sets.is_empty() {
-        let assignments: Vec<String> = sets.iter().map(|(c, _)| format!("{c} = ?")).collect();
-        let mut values: Vec<SqlValue> = sets.into_iter().map(|(_, v)| v).collect();
-        values.push(SqlValue::Integer(id));
-        tx.execute(
-            &format!(
-                "UPDATE agreement_services SET {} WHERE id = ?",
-                assignments.join(", ")
-            ),
-            rusqlite::params_from_iter(values.iter()),
-        )?;
-    }
-    check_price_matches_product(tx, id)?;
-    if let Some(types) = &patch.true_up_charge_types {
-        replace_true_up_types(tx, id, types)?;
-    }
-    Ok(())
-}
-
-/// A next price must be a price of the next product (when both are set).
-fn check_price_matches_product(tx: &Transaction<'_>, id: i64) -> Result<()> {
-    let mismatch = tx
-        .prepare_cached(
-            "SELECT 1 FROM agreement_services s JOIN product_prices pp
-               ON pp.id = s.next_service_product_price_id
-             WHERE s.id = ?1 AND s.next_service_product_id IS NOT NULL
-               AND pp.product_id <> s.next_service_product_id",
-        )?
-        .exists([id])?;
-    if mismatch {
-        return Err(Error::bad_request(
-            "next_service_product_price must be a price of next_service_product",
-        ));
-    }
-    Ok(())
-}
-
-/// Makes the agreement service's true-up charge types exactly `types` (duplicates collapse).
-fn replace_true_up_types(tx: &Transaction<'_>, id: i64, types: &[String]) -> Result<()> {
-    if types.len() > MAX_NESTED {
-        return Err(Error::bad_request(format!(
-            "true_up_charge_types: at most {MAX_NESTED} values are allowed"
-        )));
-    }
-    for t in types {
-        check_text("true_up_charge_types", t)?;
-    }
-    let existing: Vec<String> = tx
-        .prepare_cached(
-            "SELECT true_up_charge_type FROM true_up_charge_type_relations WHERE agreement_service_id = ?1",
-        )?
-        .query_map([id], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for old in existing.iter().filter(|o| !types.contains(o)) {
-        tx.execute(
-            "DELETE FROM true_up_charge_type_relations WHERE agreement_service_id = ?1 AND true_up_charge_type = ?2",
-            rusqlite::params![id, old],
-        )?;
-    }
-    let mut added: Vec<&String> = Vec::new();
-    for t in types {
-        if !existing.contains(t) && !added.contains(&t) {
-            shared::domain::agreements::create_true_up_relation(tx, id, t)?;
-            added.push(t);
-        }
-    }
-    Ok(())
 }
 
 /// The id reference of an agreement service (for relations).

@@ -1,13 +1,13 @@
-//! Bill batches with their runs and invoices, and the billing accounts of a batch: list,
-//! read (with `expand`) and create.
+//! Bill batches with their runs and invoices, and the billing accounts of a batch, as
+//! Surface B lists and renders them (with `expand`), and the body of a batch to create
+//! (its rules are `shared::domain::bill_batches`).
 
 use super::{id_text, load_children, load_in_order, number, time};
-use super::{AccountRef, IdRef, NamedRef, RenderContext};
-use chrono_tz::Tz;
-use rusqlite::{Connection, Transaction};
+use super::{AccountRef, IdRef, NamedRef, Parent, RenderContext};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use shared::domain::billing::{self as domain, BILL_BATCH_STATUSES, BILL_BATCH_TYPES};
-use shared::domain::{parse_opt_time, CURRENCY_CODES};
+use shared::domain::bill_batches::{NewBillBatch, BILL_BATCH_STATUSES, BILL_BATCH_TYPES};
+use shared::domain::CURRENCY_CODES;
 use shared::money::Number;
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
 use shared::{Error, Result};
@@ -69,7 +69,7 @@ pub static ACCOUNT_FIELDS: &[F] = &[
     F::new("external_account_num", "ba.external_account_num", K::Text).sortable(),
 ];
 
-/// The billing accounts of one batch (scoped by [`ACCOUNTS_SCOPE`]).
+/// The billing accounts of one batch (scoped by [`BY_BILL_BATCH`]).
 pub static ACCOUNTS_SOURCE: ListSource = ListSource {
     noun: "billing account",
     fields: ACCOUNT_FIELDS,
@@ -78,8 +78,12 @@ pub static ACCOUNTS_SOURCE: ListSource = ListSource {
     id: "ba.id",
 };
 
-/// The condition that scopes the account list to one batch (`?` is its id).
-pub const ACCOUNTS_SCOPE: &str = "bba.bill_batch_id = ?";
+/// The billing accounts of one batch (over [`ACCOUNTS_SOURCE`]'s alias `bba`).
+pub const BY_BILL_BATCH: Parent = Parent {
+    table: "bill_batches",
+    noun: "bill batch",
+    condition: "bba.bill_batch_id = ?",
+};
 
 /// An invoice inside a run.
 #[derive(Debug, Clone, Serialize)]
@@ -320,13 +324,6 @@ pub fn load_accounts(conn: &Connection, ids: &[i64], _: &RenderContext) -> Resul
     )
 }
 
-/// Whether bill batch `id` exists.
-pub fn exists(conn: &Connection, id: i64) -> Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM bill_batches WHERE id = ?1")?
-        .exists([id])?)
-}
-
 /// The body of `POST /bill-batches`: the fields the interface lists.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -342,36 +339,24 @@ pub struct CreateBody {
     use_payment_term: bool,
 }
 
-/// Creates a bill batch (status ACTIVE, currency USD): 400 for a type outside the set, an
-/// empty name, a bad date or a due date before the invoice date.
-pub fn create(tx: &Transaction<'_>, body: &CreateBody, tz: Tz) -> Result<i64> {
-    let invoice = parse_opt_time("invoice_date", &body.invoice_date, tz)?;
-    let due = parse_opt_time("invoice_due_date", &body.invoice_due_date, tz)?;
-    if let (Some(i), Some(d)) = (&invoice, &due) {
-        if d < i {
-            return Err(Error::bad_request(
-                "invoice_due_date must not be before invoice_date",
-            ));
-        }
-    }
-    domain::create_bill_batch(
-        tx,
-        &domain::NewBillBatch {
+impl CreateBody {
+    /// The bill batch to create (status ACTIVE, currency USD, no accounts).
+    pub fn into_new(self) -> NewBillBatch {
+        NewBillBatch {
             id: None,
-            bill_batch_type: body.bill_batch_type.clone(),
-            name: body.name.clone(),
-            description: body.description.clone(),
+            bill_batch_type: self.bill_batch_type,
+            name: self.name,
+            description: self.description,
             end_date: None,
-            auto_approve: body.auto_approve,
-            use_payment_term: body.use_payment_term,
+            auto_approve: self.auto_approve,
+            use_payment_term: self.use_payment_term,
             internal_render: false,
             currency_code: None,
             status: None,
             billing_account_category_id: None,
-            invoice_date: body.invoice_date.clone(),
-            invoice_due_date: body.invoice_due_date.clone(),
+            invoice_date: self.invoice_date,
+            invoice_due_date: self.invoice_due_date,
             billing_account_ids: Vec::new(),
-        },
-        tz,
-    )
+        }
+    }
 }

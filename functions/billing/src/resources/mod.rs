@@ -1,6 +1,7 @@
-//! Surface B's resources: for each, the filter/sort whitelist, the list source, and the
-//! functions that read records into their representations (and update them). Nothing here
-//! knows about HTTP; the handlers call these.
+//! Surface B's resources: for each, the filter/sort whitelist, the list source, the parents
+//! it is listed under, the request bodies it accepts, and the functions that read records
+//! into their representations. Writes and their rules live in `shared::domain`; nothing here
+//! knows about HTTP routing or responses.
 
 pub mod actions;
 pub mod adjustment_applications;
@@ -11,7 +12,6 @@ pub mod bill_batches;
 pub mod true_ups;
 
 use chrono_tz::Tz;
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Row};
 use serde::Serialize;
 use shared::money::{parse_decimal, Number};
@@ -40,6 +40,20 @@ impl RenderContext {
             expand_invoices: false,
         }
     }
+}
+
+/// A parent that a nested collection of a resource hangs off: the parent's table and noun
+/// (it must exist, else 404) and the condition tying children to it, written over the
+/// child's list source (`?` is the parent's id). Declared beside the list source whose
+/// aliases the condition uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Parent {
+    /// The parent's table.
+    pub table: &'static str,
+    /// What messages call the parent.
+    pub noun: &'static str,
+    /// The condition over the child's `ListSource::from`.
+    pub condition: &'static str,
 }
 
 /// A nested reference: `{id}`.
@@ -173,9 +187,4 @@ pub fn load_children<T>(
         }
     }
     Ok(out)
-}
-
-/// One value as an SQL parameter.
-pub fn param(v: i64) -> SqlValue {
-    SqlValue::Integer(v)
 }

@@ -1,14 +1,12 @@
-//! True-up charge type relations of an agreement service: list, read, create, delete.
+//! True-up charge type relations of an agreement service as Surface B lists and renders
+//! them; creating and deleting them is `shared::domain::agreements`.
 
 use super::agreement_services::reference;
-use super::{id_text, load_in_order, IdRef, RenderContext};
-use rusqlite::{Connection, Transaction};
+use super::{id_text, load_in_order, IdRef, Parent, RenderContext};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::{Error, Result};
-
-/// Longest true-up charge type, in characters.
-const MAX_TYPE_CHARS: usize = 255;
+use shared::Result;
 
 /// Filter and sort whitelist of relations.
 pub static FIELDS: &[F] = &[
@@ -17,7 +15,7 @@ pub static FIELDS: &[F] = &[
     F::new("agreement_service.id", "t.agreement_service_id", K::Integer),
 ];
 
-/// The relation list (scoped to one agreement service by [`SCOPE`]).
+/// The relation list (scoped to one agreement service by [`BY_AGREEMENT_SERVICE`]).
 pub static SOURCE: ListSource = ListSource {
     noun: "true-up charge type relation",
     fields: FIELDS,
@@ -26,8 +24,12 @@ pub static SOURCE: ListSource = ListSource {
     id: "t.id",
 };
 
-/// The condition that scopes the list to one agreement service (`?` is its id).
-pub const SCOPE: &str = "t.agreement_service_id = ?";
+/// The relations of one agreement service (over [`SOURCE`]'s alias `t`).
+pub const BY_AGREEMENT_SERVICE: Parent = Parent {
+    table: "agreement_services",
+    noun: "agreement service",
+    condition: "t.agreement_service_id = ?",
+};
 
 /// A relation as Surface B renders it.
 #[derive(Debug, Serialize)]
@@ -57,63 +59,10 @@ pub fn load(conn: &Connection, ids: &[i64], _: &RenderContext) -> Result<Vec<Rel
     )
 }
 
-/// The body of a relation to create.
+/// The body of `POST .../true-up-charge-type-relations`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRelation {
     /// The charge type.
     pub true_up_charge_type: String,
-}
-
-/// Whether agreement service `id` exists.
-pub fn agreement_service_exists(conn: &Connection, id: i64) -> Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM agreement_services WHERE id = ?1")?
-        .exists([id])?)
-}
-
-/// Whether relation `id` belongs to agreement service `parent`.
-pub fn belongs(conn: &Connection, parent: i64, id: i64) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM true_up_charge_type_relations WHERE id = ?1 AND agreement_service_id = ?2",
-        )?
-        .exists([id, parent])?)
-}
-
-/// Creates a relation: 404 for an unknown agreement service, 400 for an empty, overlong or
-/// duplicate charge type.
-pub fn create(tx: &Transaction<'_>, parent: i64, body: &NewRelation) -> Result<i64> {
-    let charge_type = body.true_up_charge_type.trim();
-    if charge_type.is_empty() || charge_type.chars().count() > MAX_TYPE_CHARS {
-        return Err(Error::bad_request(format!(
-            "true_up_charge_type must be 1 to {MAX_TYPE_CHARS} characters"
-        )));
-    }
-    shared::domain::agreements::create_true_up_relation(tx, parent, charge_type).map_err(
-        |e| match e {
-            // The interface lists 400 and 404 for this endpoint; a duplicate is a bad request.
-            Error::Conflict(m) => Error::BadRequest(m),
-            other => other,
-        },
-    )
-}
-
-/// Deletes a relation of `parent`: 404 unless it exists there.
-pub fn delete(tx: &Transaction<'_>, parent: i64, id: i64) -> Result<()> {
-    if !agreement_service_exists(tx, parent)? {
-        return Err(Error::not_found(format!(
-            "agreement service {parent} does not exist"
-        )));
-    }
-    let removed = tx.execute(
-        "DELETE FROM true_up_charge_type_relations WHERE id = ?1 AND agreement_service_id = ?2",
-        [id, parent],
-    )?;
-    if removed == 0 {
-        return Err(Error::not_found(format!(
-            "true-up charge type relation {id} does not exist for agreement service {parent}"
-        )));
-    }
-    Ok(())
 }

@@ -1,0 +1,207 @@
+//! Agreements and what hangs off them, one module per business object: agreements here,
+//! services sold under an agreement with their agreement services, SRIDs and billing
+//! periods in [`services`] (with the partial update of an agreement service), and the
+//! true-up charge type relations of an agreement service in [`true_ups`]. Every write of
+//! every surface and of the seed goes through these functions.
+
+mod services;
+#[cfg(test)]
+mod tests;
+mod true_ups;
+
+pub use services::{
+    create_service, update_agreement_service, AgreementServiceUpdate, NewService,
+    NewServiceResource, SERVICE_PERIOD_MONTHS,
+};
+pub use true_ups::{
+    add_true_up_charge_type, create_true_up_relation, delete_true_up_relation,
+    replace_true_up_charge_types,
+};
+
+use super::{check_currency, check_enum, insert, parse_opt_time, require};
+use crate::money::canonical;
+use crate::{Error, Result};
+use chrono_tz::Tz;
+use rusqlite::Transaction;
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+/// Statuses of an agreement service.
+pub const AGREEMENT_SERVICE_STATUSES: &[&str] = &[
+    "ACTIVE",
+    "SUSPENDED",
+    "DEACTIVATED",
+    "PENDING",
+    "CANCELED",
+    "TRANSFERRED",
+    "REPLACED",
+    "TRIAL",
+    "SCHEDULED",
+];
+/// Longest free-text value of an agreement service (end actions, true-up charge types).
+pub const MAX_TEXT_CHARS: usize = 255;
+
+/// Checks a free-text value: 1 to [`MAX_TEXT_CHARS`] characters, not blank.
+fn check_text(field: &str, value: &str) -> Result<()> {
+    if value.trim().is_empty() || value.chars().count() > MAX_TEXT_CHARS {
+        return Err(Error::bad_request(format!(
+            "{field} must be 1 to {MAX_TEXT_CHARS} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// An agreement to create.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewAgreement {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Display name.
+    pub name: String,
+    /// Length of the agreement in `agreement_period_type` units.
+    #[serde(default = "twelve")]
+    pub agreement_period: i64,
+    /// MONTH or YEAR.
+    pub agreement_period_type: Option<String>,
+    /// ACTIVE or INACTIVE.
+    pub status: Option<String>,
+    /// Flat termination charge.
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    pub termination_flat_charge: Option<Decimal>,
+    /// Percentage termination charge.
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    pub termination_percentage_charge: Option<Decimal>,
+    /// Cap on the termination charge.
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    pub max_termination_charge: Option<Decimal>,
+    /// Prorate on cancel.
+    #[serde(default)]
+    pub prorate_on_cancel: bool,
+    /// Adjustment category id.
+    pub adjustment_category_id: Option<i64>,
+    /// What happens at the end (RENEW, END, ...).
+    pub end_action: Option<String>,
+    /// Currency of the termination fee.
+    pub termination_fee_currency_code: Option<String>,
+    /// Currency of the termination fee cap.
+    pub max_termination_fee_currency_code: Option<String>,
+    /// Valid from (date or date-time).
+    pub valid_from: Option<String>,
+    /// Valid to (date or date-time).
+    pub valid_to: Option<String>,
+    /// The agreement that follows this one.
+    pub next_agreement_id: Option<i64>,
+    /// Minimum amount.
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    pub minimum_amount: Option<Decimal>,
+    /// Currency of the minimum amount.
+    pub minimum_amount_currency_type: Option<String>,
+    /// Reason used for true-up adjustments.
+    pub true_up_adjustment_reason_id: Option<i64>,
+    /// Preserve the service price on renewal.
+    #[serde(default)]
+    pub preserve_service_price: bool,
+    /// Products this agreement applies to.
+    #[serde(default)]
+    pub product_ids: Vec<i64>,
+}
+
+fn twelve() -> i64 {
+    12
+}
+
+/// Creates an agreement and links its products.
+pub fn create_agreement(tx: &Transaction<'_>, a: &NewAgreement, tz: Tz) -> Result<i64> {
+    let status = a.status.clone().unwrap_or_else(|| "ACTIVE".into());
+    check_enum("status", &status, &["ACTIVE", "INACTIVE"])?;
+    let period_type = a
+        .agreement_period_type
+        .clone()
+        .unwrap_or_else(|| "MONTH".into());
+    check_enum("agreement_period_type", &period_type, &["MONTH", "YEAR"])?;
+    for (field, cur) in [
+        (
+            "termination_fee_currency_code",
+            &a.termination_fee_currency_code,
+        ),
+        (
+            "max_termination_fee_currency_code",
+            &a.max_termination_fee_currency_code,
+        ),
+        (
+            "minimum_amount_currency_type",
+            &a.minimum_amount_currency_type,
+        ),
+    ] {
+        if let Some(c) = cur {
+            check_currency(field, c)?;
+        }
+    }
+    if let Some(id) = a.adjustment_category_id {
+        require(tx, "charge_categories", "adjustment category", id)?;
+    }
+    if let Some(id) = a.next_agreement_id {
+        require(tx, "agreements", "agreement", id)?;
+    }
+    if let Some(id) = a.true_up_adjustment_reason_id {
+        require(tx, "reasons", "reason", id)?;
+    }
+    let valid_from = parse_opt_time("valid_from", &a.valid_from, tz)?;
+    let valid_to = parse_opt_time("valid_to", &a.valid_to, tz)?;
+    let id = insert(
+        tx,
+        "agreements",
+        &[
+            ("id", &a.id),
+            ("name", &a.name),
+            ("agreement_period", &a.agreement_period),
+            ("agreement_period_type", &period_type),
+            ("status", &status),
+            (
+                "termination_flat_charge",
+                &a.termination_flat_charge.map(canonical),
+            ),
+            (
+                "termination_percentage_charge",
+                &a.termination_percentage_charge.map(canonical),
+            ),
+            (
+                "max_termination_charge",
+                &a.max_termination_charge.map(canonical),
+            ),
+            ("prorate_on_cancel", &a.prorate_on_cancel),
+            ("adjustment_category_id", &a.adjustment_category_id),
+            ("end_action", &a.end_action),
+            (
+                "termination_fee_currency_code",
+                &a.termination_fee_currency_code,
+            ),
+            (
+                "max_termination_fee_currency_code",
+                &a.max_termination_fee_currency_code,
+            ),
+            ("valid_from", &valid_from),
+            ("valid_to", &valid_to),
+            ("next_agreement_id", &a.next_agreement_id),
+            ("minimum_amount", &a.minimum_amount.map(canonical)),
+            (
+                "minimum_amount_currency_type",
+                &a.minimum_amount_currency_type,
+            ),
+            (
+                "true_up_adjustment_reason_id",
+                &a.true_up_adjustment_reason_id,
+            ),
+            ("preserve_service_price", &a.preserve_service_price),
+        ],
+    )?;
+    for product_id in &a.product_ids {
+        require(tx, "products", "product", *product_id)?;
+        insert(
+            tx,
+            "agreement_products",
+            &[("agreement_id", &id), ("product_id", product_id)],
+        )?;
+    }
+    Ok(id)
+}

@@ -1,0 +1,398 @@
+//! Services (a product sold to an account under an agreement), their agreement services,
+//! service resource identifiers (SRIDs) and monthly billing periods: creation, and the
+//! partial update of an agreement service (Surface B's PUT) with its rules.
+
+use super::true_ups::{create_true_up_relation, replace_true_up_charge_types};
+use super::{check_text, AGREEMENT_SERVICE_STATUSES};
+use crate::domain::{check_currency, check_enum, insert, parse_opt_time, parse_time, require};
+use crate::money::canonical;
+use crate::{Error, Result};
+use chrono::{Datelike, Months};
+use chrono_tz::Tz;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Transaction;
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+/// How many monthly billing periods a new service gets.
+pub const SERVICE_PERIOD_MONTHS: u32 = 36;
+
+/// A service resource identifier, with optional children.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewServiceResource {
+    /// The identifier usage events carry.
+    pub identifier: String,
+    /// ACTIVE or INACTIVE.
+    pub status: Option<String>,
+    /// Child identifiers below this one.
+    #[serde(default)]
+    pub children: Vec<String>,
+}
+
+/// A service (a product sold to an account) with its agreement service and SRIDs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewService {
+    /// Explicit id (seed data only); the agreement service gets the same id.
+    pub id: Option<i64>,
+    /// The account the product is sold to.
+    pub billing_account_id: i64,
+    /// The product sold.
+    pub product_id: i64,
+    /// The agreement the service is under.
+    pub agreement_id: i64,
+    /// Agreement service status, one of [`AGREEMENT_SERVICE_STATUSES`].
+    pub status: Option<String>,
+    /// Start (date or date-time).
+    pub start_date: String,
+    /// End (date or date-time).
+    pub end_date: Option<String>,
+    /// End action.
+    pub end_action: Option<String>,
+    /// Minimum amount.
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    pub minimum_amount: Option<Decimal>,
+    /// Currency of the minimum amount.
+    pub minimum_amount_currency_code: Option<String>,
+    /// The SRIDs of the service.
+    #[serde(default)]
+    pub resources: Vec<NewServiceResource>,
+    /// True-up charge types.
+    #[serde(default)]
+    pub true_up_charge_types: Vec<String>,
+}
+
+/// Creates a service, its agreement service, its SRIDs and its monthly billing periods.
+/// Answers the agreement service id.
+pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i64> {
+    require(
+        tx,
+        "billing_accounts",
+        "billing account",
+        s.billing_account_id,
+    )?;
+    require(tx, "products", "product", s.product_id)?;
+    require(tx, "agreements", "agreement", s.agreement_id)?;
+    let status = s.status.clone().unwrap_or_else(|| "ACTIVE".into());
+    check_enum("status", &status, AGREEMENT_SERVICE_STATUSES)?;
+    if let Some(c) = &s.minimum_amount_currency_code {
+        check_currency("minimum_amount_currency_code", c)?;
+    }
+    let start = parse_time("start_date", &s.start_date, tz)?;
+    let end = parse_opt_time("end_date", &s.end_date, tz)?;
+    let service_status = if status == "ACTIVE" {
+        "ACTIVE"
+    } else {
+        "INACTIVE"
+    };
+    let service_id = insert(
+        tx,
+        "services",
+        &[
+            ("id", &s.id),
+            ("billing_account_id", &s.billing_account_id),
+            ("product_id", &s.product_id),
+            ("status", &service_status),
+            ("start_date", &start),
+            ("end_date", &end),
+        ],
+    )?;
+    let agreement_service_id = insert(
+        tx,
+        "agreement_services",
+        &[
+            ("id", &s.id),
+            ("service_id", &service_id),
+            ("agreement_id", &s.agreement_id),
+            ("status", &status),
+            ("start_date", &start),
+            ("end_date", &end),
+            ("end_action", &s.end_action),
+            ("minimum_amount", &s.minimum_amount.map(canonical)),
+            (
+                "minimum_amount_currency_code",
+                &s.minimum_amount_currency_code,
+            ),
+        ],
+    )?;
+    for r in &s.resources {
+        let parent =
+            create_service_resource(tx, service_id, &r.identifier, r.status.as_deref(), None)?;
+        for child in &r.children {
+            create_service_resource(tx, service_id, child, r.status.as_deref(), Some(parent))?;
+        }
+    }
+    for t in &s.true_up_charge_types {
+        create_true_up_relation(tx, agreement_service_id, t)?;
+    }
+    create_service_periods(tx, service_id, &start, tz)?;
+    Ok(agreement_service_id)
+}
+
+fn create_service_resource(
+    tx: &Transaction<'_>,
+    service_id: i64,
+    identifier: &str,
+    status: Option<&str>,
+    parent_id: Option<i64>,
+) -> Result<i64> {
+    if identifier.is_empty() || identifier.chars().count() > 255 {
+        return Err(Error::bad_request(
+            "service_resource_identifier must be 1 to 255 characters",
+        ));
+    }
+    let status = status.unwrap_or("ACTIVE");
+    check_enum("resource status", status, &["ACTIVE", "INACTIVE"])?;
+    insert(
+        tx,
+        "service_resources",
+        &[
+            ("service_id", &service_id),
+            ("identifier", &identifier),
+            ("parent_id", &parent_id),
+            ("status", &status),
+        ],
+    )
+}
+
+/// Monthly billing periods from the service start, aligned on the start's local day.
+fn create_service_periods(
+    tx: &Transaction<'_>,
+    service_id: i64,
+    start: &str,
+    tz: Tz,
+) -> Result<()> {
+    let Some(start) = crate::time::from_storage(start) else {
+        return Err(Error::Internal(format!(
+            "stored start '{start}' unreadable"
+        )));
+    };
+    let local = start.with_timezone(&tz);
+    // Anchor on the first of the start's month so that every period is a calendar month.
+    let Some(first) = local
+        .date_naive()
+        .with_day(1)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+    else {
+        return Err(Error::Internal("cannot anchor service periods".into()));
+    };
+    for i in 0..SERVICE_PERIOD_MONTHS {
+        let from = first.checked_add_months(Months::new(i));
+        let to = first.checked_add_months(Months::new(i + 1));
+        let (Some(from), Some(to)) = (from, to) else {
+            break;
+        };
+        let from = parse_time(
+            "period start",
+            &from.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            tz,
+        )?;
+        let to = parse_time(
+            "period end",
+            &to.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            tz,
+        )?;
+        insert(
+            tx,
+            "service_periods",
+            &[
+                ("service_id", &service_id),
+                ("start_date", &from),
+                ("end_date", &to),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A partial update of an agreement service: `None` leaves a field as it is; for nullable
+/// fields `Some(None)` clears it. References are ids; each must exist (400 otherwise: the
+/// path names the record, the body only refers).
+#[derive(Debug, Clone, Default)]
+pub struct AgreementServiceUpdate {
+    /// Pay the next service on purchase.
+    pub next_service_pay_on_purchase: Option<bool>,
+    /// Accumulated charges (not negative).
+    pub accumulated_charges_amount: Option<Decimal>,
+    /// The agreement (its period is copied onto the service).
+    pub agreement_id: Option<i64>,
+    /// End (date or date-time, not before the start).
+    pub end_date: Option<Option<String>>,
+    /// End action (1 to 255 characters).
+    pub end_action: Option<Option<String>>,
+    /// The agreement that follows.
+    pub next_agreement_id: Option<Option<i64>>,
+    /// End action of the next agreement (1 to 255 characters).
+    pub next_end_action: Option<Option<String>>,
+    /// The product that follows.
+    pub next_service_product_id: Option<Option<i64>>,
+    /// The price that follows (a price of the next product).
+    pub next_service_product_price_id: Option<Option<i64>>,
+    /// Preserve the service price.
+    pub preserve_service_price: Option<bool>,
+    /// Preserve the service price on the next agreement.
+    pub next_preserve_service_price: Option<bool>,
+    /// Minimum amount (not negative).
+    pub minimum_amount: Option<Option<Decimal>>,
+    /// Currency of the minimum amount.
+    pub minimum_amount_currency_code: Option<Option<String>>,
+    /// Omit the minimum amount.
+    pub omit_minimum_amount: Option<bool>,
+    /// The true-up charge types, replacing the current ones (duplicates collapse).
+    pub true_up_charge_types: Option<Vec<String>>,
+}
+
+/// Fails with 400 naming `field` unless `table` has a row `id` (a reference in a body).
+fn require_reference(tx: &Transaction<'_>, table: &str, field: &str, id: i64) -> Result<()> {
+    require(tx, table, field, id).map_err(|e| match e {
+        Error::NotFound(_) => Error::bad_request(format!("{field}: {id} does not exist")),
+        other => other,
+    })
+}
+
+fn check_not_negative(field: &str, value: Decimal) -> Result<()> {
+    if value.is_sign_negative() && !value.is_zero() {
+        return Err(Error::bad_request(format!("{field} must not be negative")));
+    }
+    Ok(())
+}
+
+/// Applies a partial update to agreement service `id`: 404 when it does not exist, 400 for
+/// a field that breaks a rule (nothing is applied then: the caller's transaction rolls
+/// back).
+pub fn update_agreement_service(
+    tx: &Transaction<'_>,
+    id: i64,
+    update: &AgreementServiceUpdate,
+    tz: Tz,
+) -> Result<()> {
+    require(tx, "agreement_services", "agreement service", id)?;
+    let start: String = tx.query_row(
+        "SELECT start_date FROM agreement_services WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    let mut sets: Vec<(&str, SqlValue)> = Vec::new();
+    let flag = |v: bool| SqlValue::Integer(i64::from(v));
+    let text = |v: &Option<String>| v.clone().map_or(SqlValue::Null, SqlValue::Text);
+    if let Some(v) = update.next_service_pay_on_purchase {
+        sets.push(("next_service_pay_on_purchase", flag(v)));
+    }
+    if let Some(v) = update.accumulated_charges_amount {
+        check_not_negative("accumulated_charges_amount", v)?;
+        sets.push(("accumulated_charges_amount", SqlValue::Text(canonical(v))));
+    }
+    if let Some(agreement) = update.agreement_id {
+        require_reference(tx, "agreements", "agreement", agreement)?;
+        let period: i64 = tx.query_row(
+            "SELECT agreement_period FROM agreements WHERE id = ?1",
+            [agreement],
+            |r| r.get(0),
+        )?;
+        sets.push(("agreement_id", SqlValue::Integer(agreement)));
+        sets.push(("agreement_period", SqlValue::Integer(period)));
+    }
+    if let Some(v) = &update.end_date {
+        let end = parse_opt_time("end_date", v, tz)?;
+        if end.as_deref().is_some_and(|e| e < start.as_str()) {
+            return Err(Error::bad_request("end_date must not be before start_date"));
+        }
+        sets.push(("end_date", text(&end)));
+    }
+    for (column, value) in [
+        ("end_action", &update.end_action),
+        ("next_end_action", &update.next_end_action),
+    ] {
+        if let Some(v) = value {
+            if let Some(t) = v {
+                check_text(column, t)?;
+            }
+            sets.push((column, text(v)));
+        }
+    }
+    for (column, field, table, value) in [
+        (
+            "next_agreement_id",
+            "next_agreement",
+            "agreements",
+            update.next_agreement_id,
+        ),
+        (
+            "next_service_product_id",
+            "next_service_product",
+            "products",
+            update.next_service_product_id,
+        ),
+        (
+            "next_service_product_price_id",
+            "next_service_product_price",
+            "product_prices",
+            update.next_service_product_price_id,
+        ),
+    ] {
+        if let Some(v) = value {
+            if let Some(target) = v {
+                require_reference(tx, table, field, target)?;
+            }
+            sets.push((column, v.map_or(SqlValue::Null, SqlValue::Integer)));
+        }
+    }
+    if let Some(v) = update.preserve_service_price {
+        sets.push(("preserve_service_price", flag(v)));
+    }
+    if let Some(v) = update.next_preserve_service_price {
+        sets.push(("next_preserve_service_price", flag(v)));
+    }
+    if let Some(v) = update.omit_minimum_amount {
+        sets.push(("omit_minimum_amount", flag(v)));
+    }
+    if let Some(v) = &update.minimum_amount {
+        if let Some(d) = v {
+            check_not_negative("minimum_amount", *d)?;
+        }
+        sets.push((
+            "minimum_amount",
+            v.map_or(SqlValue::Null, |d| SqlValue::Text(canonical(d))),
+        ));
+    }
+    if let Some(v) = &update.minimum_amount_currency_code {
+        if let Some(c) = v {
+            check_currency("minimum_amount_currency_code", c)?;
+        }
+        sets.push(("minimum_amount_currency_code", text(v)));
+    }
+    if !sets.is_empty() {
+        let assignments: Vec<String> = sets.iter().map(|(c, _)| format!("{c} = ?")).collect();
+        let mut values: Vec<SqlValue> = sets.into_iter().map(|(_, v)| v).collect();
+        values.push(SqlValue::Integer(id));
+        tx.execute(
+            &format!(
+                "UPDATE agreement_services SET {} WHERE id = ?",
+                assignments.join(", ")
+            ),
+            rusqlite::params_from_iter(values.iter()),
+        )?;
+    }
+    check_price_matches_product(tx, id)?;
+    if let Some(types) = &update.true_up_charge_types {
+        replace_true_up_charge_types(tx, id, types)?;
+    }
+    Ok(())
+}
+
+/// A next price must be a price of the next product (when both are set).
+fn check_price_matches_product(tx: &Transaction<'_>, id: i64) -> Result<()> {
+    let mismatch = tx
+        .prepare_cached(
+            "SELECT 1 FROM agreement_services s JOIN product_prices pp
+               ON pp.id = s.next_service_product_price_id
+             WHERE s.id = ?1 AND s.next_service_product_id IS NOT NULL
+               AND pp.product_id <> s.next_service_product_id",
+        )?
+        .exists([id])?;
+    if mismatch {
+        return Err(Error::bad_request(
+            "next_service_product_price must be a price of next_service_product",
+        ));
+    }
+    Ok(())
+}

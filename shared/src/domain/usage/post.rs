@@ -1,0 +1,525 @@
+//! Posting a bulk call: each event validated, checked against earlier events of the call
+//! and live events of the tenant, resolved to its agreement service and the service period
+//! holding its start, rated under its product's rate plan, and stored (an overwritten event
+//! voided); the billing accounts' pending charges move once per call by the difference.
+//! Simulation is the same inside a savepoint that is rolled back.
+
+use super::rate_plan::RatePlans;
+use super::read::fetch_by_ids;
+use super::{
+    BulkOutcome, BulkRequest, ErredCode, ErredEvent, Mode, EVENT_FIELDS, MAX_ID_LEN,
+    RATEABLE_STATUSES,
+};
+use crate::domain::catalog::USAGE_UOMS;
+use crate::money::canonical;
+use crate::rating::{self, Attributes, RatingError, Usage};
+use crate::{Error, Result};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use rusqlite::{params, OptionalExtension, Transaction};
+use rust_decimal::Decimal;
+use serde_json::value::RawValue;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+
+/// Posts a bulk call: rates and stores every event that can be rated. Run it inside
+/// [`crate::store::TenantDb::write`]; a re-run is harmless (the request id is new each time).
+pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
+    req.check()?;
+    let request_id = uuid::Uuid::new_v4().to_string();
+    process(tx, req, tz, &request_id)
+}
+
+/// Simulates a bulk call: the same processing as [`post`] inside a savepoint that is rolled
+/// back, answered without ids and request ids.
+pub fn simulate(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
+    req.check()?;
+    tx.execute_batch("SAVEPOINT usage_simulation")?;
+    let outcome = process(tx, req, tz, "simulation");
+    tx.execute_batch("ROLLBACK TO usage_simulation; RELEASE usage_simulation")?;
+    let mut outcome = outcome?;
+    for e in &mut outcome.rated_events {
+        e.id = None;
+        e.request_id = None;
+        for c in &mut e.event_charges {
+            c.id = None;
+        }
+    }
+    Ok(outcome)
+}
+
+/// A validated event.
+struct Parsed {
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    srid: String,
+    uom: String,
+    amount: Decimal,
+    reference_id: Option<String>,
+    sequence_id: Option<String>,
+}
+
+impl Parsed {
+    fn pair(&self) -> Option<(&str, &str)> {
+        Some((self.reference_id.as_deref()?, self.sequence_id.as_deref()?))
+    }
+}
+
+type Erred = (ErredCode, String);
+
+/// The service an SRID rates against.
+#[derive(Clone)]
+struct ServiceRef {
+    service_id: i64,
+    agreement_service_id: i64,
+    service_resource_id: i64,
+    billing_account_id: i64,
+    product_id: i64,
+    currency: String,
+    start: String,
+    end: Option<String>,
+}
+
+/// What one call has looked up already.
+#[derive(Default)]
+struct Caches {
+    services: HashMap<String, std::result::Result<Vec<ServiceRef>, Erred>>,
+    plans: RatePlans,
+    /// Billing periods per service: (start, end, id), stored text.
+    periods: HashMap<i64, Vec<(String, String, i64)>>,
+}
+
+fn process(
+    tx: &Transaction<'_>,
+    req: &BulkRequest,
+    tz: Tz,
+    request_id: &str,
+) -> Result<BulkOutcome> {
+    let now = crate::time::to_storage(crate::time::now());
+    let mut caches = Caches::default();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut pending: HashMap<i64, Decimal> = HashMap::new();
+    let mut stored = Vec::new();
+    let mut erred_events = Vec::new();
+    for raw in &req.usage_events {
+        let result = parse_event(raw, tz).and_then(|ev| {
+            if let Some((r, s)) = ev.pair() {
+                if !seen.insert((r.to_string(), s.to_string())) {
+                    return Err((
+                        ErredCode::DuplicateInRequest,
+                        format!("an earlier event of this call has reference_id '{r}' and sequence_id '{s}'"),
+                    ));
+                }
+            }
+            Ok(ev)
+        });
+        let outcome = match result {
+            Ok(ev) => rate_and_store(
+                tx,
+                &mut caches,
+                &ev,
+                req.mode,
+                request_id,
+                &now,
+                &mut pending,
+            )?,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(id) => stored.push(id),
+            Err((code, message)) => erred_events.push(ErredEvent {
+                unrated_event: raw.clone(),
+                code,
+                message,
+            }),
+        }
+    }
+    for (account, delta) in pending {
+        add_to_pending_charges(tx, account, delta)?;
+    }
+    let rated_events = fetch_by_ids(tx, &stored, tz)?;
+    Ok(BulkOutcome {
+        rated_events,
+        erred_events,
+    })
+}
+
+/// Validates one submitted event.
+fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed, Erred> {
+    let invalid = |m: String| (ErredCode::InvalidField, m);
+    let fields: HashMap<String, Box<RawValue>> = serde_json::from_str(raw.get())
+        .map_err(|_| invalid("a usage event must be a JSON object".into()))?;
+    if let Some(unknown) = fields.keys().find(|k| !EVENT_FIELDS.contains(&k.as_str())) {
+        return Err(invalid(format!(
+            "unknown field '{unknown}'; a usage event has {}",
+            EVENT_FIELDS.join(", ")
+        )));
+    }
+    let present = |name: &str| fields.get(name).filter(|v| v.get() != "null");
+    let required = |name: &str| {
+        present(name).ok_or_else(|| (ErredCode::MissingField, format!("{name} is required")))
+    };
+    let string = |name: &str, v: &RawValue| {
+        serde_json::from_str::<String>(v.get())
+            .map_err(|_| invalid(format!("{name} must be a string, found {}", v.get())))
+    };
+    let bounded = |name: &str, v: &RawValue| {
+        let s = string(name, v)?;
+        if s.is_empty() || s.chars().count() > MAX_ID_LEN {
+            return Err(invalid(format!(
+                "{name} must be 1 to {MAX_ID_LEN} characters"
+            )));
+        }
+        Ok(s)
+    };
+    let time = |name: &str, v: &RawValue| {
+        let s = string(name, v)?;
+        crate::time::parse_date_or_datetime(&s, tz).ok_or_else(|| {
+            invalid(format!(
+                "{name}: '{s}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+            ))
+        })
+    };
+
+    let start = time("start_time", required("start_time")?)?;
+    let srid = bounded(
+        "service_resource_identifier",
+        required("service_resource_identifier")?,
+    )?;
+    let uom = string("usage_uom", required("usage_uom")?)?;
+    if !USAGE_UOMS.contains(&uom.as_str()) {
+        return Err(invalid(format!(
+            "usage_uom: '{uom}' is not one of {}",
+            USAGE_UOMS.join(", ")
+        )));
+    }
+    let amount_raw = required("usage_amount")?;
+    let amount = serde_json::from_str::<crate::money::Number>(amount_raw.get())
+        .map_err(|_| {
+            invalid(format!(
+                "usage_amount must be a number, found {}",
+                amount_raw.get()
+            ))
+        })?
+        .0;
+    if amount.is_sign_negative() && !amount.is_zero() {
+        return Err(invalid(format!(
+            "usage_amount must not be negative, found {}",
+            amount_raw.get()
+        )));
+    }
+    let end = match present("end_time") {
+        Some(v) => time("end_time", v)?,
+        None => start,
+    };
+    if end < start {
+        return Err(invalid("end_time must not be before start_time".into()));
+    }
+    let reference_id = present("reference_id")
+        .map(|v| bounded("reference_id", v))
+        .transpose()?;
+    let sequence_id = present("sequence_id")
+        .map(|v| bounded("sequence_id", v))
+        .transpose()?;
+    Ok(Parsed {
+        start,
+        end,
+        srid,
+        uom,
+        amount,
+        reference_id,
+        sequence_id,
+    })
+}
+
+/// Rates one valid event and stores it; the inner error is the event's erred reason, the
+/// outer one a storage failure that aborts the call.
+fn rate_and_store(
+    tx: &Transaction<'_>,
+    caches: &mut Caches,
+    ev: &Parsed,
+    mode: Mode,
+    request_id: &str,
+    now: &str,
+    pending: &mut HashMap<i64, Decimal>,
+) -> Result<std::result::Result<i64, Erred>> {
+    let live = match ev.pair() {
+        Some((r, s)) => live_event(tx, r, s)?,
+        None => None,
+    };
+    if let (Some(l), Mode::FailOnExisting) = (&live, mode) {
+        return Ok(Err((
+            ErredCode::DuplicateEvent,
+            format!(
+                "usage event {} already has reference_id '{}' and sequence_id '{}'; post with mode OVERWRITE_ON_EXISTING to replace it",
+                l.id,
+                ev.reference_id.as_deref().unwrap_or_default(),
+                ev.sequence_id.as_deref().unwrap_or_default()
+            ),
+        )));
+    }
+    let service = match resolve_service(tx, caches, &ev.srid, ev.start)? {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e)),
+    };
+    let start = crate::time::to_storage(ev.start);
+    let Some(period_id) = service_period(tx, caches, service.service_id, &start)? else {
+        return Ok(Err((
+            ErredCode::NoServicePeriod,
+            format!(
+                "the service of '{}' has no billing period holding {start}",
+                ev.srid
+            ),
+        )));
+    };
+    let plan = caches.plans.get(tx, service.product_id)?;
+    let usage = Usage {
+        uom: &ev.uom,
+        amount: ev.amount,
+        start: ev.start,
+        attributes: Attributes {
+            reference_id: ev.reference_id.as_deref(),
+            sequence_id: ev.sequence_id.as_deref(),
+            service_resource_identifier: &ev.srid,
+            usage_uom: &ev.uom,
+        },
+    };
+    let charge = match rating::rate(plan, &usage, &service.currency) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(rating_erred(e))),
+    };
+
+    let counter = match &live {
+        Some(l) => {
+            tx.prepare_cached("UPDATE usage_events SET voided = 1, voided_at = ?1 WHERE id = ?2")?
+                .execute(params![now, l.id])?;
+            if let Some(account) = l.billing_account_id {
+                *pending.entry(account).or_default() -= l.total_charge;
+            }
+            l.overwrite_counter + 1
+        }
+        None => 0,
+    };
+    tx.prepare_cached(
+        "INSERT INTO usage_events (request_id, service_resource_identifier, service_resource_id,
+            agreement_service_id, billing_account_id, service_period_id, start_time, end_time,
+            usage_uom, usage_amount, reference_id, sequence_id, total_charge, overwrite_counter,
+            voided, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15)",
+    )?
+    .execute(params![
+        request_id,
+        ev.srid,
+        service.service_resource_id,
+        service.agreement_service_id,
+        service.billing_account_id,
+        period_id,
+        start,
+        crate::time::to_storage(ev.end),
+        ev.uom,
+        canonical(ev.amount),
+        ev.reference_id,
+        ev.sequence_id,
+        canonical(charge.charge),
+        counter,
+        now,
+    ])?;
+    let event_id = tx.last_insert_rowid();
+    tx.prepare_cached(
+        "INSERT INTO usage_event_charges (usage_event_id, usage_rule_id, charge_category_id,
+            charge, rate, usage_uom, usage_amount)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        event_id,
+        charge.usage_rule_id,
+        charge.charge_category_id,
+        canonical(charge.charge),
+        canonical(charge.rate),
+        charge.usage_uom,
+        canonical(charge.usage_amount),
+    ])?;
+    *pending.entry(service.billing_account_id).or_default() += charge.charge;
+    Ok(Ok(event_id))
+}
+
+fn rating_erred(e: RatingError) -> Erred {
+    match e {
+        RatingError::UomNotConvertible(m) => (ErredCode::UomNotConvertible, m),
+        RatingError::NoMatchingRule(m) => (ErredCode::NoMatchingRule, m),
+        RatingError::RateNotFound(m) => (ErredCode::RateNotFound, m),
+        RatingError::RuleMisconfigured(m) => (ErredCode::RuleMisconfigured, m),
+    }
+}
+
+/// The live event holding a (reference_id, sequence_id) pair.
+struct LiveEvent {
+    id: i64,
+    overwrite_counter: i64,
+    billing_account_id: Option<i64>,
+    total_charge: Decimal,
+}
+
+fn live_event(
+    tx: &Transaction<'_>,
+    reference_id: &str,
+    sequence_id: &str,
+) -> Result<Option<LiveEvent>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT id, overwrite_counter, billing_account_id, total_charge FROM usage_events
+             WHERE reference_id = ?1 AND sequence_id = ?2 AND voided = 0
+             ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([reference_id, sequence_id], |r| {
+            Ok(LiveEvent {
+                id: r.get(0)?,
+                overwrite_counter: r.get(1)?,
+                billing_account_id: r.get(2)?,
+                total_charge: crate::money::from_sql_text(r.get_ref(3)?)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The agreement service an event of `srid` starting at `start` rates against.
+fn resolve_service(
+    tx: &Transaction<'_>,
+    caches: &mut Caches,
+    srid: &str,
+    start: DateTime<Utc>,
+) -> Result<std::result::Result<ServiceRef, Erred>> {
+    if !caches.services.contains_key(srid) {
+        let found = load_services(tx, srid)?;
+        caches.services.insert(srid.to_string(), found);
+    }
+    let candidates = match caches.services.get(srid) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => return Ok(Err(e.clone())),
+        None => return Err(Error::Internal("service cache lost an entry".into())),
+    };
+    let at = crate::time::to_storage(start);
+    let holds = |s: &ServiceRef| s.start <= at && s.end.as_ref().is_none_or(|e| at < *e);
+    if let Some(s) = candidates.iter().find(|s| holds(s)) {
+        return Ok(Ok(s.clone()));
+    }
+    // Candidates are ordered by start, latest first: report against the nearest one.
+    let before = candidates.iter().all(|s| at < s.start);
+    let Some(nearest) = candidates
+        .iter()
+        .find(|s| at >= s.start)
+        .or(candidates.last())
+    else {
+        return Err(Error::Internal("no candidate service".into()));
+    };
+    let (code, what, when) = if before {
+        (ErredCode::BeforeServiceStart, "starts", &nearest.start)
+    } else {
+        (
+            ErredCode::AfterServiceEnd,
+            "ended",
+            nearest.end.as_ref().unwrap_or(&nearest.start),
+        )
+    };
+    Ok(Err((
+        code,
+        format!("the event starts at {at}, but the service of '{srid}' {what} at {when}"),
+    )))
+}
+
+/// Every rateable agreement service carrying `srid`, latest start first; or why none is.
+fn load_services(
+    tx: &Transaction<'_>,
+    srid: &str,
+) -> Result<std::result::Result<Vec<ServiceRef>, Erred>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT sr.status, a.status, s.id, a.id, sr.id, s.billing_account_id, s.product_id,
+                ba.currency_code, a.start_date, a.end_date
+         FROM service_resources sr
+         JOIN services s ON s.id = sr.service_id
+         JOIN agreement_services a ON a.service_id = s.id
+         JOIN billing_accounts ba ON ba.id = s.billing_account_id
+         WHERE sr.identifier = ?1
+         ORDER BY a.start_date DESC, a.id DESC",
+    )?;
+    let rows = stmt
+        .query_map([srid], |r| {
+            let resource_status: String = r.get(0)?;
+            let service_status: String = r.get(1)?;
+            let active =
+                resource_status == "ACTIVE" && RATEABLE_STATUSES.contains(&service_status.as_str());
+            Ok((
+                active,
+                ServiceRef {
+                    service_id: r.get(2)?,
+                    agreement_service_id: r.get(3)?,
+                    service_resource_id: r.get(4)?,
+                    billing_account_id: r.get(5)?,
+                    product_id: r.get(6)?,
+                    currency: r.get(7)?,
+                    start: r.get(8)?,
+                    end: r.get(9)?,
+                },
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if rows.is_empty() {
+        return Ok(Err((
+            ErredCode::UnknownServiceResource,
+            format!("no service carries the service_resource_identifier '{srid}'"),
+        )));
+    }
+    let active: Vec<ServiceRef> = rows
+        .into_iter()
+        .filter(|(a, _)| *a)
+        .map(|(_, s)| s)
+        .collect();
+    if active.is_empty() {
+        return Ok(Err((
+            ErredCode::InactiveServiceResource,
+            format!(
+                "the service_resource_identifier '{srid}' is inactive or its agreement service is not {}",
+                RATEABLE_STATUSES.join(" or ")
+            ),
+        )));
+    }
+    Ok(Ok(active))
+}
+
+/// The billing period of a service holding `at` (stored text); periods load once per call.
+fn service_period(
+    tx: &Transaction<'_>,
+    caches: &mut Caches,
+    service_id: i64,
+    at: &str,
+) -> Result<Option<i64>> {
+    let periods = match caches.periods.entry(service_id) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(
+            tx.prepare_cached(
+                "SELECT start_date, end_date, id FROM service_periods WHERE service_id = ?1
+                 ORDER BY start_date DESC",
+            )?
+            .query_map([service_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+        ),
+    };
+    Ok(periods
+        .iter()
+        .find(|(start, end, _)| start.as_str() <= at && at < end.as_str())
+        .map(|(_, _, id)| *id))
+}
+
+/// Adds `delta` (exactly) to a billing account's pending charges.
+fn add_to_pending_charges(tx: &Transaction<'_>, account: i64, delta: Decimal) -> Result<()> {
+    if delta.is_zero() {
+        return Ok(());
+    }
+    let current: String = tx
+        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
+        .query_row([account], |r| r.get(0))?;
+    let total = crate::money::parse_decimal(&current).unwrap_or_default() + delta;
+    tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
+        .execute(params![canonical(total), account])?;
+    Ok(())
+}

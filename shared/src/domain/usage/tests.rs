@@ -1,0 +1,144 @@
+//! Posting rules on a real tenant database (in memory, migrated, with the demo seed in
+//! America/Chicago): which service period an event is rated in, and the overwrite chain.
+//! The demo SRID `srv-compute-0001` is service 1 of account 1, rated 0.12 per HOUR.
+
+use super::*;
+use crate::domain::test_support::demo_db;
+use rusqlite::{Connection, Transaction};
+use serde_json::json;
+
+const SRID: &str = "srv-compute-0001";
+
+fn tz() -> chrono_tz::Tz {
+    "America/Chicago".parse().unwrap()
+}
+
+fn request(mode: &str, events: serde_json::Value) -> BulkRequest {
+    serde_json::from_str(&json!({"mode": mode, "usage_events": events}).to_string()).unwrap()
+}
+
+fn hours(amount: u32, start: &str) -> serde_json::Value {
+    json!({"service_resource_identifier": SRID, "usage_uom": "HOUR",
+           "usage_amount": amount, "start_time": start,
+           "reference_id": "ref-1", "sequence_id": "1"})
+}
+
+fn pending(tx: &Transaction<'_>) -> Decimal {
+    let text: String = tx
+        .query_row(
+            "SELECT pending_charges_total FROM billing_accounts WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    crate::money::parse_decimal(&text).unwrap()
+}
+
+fn period_start(conn: &Connection, event: &RatedEvent) -> String {
+    conn.query_row(
+        "SELECT start_date FROM service_periods WHERE id = ?1 AND service_id = 1",
+        [event.service_period.id.parse::<i64>().unwrap()],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_event_is_rated_in_the_period_holding_its_start_in_the_tenant_zone() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let mut events = Vec::new();
+    for (i, start) in [
+        "2026-02-28T23:59:59-06:00",
+        "2026-03-01T00:00:00-06:00",
+        "2026-03-01T05:59:59Z",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut event = hours(1, start);
+        event["sequence_id"] = json!(i.to_string());
+        events.push(event);
+    }
+    let outcome = post(&tx, &request("FAIL_ON_EXISTING", json!(events)), tz()).unwrap();
+    assert!(
+        outcome.erred_events.is_empty(),
+        "{:?}",
+        outcome.erred_events
+    );
+    let starts: Vec<String> = outcome
+        .rated_events
+        .iter()
+        .map(|e| period_start(&tx, e))
+        .collect();
+    // Periods are local calendar months: March starts at local midnight (06:00 UTC), the
+    // start is inclusive and the end exclusive, whatever offset the event was written in.
+    assert_eq!(
+        starts,
+        [
+            "2026-02-01T06:00:00.000Z",
+            "2026-03-01T06:00:00.000Z",
+            "2026-02-01T06:00:00.000Z"
+        ]
+    );
+}
+
+#[test]
+fn two_successive_overwrites_void_both_earlier_events_and_move_pending_charges() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let before = pending(&tx);
+    let start = "2026-03-10T10:00:00-05:00";
+    let mut ids = Vec::new();
+    for (mode, amount) in [
+        ("FAIL_ON_EXISTING", 1),
+        ("OVERWRITE_ON_EXISTING", 2),
+        ("OVERWRITE_ON_EXISTING", 5),
+    ] {
+        let outcome = post(&tx, &request(mode, json!([hours(amount, start)])), tz()).unwrap();
+        assert!(
+            outcome.erred_events.is_empty(),
+            "{:?}",
+            outcome.erred_events
+        );
+        let event = &outcome.rated_events[0];
+        assert_eq!(event.overwrite_counter, i64::try_from(ids.len()).unwrap());
+        ids.push(event.id.clone().unwrap().parse::<i64>().unwrap());
+    }
+    let stored = fetch_by_ids(&tx, &ids, tz()).unwrap();
+    let voided: Vec<bool> = stored.iter().map(|e| e.voided).collect();
+    assert_eq!(voided, [true, true, false]);
+    // Only the live event counts: 5 hours at 0.12.
+    assert_eq!(pending(&tx) - before, Decimal::new(60, 2));
+
+    let again = post(
+        &tx,
+        &request("FAIL_ON_EXISTING", json!([hours(1, start)])),
+        tz(),
+    )
+    .unwrap();
+    assert!(again.rated_events.is_empty());
+    assert_eq!(again.erred_events[0].code, ErredCode::DuplicateEvent);
+    assert!(
+        again.erred_events[0]
+            .message
+            .starts_with(&format!("usage event {} already has", ids[2])),
+        "the refusal names the live event: {}",
+        again.erred_events[0].message
+    );
+}
+
+#[test]
+fn a_simulation_stores_nothing() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let before = pending(&tx);
+    let req = request("FAIL_ON_EXISTING", json!([hours(3, "2026-03-10")]));
+    let outcome = simulate(&tx, &req, tz()).unwrap();
+    assert_eq!(outcome.rated_events[0].total_charge, Decimal::new(36, 2));
+    assert_eq!(outcome.rated_events[0].id, None);
+    let stored: i64 = tx
+        .query_row("SELECT COUNT(*) FROM usage_events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((stored, pending(&tx)), (0, before));
+}

@@ -1,0 +1,493 @@
+//! The HTTP side of lists and single reads: a list request read off query parameters and
+//! headers into the engine's typed [`PageQuery`] (`crate::query::list`), and answers with
+//! ETag (304 on a matching If-None-Match), the paging headers, `return`/`Prefer` shapes and
+//! Preference-Applied. The engine knows nothing of this; the surfaces know nothing of SQL.
+//!
+//! Each surface names its paging parameters, limits and count headers differently; a
+//! [`Paging`] holds one surface's convention ([`BILLING_PAGING`], [`REVENUE_PAGING`],
+//! [`LEGACY_PAGING`]), and [`read_page`] reads a page under it.
+//!
+//! Surface B's choices where the interface is silent: `page_number` 0 is the first page,
+//! like 1; `page_size` 0 answers no records but still counts them; unknown query parameters
+//! are ignored; a `return` parameter wins over a `Prefer` header.
+
+use crate::paging::{int_param, Page, PagingRules};
+use crate::query::{Criteria, ListSource, PageQuery, Selection};
+use crate::{Error, Result};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono_tz::Tz;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// The names of the headers that carry a page's counts.
+#[derive(Debug, Clone, Copy)]
+pub struct CountHeaders {
+    /// Records matching.
+    pub total: &'static str,
+    /// Records in this answer.
+    pub elements: &'static str,
+    /// Pages of the current size.
+    pub pages: &'static str,
+}
+
+/// One surface's paging convention: parameter names, limits, and where counts go.
+#[derive(Debug, Clone, Copy)]
+pub struct Paging {
+    /// The page number parameter.
+    pub number: &'static str,
+    /// The page size parameter.
+    pub size: &'static str,
+    /// Limits and the default size.
+    pub rules: PagingRules,
+    /// The count headers (None: the surface answers counts in the body).
+    pub headers: Option<CountHeaders>,
+}
+
+/// Surface B: `page_number` >= 0 (0 reads as 1), `page_size` 0..50 (default 50).
+pub const BILLING_PAGING: Paging = Paging {
+    number: "page_number",
+    size: "page_size",
+    rules: PagingRules {
+        min_number: 0,
+        min_size: 0,
+        max_size: 50,
+        default_size: 50,
+    },
+    headers: Some(CountHeaders {
+        total: "X-total-count",
+        elements: "X-element-count",
+        pages: "X-total-pages",
+    }),
+};
+
+/// Surface C: `page_number` >= 1, `page_size` 1..50 (default 25).
+pub const REVENUE_PAGING: Paging = Paging {
+    number: "page_number",
+    size: "page_size",
+    rules: crate::paging::REVENUE_PAGING,
+    headers: Some(CountHeaders {
+        total: "X-Total-Count",
+        elements: "X-Elements-Count",
+        pages: "X-Total-Pages",
+    }),
+};
+
+/// Surface A: `pageNumber` >= 1, `pageSize` 1..500 (default 50); counts in the XML body.
+pub const LEGACY_PAGING: Paging = Paging {
+    number: "pageNumber",
+    size: "pageSize",
+    rules: PagingRules {
+        min_number: 1,
+        min_size: 1,
+        max_size: 500,
+        default_size: 50,
+    },
+    headers: None,
+};
+
+/// Reads the page of a request under `paging` (400 naming the parameter when out of
+/// range); a page number below 1 reads as 1.
+pub fn read_page(params: &HashMap<String, String>, paging: &Paging) -> Result<Page> {
+    let rules = paging.rules;
+    let number = int_param(
+        params,
+        paging.number,
+        1,
+        rules.min_number,
+        i64::from(i32::MAX),
+    )?
+    .max(1);
+    let size = int_param(
+        params,
+        paging.size,
+        rules.default_size,
+        rules.min_size,
+        rules.max_size,
+    )?;
+    Ok(Page { number, size })
+}
+
+/// Adds the count headers of `paging` to an answer of `elements` records (total and pages
+/// only when counted).
+pub fn add_count_headers(
+    response: &mut Response,
+    paging: &Paging,
+    elements: usize,
+    total: Option<i64>,
+    page: Page,
+) {
+    let Some(names) = paging.headers else {
+        return;
+    };
+    let h = response.headers_mut();
+    h.insert(names.elements, HeaderValue::from(elements));
+    if let Some(total) = total {
+        h.insert(names.total, HeaderValue::from(total));
+        h.insert(names.pages, HeaderValue::from(page.total_pages(total)));
+    }
+}
+
+/// How much of each record to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Scalar fields; nested references reduced to `{id}`; nested collections left out.
+    Simple,
+    /// Everything (the default).
+    Full,
+}
+
+/// Reads `return` and `Prefer: return=...`: the shape and the Preference-Applied answer.
+pub fn read_shape(
+    params: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<(Shape, Option<&'static str>)> {
+    let preferred = headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split([',', ';']))
+        .filter_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            k.trim()
+                .eq_ignore_ascii_case("return")
+                .then(|| v.trim().trim_matches('"').to_ascii_lowercase())
+        })
+        .find_map(|v| match v.as_str() {
+            "minimal" => Some(Shape::Simple),
+            "representation" => Some(Shape::Full),
+            _ => None,
+        });
+    let explicit = match params.get("return").map(|v| v.trim().to_ascii_uppercase()) {
+        None => None,
+        Some(v) if v == "SIMPLE" => Some(Shape::Simple),
+        Some(v) if v == "FULL" => Some(Shape::Full),
+        Some(_) => {
+            return Err(Error::bad_request(format!(
+                "return: '{}' is not one of SIMPLE, FULL",
+                params.get("return").map(String::as_str).unwrap_or_default()
+            )))
+        }
+    };
+    let shape = explicit.or(preferred).unwrap_or(Shape::Full);
+    let applied = preferred.map(|_| match shape {
+        Shape::Simple => "return=minimal",
+        Shape::Full => "return=representation",
+    });
+    Ok((shape, applied))
+}
+
+/// A Surface B list request read off HTTP: the engine's query and how to answer.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// What to fetch (`omit_total_count=TRUE` turns counting off).
+    pub query: PageQuery,
+    /// The representation asked for.
+    pub shape: Shape,
+    /// The `Preference-Applied` value to answer, when a Prefer return preference was sent.
+    pub preference_applied: Option<&'static str>,
+}
+
+impl Listing {
+    /// Reads a Surface B list request for `source`: named filters, `filter`, `sort`, the
+    /// page, `return`/`Prefer` and `omit_total_count`, each checked in that order (a 400
+    /// names the first parameter that is wrong). Date-times are read in `tz`; `defaults`
+    /// as in [`Selection::compile`].
+    pub fn read(
+        params: &HashMap<String, String>,
+        headers: &HeaderMap,
+        source: &ListSource,
+        tz: Tz,
+        defaults: &[(&str, &str)],
+    ) -> Result<Listing> {
+        let criteria = Criteria {
+            filter: params.get("filter").cloned(),
+            sort: params.get("sort").cloned(),
+            named: source
+                .filter_names()
+                .filter_map(|n| params.get(n).map(|v| (n.to_string(), v.clone())))
+                .collect(),
+        };
+        let selection = Selection::compile(&criteria, source, tz, defaults)?;
+        let page = read_page(params, &BILLING_PAGING)?;
+        let (shape, preference_applied) = read_shape(params, headers)?;
+        let omit_total_count = match params.get("omit_total_count") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("true") => true,
+            Some(v) if v.eq_ignore_ascii_case("false") => false,
+            Some(v) => {
+                return Err(Error::bad_request(format!(
+                    "omit_total_count: '{v}' is not TRUE or FALSE"
+                )))
+            }
+        };
+        Ok(Listing {
+            query: PageQuery {
+                selection,
+                page,
+                count_total: !omit_total_count,
+            },
+            shape,
+            preference_applied,
+        })
+    }
+
+    /// Narrows the list to a fixed scope (see [`Selection::scope`]).
+    pub fn scope(mut self, sql: &str, params: Vec<rusqlite::types::Value>) -> Listing {
+        self.query = self.query.scope(sql, params);
+        self
+    }
+
+    /// The answer: the records (already shaped) as a JSON array with ETag, Surface B's
+    /// count headers and Preference-Applied.
+    pub fn respond(
+        &self,
+        records: Vec<Box<RawValue>>,
+        total: Option<i64>,
+        headers: &HeaderMap,
+    ) -> Response {
+        let count = records.len();
+        let bytes = serde_json::to_vec(&records).unwrap_or_default();
+        let mut response = json_with_etag(StatusCode::OK, bytes, &format!("{total:?}"), headers);
+        add_count_headers(
+            &mut response,
+            &BILLING_PAGING,
+            count,
+            total,
+            self.query.page,
+        );
+        with_preference(response, self.preference_applied)
+    }
+}
+
+/// The answer to a single read or a write: one record with ETag (304 when a read's
+/// If-None-Match matches; pass empty `headers` for writes) and Preference-Applied.
+pub fn record_response(
+    status: StatusCode,
+    record: &RawValue,
+    applied: Option<&'static str>,
+    headers: &HeaderMap,
+) -> Response {
+    let response = json_with_etag(status, record.get().as_bytes().to_vec(), "", headers);
+    with_preference(response, applied)
+}
+
+/// Reduces a record to its SIMPLE form: nested references keep only `id`, nested
+/// collections are left out, scalars stay (number texts untouched, so amounts stay exact).
+pub fn simplify(record: &RawValue) -> Result<Box<RawValue>> {
+    let Ok(members) = object_members(record) else {
+        return Ok(record.to_owned());
+    };
+    let mut out: Vec<String> = Vec::with_capacity(members.len());
+    for (key, value) in members {
+        let text = value.get().trim_start();
+        let rendered = if text.starts_with('[') {
+            continue;
+        } else if text.starts_with('{') {
+            let inner: serde_json::Map<String, Value> = serde_json::from_str(text)?;
+            serde_json::to_string(
+                &serde_json::json!({ "id": inner.get("id").cloned().unwrap_or(Value::Null) }),
+            )?
+        } else {
+            text.to_string()
+        };
+        out.push(format!("{}:{rendered}", serde_json::to_string(&key)?));
+    }
+    Ok(RawValue::from_string(format!("{{{}}}", out.join(",")))?)
+}
+
+/// An object's members with their raw values, in document order.
+fn object_members(record: &RawValue) -> Result<Vec<(String, Box<RawValue>)>> {
+    struct Pairs(Vec<(String, Box<RawValue>)>);
+    impl<'de> serde::Deserialize<'de> for Pairs {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Pairs;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> std::result::Result<Pairs, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
+                        out.push(entry);
+                    }
+                    Ok(Pairs(out))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    let pairs: Pairs = serde_json::from_str(record.get())?;
+    Ok(pairs.0)
+}
+
+/// Serializes a record in `shape`, exactly (amounts keep their digits).
+pub fn to_raw<T: serde::Serialize>(record: &T, shape: Shape) -> Result<Box<RawValue>> {
+    let full = serde_json::value::to_raw_value(record)?;
+    match shape {
+        Shape::Full => Ok(full),
+        Shape::Simple => simplify(&full),
+    }
+}
+
+/// A strong ETag over the exact bytes of a body and of what headers carry beside it.
+fn etag_of(body: &[u8], extra: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(body)
+        .chain_update(extra)
+        .finalize();
+    format!("\"{}\"", hex::encode(&digest[..16]))
+}
+
+/// Whether an If-None-Match header matches `etag` (a list of tags, weak or strong, or `*`).
+fn none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == "*" || t == etag)
+}
+
+/// A JSON answer with an ETag; 304 without a body when If-None-Match matches it. `extra`
+/// is what the answer's other headers say (e.g. the total), so that it changes the tag.
+pub fn json_with_etag(
+    status: StatusCode,
+    bytes: Vec<u8>,
+    extra: &str,
+    headers: &HeaderMap,
+) -> Response {
+    let etag = etag_of(&bytes, extra);
+    let mut response = if status == StatusCode::OK && none_match(headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response()
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, v);
+    }
+    response
+}
+
+/// Adds `Preference-Applied` when a Prefer return preference was honoured.
+pub fn with_preference(mut response: Response, applied: Option<&'static str>) -> Response {
+    if let Some(a) = applied {
+        response
+            .headers_mut()
+            .insert("Preference-Applied", HeaderValue::from_static(a));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn shape_from_return_and_prefer() {
+        let mut h = HeaderMap::new();
+        assert_eq!(read_shape(&params(&[]), &h).unwrap(), (Shape::Full, None));
+        h.insert(
+            "prefer",
+            HeaderValue::from_static("respond-async, return=minimal"),
+        );
+        assert_eq!(
+            read_shape(&params(&[]), &h).unwrap(),
+            (Shape::Simple, Some("return=minimal"))
+        );
+        assert_eq!(
+            read_shape(&params(&[("return", "FULL")]), &h).unwrap(),
+            (Shape::Full, Some("return=representation"))
+        );
+        assert!(read_shape(&params(&[("return", "ALL")]), &h).is_err());
+    }
+
+    #[test]
+    fn simple_form_keeps_scalars_and_reference_ids() {
+        let full = RawValue::from_string(
+            r#"{"id":"1","name":"x","agreement":{"id":"2","name":"y"},"items":[{"id":"3"}],"amount":0.1000000000000000000000000001,"gone":null}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(
+            simplify(&full).unwrap().get(),
+            r#"{"id":"1","name":"x","agreement":{"id":"2"},"amount":0.1000000000000000000000000001,"gone":null}"#
+        );
+    }
+
+    #[test]
+    fn etag_matching() {
+        let mut h = HeaderMap::new();
+        let first = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+        let tag = first.headers()[header::ETAG].clone();
+        h.insert(header::IF_NONE_MATCH, tag.clone());
+        let again = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+        let changed = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "total 2", &h);
+        assert_eq!(changed.status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn each_surface_pages_under_its_own_limits() {
+        let page = |p: &[(&str, &str)], paging: &Paging| read_page(&params(p), paging);
+        let first = Page {
+            number: 1,
+            size: 50,
+        };
+        assert_eq!(
+            page(&[("page_number", "0")], &BILLING_PAGING).unwrap(),
+            first
+        );
+        assert!(page(&[("page_size", "51")], &BILLING_PAGING).is_err());
+        assert_eq!(
+            page(&[("page_size", "0")], &BILLING_PAGING).unwrap().size,
+            0
+        );
+        assert_eq!(page(&[], &REVENUE_PAGING).unwrap().size, 25);
+        assert!(page(&[("page_number", "0")], &REVENUE_PAGING).is_err());
+        assert!(page(&[("page_size", "0")], &REVENUE_PAGING).is_err());
+        assert_eq!(
+            page(&[("pageSize", "500")], &LEGACY_PAGING).unwrap().size,
+            500
+        );
+        assert!(page(&[("pageSize", "501")], &LEGACY_PAGING).is_err());
+        assert_eq!(page(&[], &LEGACY_PAGING).unwrap(), first);
+    }
+
+    #[test]
+    fn count_headers_follow_the_surface_and_the_omission() {
+        let page = Page { number: 1, size: 2 };
+        let mut b = StatusCode::OK.into_response();
+        add_count_headers(&mut b, &BILLING_PAGING, 2, Some(5), page);
+        assert_eq!(b.headers()["x-total-pages"], "3");
+        assert_eq!(b.headers()["x-element-count"], "2");
+        let mut c = StatusCode::OK.into_response();
+        add_count_headers(&mut c, &REVENUE_PAGING, 2, None, page);
+        assert_eq!(c.headers()["x-elements-count"], "2");
+        assert!(c.headers().get("x-total-count").is_none());
+        let mut a = StatusCode::OK.into_response();
+        add_count_headers(&mut a, &LEGACY_PAGING, 2, Some(5), page);
+        assert!(a.headers().is_empty());
+    }
+}
