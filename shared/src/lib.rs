@@ -21,7 +21,6 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod money;
-pub mod paging;
 pub mod query;
 pub mod rating;
 pub mod seed;

@@ -4,7 +4,8 @@
 
 use crate::domain::collect::catalogue;
 use crate::domain::{
-    accounts, agreements, bill_batches, billing, calendars, catalog, glrun, ledgers, payments,
+    accounts, actions, adjustments, agreements, bill_batches, calendars, catalog, glrun, invoices,
+    ledgers, payments,
 };
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -178,13 +179,13 @@ struct SeedData {
     agreements: Vec<agreements::NewAgreement>,
     services: Vec<agreements::NewService>,
     generated_services: Option<GeneratedServices>,
-    actions: Vec<billing::NewAction>,
+    actions: Vec<actions::NewAction>,
     bill_batches: Vec<bill_batches::NewBillBatch>,
     bill_batch_runs: Vec<bill_batches::NewBillBatchRun>,
-    invoices: Vec<billing::NewInvoice>,
-    payments: Vec<billing::NewPayment>,
+    invoices: Vec<invoices::NewInvoice>,
+    payments: Vec<payments::NewPayment>,
     payment_applications: Vec<SeedPaymentApplication>,
-    adjustments: Vec<billing::NewAdjustment>,
+    adjustments: Vec<adjustments::NewAdjustment>,
     charts_of_accounts: Vec<ledgers::NewNamed>,
     rule_sets: Vec<ledgers::NewNamed>,
     run_modes: Vec<glrun::NewRunMode>,
@@ -245,7 +246,7 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
     }
     d.actions
         .iter()
-        .try_for_each(|x| billing::create_action(tx, x).map(drop))?;
+        .try_for_each(|x| actions::create_action(tx, x).map(drop))?;
     d.bill_batches
         .iter()
         .try_for_each(|x| bill_batches::create_bill_batch(tx, x, tz).map(drop))?;
@@ -254,10 +255,10 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         .try_for_each(|x| bill_batches::create_bill_batch_run(tx, x, tz).map(drop))?;
     d.invoices
         .iter()
-        .try_for_each(|x| billing::create_invoice(tx, x, tz).map(drop))?;
+        .try_for_each(|x| invoices::create_invoice(tx, x, tz).map(drop))?;
     d.payments
         .iter()
-        .try_for_each(|x| billing::create_payment(tx, x, tz).map(drop))?;
+        .try_for_each(|x| payments::create_payment(tx, x, tz).map(drop))?;
     for a in &d.payment_applications {
         let applied_on = crate::domain::parse_time("applied_on", &a.applied_on, tz)?;
         let target = payments::PaymentTarget::Invoices(a.invoice_ids.clone());
@@ -265,7 +266,7 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
     }
     d.adjustments
         .iter()
-        .try_for_each(|x| billing::create_adjustment(tx, x, tz).map(drop))?;
+        .try_for_each(|x| adjustments::create_adjustment(tx, x, tz).map(drop))?;
     d.charts_of_accounts
         .iter()
         .try_for_each(|x| ledgers::create_chart_of_accounts(tx, x).map(drop))?;

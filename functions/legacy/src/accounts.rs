@@ -16,10 +16,11 @@ use shared::domain::bill_batch_membership::join_category_bill_batches;
 pub static ENTITY: Entity = Entity {
     collection: "billingAccounts",
     element: "billingAccount",
-    select: "SELECT t.id, t.account_num, t.external_account_num, t.name, t.bill_type, \
+    columns: "t.id, t.account_num, t.external_account_num, t.name, t.bill_type, \
              t.automatic_recurring_payment, t.status, t.balance, t.pending_charges_total, \
              t.currency_code, t.tax_exempt, t.start_date, t.end_date, t.next_invoice_date, \
-             t.billing_account_category_id, t.bill_cycle_id FROM billing_accounts t",
+             t.billing_account_category_id, t.bill_cycle_id",
+    from: "billing_accounts t",
     filters: &[
         Filter::text("accountNum", "t.account_num"),
         Filter::text("externalAccountNum", "t.external_account_num"),

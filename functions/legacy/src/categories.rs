@@ -14,8 +14,8 @@ use shared::domain::accounts::{create_category, edit_category, CategoryFields, C
 pub static ENTITY: Entity = Entity {
     collection: "billingAccountCategories",
     element: "billingAccountCategory",
-    select: "SELECT t.id, t.name, t.type, t.description, t.status, t.conversion_currency \
-             FROM billing_account_categories t",
+    columns: "t.id, t.name, t.type, t.description, t.status, t.conversion_currency",
+    from: "billing_account_categories t",
     filters: &[
         Filter::one_of("status", "t.status", CATEGORY_STATUSES),
         Filter::text("type", "t.type"),

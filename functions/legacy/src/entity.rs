@@ -1,7 +1,9 @@
 //! The read side every Surface A entity shares: a declarative [`Entity`] (its SQL, its query
 //! keys, how a row renders), the paged collection GET and the GET by eid. The eid of every
 //! entity is the row id in the tenant database, so one record has one identity on every
-//! surface.
+//! surface. Collections page through the shared engine (`shared::query::PageQuery`) under
+//! Surface A's paging convention (`shared::web::listing::LEGACY_PAGING`); the counts go in
+//! the page element's attributes.
 
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
@@ -10,16 +12,12 @@ use crate::xml_answer;
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
-use rusqlite::types::ToSql;
+use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row};
-use shared::paging::{int_param, Page};
+use shared::query::Selection;
+use shared::web::listing::{read_page, LEGACY_PAGING};
 use shared::{Error, Result};
 use std::collections::HashMap;
-
-/// Default `pageSize` of a collection GET.
-pub const DEFAULT_PAGE_SIZE: i64 = 50;
-/// Largest `pageSize` accepted.
-pub const MAX_PAGE_SIZE: i64 = 500;
 
 /// What values a query key takes.
 #[derive(Debug, Clone, Copy)]
@@ -83,21 +81,25 @@ pub struct Entity {
     pub collection: &'static str,
     /// Element name of one object, e.g. `billingAccount`.
     pub element: &'static str,
-    /// `SELECT ... FROM <table> t ...` without WHERE; the entity's table is aliased `t`.
-    pub select: &'static str,
+    /// The selected columns (`t.id, ...`), read by name in `render`.
+    pub columns: &'static str,
+    /// The table, aliased `t`, with any joins (no WHERE).
+    pub from: &'static str,
     /// Query keys of the collection GET besides pageNumber and pageSize.
     pub filters: &'static [Filter],
-    /// Renders one row of `select`.
+    /// Renders one row of `columns`.
     pub render: fn(&Row<'_>, Tz) -> rusqlite::Result<Node>,
 }
 
 /// Reads one object by eid (404 when it does not exist).
 pub fn find(entity: &Entity, conn: &Connection, eid: i64, tz: Tz) -> Result<Node> {
-    conn.query_row(&format!("{} WHERE t.id = ?1", entity.select), [eid], |r| {
-        (entity.render)(r, tz)
-    })
-    .optional()?
-    .ok_or_else(|| Error::not_found(format!("{} {eid} does not exist", entity.element)))
+    let sql = format!(
+        "SELECT {} FROM {} WHERE t.id = ?1",
+        entity.columns, entity.from
+    );
+    conn.query_row(&sql, [eid], |r| (entity.render)(r, tz))
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("{} {eid} does not exist", entity.element)))
 }
 
 /// Reads one page of the collection under the query parameters.
@@ -107,12 +109,8 @@ pub fn page(
     params: &HashMap<String, String>,
     tz: Tz,
 ) -> Result<Node> {
-    let page = Page {
-        number: int_param(params, "pageNumber", 1, 1, i64::from(i32::MAX))?,
-        size: int_param(params, "pageSize", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?,
-    };
-    let mut conditions = Vec::new();
-    let mut values: Vec<Box<dyn ToSql>> = Vec::new();
+    let page = read_page(params, &LEGACY_PAGING)?;
+    let mut selection = Selection::new("t.id");
     let mut keys: Vec<&String> = params.keys().collect();
     keys.sort();
     for key in keys {
@@ -124,36 +122,21 @@ pub fn page(
             .iter()
             .find(|f| f.key == key)
             .ok_or_else(|| unknown_key(entity, key))?;
-        let value = &params[key];
-        values.push(filter_value(filter, value)?);
-        conditions.push(format!("{} = ?{}", filter.column, values.len()));
+        let value = filter_value(filter, &params[key])?;
+        selection = selection.scope(&format!("{} = ?", filter.column), vec![value]);
     }
-    let filter_sql = if conditions.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", conditions.join(" AND "))
-    };
-    let bound: Vec<&dyn ToSql> = values.iter().map(|v| v.as_ref()).collect();
-    let total: i64 = conn.query_row(
-        &format!("SELECT COUNT(*) FROM ({}{filter_sql})", entity.select),
-        bound.as_slice(),
-        |r| r.get(0),
-    )?;
-    let (limit, offset) = page.limit_offset();
-    let mut stmt = conn.prepare(&format!(
-        "{}{filter_sql} ORDER BY t.id LIMIT {limit} OFFSET {offset}",
-        entity.select
-    ))?;
-    let items = stmt
-        .query_map(bound.as_slice(), |r| (entity.render)(r, tz))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let paged = selection
+        .page(page)
+        .fetch_paged(conn, entity.columns, entity.from, |r| {
+            (entity.render)(r, tz)
+        })?;
     Ok(Node::new(entity.collection)
         .attr("pageNumber", page.number)
         .attr("pageSize", page.size)
-        .attr("totalElements", total)
-        .attr("elementCount", items.len())
-        .attr("totalPages", page.total_pages(total))
-        .children(items))
+        .attr("totalElements", paged.total)
+        .attr("elementCount", paged.items.len())
+        .attr("totalPages", page.total_pages(paged.total))
+        .children(paged.items))
 }
 
 fn unknown_key(entity: &Entity, key: &str) -> Error {
@@ -166,19 +149,20 @@ fn unknown_key(entity: &Entity, key: &str) -> Error {
     ))
 }
 
-fn filter_value(filter: &Filter, value: &str) -> Result<Box<dyn ToSql>> {
+/// The SQL value of a query key's `value`, or a 400 naming the key.
+fn filter_value(filter: &Filter, value: &str) -> Result<SqlValue> {
     match filter.kind {
-        FilterKind::Text => Ok(Box::new(value.to_string())),
+        FilterKind::Text => Ok(SqlValue::Text(value.to_string())),
         FilterKind::Integer => value
             .trim()
             .parse::<i64>()
-            .map(|v| Box::new(v) as _)
+            .map(SqlValue::Integer)
             .map_err(|_| {
                 Error::bad_request(format!("{}: '{value}' is not a 64-bit integer", filter.key))
             }),
         FilterKind::OneOf(allowed) => {
             shared::domain::check_enum(filter.key, value, allowed)?;
-            Ok(Box::new(value.to_string()))
+            Ok(SqlValue::Text(value.to_string()))
         }
     }
 }

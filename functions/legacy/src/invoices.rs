@@ -8,19 +8,18 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::Node;
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::billing::{
-    check_invoice_num_free, create_invoice, NewInvoice, INVOICE_STATUSES,
+use shared::domain::invoices::{
+    create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_STATUSES,
 };
-use shared::domain::invoices::{edit_invoice, InvoiceEdit};
 
 /// The invoice read model.
 pub static ENTITY: Entity = Entity {
     collection: "invoices",
     element: "invoice",
-    select: "SELECT t.id, t.invoice_num, t.external_invoice_num, t.invoice_type, t.amount, \
+    columns: "t.id, t.invoice_num, t.external_invoice_num, t.invoice_type, t.amount, \
              t.amount_to_pay, t.description, t.occurred_on, t.due_date, t.paid_date, t.status, \
-             t.billing_account_id, a.account_num \
-             FROM invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
+             t.billing_account_id, a.account_num",
+    from: "invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
         Filter::text("invoiceNum", "t.invoice_num"),
         Filter::text("accountNum", "a.account_num"),
@@ -76,7 +75,6 @@ pub async fn create(
     f.ignore(&["eid", "amountToPay", "paidDate"]);
     f.finish()?;
     create_and_answer(&ENTITY, &tenant, move |tx, tz| {
-        check_invoice_num_free(tx, &invoice.invoice_num)?;
         create_invoice(tx, &invoice, tz)
     })
     .await

@@ -8,7 +8,7 @@ use crate::request::{BasicAuth, Eid, XmlBody};
 use crate::xml::{Element, Node};
 use axum::response::Response;
 use rusqlite::Row;
-use shared::domain::billing::create_payment;
+use shared::domain::payments::create_payment;
 use shared::domain::payments::{
     edit_payment, PaymentDraft, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES,
 };
@@ -17,10 +17,10 @@ use shared::domain::payments::{
 pub static ENTITY: Entity = Entity {
     collection: "payments",
     element: "payment",
-    select: "SELECT t.id, t.amount, t.description, t.reference, t.occurred_on, \
+    columns: "t.id, t.amount, t.description, t.reference, t.occurred_on, \
              t.unapplied_amount, t.received_amount, t.refunded_amount, t.canceled_amount, \
-             t.status, t.payment_method, t.billing_account_id, a.account_num \
-             FROM payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
+             t.status, t.payment_method, t.billing_account_id, a.account_num",
+    from: "payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
         Filter::integer("billingAccountEid", "t.billing_account_id"),
         Filter::text("accountNum", "a.account_num"),

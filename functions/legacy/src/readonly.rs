@@ -10,10 +10,10 @@ use shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
 pub static AGREEMENTS: Entity = Entity {
     collection: "agreements",
     element: "agreement",
-    select: "SELECT t.id, t.name, t.agreement_period, t.agreement_period_type, t.status, \
+    columns: "t.id, t.name, t.agreement_period, t.agreement_period_type, t.status, \
              t.end_action, t.valid_from, t.valid_to, t.minimum_amount, \
-             t.minimum_amount_currency_type, t.prorate_on_cancel, t.preserve_service_price \
-             FROM agreements t",
+             t.minimum_amount_currency_type, t.prorate_on_cancel, t.preserve_service_price",
+    from: "agreements t",
     filters: &[
         Filter::text("name", "t.name"),
         Filter::text("status", "t.status"),
@@ -50,10 +50,10 @@ fn render_agreement(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
 pub static AGREEMENT_SERVICES: Entity = Entity {
     collection: "agreementServices",
     element: "agreementService",
-    select: "SELECT t.id, t.status, t.start_date, t.end_date, t.end_action, t.renewed, \
+    columns: "t.id, t.status, t.start_date, t.end_date, t.end_action, t.renewed, \
              t.accumulated_charges_amount, t.minimum_amount, t.minimum_amount_currency_code, \
-             t.agreement_period, t.agreement_id, t.service_id, s.billing_account_id, s.product_id \
-             FROM agreement_services t JOIN services s ON s.id = t.service_id",
+             t.agreement_period, t.agreement_id, t.service_id, s.billing_account_id, s.product_id",
+    from: "agreement_services t JOIN services s ON s.id = t.service_id",
     filters: &[
         Filter::one_of("status", "t.status", AGREEMENT_SERVICE_STATUSES),
         Filter::integer("agreementEid", "t.agreement_id"),
@@ -90,7 +90,8 @@ fn render_agreement_service(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<
 pub static PRODUCTS: Entity = Entity {
     collection: "products",
     element: "product",
-    select: "SELECT t.id, t.name, t.sku, t.external_product_number FROM products t",
+    columns: "t.id, t.name, t.sku, t.external_product_number",
+    from: "products t",
     filters: &[Filter::text("name", "t.name"), Filter::text("sku", "t.sku")],
     render: render_product,
 };
@@ -110,10 +111,11 @@ fn render_product(r: &Row<'_>, _tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
 pub static USAGE_EVENTS: Entity = Entity {
     collection: "usageEvents",
     element: "usageEvent",
-    select: "SELECT t.id, t.request_id, t.service_resource_identifier, t.start_time, \
+    columns: "t.id, t.request_id, t.service_resource_identifier, t.start_time, \
              t.end_time, t.usage_uom, t.usage_amount, t.reference_id, t.sequence_id, \
              t.total_charge, t.overwrite_counter, t.voided, t.billing_account_id, \
-             t.agreement_service_id FROM usage_events t",
+             t.agreement_service_id",
+    from: "usage_events t",
     filters: &[
         Filter::integer("billingAccountEid", "t.billing_account_id"),
         Filter::text("referenceId", "t.reference_id"),

@@ -1,7 +1,7 @@
 //! The WADL of Surface A (`GET /t/s/r/1.28?_wadl`), generated from the route table that
 //! serves requests: every route is one `method` under the `resource` of its path.
 
-use crate::entity::{Filter, FilterKind, DEFAULT_PAGE_SIZE};
+use crate::entity::{Filter, FilterKind};
 use crate::fault::Fault;
 use crate::request::Query;
 use crate::routes::{table, Route};
@@ -9,6 +9,7 @@ use crate::xml::{document, Node};
 use crate::xml_namespace;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use shared::web::listing::LEGACY_PAGING;
 use shared::web::{header_str, LEGACY_PREFIX};
 
 /// The WADL namespace.
@@ -84,7 +85,7 @@ fn method(route: &Route) -> Node {
             .child(query_param(
                 "pageSize",
                 "xs:int",
-                Some(DEFAULT_PAGE_SIZE.to_string()),
+                Some(LEGACY_PAGING.rules.default_size.to_string()),
             ))
             .children(entity.filters.iter().map(filter_param));
     }

@@ -7,7 +7,7 @@ pub mod query;
 
 use auth::RevenueAuth;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
@@ -16,7 +16,8 @@ use shared::domain::calendars::{self, NewYear};
 use shared::domain::collect::{self, catalogue};
 use shared::domain::ledgers::{self, LedgerFields};
 use shared::domain::{chargeinfo, glrun, replication};
-use shared::paging::{int_param, Page, Paged, REVENUE_PAGING};
+use shared::query::{Page, Paged};
+use shared::web::listing::{self, int_param, REVENUE_PAGING};
 use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, REVENUE_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
@@ -79,7 +80,7 @@ fn id(name: &str, raw: &str) -> Result<i64, ApiError> {
 }
 
 fn page(params: &query::Query) -> Result<Page, ApiError> {
-    Ok(Page::from_params(params, REVENUE_PAGING)?)
+    Ok(listing::read_page(params, &REVENUE_PAGING)?)
 }
 
 fn created<T: Serialize>(value: T) -> Response {
@@ -94,12 +95,12 @@ fn ok<T: Serialize>(value: T) -> Response {
 /// X-Total-Pages.
 fn revenue_paged<T: Serialize>(paged: Paged<T>) -> Response {
     let mut response = Json(&paged.items).into_response();
-    let h = response.headers_mut();
-    h.insert("X-Total-Count", HeaderValue::from(paged.total));
-    h.insert("X-Elements-Count", HeaderValue::from(paged.items.len()));
-    h.insert(
-        "X-Total-Pages",
-        HeaderValue::from(paged.page.total_pages(paged.total)),
+    listing::add_count_headers(
+        &mut response,
+        &REVENUE_PAGING,
+        paged.items.len(),
+        Some(paged.total),
+        paged.page,
     );
     response
 }

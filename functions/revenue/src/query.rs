@@ -62,7 +62,7 @@ pub fn ledger_filter(p: &Query) -> Result<LedgerFilter> {
 /// which refuses a bad max_records too but ignores is_parent, parent_id and max_records).
 pub fn charge_info_filter(p: &Query, tz: chrono_tz::Tz, merged: bool) -> Result<ChargeInfoFilter> {
     let max_records =
-        shared::paging::int_param(p, "max_records", DEFAULT_MAX_RECORDS, 1, i64::MAX)?;
+        shared::web::listing::int_param(p, "max_records", DEFAULT_MAX_RECORDS, 1, i64::MAX)?;
     Ok(ChargeInfoFilter {
         billing_account: text(p, "billing_account"),
         invoice_number: text(p, "invoice_number"),

@@ -6,9 +6,8 @@
 //! `merged_charge_info_ids` = the children's ids; its `updated_on` is the latest of them all.
 //! Records without children are listed as they are; children never appear on their own.
 
-use super::paging::{paged_query, Where};
 use super::require;
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::time::render;
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -99,40 +98,43 @@ pub struct ChargeInfoFilter {
 }
 
 impl ChargeInfoFilter {
-    fn conditions(&self, merged: bool) -> Where {
-        let mut w = Where::default();
-        w.opt(
-            "(ci.billing_account_num = ? OR CAST(ci.billing_account_id AS TEXT) = ?)",
-            self.billing_account.clone(),
-        );
-        w.opt("ci.invoice_number = ?", self.invoice_number.clone());
-        w.opt("ci.charge_info_type = ?", self.charge_info_type.clone());
-        if merged {
-            w.opt(
+    /// The records matching, by id (over `charge_infos ci`).
+    fn selection(&self, merged: bool) -> Selection {
+        let mut s = Selection::new("ci.id")
+            .scope_if(
+                "(ci.billing_account_num = ? OR CAST(ci.billing_account_id AS TEXT) = ?)",
+                self.billing_account.clone(),
+            )
+            .scope_if("ci.invoice_number = ?", self.invoice_number.clone())
+            .scope_if("ci.charge_info_type = ?", self.charge_info_type.clone());
+        s = if merged {
+            s.scope_if(
                 "(ci.charge_category = ? OR EXISTS (SELECT 1 FROM charge_infos k
                   WHERE k.parent_id = ci.id AND k.charge_category = ?))",
                 self.charge_category.clone(),
-            );
-            w.always("ci.parent_id IS NULL");
+            )
+            .scope("ci.parent_id IS NULL", vec![])
         } else {
-            w.opt("ci.charge_category = ?", self.charge_category.clone());
-        }
-        w.opt("ci.created_on >= ?", self.created_from.clone());
-        w.opt("ci.created_on < ?", self.created_to.clone());
-        match self.is_parent {
-            Some(true) => {
-                w.always("EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)")
-            }
-            Some(false) => {
-                w.always("NOT EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)")
-            }
-            None => {}
-        }
-        w.opt("ci.service_id = ?", self.service_id);
-        w.opt("ci.product_id = ?", self.product_id);
-        w.opt("ci.order_number = ?", self.order_number.clone());
-        w.opt("ci.parent_id = ?", self.parent_id);
-        w
+            s.scope_if("ci.charge_category = ?", self.charge_category.clone())
+        };
+        s = s
+            .scope_if("ci.created_on >= ?", self.created_from.clone())
+            .scope_if("ci.created_on < ?", self.created_to.clone());
+        s = match self.is_parent {
+            Some(true) => s.scope(
+                "EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)",
+                vec![],
+            ),
+            Some(false) => s.scope(
+                "NOT EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)",
+                vec![],
+            ),
+            None => s,
+        };
+        s.scope_if("ci.service_id = ?", self.service_id)
+            .scope_if("ci.product_id = ?", self.product_id)
+            .scope_if("ci.order_number = ?", self.order_number.clone())
+            .scope_if("ci.parent_id = ?", self.parent_id)
     }
 }
 
@@ -143,27 +145,18 @@ pub fn list(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
-    let w = f.conditions(false);
-    let capped = format!(
-        "(SELECT ci.* FROM charge_infos ci{} ORDER BY ci.id LIMIT ?) ci",
-        w.sql()
+    // The cap is a scope of its own: the first `max_records` matching ids (the subquery's
+    // `ci` is its own table, so the filter reads the same there as outside).
+    let mut matching = f.selection(false).condition;
+    let cap = format!(
+        "ci.id IN (SELECT ci.id FROM charge_infos ci WHERE {} ORDER BY ci.id LIMIT ?)",
+        matching.sql
     );
-    let total: i64 = conn.query_row(
-        &format!("SELECT COUNT(*) FROM {capped}"),
-        rusqlite::params_from_iter(w.values(&[f.max_records])),
-        |r| r.get(0),
-    )?;
-    let (limit, offset) = page.limit_offset();
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM {capped} ORDER BY ci.id LIMIT ? OFFSET ?"
-    ))?;
-    let items = stmt
-        .query_map(
-            rusqlite::params_from_iter(w.values(&[f.max_records, limit, offset])),
-            |r| row(r, tz),
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Paged { items, total, page })
+    matching.params.push(f.max_records.into());
+    Selection::new("ci.id")
+        .scope(&cap, matching.params)
+        .page(page)
+        .fetch_paged(conn, COLUMNS, "charge_infos ci", |r| row(r, tz))
 }
 
 /// One page of merged charge infos (see the module docs).
@@ -173,10 +166,10 @@ pub fn list_merged(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
-    let w = f.conditions(true);
-    let mut paged = paged_query(conn, COLUMNS, "charge_infos ci", &w, "ci.id", page, |r| {
-        row(r, tz)
-    })?;
+    let mut paged =
+        f.selection(true)
+            .page(page)
+            .fetch_paged(conn, COLUMNS, "charge_infos ci", |r| row(r, tz))?;
     let mut children = conn.prepare_cached(
         "SELECT id, amount, charge_category, updated_on FROM charge_infos
          WHERE parent_id = ?1 ORDER BY id",
@@ -258,36 +251,30 @@ pub fn list_for_ledger(
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
     require(conn, "ledgers", "ledger", ledger_id)?;
-    let mut w = Where::default();
-    w.opt(
-        "a.billing_account_category_id IN
-         (SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?)",
-        Some(ledger_id),
-    );
-    w.opt("s.gl_run_id = ?", f.gl_event_id);
-    w.opt("ci.created_on >= ?", f.created_from.clone());
-    w.opt("ci.created_on < ?", f.created_to.clone());
-    w.opt("ci.updated_on >= ?", f.updated_from.clone());
-    w.opt("ci.updated_on < ?", f.updated_to.clone());
+    let selection = Selection::new("ci.id")
+        .scope_if(
+            "a.billing_account_category_id IN
+             (SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?)",
+            Some(ledger_id),
+        )
+        .scope_if("s.gl_run_id = ?", f.gl_event_id)
+        .scope_if("ci.created_on >= ?", f.created_from.clone())
+        .scope_if("ci.created_on < ?", f.created_to.clone())
+        .scope_if("ci.updated_on >= ?", f.updated_from.clone())
+        .scope_if("ci.updated_on < ?", f.updated_to.clone());
     // The join's ledger id precedes the WHERE values in the statement, so it is written in
     // (an i64, never text from input) rather than bound.
     let from = format!(
         "charge_infos ci JOIN billing_accounts a ON a.id = ci.billing_account_id
          LEFT JOIN charge_info_states s ON s.charge_info_id = ci.id AND s.ledger_id = {ledger_id}"
     );
-    paged_query(
-        conn,
-        &format!("{COLUMNS}, s.state"),
-        &from,
-        &w,
-        "ci.id",
-        page,
-        |r| {
+    selection
+        .page(page)
+        .fetch_paged(conn, &format!("{COLUMNS}, s.state"), &from, |r| {
             let mut info = row(r, tz)?;
             info.charge_info_state_values = Some(r.get(8)?);
             Ok(info)
-        },
-    )
+        })
 }
 
 /// The body of the charge info deletions.

@@ -16,10 +16,9 @@
 //! The run executes inside the request's write transaction: `POST /glruns` answers the
 //! finished run (COMPLETE, or ERROR when any record failed).
 
-use super::paging::{paged_query, Where};
 use super::{check_enum, insert, require};
 use crate::money::{canonical, Number};
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::time::{render, to_storage};
 use crate::{Error, Result};
 use chrono::{NaiveDate, TimeZone};
@@ -387,11 +386,10 @@ pub fn list_runs(
     if let Some(s) = &status {
         check_enum("status", s, RUN_STATUSES)?;
     }
-    let mut w = Where::default();
-    w.opt("status = ?", status);
-    paged_query(conn, RUN_COLUMNS, "gl_runs", &w, "id DESC", page, |r| {
-        run_row(r, tz)
-    })
+    Selection::new("id DESC")
+        .scope_if("status = ?", status)
+        .page(page)
+        .fetch_paged(conn, RUN_COLUMNS, "gl_runs", |r| run_row(r, tz))
 }
 
 /// Every run of one ledger, newest first (404 unknown ledger).
@@ -420,15 +418,13 @@ pub fn delete_run(tx: &Transaction<'_>, id: i64) -> Result<()> {
 /// One page of the journal entries a run posted (404 unknown run).
 pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<JournalEntry>> {
     require(conn, "gl_runs", "ledger run", run_id)?;
-    let mut w = Where::default();
-    w.opt("gl_run_id = ?", Some(run_id));
-    paged_query(
+    Selection::new("id")
+        .scope("gl_run_id = ?", vec![run_id.into()])
+        .page(page)
+        .fetch_paged(
         conn,
         "id, gl_run_id, ledger_id, charge_info_id, period_id, posting_date, amount, debit_account, credit_account",
         "journal_entries",
-        &w,
-        "id",
-        page,
         |r| {
             Ok(JournalEntry {
                 id: r.get(0)?,

@@ -1,16 +1,118 @@
 //! Invoices: edits, and the rules of paying them down. An invoice takes payments (and
 //! credits) only while OPEN and only from its own account; a payment lowers its amount to
 //! pay and the account balance, and an invoice with nothing left to pay closes with a paid
-//! date. Invoices are created by `billing::create_invoice` (Surface B's records), which
-//! checks the invoice number is unused.
+//! date. A new invoice ([`create_invoice`]) needs an unused invoice number and an existing
+//! account; an open one adds its amount to the account balance.
 
-use super::billing::add_to_balance;
-use super::{parse_opt_time, require, update};
+use super::{check_enum, insert, parse_opt_time, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
+use serde::Deserialize;
+
+/// Invoice statuses.
+pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED"];
+
+/// An invoice to create.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewInvoice {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// Unique invoice number.
+    pub invoice_num: String,
+    /// The account billed.
+    pub billing_account_id: i64,
+    /// The run that produced it.
+    pub bill_batch_run_id: Option<i64>,
+    /// Invoice type, default STANDARD.
+    pub invoice_type: Option<String>,
+    /// Amount.
+    #[serde(deserialize_with = "crate::money::deserialize_number")]
+    pub amount: Decimal,
+    /// Description.
+    pub description: Option<String>,
+    /// Invoice date.
+    pub occurred_on: String,
+    /// Due date.
+    pub due_date: Option<String>,
+    /// One of [`INVOICE_STATUSES`], default OPEN. A CLOSED invoice is fully paid.
+    pub status: Option<String>,
+}
+
+/// Creates an invoice (409 when its number is taken); an open one adds its amount to the
+/// account balance.
+pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i64> {
+    check_invoice_num_free(tx, &i.invoice_num)?;
+    require(
+        tx,
+        "billing_accounts",
+        "billing account",
+        i.billing_account_id,
+    )?;
+    let status = i.status.clone().unwrap_or_else(|| "OPEN".into());
+    check_enum("status", &status, INVOICE_STATUSES)?;
+    let occurred = parse_time("occurredOn", &i.occurred_on, tz)?;
+    let due = parse_opt_time("dueDate", &i.due_date, tz)?;
+    let closed = status == "CLOSED";
+    let to_pay = if closed { Decimal::ZERO } else { i.amount };
+    let paid_date = closed.then(|| due.clone().unwrap_or_else(|| occurred.clone()));
+    let id = insert(
+        tx,
+        "invoices",
+        &[
+            ("id", &i.id),
+            ("invoice_num", &i.invoice_num),
+            ("billing_account_id", &i.billing_account_id),
+            ("original_billing_account_id", &i.billing_account_id),
+            ("bill_batch_run_id", &i.bill_batch_run_id),
+            (
+                "invoice_type",
+                &i.invoice_type.clone().unwrap_or_else(|| "STANDARD".into()),
+            ),
+            ("amount", &canonical(i.amount)),
+            ("amount_to_pay", &canonical(to_pay)),
+            ("description", &i.description),
+            ("occurred_on", &occurred),
+            ("due_date", &due),
+            ("paid_date", &paid_date),
+            ("status", &status),
+        ],
+    )?;
+    if !closed {
+        add_to_balance(tx, i.billing_account_id, i.amount)?;
+    }
+    Ok(id)
+}
+
+/// Fails with a conflict when an invoice already has `invoice_num`.
+fn check_invoice_num_free(tx: &Transaction<'_>, invoice_num: &str) -> Result<()> {
+    let taken = tx
+        .prepare_cached("SELECT 1 FROM invoices WHERE invoice_num = ?1")?
+        .exists([invoice_num])?;
+    if taken {
+        return Err(Error::conflict(format!(
+            "an invoice with invoiceNum '{invoice_num}' already exists"
+        )));
+    }
+    Ok(())
+}
+
+/// Adds `delta` (exactly) to a billing account's balance.
+fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal) -> Result<()> {
+    let balance: String = tx.query_row(
+        "SELECT balance FROM billing_accounts WHERE id = ?1",
+        [billing_account_id],
+        |r| r.get(0),
+    )?;
+    let balance = crate::money::parse_decimal(&balance).unwrap_or_default() + delta;
+    tx.execute(
+        "UPDATE billing_accounts SET balance = ?1 WHERE id = ?2",
+        rusqlite::params![canonical(balance), billing_account_id],
+    )?;
+    Ok(())
+}
 
 /// An invoice as the payment rules see it.
 pub(crate) struct InvoiceState {

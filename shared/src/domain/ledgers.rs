@@ -7,9 +7,8 @@
 //! exist. Create fills the defaults (ACTIVE, NONE, UTC); update keeps what a field omits.
 
 use super::calendars::view::{load_calendar, Calendar};
-use super::paging::{paged_query, Where};
 use super::{check_currency, check_enum, insert, require};
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
@@ -408,30 +407,28 @@ pub fn list_ledgers(
     page: Page,
 ) -> Result<Paged<ListedLedger>> {
     f.check()?;
-    let mut w = Where::default();
-    w.opt("l.id = ?", f.id);
-    w.opt("l.name = ?", f.name.clone());
-    w.opt("l.status = ?", f.status.clone());
-    w.opt("l.convert_currency = ?", f.convert_currency.clone());
-    w.opt("l.conversion_currency = ?", f.conversion_currency.clone());
-    w.opt("l.chart_of_account_id = ?", f.chart_of_account_id);
-    w.opt("l.rule_set_id = ?", f.rule_set_id);
-    let rows = paged_query(
-        conn,
-        &format!("{LEDGER_COLUMNS}, c.name, r.name"),
-        "ledgers l LEFT JOIN chart_of_accounts c ON c.id = l.chart_of_account_id
+    let rows = Selection::new("l.id")
+        .scope_if("l.id = ?", f.id)
+        .scope_if("l.name = ?", f.name.clone())
+        .scope_if("l.status = ?", f.status.clone())
+        .scope_if("l.convert_currency = ?", f.convert_currency.clone())
+        .scope_if("l.conversion_currency = ?", f.conversion_currency.clone())
+        .scope_if("l.chart_of_account_id = ?", f.chart_of_account_id)
+        .scope_if("l.rule_set_id = ?", f.rule_set_id)
+        .page(page)
+        .fetch_paged(
+            conn,
+            &format!("{LEDGER_COLUMNS}, c.name, r.name"),
+            "ledgers l LEFT JOIN chart_of_accounts c ON c.id = l.chart_of_account_id
          LEFT JOIN rule_sets r ON r.id = l.rule_set_id",
-        &w,
-        "l.id",
-        page,
-        |r| {
-            Ok((
-                ledger_row(r)?,
-                r.get::<_, Option<String>>(14)?,
-                r.get::<_, Option<String>>(15)?,
-            ))
-        },
-    )?;
+            |r| {
+                Ok((
+                    ledger_row(r)?,
+                    r.get::<_, Option<String>>(14)?,
+                    r.get::<_, Option<String>>(15)?,
+                ))
+            },
+        )?;
     let mut items = Vec::with_capacity(rows.items.len());
     for (ledger, chart, rules) in rows.items {
         let ledger = complete_ledger(conn, ledger)?;

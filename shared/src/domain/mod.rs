@@ -10,11 +10,12 @@
 //! seed loader call the same functions, so seeded data obeys the rules API data obeys.
 
 pub mod accounts;
+pub mod actions;
 pub mod adjustments;
 pub mod agreements;
 pub mod bill_batch_membership;
 pub mod bill_batches;
-pub mod billing;
+
 pub mod calendars;
 pub mod catalog;
 pub mod chargeinfo;
@@ -22,7 +23,6 @@ pub mod collect;
 pub mod glrun;
 pub mod invoices;
 pub mod ledgers;
-mod paging;
 pub mod payments;
 pub mod replication;
 pub mod usage;
@@ -168,7 +168,7 @@ pub fn parse_opt_time(
 #[cfg(test)]
 pub(crate) mod testing {
     use super::accounts::{create_account, create_category, CategoryFields, NewAccount};
-    use super::billing::{create_invoice, NewInvoice};
+    use super::invoices::{create_invoice, NewInvoice};
     use rusqlite::{Connection, Transaction};
     use rust_decimal::Decimal;
     use std::str::FromStr;

@@ -4,16 +4,16 @@
 //! it with a paid date when nothing is left), the account balance and the payment's
 //! unapplied amount; whatever cannot be applied stays unapplied on the payment.
 
-use super::billing::{create_payment, NewPayment};
 use super::invoices::{
     named_open_invoice, open_invoices_oldest_first, settle_invoice, sort_oldest_first,
 };
-use super::{insert, require, update};
+use super::{check_enum, insert, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
+use serde::Deserialize;
 
 /// Payment methods; Surface A carries one as a child element of this name.
 pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
@@ -284,6 +284,68 @@ fn load_payment(tx: &Transaction<'_>, id: i64) -> Result<PaymentState> {
     )
     .optional()?
     .ok_or_else(|| Error::not_found(format!("payment {id} does not exist")))
+}
+
+/// A payment to record (unapplied until a command applies it).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewPayment {
+    /// Explicit id (seed data only).
+    pub id: Option<i64>,
+    /// The paying account.
+    pub billing_account_id: i64,
+    /// Amount received.
+    #[serde(deserialize_with = "crate::money::deserialize_number")]
+    pub amount: Decimal,
+    /// Description.
+    pub description: Option<String>,
+    /// The payer's reference.
+    pub reference: Option<String>,
+    /// When received.
+    pub occurred_on: String,
+    /// Payment method element name (cashPayment, checkPayment, creditCardPayment).
+    pub payment_method: Option<String>,
+}
+
+/// Records a payment with its whole amount unapplied.
+pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i64> {
+    require(
+        tx,
+        "billing_accounts",
+        "billing account",
+        p.billing_account_id,
+    )?;
+    if p.amount <= Decimal::ZERO {
+        return Err(crate::Error::bad_request(
+            "amount must be greater than zero",
+        ));
+    }
+    let method = p
+        .payment_method
+        .clone()
+        .unwrap_or_else(|| "cashPayment".into());
+    check_enum(
+        "payment method",
+        &method,
+        &["cashPayment", "checkPayment", "creditCardPayment"],
+    )?;
+    let occurred = parse_time("occurredOn", &p.occurred_on, tz)?;
+    let amount = canonical(p.amount);
+    insert(
+        tx,
+        "payments",
+        &[
+            ("id", &p.id),
+            ("billing_account_id", &p.billing_account_id),
+            ("amount", &amount),
+            ("description", &p.description),
+            ("reference", &p.reference),
+            ("occurred_on", &occurred),
+            ("unapplied_amount", &amount),
+            ("received_amount", &amount),
+            ("status", &"COMPLETED"),
+            ("payment_method", &method),
+        ],
+    )
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 
 use super::ast::{CmpOp, Expr, Field, Value as AstValue};
 use super::compile::{compile_filter, compile_sort, SqlFragment};
+use super::page::{Page, Paged};
 use super::{parse, FieldSpec, QueryError};
-use crate::paging::{Page, Paged};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::types::Value as SqlValue;
@@ -146,6 +146,27 @@ impl Selection {
             params,
         });
         self
+    }
+
+    /// Narrows the selection by `sql` only when `value` is given (an optional filter of a
+    /// surface's own), binding the value to every `?` mark of `sql`.
+    pub fn scope_if<V: Into<SqlValue>>(self, sql: &str, value: Option<V>) -> Selection {
+        match value {
+            Some(v) => {
+                let params = vec![v.into(); sql.matches('?').count()];
+                self.scope(sql, params)
+            }
+            None => self,
+        }
+    }
+
+    /// One counted page of this selection.
+    pub fn page(self, page: Page) -> PageQuery {
+        PageQuery {
+            selection: self,
+            page,
+            count_total: true,
+        }
     }
 }
 
@@ -351,5 +372,13 @@ mod tests {
             .fetch_paged(&c, "t.id, t.color", "t", |r| r.get::<_, i64>(0))
             .unwrap();
         assert_eq!((paged.items, paged.total), (vec![5, 4, 3], 4));
+        // Optional filters narrow only when given; a value binds every mark of its clause.
+        let narrowed = Selection::new("t.id")
+            .scope_if("(t.id > ? AND t.id <> ?)", Some(3))
+            .scope_if("t.color = ?", None::<String>)
+            .page(Page { number: 1, size: 9 })
+            .fetch_paged(&c, "t.id", "t", |r| r.get::<_, i64>(0))
+            .unwrap();
+        assert_eq!((narrowed.items, narrowed.total), (vec![4, 5], 2));
     }
 }

@@ -9,16 +9,19 @@
 //! Stages, one module each: [`lex`] (tokens), [`parse`] (precedence climbing into [`ast`]),
 //! [`compile`] (type-checks against a per-resource [`FieldSpec`] whitelist and emits SQL in
 //! which every value is a bound parameter and every column comes from the whitelist) and
-//! [`list`] (the engine: selection, sort, one page, the count).
+//! [`list`] (the engine: selection, sort, one page, the count; every surface's lists, Surface
+//! B's from the language, Surfaces A and C from their own typed filters) over [`page`].
 
 pub mod ast;
 pub mod compile;
 pub mod lex;
 pub mod list;
+pub mod page;
 pub mod parse;
 
 pub use compile::{compile_filter, compile_sort, FieldKind, FieldSpec, SqlFragment};
 pub use list::{Criteria, ListSource, PageQuery, Selection};
+pub use page::{Page, Paged};
 pub use parse::parse;
 
 /// Longest filter expression accepted, in characters.

@@ -11,7 +11,7 @@
 //! like 1; `page_size` 0 answers no records but still counts them; unknown query parameters
 //! are ignored; a `return` parameter wins over a `Prefer` header.
 
-use crate::paging::{int_param, Page, PagingRules};
+use crate::query::Page;
 use crate::query::{Criteria, ListSource, PageQuery, Selection};
 use crate::{Error, Result};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -31,6 +31,19 @@ pub struct CountHeaders {
     pub elements: &'static str,
     /// Pages of the current size.
     pub pages: &'static str,
+}
+
+/// Limits of one surface's paging parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct PagingRules {
+    /// Smallest page number accepted.
+    pub min_number: i64,
+    /// Smallest page size accepted.
+    pub min_size: i64,
+    /// Largest page size accepted.
+    pub max_size: i64,
+    /// Page size when none is given.
+    pub default_size: i64,
 }
 
 /// One surface's paging convention: parameter names, limits, and where counts go.
@@ -67,7 +80,12 @@ pub const BILLING_PAGING: Paging = Paging {
 pub const REVENUE_PAGING: Paging = Paging {
     number: "page_number",
     size: "page_size",
-    rules: crate::paging::REVENUE_PAGING,
+    rules: PagingRules {
+        min_number: 1,
+        min_size: 1,
+        max_size: 50,
+        default_size: 25,
+    },
     headers: Some(CountHeaders {
         total: "X-Total-Count",
         elements: "X-Elements-Count",
@@ -108,6 +126,32 @@ pub fn read_page(params: &HashMap<String, String>, paging: &Paging) -> Result<Pa
         rules.max_size,
     )?;
     Ok(Page { number, size })
+}
+
+/// An integer query parameter within `min..=max`, or `default` when absent; anything else
+/// is a 400 naming the parameter.
+pub fn int_param(
+    params: &HashMap<String, String>,
+    name: &str,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Result<i64> {
+    match params.get(name) {
+        None => Ok(default),
+        Some(raw) => {
+            let v: i64 = raw
+                .trim()
+                .parse()
+                .map_err(|_| Error::bad_request(format!("{name}: '{raw}' is not an integer")))?;
+            if v < min || v > max {
+                return Err(Error::bad_request(format!(
+                    "{name}: {v} is out of range {min}..{max}"
+                )));
+            }
+            Ok(v)
+        }
+    }
 }
 
 /// Adds the count headers of `paging` to an answer of `elements` records (total and pages

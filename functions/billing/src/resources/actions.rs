@@ -3,7 +3,7 @@
 use super::{id_text, load_children, load_in_order, Parent, RenderContext};
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::domain::billing::ACTION_TYPES;
+use shared::domain::actions::ACTION_TYPES;
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
 use shared::Result;
 

@@ -5,7 +5,7 @@ use super::{category_ref, id_text, load_children, load_in_order, named_ref, numb
 use super::{AccountRef, CategoryRef, NamedRef, RenderContext};
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::domain::billing::ADJUSTMENT_APPLICATION_TYPES;
+use shared::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES;
 use shared::money::Number;
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
 use shared::Result;

@@ -9,9 +9,8 @@
 
 pub mod view;
 
-use super::paging::{paged_query, Where};
 use super::{insert, require};
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::time::render;
 use crate::{Error, Result};
 use chrono::{Datelike, Months, NaiveDate};
@@ -491,24 +490,22 @@ pub fn period_history(
     require(conn, "ledgers", "ledger", ledger_id)?;
     require_node(conn, ledger_id, "YEAR", year_id, None)?;
     require_node(conn, ledger_id, "PERIOD", period_id, Some(year_id))?;
-    let mut w = Where::default();
-    w.opt("period_id = ?", Some(period_id));
-    paged_query(
-        conn,
-        "id, open, start_date, end_date",
-        "period_history",
-        &w,
-        "id",
-        page,
-        |r| {
-            Ok(HistoryEntry {
-                id: r.get(0)?,
-                open: r.get(1)?,
-                start_date: render(&r.get::<_, String>(2)?, tz),
-                end_date: r.get::<_, Option<String>>(3)?.map(|e| render(&e, tz)),
-            })
-        },
-    )
+    Selection::new("id")
+        .scope("period_id = ?", vec![period_id.into()])
+        .page(page)
+        .fetch_paged(
+            conn,
+            "id, open, start_date, end_date",
+            "period_history",
+            |r| {
+                Ok(HistoryEntry {
+                    id: r.get(0)?,
+                    open: r.get(1)?,
+                    start_date: render(&r.get::<_, String>(2)?, tz),
+                    end_date: r.get::<_, Option<String>>(3)?.map(|e| render(&e, tz)),
+                })
+            },
+        )
 }
 #[cfg(test)]
 mod tests {
@@ -604,7 +601,10 @@ mod tests {
         let y = create_year(&tx, l, &year("FY26", "2026-01-01", "2026-12-31"), true).unwrap();
         let jan = get_year(&tx, l, y).unwrap().accounting_periods[0].id;
         set_period_open(&tx, l, y, jan, false).unwrap();
-        let page = Page::from_params(&Default::default(), crate::paging::REVENUE_PAGING).unwrap();
+        let page = Page {
+            number: 1,
+            size: 25,
+        };
         let history = period_history(&tx, l, y, jan, page, chrono_tz::UTC).unwrap();
         let states: Vec<(bool, bool)> = history
             .items

@@ -2,8 +2,7 @@
 //! the source it reads (see [`super`]).
 
 use super::super::insert;
-use super::super::paging::{paged_query, Where};
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::Result;
 use rusqlite::{Connection, Transaction};
 use serde::{Deserialize, Serialize};
@@ -63,24 +62,22 @@ pub fn list_collectors(
     category: Option<String>,
     page: Page,
 ) -> Result<Paged<Collector>> {
-    let mut w = Where::default();
-    w.opt("\"group\" = ?", group);
-    w.opt("category = ?", category);
-    paged_query(
-        conn,
-        "name, friendly_name, description, \"group\", category",
-        "collectors",
-        &w,
-        "id",
-        page,
-        |r| {
-            Ok(Collector {
-                name: r.get(0)?,
-                friendly_name: r.get(1)?,
-                description: r.get(2)?,
-                group: r.get(3)?,
-                category: r.get(4)?,
-            })
-        },
-    )
+    Selection::new("id")
+        .scope_if("\"group\" = ?", group)
+        .scope_if("category = ?", category)
+        .page(page)
+        .fetch_paged(
+            conn,
+            "name, friendly_name, description, \"group\", category",
+            "collectors",
+            |r| {
+                Ok(Collector {
+                    name: r.get(0)?,
+                    friendly_name: r.get(1)?,
+                    description: r.get(2)?,
+                    group: r.get(3)?,
+                    category: r.get(4)?,
+                })
+            },
+        )
 }

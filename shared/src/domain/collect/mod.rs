@@ -27,9 +27,8 @@
 pub mod catalogue;
 mod sources;
 
-use super::paging::{paged_query, Where};
 use super::{check_enum, insert, parse_time, require};
-use crate::paging::{Page, Paged};
+use crate::query::{Page, Paged, Selection};
 use crate::time::{render, to_storage};
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -287,15 +286,11 @@ pub fn list_collector_runs(
     tenant_id: &str,
     tz: Tz,
 ) -> Result<Paged<CollectorRun>> {
-    paged_query(
-        conn,
-        RUN_COLUMNS,
-        "collector_runs",
-        &Where::default(),
-        "id DESC",
-        page,
-        |r| run_row(r, tenant_id, tz),
-    )
+    Selection::new("id DESC")
+        .page(page)
+        .fetch_paged(conn, RUN_COLUMNS, "collector_runs", |r| {
+            run_row(r, tenant_id, tz)
+        })
 }
 
 /// One page of the errors of a collector run (`collector`) or ledger run; 404 unknown run.
@@ -311,22 +306,20 @@ pub fn list_run_errors(
         ("gl_runs", "gl_run_id", "ledger run")
     };
     require(conn, table, what, run_id)?;
-    let mut w = Where::default();
-    w.opt(&format!("{column} = ?"), Some(run_id));
-    paged_query(
-        conn,
-        "id, collector_run_id, gl_run_id, error_message",
-        "run_errors",
-        &w,
-        "id",
-        page,
-        |r| {
-            Ok(RunError {
-                id: r.get(0)?,
-                collector_run_id: r.get(1)?,
-                gl_run_id: r.get(2)?,
-                error_message: r.get(3)?,
-            })
-        },
-    )
+    Selection::new("id")
+        .scope(&format!("{column} = ?"), vec![run_id.into()])
+        .page(page)
+        .fetch_paged(
+            conn,
+            "id, collector_run_id, gl_run_id, error_message",
+            "run_errors",
+            |r| {
+                Ok(RunError {
+                    id: r.get(0)?,
+                    collector_run_id: r.get(1)?,
+                    gl_run_id: r.get(2)?,
+                    error_message: r.get(3)?,
+                })
+            },
+        )
 }
