@@ -25,6 +25,9 @@ pub struct Config {
     /// `<data_dir>/token-secret` (see `Store::local_token_secret`). Changing it invalidates
     /// every token issued before.
     pub token_secret: Option<String>,
+    /// Whether the Lambda runtime started this process (`AWS_LAMBDA_RUNTIME_API` set): logs
+    /// are JSON lines, and the `sandbox` binary serves as one Lambda function.
+    pub lambda: bool,
 }
 
 impl Config {
@@ -50,6 +53,7 @@ impl Config {
             xml_namespace,
             s3: s3_from_env(),
             token_secret: var("SANDBOX_TOKEN_SECRET"),
+            lambda: std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(),
         }
     }
 
@@ -63,6 +67,7 @@ impl Config {
             xml_namespace: None,
             s3: None,
             token_secret: None,
+            lambda: false,
         }
     }
 }
@@ -76,6 +81,7 @@ impl std::fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("s3", &self.s3)
             .field("token_secret", &self.token_secret.as_ref().map(|_| "<set>"))
+            .field("lambda", &self.lambda)
             .finish()
     }
 }

@@ -1,20 +1,24 @@
-//! The common crate of the billing sandbox: models, auth, errors, the tenant store and the
-//! demo data set. Route groups (the crates under `functions/`) build their routers on top of
-//! it; nothing here routes requests of any surface.
+//! The common crate of the billing sandbox: the domain, the paged-query engine, the tenant
+//! store, auth, errors, the HTTP glue the surfaces share, and the demo data set. Route groups
+//! (the crates under `functions/`) build their routers on top of it; nothing here routes
+//! requests of any surface.
 //!
 //! Layers, from the bottom (docs/architecture.md walks through them):
 //! - [`store`]: one SQLite database per tenant plus the registry of tenants and credentials,
 //!   optionally synced to S3.
-//! - [`query`]: list queries (filters, sort, paging); [`rating`]: the usage rating rules.
+//! - [`query`]: Surface B's query language and the one paged-query engine every surface lists
+//!   through (a selection, one page, the count); [`rating`]: the usage rating rules.
 //! - [`domain`]: every rule of every surface, one module per business object (accounts,
-//!   invoices, payments, ledgers, calendars, ...), taking typed inputs; no HTTP types.
+//!   invoices, payments, adjustments, agreements, usage, ledgers, calendars, ...), taking
+//!   typed inputs; no HTTP types.
 //! - [`auth`]: credentials (hashed, compared in constant time) and HS256 JWTs.
-//! - [`web`]: the axum glue every route group uses: app state, Surface B's auth extractor,
-//!   JSON errors, the fallback for unknown routes. Surface-specific pieces live in the
-//!   surface crates under `functions/`.
+//! - [`web`]: the axum glue every route group uses (app state, Surface B's auth extractor,
+//!   JSON errors, the fallback for unknown routes) and [`web::listing`] (each surface's
+//!   paging parameters and count headers, Surface B's list requests, ETags). The only module
+//!   here that uses axum; surface-specific pieces live in the surface crates.
 //!
-//! Beside them: [`config`] (every setting read from the environment), [`money`], [`paging`],
-//! [`time`], [`seed`] (the demo data, loaded through the domain) and [`tenants`].
+//! Beside them: [`config`] (every setting read from the environment), [`money`], [`time`],
+//! [`seed`] (the demo data, loaded through the domain) and [`tenants`].
 
 pub mod auth;
 pub mod config;

@@ -388,13 +388,13 @@ async fn log_request(req: Request, next: axum::middleware::Next) -> Response {
     response
 }
 
-/// Installs the log subscriber: JSON lines under Lambda, plain text locally; the level comes
-/// from `RUST_LOG` (default `info`).
-pub fn init_tracing() {
+/// Installs the log subscriber: JSON lines under Lambda (`Config::lambda`), plain text
+/// locally; the level comes from `RUST_LOG` (default `info`).
+pub fn init_tracing(lambda: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+    let _ = if lambda {
         builder.json().without_time().try_init()
     } else {
         builder.try_init()

@@ -35,9 +35,10 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    shared::web::init_tracing();
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        let state = AppState::new(Config::from_env())?;
+    let mut config = Config::from_env();
+    shared::web::init_tracing(config.lambda);
+    if config.lambda {
+        let state = AppState::new(config)?;
         return lambda_http::run(sandbox::app(state)).await;
     }
     let Command::Serve {
@@ -48,7 +49,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let admin_key = admin_key
         .filter(|k| !k.is_empty())
         .unwrap_or_else(|| format!("adm_{}", hex_token()));
-    let mut config = Config::from_env();
     config.data_dir = data_dir;
     config.admin_key = Some(admin_key.clone());
     let state = AppState::new(config)?;

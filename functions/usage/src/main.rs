@@ -3,7 +3,8 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    shared::web::init_tracing();
-    let state = shared::web::AppState::new(shared::config::Config::from_env())?;
+    let config = shared::config::Config::from_env();
+    shared::web::init_tracing(config.lambda);
+    let state = shared::web::AppState::new(config)?;
     lambda_http::run(usage::router(state)).await
 }
