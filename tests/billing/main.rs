@@ -2,3 +2,4 @@
 //! client bound to one tenant is `e2e::billing`.
 
 mod endpoints;
+mod records;

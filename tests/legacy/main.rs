@@ -2,6 +2,7 @@
 //! XML client and readers are `e2e::legacy`.
 
 mod api;
+mod commands;
 mod cross_surface;
 mod safety;
 mod wadl;

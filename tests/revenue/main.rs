@@ -3,5 +3,6 @@
 //! `e2e::revenue`.
 
 mod chain;
+mod chargeinfo;
 mod ledgers;
 mod usage_chain;
