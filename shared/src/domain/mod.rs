@@ -1,9 +1,11 @@
 //! The rules of every surface, one module per business object: [`accounts`] (with their
 //! categories, bill cycles and status commands), [`invoices`], [`payments`], [`adjustments`],
+//! [`actions`], [`agreements`] (with their services and true-ups), [`bill_batches`],
+//! [`catalog`] (products, prices, usage rules), [`usage`] (posting, rate plans, reads),
 //! [`ledgers`], [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`]
-//! (ledger runs), [`chargeinfo`], [`replication`], and Surface B's records (`billing`,
-//! `agreements`, `catalog`, `usage`). Functions take typed inputs (never HTTP requests or
-//! query maps) and the connection or transaction of a [`crate::store::TenantDb`] call.
+//! (ledger runs), [`chargeinfo`] and [`replication`]. Functions take typed inputs (never
+//! HTTP requests or query maps) and the connection or transaction of a
+//! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
 //!
 //! Each create function takes a `New*` value, checks it, and answers the new record's id;
 //! an edit checks its fields with the same rules as the create. The API handlers and the
