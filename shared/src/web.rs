@@ -274,14 +274,16 @@ pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
 }
 
 /// Adds what every served router needs: the unknown-route and wrong-method fallbacks (in the
-/// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit and the
-/// request log, then binds the state.
+/// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit, the
+/// request timeout and concurrency limit (503 + Retry-After, see [`Overload`]) and the request
+/// log, then binds the state.
 pub fn finish_with(
     routes: axum::Router<AppState>,
     state: AppState,
     surfaces: &'static [PathErrors],
 ) -> axum::Router {
     let limit = state.config.max_body_bytes;
+    let overload = Overload::new(&state.config, surfaces);
     routes
         .method_not_allowed_fallback(move |method: axum::http::Method, uri: Uri| async move {
             let path = uri.path();
@@ -294,8 +296,84 @@ pub fn finish_with(
             path_error(surfaces, StatusCode::NOT_FOUND, path, msg)
         })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            overload.clone().guard(req, next)
+        }))
         .layer(axum::middleware::from_fn(log_request))
         .with_state(state)
+}
+
+/// The request timeout and the concurrency limit of a served router (one per process: the
+/// local server and the all-in-one Lambda finish one merged router). A request past the
+/// limit is shed at once, and one past the timeout is cut off; both answer 503 with
+/// `Retry-After: 1` in the error shape of the surface the path belongs to. A cut-off request's
+/// blocking database work, already running on its own thread, finishes or rolls back on its
+/// own; the answer says the request may have been applied.
+#[derive(Clone)]
+struct Overload {
+    permits: Option<Arc<tokio::sync::Semaphore>>,
+    limit: usize,
+    timeout: Option<std::time::Duration>,
+    surfaces: &'static [PathErrors],
+}
+
+impl Overload {
+    fn new(config: &Config, surfaces: &'static [PathErrors]) -> Overload {
+        let limit = config.max_concurrent_requests;
+        Overload {
+            permits: (limit > 0).then(|| Arc::new(tokio::sync::Semaphore::new(limit))),
+            limit,
+            timeout: (config.request_timeout_ms > 0)
+                .then(|| std::time::Duration::from_millis(config.request_timeout_ms)),
+            surfaces,
+        }
+    }
+
+    async fn guard(self, req: Request, next: axum::middleware::Next) -> Response {
+        let path = req.uri().path().to_string();
+        // Held until the answer is built; dropping it lets the next request in.
+        let _permit = match &self.permits {
+            Some(permits) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    let msg = format!(
+                        "The server is serving its limit of {} requests; retry shortly.",
+                        self.limit
+                    );
+                    return self.unavailable(&path, msg);
+                }
+            },
+            None => None,
+        };
+        let Some(timeout) = self.timeout else {
+            return next.run(req).await;
+        };
+        match tokio::time::timeout(timeout, next.run(req)).await {
+            Ok(response) => response,
+            Err(_) => {
+                let msg = format!(
+                    "The request did not finish within {} ms and was cut off; it may have been applied. Retry later.",
+                    timeout.as_millis()
+                );
+                self.unavailable(&path, msg)
+            }
+        }
+    }
+
+    /// 503 with Retry-After in the shape of the surface `path` belongs to.
+    fn unavailable(&self, path: &str, msg: String) -> Response {
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        tracing::warn!(path, message = %msg, "request refused: overload");
+        let mut response = match self.surfaces.iter().find(|s| path.starts_with(s.prefix)) {
+            Some(surface) => (surface.render)(status, msg),
+            None => ApiError::new(status, "SERVICE_UNAVAILABLE", msg).into_response(),
+        };
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        response
+    }
 }
 
 /// One structured log line per request: method, path, status, latency.
