@@ -89,14 +89,25 @@ def param(name, where, schema, description=None, required=None):
     return p
 
 
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait: sent when the process sheds the request (its "
+        "concurrency limit) or cut it off (its request timeout)",
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
+
+
 def error_responses(statuses, descriptions):
-    return {
-        str(s): {
+    out = {}
+    for s in statuses:
+        out[str(s)] = {
             "description": descriptions.get(s, "error"),
             "content": json_content(ref("Error")),
         }
-        for s in statuses
-    }
+        if s == 503:
+            out[str(s)]["headers"] = RETRY_AFTER
+    return out
 
 
 ERROR_SCHEMA = obj(
