@@ -16,8 +16,8 @@ pub struct Config {
     /// (`SANDBOX_REQUEST_TIMEOUT_MS`, default 30 000; 0 disables).
     pub request_timeout_ms: u64,
     /// Requests served at once by the process; one more is shed at once with 503 and
-    /// Retry-After rather than queued (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0
-    /// disables).
+    /// Retry-After rather than queued, and one credential holds at most half of them
+    /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
     pub max_concurrent_requests: usize,
     // -- Surface A (legacy XML) --
     /// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`); `None` keeps the

@@ -1,8 +1,10 @@
 //! Overload: the per-process concurrency limit sheds a request past it at once (503 with
-//! Retry-After, in the error shape of the path's surface) instead of queueing it, and lets
-//! requests in again when one finishes; the request timeout cuts off a request that takes too
-//! long (here: one whose body never arrives) with the same answer.
+//! Retry-After, in the error shape of the path's surface) instead of queueing it, one
+//! credential holds at most half of it (others are still served while it floods), and
+//! requests are let in again when one finishes; the request timeout cuts off a request that
+//! takes too long (here: one whose body never arrives) with the same answer.
 
+use base64::Engine;
 use e2e::ADMIN_KEY;
 use shared::config::Config;
 use shared::web::AppState;
@@ -28,16 +30,36 @@ async fn serve(tune: impl FnOnce(&mut Config)) -> (String, String, tempfile::Tem
     (format!("http://{addr}"), addr, dir)
 }
 
-/// A request whose body never completes: it stays in its handler (reading the body) until
-/// the connection is dropped or the server gives up.
-async fn stalled(addr: &str) -> TcpStream {
+/// A request whose body never completes: it stays in its handler (reading the body, after
+/// authenticating) until the connection is dropped or the server gives up. `credential` is
+/// the admin key, or a Surface A `Authorization` value.
+async fn stalled(addr: &str, credential: Credential<'_>) -> TcpStream {
+    let (path, header, content_type) = match credential {
+        Credential::Admin => (
+            "/sandbox/v1/tenants".to_string(),
+            format!("X-Admin-Key: {ADMIN_KEY}"),
+            "application/json",
+        ),
+        Credential::Basic(value) => (
+            "/t/s/r/1.28/billingAccounts".to_string(),
+            format!("Authorization: {value}"),
+            "application/xml",
+        ),
+    };
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let head = format!(
-        "POST /sandbox/v1/tenants HTTP/1.1\r\nHost: {addr}\r\nX-Admin-Key: {ADMIN_KEY}\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\":"
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{header}\r\n\
+         Content-Type: {content_type}\r\nContent-Length: 100\r\n\r\n{{\"name\":"
     );
     stream.write_all(head.as_bytes()).await.expect("write");
     stream
+}
+
+/// Who a stalled request authenticates as.
+#[derive(Clone, Copy)]
+enum Credential<'a> {
+    Admin,
+    Basic(&'a str),
 }
 
 /// GET `path` until `done` holds for the status (at most 5 s); answers the last response.
@@ -59,28 +81,81 @@ async fn poll(
 #[tokio::test]
 async fn requests_past_the_concurrency_limit_are_shed_with_retry_after() {
     let (base, addr, _dir) = serve(|c| {
-        c.max_concurrent_requests = 2;
+        c.max_concurrent_requests = 4;
         c.request_timeout_ms = 0;
     })
     .await;
     let client = reqwest::Client::new();
+    let tenant = {
+        let r = client
+            .post(format!("{base}/sandbox/v1/tenants"))
+            .header("X-Admin-Key", ADMIN_KEY)
+            .json(&serde_json::json!({"name": "flood", "seed": "empty"}))
+            .send()
+            .await
+            .expect("create tenant");
+        assert_eq!(r.status(), 201);
+        let v: serde_json::Value = r.json().await.expect("json");
+        let raw = format!(
+            "{}:{}",
+            v["basic"]["username"].as_str().expect("user"),
+            v["basic"]["password"].as_str().expect("password")
+        );
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(raw)
+        )
+    };
     let json_path = format!("{base}/revenue/3/collectors");
-    let xml_path = format!("{base}/t/s/r/1.28/users/current");
-    let before = client.get(&json_path).send().await.expect("request");
-    assert_eq!(before.status(), 401, "served while under the limit");
+    let admin_path = format!("{base}/sandbox/v1/tenants");
+    let admin_get = || {
+        client
+            .get(&admin_path)
+            .header("X-Admin-Key", ADMIN_KEY)
+            .send()
+    };
 
-    let first = stalled(&addr).await;
-    let _second = stalled(&addr).await;
+    // One credential (the admin key) floods: it gets half of the limit, 2 of 4...
+    let first = stalled(&addr, Credential::Admin).await;
+    let _second = stalled(&addr, Credential::Admin).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let r = loop {
+        let r = admin_get().await.expect("request");
+        if r.status() == 503 || Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let (_, code, message) = e2e::error_body(r).await;
+    assert_eq!(code, "SERVICE_UNAVAILABLE");
+    assert!(message.contains("its share"), "{message}");
+    // ...and everyone else is still served.
+    let r = client.get(&json_path).send().await.expect("request");
+    assert_eq!(
+        r.status(),
+        401,
+        "another credential is served while one floods"
+    );
+
+    // A second credential takes the other half: now the process is full for everyone.
+    let _third = stalled(&addr, Credential::Basic(&tenant)).await;
+    let _fourth = stalled(&addr, Credential::Basic(&tenant)).await;
     let r = poll(&client, &json_path, |s| s == 503).await;
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     let (_, code, message) = e2e::error_body(r).await;
     assert_eq!(code, "SERVICE_UNAVAILABLE");
-    assert!(message.contains("limit of 2"), "{message}");
+    assert!(message.contains("limit of 4"), "{message}");
 
-    // Surface A sheds in its own shape: an XML fault.
+    // Surface A sheds in its own shape, at once: an XML fault.
     let started = Instant::now();
-    let r = client.get(&xml_path).send().await.expect("request");
+    let r = client
+        .get(format!("{base}/t/s/r/1.28/users/current"))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     assert!(
@@ -89,7 +164,7 @@ async fn requests_past_the_concurrency_limit_are_shed_with_retry_after() {
     );
     let body = r.text().await.expect("body");
     assert!(
-        body.contains("<fault") && body.contains("limit of 2"),
+        body.contains("<fault") && body.contains("limit of 4"),
         "{body}"
     );
 
@@ -107,7 +182,7 @@ async fn a_request_past_the_timeout_is_cut_off_with_retry_after() {
     })
     .await;
     let started = Instant::now();
-    let mut stream = stalled(&addr).await;
+    let mut stream = stalled(&addr, Credential::Admin).await;
     let mut answer = Vec::new();
     let mut chunk = [0u8; 4096];
     // Read until the server has answered and closed, or 10 s.
