@@ -13,6 +13,14 @@ pub struct Config {
     pub admin_key: Option<String>,
     /// Largest request body accepted, in bytes (`SANDBOX_MAX_BODY_BYTES`, default 1 MiB).
     pub max_body_bytes: usize,
+    // -- Overload (every served router, `shared::web::finish_with`) --
+    /// Longest a request may take before it is answered 503 with Retry-After
+    /// (`SANDBOX_REQUEST_TIMEOUT_MS`, default 30 000; 0 disables).
+    pub request_timeout_ms: u64,
+    /// Requests served at once by the process; one more is shed at once with 503 and
+    /// Retry-After rather than queued, and one credential holds at most half of them
+    /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
+    pub max_concurrent_requests: usize,
     // -- Surface A (legacy XML) --
     /// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`); `None` keeps the
     /// surface's documented default (`legacy::DEFAULT_XML_NAMESPACE`).
@@ -50,6 +58,10 @@ impl Config {
             data_dir,
             admin_key,
             max_body_bytes,
+            request_timeout_ms: env_number("SANDBOX_REQUEST_TIMEOUT_MS")
+                .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
+            max_concurrent_requests: env_number("SANDBOX_MAX_CONCURRENT_REQUESTS")
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_REQUESTS),
             xml_namespace,
             s3: s3_from_env(),
             token_secret: var("SANDBOX_TOKEN_SECRET"),
@@ -64,6 +76,8 @@ impl Config {
             data_dir: data_dir.into(),
             admin_key,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             xml_namespace: None,
             s3: None,
             token_secret: None,
@@ -126,3 +140,17 @@ pub fn s3_from_env() -> Option<S3Config> {
 
 /// Default request body limit: 1 MiB, ample for 50 usage events or any XML entity.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Default request timeout: 30 s, far above any answer the sandbox gives (a collector run over
+/// 20,000 records takes under 2 s in a debug build) and equal to API Gateway's
+/// integration limit, so a Lambda answers in the surface's shape before the gateway gives up.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+
+/// Default concurrency limit: 64 requests in flight per process; the tenant databases
+/// serialize writes anyway, so more would only queue.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 64;
+
+/// A numeric variable, when set and a number.
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}

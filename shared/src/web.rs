@@ -348,14 +348,16 @@ pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
 }
 
 /// Adds what every served router needs: the unknown-route and wrong-method fallbacks (in the
-/// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit and the
-/// request log, then binds the state.
+/// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit, the
+/// request timeout and concurrency limit (503 + Retry-After, see [`Overload`]) and the request
+/// log, then binds the state.
 pub fn finish_with(
     routes: axum::Router<AppState>,
     state: AppState,
     surfaces: &'static [PathErrors],
 ) -> axum::Router {
     let limit = state.config.max_body_bytes;
+    let overload = Overload::new(&state.config, surfaces);
     routes
         .method_not_allowed_fallback(move |method: axum::http::Method, uri: Uri| async move {
             let path = uri.path();
@@ -368,8 +370,158 @@ pub fn finish_with(
             path_error(surfaces, StatusCode::NOT_FOUND, path, msg)
         })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            overload.clone().guard(req, next)
+        }))
         .layer(axum::middleware::from_fn(log_request))
         .with_state(state)
+}
+
+/// The request timeout and the concurrency limit of a served router (one per process: the
+/// local server and the all-in-one Lambda finish one merged router). A request past the
+/// limit is shed at once, and one past the timeout is cut off; both answer 503 with
+/// `Retry-After: 1` in the error shape of the surface the path belongs to. So that one tenant
+/// flooding the process leaves room for the others, one credential may hold at most half of
+/// the limit (see [`credential_of`]). A cut-off request's blocking database work, already
+/// running on its own thread, finishes or rolls back on its own; the answer says the request
+/// may have been applied.
+#[derive(Clone)]
+struct Overload {
+    permits: Option<Arc<tokio::sync::Semaphore>>,
+    limit: usize,
+    /// Requests in flight per credential (by hash), entries removed at zero.
+    in_flight: Arc<std::sync::Mutex<std::collections::HashMap<u64, usize>>>,
+    timeout: Option<std::time::Duration>,
+    surfaces: &'static [PathErrors],
+}
+
+/// The credential a request is counted under: the header its surface authenticates with
+/// (Surface A `Authorization`; B `X-Api-Key`, else `Authorization`, as its extractor reads
+/// them; C `X-Api-Key`; admin `X-Admin-Key`), hashed; 0 for none. It is not verified here: a
+/// made-up credential is refused by the surface before any slow work (bodies are read after
+/// authentication), so it holds its place only briefly.
+fn credential_of(path: &str, headers: &HeaderMap) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let names: &[&str] = if path.starts_with(BILLING_PREFIX) {
+        &["x-api-key", "authorization"]
+    } else if path.starts_with(REVENUE_PREFIX) {
+        &["x-api-key"]
+    } else if path.starts_with(ADMIN_PREFIX) {
+        &["x-admin-key"]
+    } else {
+        &["authorization"]
+    };
+    match names.iter().find_map(|n| header_str(headers, n)) {
+        Some(value) => {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            value.hash(&mut hasher);
+            hasher.finish().max(1)
+        }
+        None => 0,
+    }
+}
+
+/// One credential's place in [`Overload::in_flight`], given back on drop.
+struct CredentialSlot {
+    in_flight: Arc<std::sync::Mutex<std::collections::HashMap<u64, usize>>>,
+    key: u64,
+}
+
+impl Drop for CredentialSlot {
+    fn drop(&mut self) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Overload {
+    fn new(config: &Config, surfaces: &'static [PathErrors]) -> Overload {
+        let limit = config.max_concurrent_requests;
+        Overload {
+            permits: (limit > 0).then(|| Arc::new(tokio::sync::Semaphore::new(limit))),
+            limit,
+            in_flight: Arc::default(),
+            timeout: (config.request_timeout_ms > 0)
+                .then(|| std::time::Duration::from_millis(config.request_timeout_ms)),
+            surfaces,
+        }
+    }
+
+    /// A place for `key` among the requests in flight, unless it holds half the limit already.
+    fn credential_slot(&self, key: u64) -> Option<CredentialSlot> {
+        let share = (self.limit / 2).max(1);
+        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(key).or_insert(0);
+        if *n >= share {
+            return None;
+        }
+        *n += 1;
+        Some(CredentialSlot {
+            in_flight: self.in_flight.clone(),
+            key,
+        })
+    }
+
+    async fn guard(self, req: Request, next: axum::middleware::Next) -> Response {
+        let path = req.uri().path().to_string();
+        // Held until the answer is built; dropping it lets the next request in.
+        let _permit = match &self.permits {
+            Some(permits) => {
+                let Some(slot) = self.credential_slot(credential_of(&path, req.headers())) else {
+                    let msg = format!(
+                        "This credential has {} requests in flight, its share of the server's limit of {}; retry shortly.",
+                        (self.limit / 2).max(1),
+                        self.limit
+                    );
+                    return self.unavailable(&path, msg);
+                };
+                match permits.clone().try_acquire_owned() {
+                    Ok(permit) => Some((permit, slot)),
+                    Err(_) => {
+                        let msg = format!(
+                            "The server is serving its limit of {} requests; retry shortly.",
+                            self.limit
+                        );
+                        return self.unavailable(&path, msg);
+                    }
+                }
+            }
+            None => None,
+        };
+        let Some(timeout) = self.timeout else {
+            return next.run(req).await;
+        };
+        match tokio::time::timeout(timeout, next.run(req)).await {
+            Ok(response) => response,
+            Err(_) => {
+                let msg = format!(
+                    "The request did not finish within {} ms and was cut off; it may have been applied. Retry later.",
+                    timeout.as_millis()
+                );
+                self.unavailable(&path, msg)
+            }
+        }
+    }
+
+    /// 503 with Retry-After in the shape of the surface `path` belongs to.
+    fn unavailable(&self, path: &str, msg: String) -> Response {
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        tracing::warn!(path, message = %msg, "request refused: overload");
+        let mut response = match self.surfaces.iter().find(|s| path.starts_with(s.prefix)) {
+            Some(surface) => (surface.render)(status, msg),
+            None => ApiError::new(status, "SERVICE_UNAVAILABLE", msg).into_response(),
+        };
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        response
+    }
 }
 
 /// One structured log line per request: method, path, status, latency.

@@ -1,5 +1,8 @@
 //! Foundation: auth matrix per surface, tenant isolation, admin API (create, list, tokens,
-//! reset, delete, bad input), and concurrency of the tenant store.
+//! reset, delete, bad input), and concurrency of the tenant store; `overload`: the request
+//! timeout and the concurrency limit.
+
+mod overload;
 
 use base64::Engine;
 use e2e::{error_body, status_code, TestServer, ADMIN_KEY};

@@ -139,3 +139,30 @@ async fn character_references_and_predefined_entities_are_read() {
         got.body
     );
 }
+
+#[tokio::test]
+async fn namespace_declarations_are_limited_and_cheap() {
+    // 20,000 (and 50,000, about 850 KiB) declarations on one element were accepted, at
+    // a cost quadratic in their number (5.5 s and 42 s in a debug build, on an async worker).
+    let a = Legacy::start("empty").await;
+    let ns = legacy::DEFAULT_XML_NAMESPACE;
+    for n in [20_000, 50_000] {
+        let decls: String = (0..n).map(|i| format!(" xmlns:p{i}=\"u\"")).collect();
+        let body = format!("<billingAccount xmlns=\"{ns}\"{decls} accountNum=\"A-1\"/>");
+        assert!(body.len() < 1024 * 1024, "{n}: under the body limit");
+        refused(
+            &a,
+            body.into_bytes(),
+            400,
+            "namespace declarations included",
+        )
+        .await;
+    }
+    let children: String = (0..100)
+        .map(|i| format!("<billingAccountCategory xmlns:p{i}=\"u{i}\" eid=\"1\"/>"))
+        .collect();
+    let spread = format!("<billingAccount xmlns=\"{ns}\">{children}</billingAccount>");
+    refused(&a, spread.into_bytes(), 400, "namespace declarations").await;
+    let r = a.get("billingAccounts").await;
+    assert_eq!(attr(r.el(), "totalElements"), "0", "nothing was stored");
+}

@@ -1,10 +1,12 @@
 //! Test support, the one helper library of every test binary (`e2e`): a real sandbox server
 //! on a loopback port with its own data directory, tenants created through the admin API, and
-//! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON); `s3` runs
+//! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON), `openapi`
+//! (the shipped OpenAPI documents and a schemathesis runner); `s3` runs
 //! moto and fault proxies for the store tests.
 
 pub mod billing;
 pub mod legacy;
+pub mod openapi;
 pub mod revenue;
 
 use base64::Engine;

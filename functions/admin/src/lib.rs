@@ -17,6 +17,10 @@ use shared::web::{header_str, parse_json, ApiError, AppState, JsonBody, ADMIN_PR
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
+            &format!("{ADMIN_PREFIX}/openapi.json"),
+            get(openapi_document),
+        )
+        .route(
             &format!("{ADMIN_PREFIX}/tenants"),
             post(create_tenant).get(list_tenants),
         )
@@ -32,6 +36,19 @@ pub fn routes() -> Router<AppState> {
             &format!("{ADMIN_PREFIX}/tenants/{{id}}/reset"),
             post(reset_tenant),
         )
+}
+
+/// The admin API's OpenAPI 3.1 document (docs/openapi/admin.json, written by
+/// docs/openapi/generate.py), embedded so what is served is what is shipped.
+pub const OPENAPI_DOCUMENT: &str = include_str!("../../../docs/openapi/admin.json");
+
+/// `GET /sandbox/v1/openapi.json`, without the admin key.
+async fn openapi_document() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI_DOCUMENT,
+    )
+        .into_response()
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).

@@ -4,6 +4,7 @@
 //! through `shared::domain`; answers are rendered by `shared::web::listing`.
 
 pub mod handlers;
+pub mod openapi;
 pub mod resources;
 
 use axum::routing::get;
@@ -15,6 +16,7 @@ use shared::web::{AppState, BILLING_PREFIX};
 pub fn routes() -> Router<AppState> {
     let p = |path: &str| format!("{BILLING_PREFIX}{path}");
     Router::new()
+        .route(&p("/openapi.json"), get(openapi::document))
         .route(&p("/actions"), get(h::list_actions))
         .route(&p("/actions/{id}"), get(h::get_action))
         .route(

@@ -3,10 +3,15 @@
 //! Reading: a request body becomes a small element tree. The reader refuses what makes XML
 //! dangerous or expensive: any DOCTYPE (so no DTD, no entity declaration, no external
 //! entity), every entity reference other than the five predefined ones and character
-//! references, nesting deeper than [`MAX_DEPTH`], more than [`MAX_ELEMENTS`] elements or
-//! [`MAX_ATTRIBUTES`] attributes on one element, text content where the interface carries
-//! attributes, elements outside the domain namespace, and anything that is not UTF-8. It
-//! never expands anything, so its work is linear in the (already size-bounded) body.
+//! references, nesting deeper than [`MAX_DEPTH`], more than [`MAX_ELEMENTS`] elements,
+//! [`MAX_ATTRIBUTES`] attributes on one element (namespace declarations included) or
+//! [`MAX_NAMESPACE_DECLARATIONS`] namespace declarations in the body, text content where the
+//! interface carries attributes, elements outside the domain namespace, and anything that is
+//! not UTF-8. It never expands anything, and its work is linear in the (already size-bounded)
+//! body: the two quadratic costs of the XML library are capped by those limits, checked
+//! before they are paid (the duplicate-attribute check compares each attribute with the ones
+//! before it, at most [`MAX_ATTRIBUTES`]; resolving a name searches the declarations in
+//! scope, at most [`MAX_NAMESPACE_DECLARATIONS`]).
 //!
 //! Writing: answers are built as [`Node`] trees and serialized by quick-xml's writer, which
 //! escapes every attribute value; the root carries the domain namespace.
@@ -20,8 +25,10 @@ use shared::{Error, Result};
 pub const MAX_DEPTH: usize = 32;
 /// Most elements accepted in one request body.
 pub const MAX_ELEMENTS: usize = 10_000;
-/// Most attributes accepted on one element.
+/// Most attributes accepted on one element, namespace declarations included.
 pub const MAX_ATTRIBUTES: usize = 64;
+/// Most namespace declarations (`xmlns`, `xmlns:p`) accepted in one request body.
+pub const MAX_NAMESPACE_DECLARATIONS: usize = 64;
 
 /// An element of a request body: its local name, attributes (unescaped) and child elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +53,7 @@ pub fn parse(body: &[u8], namespace: &str) -> Result<Element> {
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
     let mut elements = 0usize;
+    let mut declarations = 0usize;
     loop {
         let position = reader.buffer_position();
         let (resolved, event) = reader
@@ -81,6 +89,14 @@ pub fn parse(body: &[u8], namespace: &str) -> Result<Element> {
                 if stack.len() >= MAX_DEPTH {
                     return Err(refuse(format!(
                         "elements are nested deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+                // Counted before the attributes are read: reading them runs the library's
+                // duplicate check, and later names are resolved against every declaration.
+                declarations += count_declarations(start, &name)?;
+                if declarations > MAX_NAMESPACE_DECLARATIONS {
+                    return Err(refuse(format!(
+                        "the body has more than {MAX_NAMESPACE_DECLARATIONS} namespace declarations"
                     )));
                 }
                 let element = Element {
@@ -132,6 +148,25 @@ fn close(stack: &mut [Element], root: &mut Option<Element>, element: Element) {
         Some(parent) => parent.children.push(element),
         None => *root = Some(element),
     }
+}
+
+/// The namespace declarations of an element, read without the duplicate check (one linear
+/// pass) and refused past [`MAX_ATTRIBUTES`] attributes in all, so that an element carrying
+/// thousands of them costs no more than its bytes.
+fn count_declarations(start: &BytesStart<'_>, element: &str) -> Result<usize> {
+    let mut declarations = 0;
+    for (seen, attr) in start.attributes().with_checks(false).enumerate() {
+        if seen >= MAX_ATTRIBUTES {
+            return Err(refuse(format!(
+                "<{element}> has more than {MAX_ATTRIBUTES} attributes (namespace declarations included)"
+            )));
+        }
+        let attr = attr.map_err(|e| refuse(format!("malformed attribute on <{element}>: {e}")))?;
+        if attr.key.as_namespace_binding().is_some() {
+            declarations += 1;
+        }
+    }
+    Ok(declarations)
 }
 
 fn read_attributes(start: &BytesStart<'_>, element: &str) -> Result<Vec<(String, String)>> {
@@ -288,6 +323,71 @@ mod tests {
             b"<a x='1' x='2'/>",
         ] {
             assert!(parse(bad, NS).is_err(), "{bad:?}");
+        }
+    }
+
+    /// `n` namespace declarations on the root, or one on each of `n` nested-then-closed
+    /// children when `spread`.
+    fn declarations(n: usize, spread: bool) -> String {
+        if spread {
+            let children: String = (0..n)
+                .map(|i| format!(r#"<c xmlns:p{i}="urn:x{i}"/>"#))
+                .collect();
+            format!(r#"<a xmlns="urn:test">{children}</a>"#)
+        } else {
+            let decls: String = (0..n)
+                .map(|i| format!(r#" xmlns:p{i}="urn:x{i}""#))
+                .collect();
+            format!(r#"<a xmlns="urn:test"{decls}/>"#)
+        }
+    }
+
+    #[test]
+    fn namespace_declarations_count_in_the_limits() {
+        // Within the limits: accepted (the default declaration counts too).
+        assert!(parse(declarations(MAX_ATTRIBUTES - 1, false).as_bytes(), NS).is_ok());
+        assert!(parse(
+            declarations(MAX_NAMESPACE_DECLARATIONS - 1, true).as_bytes(),
+            NS
+        )
+        .is_ok());
+        // On one element: the attribute limit; spread over elements: the body's limit.
+        let one = parse(declarations(MAX_ATTRIBUTES, false).as_bytes(), NS).unwrap_err();
+        assert!(
+            one.to_string().contains("namespace declarations included"),
+            "{one}"
+        );
+        let spread = parse(
+            declarations(MAX_NAMESPACE_DECLARATIONS, true).as_bytes(),
+            NS,
+        );
+        let spread = spread.unwrap_err().to_string();
+        assert!(spread.contains("namespace declarations"), "{spread}");
+    }
+
+    /// The fastest of five parses of `body` (the minimum filters out a loaded machine).
+    fn fastest(body: &str) -> std::time::Duration {
+        (0..5)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                assert!(parse(body.as_bytes(), NS).is_err());
+                started.elapsed()
+            })
+            .min()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn many_namespace_declarations_cost_linear_time() {
+        // 20,000 declarations on one element were accepted, at a cost quadratic in their
+        // number (5.5 s in a debug build). Refused now, at a cost at most linear: four times
+        // the declarations take at most about four times as long (8 leaves room for noise; a
+        // quadratic cost would be 16), with a floor for parses too quick to time.
+        for spread in [false, true] {
+            let n = fastest(&declarations(5_000, spread));
+            let four_n = fastest(&declarations(20_000, spread));
+            let bound = (n * 8).max(std::time::Duration::from_millis(20));
+            assert!(four_n <= bound, "spread {spread}: n {n:?}, 4n {four_n:?}");
         }
     }
 

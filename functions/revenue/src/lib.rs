@@ -26,6 +26,7 @@ pub fn routes() -> Router<AppState> {
     let year = "/ledgers/{id}/calendar/years/{yid}";
     let period = "/ledgers/{id}/calendar/years/{yid}/accounting-periods/{pid}";
     Router::new()
+        .route(&p("/openapi.json"), get(openapi_document))
         .route(&p("/collectors"), get(list_collectors))
         .route(
             &p("/collector-runs"),
@@ -65,6 +66,19 @@ pub fn routes() -> Router<AppState> {
         .route(&p(&format!("{period}/open")), put(open_period))
         .route(&p(&format!("{period}/close")), put(close_period))
         .route(&p(&format!("{period}/history")), get(period_history))
+}
+
+/// Surface C's OpenAPI 3.1 document (docs/openapi/revenue.json, written by
+/// docs/openapi/generate.py), embedded so what is served is what is shipped.
+pub const OPENAPI_DOCUMENT: &str = include_str!("../../../docs/openapi/revenue.json");
+
+/// `GET /revenue/3/openapi.json`, without credentials.
+async fn openapi_document() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI_DOCUMENT,
+    )
+        .into_response()
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).

@@ -1,0 +1,174 @@
+//! Each shipped document describes exactly the (method, path) set its routers serve, is what
+//! docs/openapi/generate.py writes, is served as-is without credentials, and names its
+//! security schemes and the `{code, message}` error shape.
+
+use e2e::openapi::{fill, operations, Document, DOCUMENTS, METHODS};
+use e2e::TestServer;
+use reqwest::Method;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+#[test]
+fn the_generator_writes_the_shipped_documents() {
+    let script = e2e::openapi::workspace_root().join("docs/openapi/generate.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg("--check")
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Whether an answer is the unknown-route fallback (404 "no such resource") or the
+/// wrong-method one (405), i.e. no route took the request.
+async fn unrouted(r: reqwest::Response) -> Option<String> {
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap_or_default();
+    (status == 405 || (status == 404 && body.contains("no such resource")))
+        .then(|| format!("{status} {body}"))
+}
+
+async fn check_routes(s: &TestServer, doc: &Document) {
+    let json = doc.json();
+    let ops = operations(&json);
+    let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
+    // As many paths as the routers declare routes (each `.route(` is one path)...
+    assert_eq!(
+        paths.len(),
+        doc.declared_routes(),
+        "{}: documented paths vs routes declared in {:?}",
+        doc.file,
+        doc.routers
+    );
+    // ...and on each documented path exactly the documented methods are routed (unknown ids
+    // and missing credentials reach a handler or its extractor, never the fallbacks).
+    for path in paths {
+        let url = s.url(&fill(path, "1"));
+        for method in METHODS {
+            let m: Method = method.to_uppercase().parse().expect("method");
+            let r = s
+                .client
+                .request(m.clone(), &url)
+                .send()
+                .await
+                .expect("request");
+            let documented = ops.contains(&(m.to_string(), path.clone()));
+            match unrouted(r).await {
+                Some(answer) if documented => {
+                    panic!("{m} {path} is documented, not served: {answer}")
+                }
+                None if !documented => panic!("{m} {path} is served, not documented"),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn documents_and_routers_describe_the_same_operations() {
+    let s = TestServer::start().await;
+    for doc in &DOCUMENTS {
+        check_routes(&s, doc).await;
+    }
+    let counts: Vec<usize> = DOCUMENTS
+        .iter()
+        .map(|d| operations(&d.json()).len())
+        .collect();
+    println!(
+        "operations: billing {}, revenue {}, admin {}",
+        counts[0], counts[1], counts[2]
+    );
+    assert!(
+        counts[0] >= 26 && counts[1] >= 31 && counts[2] >= 7,
+        "{counts:?}"
+    );
+}
+
+#[tokio::test]
+async fn documents_are_served_without_credentials_as_shipped() {
+    let s = TestServer::start().await;
+    for doc in &DOCUMENTS {
+        let r = s
+            .client
+            .get(s.url(doc.served_at))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status(), 200, "{}", doc.served_at);
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/json",
+            "{}",
+            doc.served_at
+        );
+        let served = r.text().await.expect("body");
+        assert_eq!(
+            served,
+            doc.text(),
+            "{} serves docs/openapi/{}",
+            doc.served_at,
+            doc.file
+        );
+        let json: Value = serde_json::from_str(&served).expect("JSON");
+        assert_eq!(json["openapi"], "3.1.0");
+        // The document's own operation says it needs no credentials.
+        assert_eq!(
+            json["paths"][doc.served_at]["get"]["security"],
+            serde_json::json!([])
+        );
+    }
+}
+
+#[test]
+fn security_schemes_ids_and_the_error_shape_are_as_the_spec_types_them() {
+    let [b, c, a] = DOCUMENTS.map(|d| d.json());
+    let scheme = |doc: &Value, name: &str| doc["components"]["securitySchemes"][name].clone();
+    assert_eq!(scheme(&b, "ApiKey")["name"], "X-Api-Key");
+    assert_eq!(scheme(&b, "Bearer")["scheme"], "bearer");
+    assert_eq!(scheme(&b, "Bearer")["bearerFormat"], "JWT");
+    assert_eq!(scheme(&c, "ApiKey")["name"], "X-Api-Key");
+    assert_eq!(scheme(&a, "AdminKey")["name"], "X-Admin-Key");
+    for doc in [&b, &c, &a] {
+        let error = &doc["components"]["schemas"]["Error"];
+        assert_eq!(error["required"], serde_json::json!(["code", "message"]));
+        // Every failure status of every operation answers that shape.
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for (method, op) in item.as_object().expect("item") {
+                for (status, response) in op["responses"].as_object().expect("responses") {
+                    if status.starts_with('4') || status.starts_with('5') || status == "default" {
+                        let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                        assert_eq!(
+                            schema, "#/components/schemas/Error",
+                            "{method} {path} {status}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // Ids: strings in B, int64 in C; amounts are numbers.
+    let b_schemas = &b["components"]["schemas"];
+    assert_eq!(b_schemas["Agreement"]["properties"]["id"]["type"], "string");
+    assert_eq!(
+        b_schemas["RatedEvent"]["properties"]["total_charge"]["type"],
+        "number"
+    );
+    let c_schemas = &c["components"]["schemas"];
+    assert_eq!(c_schemas["Ledger"]["properties"]["id"]["format"], "int64");
+    let ledger = &c["paths"]["/revenue/3/ledgers/{id}"]["get"]["parameters"][0];
+    assert_eq!(ledger["schema"]["format"], "int64");
+    // Paging and ETag headers.
+    let b_list = &b["paths"]["/billing/2/agreements"]["get"]["responses"]["200"]["headers"];
+    for h in ["ETag", "X-total-count", "X-element-count", "X-total-pages"] {
+        assert!(b_list.get(h).is_some(), "{h}");
+    }
+    let c_list = &c["paths"]["/revenue/3/ledgers"]["get"]["responses"]["200"]["headers"];
+    for h in ["X-Total-Count", "X-Elements-Count", "X-Total-Pages"] {
+        assert!(c_list.get(h).is_some(), "{h}");
+    }
+}

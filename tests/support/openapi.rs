@@ -1,0 +1,209 @@
+//! Helpers of the OpenAPI tests: the three shipped documents (docs/openapi/*.json), their
+//! (method, path) sets read with serde_json (not the code under test), the count of routes a
+//! router's source declares, and a runner of the schemathesis CLI against a served document.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// One shipped document: where it is served, the crates whose routers serve its operations,
+/// and how schemathesis authenticates.
+pub struct Document {
+    /// File name under docs/openapi/.
+    pub file: &'static str,
+    /// Path it is served at.
+    pub served_at: &'static str,
+    /// Router sources (relative to the workspace root) whose routes it describes.
+    pub routers: &'static [&'static str],
+}
+
+/// Surface B (usage events included), Surface C and the admin API.
+pub const DOCUMENTS: [Document; 3] = [
+    Document {
+        file: "billing.json",
+        served_at: "/billing/2/openapi.json",
+        routers: &["functions/billing/src/lib.rs", "functions/usage/src/lib.rs"],
+    },
+    Document {
+        file: "revenue.json",
+        served_at: "/revenue/3/openapi.json",
+        routers: &["functions/revenue/src/lib.rs"],
+    },
+    Document {
+        file: "admin.json",
+        served_at: "/sandbox/v1/openapi.json",
+        routers: &["functions/admin/src/lib.rs"],
+    },
+];
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+impl Document {
+    /// The shipped text.
+    pub fn text(&self) -> String {
+        let path = workspace_root().join("docs/openapi").join(self.file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The shipped document, parsed.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text()).expect("document is JSON")
+    }
+
+    /// Number of `.route(` calls in the `routes()` functions of the document's routers: each
+    /// call declares one path (axum refuses a path declared twice).
+    pub fn declared_routes(&self) -> usize {
+        self.routers
+            .iter()
+            .map(|file| {
+                let src = std::fs::read_to_string(workspace_root().join(file)).expect("router");
+                let body = src
+                    .split("pub fn routes()")
+                    .nth(1)
+                    .and_then(|rest| rest.split("\n}\n").next())
+                    .expect("a routes() function");
+                body.matches(".route(").count()
+            })
+            .sum()
+    }
+}
+
+/// HTTP methods an operation may have.
+pub const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
+
+/// The (METHOD, path) pairs of a document.
+pub fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in METHODS {
+            if item.get(method).is_some() {
+                out.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `path` with every `{param}` replaced by `value`.
+pub fn fill(path: &str, value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').expect("closing brace") + open;
+        out.push_str(value);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What one schemathesis run reported.
+#[derive(Debug)]
+pub struct FuzzReport {
+    /// Whether the CLI exited 0.
+    pub passed: bool,
+    /// Operations tested.
+    pub operations: u64,
+    /// Test cases generated.
+    pub cases: u64,
+    /// The CLI's whole output (for the failure message).
+    pub output: String,
+}
+
+/// Runs schemathesis once more when a run failed on an error of the tool itself and on no
+/// check: such a run says nothing about the server. Seen with two workers on Python 3.11.7:
+/// hypothesis describes lambdas by parsing their source with `ast`, which is not thread-safe
+/// there ("SystemError: AST constructor recursion depth mismatch"), hence one worker too. A
+/// failed check is never retried.
+pub fn schemathesis(
+    base: &str,
+    doc: &Document,
+    headers: &[String],
+    max_examples: u32,
+) -> FuzzReport {
+    crate::ensure_test_tools(|| crate::runs("st", &["--version"]));
+    let first = schemathesis_once(base, doc, headers, max_examples);
+    let tool_error_only = !first.passed
+        && first.output.contains("= ERRORS =")
+        && !first.output.contains("= FAILURES =")
+        && first.output.contains("Runtime Error");
+    if tool_error_only {
+        println!(
+            "schemathesis {}: tool error only, running once more",
+            doc.file
+        );
+        return schemathesis_once(base, doc, headers, max_examples);
+    }
+    first
+}
+
+/// Runs `st run <base><served_at>` with `headers` and the conformance checks, in a temporary
+/// directory, with at most `max_examples` cases per operation and phase.
+fn schemathesis_once(
+    base: &str,
+    doc: &Document,
+    headers: &[String],
+    max_examples: u32,
+) -> FuzzReport {
+    let work = tempfile::tempdir().expect("temp dir");
+    let seed = std::env::var("OPENAPI_FUZZ_SEED").unwrap_or_else(|_| "20261126".into());
+    let mut cmd = std::process::Command::new("st");
+    cmd.current_dir(work.path())
+        .env("NO_COLOR", "1")
+        .arg("run")
+        .arg(format!("{base}{}", doc.served_at))
+        .args(["--url", base])
+        .args([
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,\
+             response_schema_conformance,response_headers_conformance",
+        ])
+        .args(["--max-examples", &max_examples.to_string()])
+        .args(["--phases", "examples,coverage,fuzzing,stateful"])
+        .args(["--workers", "1", "--seed", &seed])
+        .args(["--generation-database", "none", "--no-color"])
+        .args(["--request-timeout", "30"]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    let out = cmd.output().expect("run schemathesis (st)");
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let number_after = |label: &str| -> u64 {
+        output
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(label))
+            .and_then(|rest| {
+                rest.trim()
+                    .split([' ', '/', ','])
+                    .next()
+                    .map(str::to_string)
+            })
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let operations = number_after("Tested:");
+    let cases = output
+        .lines()
+        .skip_while(|l| !l.trim().starts_with("Test cases:"))
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    FuzzReport {
+        passed: out.status.success(),
+        operations,
+        cases,
+        output,
+    }
+}
