@@ -1,15 +1,19 @@
-//! End to end through the real Lambda binaries: `cargo lambda watch` serves the five route
-//! group functions (state in moto's S3), and every file of `events/` is sent with
-//! `cargo lambda invoke`; each answer is checked against `events/manifest.json`.
+//! End to end through the real Lambda binaries: the five route group functions, as built by
+//! the same `cargo test` that built this test (`target/<profile>/<name>`), run under the Lambda
+//! Runtime API emulator of `e2e::lambda_runtime` with their state in moto's S3; every file of
+//! `events/` is sent to its function and each answer is checked against
+//! `events/manifest.json`.
 //!
-//! The function binaries are built once, into their own target directory
-//! (`target/lambda-e2e`): the `cargo test` that runs this test holds the lock of the main one.
+//! The binaries must exist and be newer than every source cargo recorded for them:
+//! `cargo test --workspace` builds every workspace binary before it runs the tests, a
+//! `cargo test -p e2e` alone does not (run `cargo build --workspace --bins` first). The test
+//! says so instead of testing stale binaries.
 
-use e2e::s3::{free_port, Moto, AWS_ENV};
+use e2e::lambda_runtime::LambdaRuntime;
+use e2e::s3::{Moto, AWS_ENV};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The admin key the sample events carry.
 const EVENTS_ADMIN_KEY: &str = "sandbox-admin-key";
@@ -22,112 +26,66 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn lambda_target_dir() -> PathBuf {
-    workspace().join("target").join("lambda-e2e")
+/// The directory of the binaries built together with this test: the test runs from
+/// `target/<profile>/deps/`, cargo puts the workspace's binaries in `target/<profile>/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test executable");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test runs from target/<profile>/deps/")
+        .to_path_buf()
 }
 
-/// Installs cargo-lambda from tests/requirements.txt when it is missing.
-fn ensure_cargo_lambda() {
-    e2e::ensure_test_tools(|| e2e::runs("cargo", &["lambda", "--version"]));
+/// The source files cargo's dep-info file `d` lists for its binary (`binary: source source
+/// ...`, spaces in paths escaped as `\ `); none when there is no such file.
+fn dep_info_sources(d: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(d) else {
+        return Vec::new();
+    };
+    let Some((_, sources)) = text.lines().next().and_then(|l| l.split_once(": ")) else {
+        return Vec::new();
+    };
+    sources
+        .replace("\\ ", "\0")
+        .split_whitespace()
+        .map(|p| PathBuf::from(p.replace('\0', " ")))
+        .collect()
 }
 
-fn build_functions() {
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(workspace())
-        .args(["build", "--bins"])
-        .env("CARGO_TARGET_DIR", lambda_target_dir());
-    for f in FUNCTIONS {
-        cmd.args(["-p", f]);
-    }
-    let status = cmd.status().expect("cargo build");
-    assert!(status.success(), "building the Lambda binaries failed");
-}
-
-/// `cargo lambda watch` in its own process group, stopped with the group on drop.
-struct Watch {
-    child: Child,
-    port: u16,
-}
-
-impl Watch {
-    fn start(moto: &Moto, bucket: &str, data_dir: &Path, log: &Path) -> Watch {
-        let port = free_port();
-        let mut cmd = Command::new("cargo");
-        cmd.current_dir(workspace())
-            .args([
-                "lambda",
-                "watch",
-                "--ignore-changes",
-                "-q",
-                "-A",
-                "127.0.0.1",
-                "-P",
-            ])
-            .arg(port.to_string())
-            // cargo-lambda passes --target-dir on to `cargo metadata`, which refuses it.
-            .env("CARGO_TARGET_DIR", lambda_target_dir());
-        let mut vars = vec![
-            format!("SANDBOX_S3_BUCKET={bucket}"),
-            "SANDBOX_S3_PREFIX=lambda".to_string(),
-            format!("SANDBOX_S3_ENDPOINT={}", moto.endpoint),
-            format!("SANDBOX_DATA_DIR={}", data_dir.display()),
-            format!("SANDBOX_ADMIN_KEY={EVENTS_ADMIN_KEY}"),
-            "RUST_LOG=warn".to_string(),
-        ];
-        vars.extend(AWS_ENV.iter().map(|(k, v)| format!("{k}={v}")));
-        for v in vars {
-            cmd.args(["--env-var", &v]);
+/// The directory of the five function binaries, once each is there and newer than every
+/// source it was built from; otherwise fails naming the command that builds them.
+fn function_binaries() -> PathBuf {
+    let dir = bin_dir();
+    let mut problems = Vec::new();
+    for function in FUNCTIONS {
+        let binary = dir.join(function);
+        let Ok(built) = std::fs::metadata(&binary).and_then(|m| m.modified()) else {
+            problems.push(format!("{} is missing", binary.display()));
+            continue;
+        };
+        let newer = dep_info_sources(&dir.join(format!("{function}.d")))
+            .into_iter()
+            .find(|source| {
+                std::fs::metadata(source)
+                    .and_then(|m| m.modified())
+                    .map_or(true, |changed| changed > built)
+            });
+        if let Some(source) = newer {
+            problems.push(format!(
+                "{} is older than {} (or that file is gone)",
+                binary.display(),
+                source.display()
+            ));
         }
-        use std::os::unix::process::CommandExt;
-        let output = std::fs::File::create(log).expect("watch log");
-        let child = cmd
-            .process_group(0)
-            .stdout(output.try_clone().expect("log"))
-            .stderr(output)
-            .spawn()
-            .expect("cargo lambda watch");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "cargo lambda watch did not start: {}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Watch { child, port }
     }
-
-    /// Invokes `function` with the event in `file`; answers the function's response.
-    fn invoke(&self, function: &str, file: &Path) -> Value {
-        let out = Command::new("cargo")
-            .current_dir(workspace())
-            .args(["lambda", "invoke", "-A", "127.0.0.1", "-P"])
-            .arg(self.port.to_string())
-            .arg(function)
-            .arg("--data-file")
-            .arg(file)
-            .output()
-            .expect("cargo lambda invoke");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "invoke {function} {}: {stdout} {}",
-            file.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{function}: {e}: {stdout}"))
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        // `--` so that the negative process-group id is not read as an option.
-        let _ = Command::new("kill")
-            .args(["-s", "TERM", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.wait();
-    }
+    assert!(
+        problems.is_empty(),
+        "the Lambda function binaries are not ready: {}. Build them with \
+         `cargo build --workspace --bins` (with this test's profile flags), or run \
+         `cargo test --workspace`, which builds every workspace binary before the tests.",
+        problems.join("; ")
+    );
+    dir
 }
 
 /// Credentials answered by the admin create-tenant event, substituted into later events.
@@ -160,10 +118,17 @@ impl Placeholders {
             .iter()
             .fold(text.to_string(), |t, (k, v)| t.replace(k, v))
     }
+
+    fn tenant_id(&self) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(k, _)| *k == "REPLACE_WITH_TENANT_ID")
+            .map(|(_, v)| v.as_str())
+    }
 }
 
-#[test]
-fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
     let events_dir = workspace().join("events");
     let manifest: Value = serde_json::from_str(
         &std::fs::read_to_string(events_dir.join("manifest.json")).expect("manifest"),
@@ -186,23 +151,30 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         "every event file has a manifest entry and back"
     );
 
-    ensure_cargo_lambda();
-    build_functions();
+    let binaries = function_binaries();
     let moto = Moto::start();
     let bucket = moto.bucket("lambda-events");
-    let data_dir = tempfile::tempdir().expect("data dir");
-    let scratch = tempfile::tempdir().expect("scratch");
-    let watch = Watch::start(
-        &moto,
-        &bucket.bucket,
-        data_dir.path(),
-        &scratch.path().join("watch.log"),
-    );
+    let environments = tempfile::tempdir().expect("environments dir");
+    let mut vars = vec![
+        ("SANDBOX_S3_BUCKET".to_string(), bucket.bucket.clone()),
+        ("SANDBOX_S3_PREFIX".to_string(), "lambda".to_string()),
+        ("SANDBOX_S3_ENDPOINT".to_string(), moto.endpoint.clone()),
+        // Relative to each environment's own directory: no function sees another's local
+        // cache, so whatever one function wrote reaches the others through S3 only.
+        ("SANDBOX_DATA_DIR".to_string(), "data".to_string()),
+        (
+            "SANDBOX_ADMIN_KEY".to_string(),
+            EVENTS_ADMIN_KEY.to_string(),
+        ),
+        ("RUST_LOG".to_string(), "warn".to_string()),
+    ];
+    vars.extend(AWS_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut lambda = LambdaRuntime::new(&binaries, vars, environments.path());
 
     let mut placeholders = Placeholders::default();
     let mut verified = Vec::new();
-    // Milliseconds of each function's first invocation: process start (by the emulator), cold
-    // load of the registry and tenant from S3, and the answer, plus the CLI's own overhead.
+    // Milliseconds of each function's first invocation: process start, cold load of the
+    // registry and tenant from S3, and the answer.
     let mut first_invoke_ms: Vec<(String, u128)> = Vec::new();
     for entry in &entries {
         let file = entry["file"].as_str().expect("file");
@@ -214,11 +186,14 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
             event["version"], "2.0",
             "{file}: an HTTP API payload v2 event"
         );
-        let sent = scratch.path().join(file);
-        std::fs::write(&sent, placeholders.apply(&raw)).expect("write event");
+        let sent: Value =
+            serde_json::from_str(&placeholders.apply(&raw)).expect("substituted event is JSON");
 
         let started = Instant::now();
-        let answer = watch.invoke(function, &sent);
+        let answer = lambda
+            .invoke(function, sent)
+            .await
+            .unwrap_or_else(|e| panic!("{file} sent to {function}: {e}"));
         if !first_invoke_ms.iter().any(|(f, _)| f == function) {
             first_invoke_ms.push((function.to_string(), started.elapsed().as_millis()));
         }
@@ -238,4 +213,17 @@ fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() {
         entries.len(),
         "every event answered as expected"
     );
+
+    // The state is in moto's S3: the registry's log and the tenant's own log (docs/storage.md).
+    let keys = moto.keys(&bucket.bucket, "lambda/");
+    let tenant = placeholders.tenant_id().expect("the tenant was created");
+    for prefix in [
+        "lambda/registry/log/".to_string(),
+        format!("lambda/tenants/{tenant}/log/"),
+    ] {
+        assert!(
+            keys.iter().any(|k| k.starts_with(&prefix)),
+            "no {prefix}* object in the bucket: {keys:?}"
+        );
+    }
 }

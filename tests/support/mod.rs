@@ -1,7 +1,8 @@
 //! Test support, the one helper library of every test binary (`e2e`): a real sandbox server
 //! on a loopback port with its own data directory, tenants created through the admin API, and
 //! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON); `s3` runs
-//! moto and fault proxies for the store tests.
+//! moto and fault proxies for the store tests; `lambda_runtime` emulates the Lambda Runtime
+//! API for the Lambda binaries.
 
 pub mod billing;
 pub mod legacy;
@@ -227,9 +228,10 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     (status, code, message)
 }
 
+pub mod lambda_runtime;
 pub mod s3;
 
-/// Installs the Python test tools of tests/requirements.txt (moto's S3 server, cargo-lambda)
+/// Installs the Python test tools of tests/requirements.txt (moto's S3 server)
 /// unless `present` says they are there, so `cargo test --workspace` needs no manual step.
 pub fn ensure_test_tools(present: impl Fn() -> bool) {
     static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
