@@ -227,3 +227,165 @@ async fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() 
         );
     }
 }
+
+/// A stand-in "binary" for the emulator's own tests: a shell script named `name` in `dir`.
+fn script(dir: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Plays the function's side of one invocation, as `lambda_runtime` does: polls
+/// `invocation/next` at `api` (host:port), checks the event and its headers, then posts
+/// `answer` to `outcome` (`response` or `error`, or the `init/error` call when `None`).
+/// Answers the request id and the status of the post.
+async fn play_function(api: &str, event: &Value, outcome: Option<&str>, answer: Value) -> String {
+    let client = reqwest::Client::new();
+    let next = client
+        .get(format!("http://{api}/2018-06-01/runtime/invocation/next"))
+        .send()
+        .await
+        .expect("invocation/next");
+    assert_eq!(next.status(), 200);
+    let header = |name: &str| {
+        next.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} header"))
+            .to_string()
+    };
+    let id = header("lambda-runtime-aws-request-id");
+    let deadline: u128 = header("lambda-runtime-deadline-ms")
+        .parse()
+        .expect("deadline ms");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis();
+    assert!(
+        deadline > now && deadline <= now + 29_000,
+        "deadline {deadline}, now {now}"
+    );
+    assert_eq!(
+        header("lambda-runtime-invoked-function-arn"),
+        "arn:aws:lambda:us-east-1:123456789012:function:probe"
+    );
+    assert!(header("lambda-runtime-trace-id").starts_with("Root=1-"));
+    assert_eq!(&next.json::<Value>().await.expect("event JSON"), event);
+    let url = match outcome {
+        Some(kind) => format!("http://{api}/2018-06-01/runtime/invocation/{id}/{kind}"),
+        None => format!("http://{api}/2018-06-01/runtime/init/error"),
+    };
+    let posted = client
+        .post(url)
+        .header("lambda-runtime-function-error-type", "Handler.Probe")
+        .json(&answer)
+        .send()
+        .await
+        .expect("post the outcome");
+    assert_eq!(posted.status(), 202, "the outcome is accepted");
+    id
+}
+
+#[tokio::test]
+async fn the_emulator_speaks_the_runtime_protocol_and_reports_every_outcome() {
+    let bins = tempfile::tempdir().expect("bins");
+    let work = tempfile::tempdir().expect("work");
+    // The stand-in writes what the emulator gave it, then waits while the test plays it.
+    script(
+        bins.path(),
+        "probe",
+        "echo \"$AWS_LAMBDA_RUNTIME_API $AWS_LAMBDA_FUNCTION_NAME \
+         $AWS_LAMBDA_FUNCTION_MEMORY_SIZE $AWS_LAMBDA_FUNCTION_VERSION\" > given.tmp\n\
+         mv given.tmp given\nexec sleep 60",
+    );
+    script(
+        bins.path(),
+        "crashes",
+        "echo 'config is broken' >&2\nexit 3",
+    );
+    let mut lambda = LambdaRuntime::new(bins.path(), Vec::new(), work.path());
+    let given = work.path().join("probe").join("given");
+
+    // A response: the invocation answers the function's document.
+    let event = serde_json::json!({"version": "2.0", "rawPath": "/one"});
+    let api = async {
+        while !given.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let text = std::fs::read_to_string(&given).expect("given");
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(fields[1..], ["probe", "512", "$LATEST"], "{text}");
+        fields[0].to_string()
+    };
+    let (answer, (api, first_id)) = tokio::join!(lambda.invoke("probe", event.clone()), async {
+        let api = api.await;
+        let id = play_function(&api, &event, Some("response"), serde_json::json!({"ok": 1})).await;
+        (api, id)
+    });
+    assert_eq!(answer, Ok(serde_json::json!({"ok": 1})));
+
+    // A function error: the invocation fails with its type and diagnostic.
+    let event = serde_json::json!({"n": 2});
+    let (answer, second_id) = tokio::join!(
+        lambda.invoke("probe", event.clone()),
+        play_function(
+            &api,
+            &event,
+            Some("error"),
+            serde_json::json!({"errorMessage": "no"})
+        )
+    );
+    assert_ne!(
+        first_id, second_id,
+        "each invocation has its own request id"
+    );
+    let error = answer.expect_err("a function error");
+    assert!(
+        error.contains("Handler.Probe") && error.contains("no"),
+        "{error}"
+    );
+
+    // An answer to an invocation that is over is refused in the runtime API's shape.
+    let late = reqwest::Client::new()
+        .post(format!(
+            "http://{api}/2018-06-01/runtime/invocation/{first_id}/response"
+        ))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("late response");
+    assert_eq!(late.status(), 400);
+    let body: Value = late.json().await.expect("error JSON");
+    assert_eq!(body["errorType"], "InvalidRequestID");
+
+    // An init error fails the pending invocation and every later one.
+    let event = serde_json::json!({"n": 3});
+    let (answer, _) = tokio::join!(
+        lambda.invoke("probe", event.clone()),
+        play_function(
+            &api,
+            &event,
+            None,
+            serde_json::json!({"errorMessage": "bad env"})
+        )
+    );
+    let error = answer.expect_err("an init error");
+    assert!(
+        error.contains("init error") && error.contains("bad env"),
+        "{error}"
+    );
+    let later = lambda.invoke("probe", event).await;
+    assert!(later.is_err_and(|e| e.contains("bad env")));
+
+    // A process that exits fails its invocation with its output.
+    let error = lambda
+        .invoke("crashes", serde_json::json!({}))
+        .await
+        .expect_err("the process exited");
+    assert!(
+        error.contains("exited") && error.contains("config is broken"),
+        "{error}"
+    );
+}
