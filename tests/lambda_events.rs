@@ -1,18 +1,16 @@
-//! End to end through the real Lambda binaries: the five route group functions, as built by
-//! the same `cargo test` that built this test (`target/<profile>/<name>`), run under the Lambda
-//! Runtime API emulator of `e2e::lambda_runtime` with their state in moto's S3; every file of
-//! `events/` is sent to its function and each answer is checked against
-//! `events/manifest.json`.
-//!
-//! The binaries must exist and be newer than every source cargo recorded for them:
-//! `cargo test --workspace` builds every workspace binary before it runs the tests, a
-//! `cargo test -p e2e` alone does not (run `cargo build --workspace --bins` first). The test
-//! says so instead of testing stale binaries.
+//! End to end through the real Lambda binaries: the five route group functions, built in this
+//! test's own target directory and profile with the features of `cargo test --workspace` (so
+//! under that command only the bin crates are compiled; `target/<profile>/<name>`), run under
+//! the Lambda Runtime API emulator of `e2e::lambda_runtime` with their state in moto's S3;
+//! every file of `events/` is sent to its function and each answer is checked against
+//! `events/manifest.json`, then the state is looked for in the bucket.
 
 use e2e::lambda_runtime::LambdaRuntime;
 use e2e::s3::{Moto, AWS_ENV};
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The admin key the sample events carry.
@@ -26,7 +24,7 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The directory of the binaries built together with this test: the test runs from
+/// The directory of the binaries of this test's build: the test runs from
 /// `target/<profile>/deps/`, cargo puts the workspace's binaries in `target/<profile>/`.
 fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("path of the test executable");
@@ -36,54 +34,102 @@ fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The source files cargo's dep-info file `d` lists for its binary (`binary: source source
-/// ...`, spaces in paths escaped as `\ `); none when there is no such file.
-fn dep_info_sources(d: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(d) else {
-        return Vec::new();
-    };
-    let Some((_, sources)) = text.lines().next().and_then(|l| l.split_once(": ")) else {
-        return Vec::new();
-    };
-    sources
-        .replace("\\ ", "\0")
-        .split_whitespace()
-        .map(|p| PathBuf::from(p.replace('\0', " ")))
-        .collect()
+/// Whether `name` is one of the variables cargo sets for this test process to describe the
+/// e2e package. Build scripts declare `rerun-if-env-changed` on some of them (ring's, through
+/// cc: `CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...), so a cargo started with them would run
+/// those scripts again and recompile everything above them, and the next plain build back.
+fn describes_this_package(name: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || [
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+            "CARGO_RUSTC_CURRENT_DIR",
+            "OUT_DIR",
+        ]
+        .contains(&name)
 }
 
-/// The directory of the five function binaries, once each is there and newer than every
-/// source it was built from; otherwise fails naming the command that builds them.
-fn function_binaries() -> PathBuf {
+/// Brings the workspace's binaries in [`bin_dir`] up to date, reusing everything
+/// `cargo test --workspace` compiled, and answers that directory.
+///
+/// `cargo test` builds the binaries of the packages that have integration tests only, and
+/// the function packages have none, so they are built here, in the same target directory and
+/// profile. `--examples` (the workspace has none) makes cargo resolve features with the
+/// dev-dependencies, as `cargo test` does: resolver 2 enables dev-dependency features only
+/// when a selected target needs them. Under `cargo test --workspace` every dependency is
+/// then already compiled and only the small bin crates are built and linked (a
+/// `cargo test -p e2e` resolves other features, so there this builds more); a plain
+/// `cargo build --workspace --bins` resolves other features and compiles much of the
+/// graph again. Cargo does not hold the build directory lock while tests run; should it
+/// (an older cargo, or another build), the test stops instead of waiting on it.
+fn build_functions() -> PathBuf {
     let dir = bin_dir();
-    let mut problems = Vec::new();
-    for function in FUNCTIONS {
-        let binary = dir.join(function);
-        let Ok(built) = std::fs::metadata(&binary).and_then(|m| m.modified()) else {
-            problems.push(format!("{} is missing", binary.display()));
-            continue;
-        };
-        let newer = dep_info_sources(&dir.join(format!("{function}.d")))
-            .into_iter()
-            .find(|source| {
-                std::fs::metadata(source)
-                    .and_then(|m| m.modified())
-                    .map_or(true, |changed| changed > built)
-            });
-        if let Some(source) = newer {
-            problems.push(format!(
-                "{} is older than {} (or that file is gone)",
-                binary.display(),
-                source.display()
-            ));
+    let target_dir = dir.parent().expect("target/<profile>");
+    let mut command = vec!["build", "--workspace", "--bins", "--examples"];
+    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+    match profile {
+        "debug" => {}
+        "release" => command.push("--release"),
+        other => command.extend(["--profile", other]),
+    }
+    let shown = format!("cargo {}", command.join(" "));
+    let started = Instant::now();
+    let mut cargo = Command::new(env!("CARGO"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(describes_this_package) {
+            cargo.env_remove(name);
         }
     }
+    let mut child = cargo
+        .current_dir(workspace())
+        .args(&command)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{shown}: {e}"));
+    let mut output = Vec::new();
+    let stderr = child.stderr.take().expect("piped stderr");
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap_or_default();
+        let locked = line.contains("Blocking waiting for file lock") && line.contains("directory");
+        output.push(line);
+        if locked {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{shown} waits for cargo's lock on {}; build the function binaries first \
+                 (`{shown}` with CARGO_TARGET_DIR={}), then run the test again:\n{}",
+                target_dir.display(),
+                target_dir.display(),
+                output.join("\n")
+            );
+        }
+    }
+    let status = child.wait().unwrap_or_else(|e| panic!("{shown}: {e}"));
     assert!(
-        problems.is_empty(),
-        "the Lambda function binaries are not ready: {}. Build them with \
-         `cargo build --workspace --bins` (with this test's profile flags), or run \
-         `cargo test --workspace`, which builds every workspace binary before the tests.",
-        problems.join("; ")
+        status.success(),
+        "building the Lambda function binaries with `{shown}` failed:\n{}",
+        output.join("\n")
+    );
+    for function in FUNCTIONS {
+        assert!(
+            dir.join(function).is_file(),
+            "{shown} made no {function} binary"
+        );
+    }
+    let compiled = output
+        .iter()
+        .filter(|l| l.trim_start().starts_with("Compiling"))
+        .count();
+    eprintln!(
+        "function binaries up to date in {} ms, {compiled} crates compiled ({shown})",
+        started.elapsed().as_millis()
     );
     dir
 }
@@ -151,7 +197,7 @@ async fn every_sample_event_gets_its_expected_answer_from_the_lambda_binaries() 
         "every event file has a manifest entry and back"
     );
 
-    let binaries = function_binaries();
+    let binaries = build_functions();
     let moto = Moto::start();
     let bucket = moto.bucket("lambda-events");
     let environments = tempfile::tempdir().expect("environments dir");
