@@ -11,11 +11,14 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
 /// The admin key the sample events carry.
 const EVENTS_ADMIN_KEY: &str = "sandbox-admin-key";
 const FUNCTIONS: [&str; 5] = ["legacy", "usage", "billing", "revenue", "admin"];
+/// How long the build of the function binaries may wait for cargo's build directory lock.
+const LOCK_WAIT: Duration = Duration::from_secs(300);
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,8 +67,9 @@ fn describes_this_package(name: &str) -> bool {
 /// then already compiled and only the small bin crates are built and linked (a
 /// `cargo test -p e2e` resolves other features, so there this builds more); a plain
 /// `cargo build --workspace --bins` resolves other features and compiles much of the
-/// graph again. Cargo does not hold the build directory lock while tests run; should it
-/// (an older cargo, or another build), the test stops instead of waiting on it.
+/// graph again. Cargo does not hold the build directory lock while tests run; should the
+/// lock stay taken for [`LOCK_WAIT`] (another build, or an older cargo that holds it for the
+/// whole test run), the test stops naming the command instead of waiting for ever.
 fn build_functions() -> PathBuf {
     let dir = bin_dir();
     let target_dir = dir.parent().expect("target/<profile>");
@@ -93,22 +97,46 @@ fn build_functions() -> PathBuf {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{shown}: {e}"));
-    let mut output = Vec::new();
+    // Cargo's output, read on a thread so that a wait for the build lock can be bounded.
     let stderr = child.stderr.take().expect("piped stderr");
-    for line in BufReader::new(stderr).lines() {
-        let line = line.unwrap_or_default();
-        let locked = line.contains("Blocking waiting for file lock") && line.contains("directory");
-        output.push(line);
-        if locked {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{shown} waits for cargo's lock on {}; build the function binaries first \
-                 (`{shown}` with CARGO_TARGET_DIR={}), then run the test again:\n{}",
-                target_dir.display(),
-                target_dir.display(),
-                output.join("\n")
-            );
+    let (lines, output_lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut output = Vec::new();
+    let mut blocked_since: Option<Instant> = None;
+    loop {
+        match output_lines.recv_timeout(Duration::from_secs(1)) {
+            Ok(line) => {
+                // Any later line means cargo got the lock.
+                blocked_since = (line.contains("Blocking waiting for file lock")
+                    && line.contains("directory"))
+                .then(|| {
+                    eprintln!("{shown}: {}", line.trim());
+                    Instant::now()
+                });
+                output.push(line);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if blocked_since.is_some_and(|since| since.elapsed() > LOCK_WAIT) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "{shown} waited {LOCK_WAIT:?} for cargo's lock on {} (held by another \
+                         build, or by the cargo running this test if it is an old one); build \
+                         the function binaries first (`{shown}` with CARGO_TARGET_DIR={}), \
+                         then run the test again:\n{}",
+                        target_dir.display(),
+                        target_dir.display(),
+                        output.join("\n")
+                    );
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
         }
     }
     let status = child.wait().unwrap_or_else(|e| panic!("{shown}: {e}"));
