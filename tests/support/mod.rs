@@ -1,8 +1,9 @@
 //! Test support, the one helper library of every test binary (`e2e`): a real sandbox server
 //! on a loopback port with its own data directory, tenants created through the admin API, and
 //! one client module per surface (`legacy` XML, `billing` JSON, `revenue` JSON), `openapi`
-//! (the shipped OpenAPI documents and a schemathesis runner); `s3` runs
-//! moto and fault proxies for the store tests.
+//! (the shipped OpenAPI documents and a schemathesis runner); `s3` runs moto and fault
+//! proxies for the store tests; `lambda_runtime` emulates the Lambda Runtime API for the
+//! Lambda binaries.
 
 pub mod billing;
 pub mod legacy;
@@ -229,10 +230,11 @@ pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     (status, code, message)
 }
 
+pub mod lambda_runtime;
 pub mod s3;
 pub mod s3_count;
 
-/// Installs the Python test tools of tests/requirements.txt (moto's S3 server, cargo-lambda)
+/// Installs the Python test tools of tests/requirements.txt (moto's S3 server, schemathesis)
 /// unless `present` says they are there, so `cargo test --workspace` needs no manual step.
 pub fn ensure_test_tools(present: impl Fn() -> bool) {
     static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
