@@ -564,3 +564,26 @@ async fn unknown_ids_are_404() {
     cases.push((Method::DELETE, "/agreements/1", None, 405, ""));
     assert_refused(&s, &t, &cases).await;
 }
+
+#[tokio::test]
+async fn sort_takes_at_most_eight_distinct_keys() {
+    let (s, t) = setup().await;
+    let nine = "/agreements?sort=id,name,agreement_period,status,end_action,\
+                termination_fee_currency_code,max_termination_fee_currency_code,valid_from,valid_to";
+    let eight = nine.rsplit_once(',').unwrap().0.split_once('=').unwrap().1;
+    let a = get(&s, &t, "/agreements", &[("sort", eight)]).await;
+    assert_eq!(a.status, 200, "{:?}", a.error());
+    let repeated = format!("/agreements?sort={}", vec!["id"; 2001].join(","));
+    let cases: Vec<Refusal> = vec![
+        (Method::GET, nine, None, 400, "at most 8 keys"),
+        (
+            Method::GET,
+            "/agreements?sort=-id,id",
+            None,
+            400,
+            "'id' is named twice",
+        ),
+        (Method::GET, &repeated, None, 400, "named twice"),
+    ];
+    assert_refused(&s, &t, &cases).await;
+}
