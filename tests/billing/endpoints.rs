@@ -587,3 +587,36 @@ async fn sort_takes_at_most_eight_distinct_keys() {
     ];
     assert_refused(&s, &t, &cases).await;
 }
+
+#[tokio::test]
+async fn text_fields_have_a_maximum_length() {
+    let (s, t) = setup().await;
+    let batch = |name: String| Some(json!({"bill_batch_type": "adhoc", "name": name}));
+    let cases: Vec<Refusal> = vec![
+        (
+            Method::PUT,
+            "/agreement-services/1",
+            Some(json!({"end_action": "a".repeat(256)})),
+            400,
+            "end_action",
+        ),
+        (
+            Method::POST,
+            "/bill-batches",
+            batch("n".repeat(1_000)),
+            400,
+            "name must be at most 255 characters, found 1000",
+        ),
+    ];
+    assert_refused(&s, &t, &cases).await;
+    let made = call(
+        &s,
+        &t,
+        Method::POST,
+        "/bill-batches",
+        batch("n".repeat(255)).as_ref(),
+    )
+    .await;
+    assert!((200..300).contains(&made.status), "{}", made.body);
+    assert_eq!(made.body["name"].as_str().map(str::len), Some(255));
+}

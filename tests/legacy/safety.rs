@@ -203,3 +203,63 @@ async fn amounts_beyond_the_bound_are_validation_failures() {
     let r = a.post("invoices", &invoice("SMALL-1", "1", 2)).await;
     assert_eq!(r.status, 201, "{}", r.body);
 }
+
+/// Text fields: identifiers up to 255 characters, free text up to 4000; longer is a 400
+/// VALIDATION_FAILURE naming the field, and nothing is stored.
+#[tokio::test]
+async fn text_fields_have_a_maximum_length() {
+    let a = Legacy::start("empty").await;
+    let huge = "A".repeat(1_000_000);
+    let started = Instant::now();
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{huge}"/>"#),
+        )
+        .await;
+    println!(
+        "accountNum of 1,000,000 characters: {} in {:?}",
+        r.status,
+        started.elapsed()
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let (reason, message) = r.fault();
+    assert_eq!(reason, "VALIDATION_FAILURE");
+    assert!(
+        message.contains("accountNum") && message.contains("255"),
+        "{message}"
+    );
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "B".repeat(256)),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "C".repeat(255)),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let eid = attr(r.el(), "eid").to_string();
+    let path = format!("billingAccounts/{eid}");
+    let r = a
+        .put(
+            &path,
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "D".repeat(256)),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.fault().1.contains("accountNum"), "{}", r.body);
+    assert_eq!(
+        attr(a.get(&path).await.el(), "accountNum"),
+        "C".repeat(255),
+        "the refused edit stored nothing"
+    );
+    assert_eq!(
+        attr(a.get("billingAccounts").await.el(), "totalElements"),
+        "1"
+    );
+}
