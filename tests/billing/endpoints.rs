@@ -574,6 +574,13 @@ async fn sort_takes_at_most_eight_distinct_keys() {
     let a = get(&s, &t, "/agreements", &[("sort", eight)]).await;
     assert_eq!(a.status, 200, "{:?}", a.error());
     let repeated = format!("/agreements?sort={}", vec!["id"; 2001].join(","));
+    let started = std::time::Instant::now();
+    let a = get(&s, &t, &repeated, &[]).await;
+    println!(
+        "GET /agreements with 2,001 sort keys: {} in {:?}",
+        a.status,
+        started.elapsed()
+    );
     let cases: Vec<Refusal> = vec![
         (Method::GET, nine, None, 400, "at most 8 keys"),
         (
@@ -609,6 +616,21 @@ async fn text_fields_have_a_maximum_length() {
         ),
     ];
     assert_refused(&s, &t, &cases).await;
+    let started = std::time::Instant::now();
+    let huge = call(
+        &s,
+        &t,
+        Method::POST,
+        "/bill-batches",
+        batch("n".repeat(1_000_000)).as_ref(),
+    )
+    .await;
+    println!(
+        "POST /bill-batches with a 1,000,000-character name: {} in {:?}",
+        huge.status,
+        started.elapsed()
+    );
+    assert_eq!(huge.status, 400, "{}", huge.body);
     let made = call(
         &s,
         &t,

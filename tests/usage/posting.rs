@@ -651,7 +651,13 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
     let t = s.create_tenant("acme", "demo").await;
     let max = "79228162514264337593543950335"; // rust_decimal's maximum
     for path in [BULK, "/billing/2/usage-events/simulate/bulk"] {
+        let started = std::time::Instant::now();
         let r = post_raw(&s, &t, path, raw_events(&[max, max])).await;
+        println!(
+            "{path} with two usage_amount {max}: {} (both erred INVALID_FIELD) in {:?}",
+            r.status(),
+            started.elapsed()
+        );
         assert_eq!(r.status(), 200, "{path}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["rated_events"], json!([]), "{path}: {v}");
