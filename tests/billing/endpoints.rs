@@ -596,7 +596,7 @@ async fn sort_takes_at_most_eight_distinct_keys() {
 }
 
 #[tokio::test]
-async fn text_fields_have_a_maximum_length() {
+async fn texts_and_amounts_are_bounded() {
     let (s, t) = setup().await;
     let batch = |name: String| Some(json!({"bill_batch_type": "adhoc", "name": name}));
     let cases: Vec<Refusal> = vec![
@@ -613,6 +613,13 @@ async fn text_fields_have_a_maximum_length() {
             batch("n".repeat(1_000)),
             400,
             "name must be at most 255 characters, found 1000",
+        ),
+        (
+            Method::PUT,
+            "/agreement-services/1",
+            Some(json!({"minimum_amount": 10_000_000_000_000_000_000_u64})),
+            400,
+            "18 integer digits",
         ),
     ];
     assert_refused(&s, &t, &cases).await;
