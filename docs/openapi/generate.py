@@ -51,7 +51,8 @@ DATE = {"type": "string", "format": "date"}
 DEC = {
     "type": "number",
     "description": "Exact decimal written with its exact digits (rust_decimal: at most 28 "
-    "significant digits, no trailing zeros).",
+    "significant digits, no trailing zeros). A submitted decimal has at most 18 integer digits "
+    "(magnitude below 10^18); beyond: 400.",
 }
 SID = {"type": "string", "description": "Identifier (a string in Surface B)."}
 
@@ -178,7 +179,8 @@ B_SHAPE_PARAMS = [
 B_LIST_PARAMS = [
     param("filter", "query", {"type": "string", "maxLength": 4000},
           "Query-language expression, e.g. status EQ 'ACTIVE' AND name LIKE 'A%'"),
-    param("sort", "query", STR, "Comma-separated sortable fields; a leading - sorts descending"),
+    param("sort", "query", STR, "Comma-separated sortable fields; a leading - sorts descending; "
+          "at most 8 keys, each field once"),
     param("page_number", "query", {"type": "integer", "format": "int32", "minimum": 0},
           "Page, >= 0 (0 and 1 are the first page); default 1"),
     param("page_size", "query", {"type": "integer", "format": "int32", "minimum": 0, "maximum": 50},

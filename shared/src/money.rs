@@ -34,12 +34,48 @@ pub fn serialize_number<S: Serializer>(d: &Decimal, s: S) -> Result<S::Ok, S::Er
     raw.serialize(s)
 }
 
-/// Checks a raw JSON value's text is a number and parses it exactly.
+/// The bound on every decimal a client submits: at most 18 integer digits (the magnitude
+/// is below 10^18), up to 28 decimals (rust_decimal's scale). rust_decimal holds about
+/// 7.9 * 10^28, so with this bound sums and products of accepted amounts (of rates and
+/// amounts, of many events into a total) stay far from its range, and what overflows anyway
+/// is refused by checked arithmetic instead of panicking.
+pub const MAX_INTEGER_DIGITS: u32 = 18;
+
+/// Whether `d` is within [`MAX_INTEGER_DIGITS`].
+pub fn within_bounds(d: Decimal) -> bool {
+    d.abs() < Decimal::from(10_i64.pow(MAX_INTEGER_DIGITS))
+}
+
+/// Parses a submitted decimal (JSON number text or XML attribute) and checks its bound;
+/// the error says what is wrong, for the caller to prefix with the field's name.
+pub fn parse_amount(text: &str) -> Result<Decimal, String> {
+    let d = parse_decimal(text).ok_or_else(|| format!("'{text}' is not a decimal number"))?;
+    if !within_bounds(d) {
+        return Err(format!(
+            "{text} has more than {MAX_INTEGER_DIGITS} integer digits"
+        ));
+    }
+    Ok(d)
+}
+
+/// `a + b`, or an error naming `what` when the sum leaves [`MAX_INTEGER_DIGITS`] (or
+/// rust_decimal's range): a total that large is refused rather than stored.
+pub fn checked_add(a: Decimal, b: Decimal, what: &str) -> crate::Result<Decimal> {
+    a.checked_add(b)
+        .filter(|s| within_bounds(*s))
+        .ok_or_else(|| {
+            crate::Error::bad_request(format!(
+                "{what} would exceed {MAX_INTEGER_DIGITS} integer digits"
+            ))
+        })
+}
+
+/// Checks a raw JSON value's text is a number and parses it exactly, within the bound.
 fn decimal_from_raw(text: &str) -> Result<Decimal, String> {
     if !text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
         return Err(format!("expected a number, found {text}"));
     }
-    parse_decimal(text).ok_or_else(|| format!("number out of range: {text}"))
+    parse_amount(text)
 }
 
 /// Deserializes a JSON number (not a string) into an exact decimal (`deserialize_with`).
@@ -110,6 +146,23 @@ mod tests {
             deserialize_with = "deserialize_number"
         )]
         v: Decimal,
+    }
+
+    #[test]
+    fn amounts_are_bounded_and_sums_checked() {
+        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        assert_eq!(
+            parse_amount("-999999999999999999.5").unwrap(),
+            d("-999999999999999999.5")
+        );
+        assert!(parse_amount("1000000000000000000").is_err());
+        assert!(parse_amount("79228162514264337593543950335").is_err());
+        assert!(parse_amount("ten").is_err());
+        assert!(serde_json::from_str::<Amount>(r#"{"v": 1e18}"#).is_err());
+        let max = Decimal::MAX;
+        assert!(checked_add(max, max, "t").is_err());
+        assert!(checked_add(d("999999999999999999"), Decimal::ONE, "t").is_err());
+        assert_eq!(checked_add(d("1.5"), d("-2"), "t").unwrap(), d("-0.5"));
     }
 
     #[test]

@@ -564,3 +564,88 @@ async fn unknown_ids_are_404() {
     cases.push((Method::DELETE, "/agreements/1", None, 405, ""));
     assert_refused(&s, &t, &cases).await;
 }
+
+#[tokio::test]
+async fn sort_takes_at_most_eight_distinct_keys() {
+    let (s, t) = setup().await;
+    let nine = "/agreements?sort=id,name,agreement_period,status,end_action,\
+                termination_fee_currency_code,max_termination_fee_currency_code,valid_from,valid_to";
+    let eight = nine.rsplit_once(',').unwrap().0.split_once('=').unwrap().1;
+    let a = get(&s, &t, "/agreements", &[("sort", eight)]).await;
+    assert_eq!(a.status, 200, "{:?}", a.error());
+    let repeated = format!("/agreements?sort={}", vec!["id"; 2001].join(","));
+    let started = std::time::Instant::now();
+    let a = get(&s, &t, &repeated, &[]).await;
+    println!(
+        "GET /agreements with 2,001 sort keys: {} in {:?}",
+        a.status,
+        started.elapsed()
+    );
+    let cases: Vec<Refusal> = vec![
+        (Method::GET, nine, None, 400, "at most 8 keys"),
+        (
+            Method::GET,
+            "/agreements?sort=-id,id",
+            None,
+            400,
+            "'id' is named twice",
+        ),
+        (Method::GET, &repeated, None, 400, "named twice"),
+    ];
+    assert_refused(&s, &t, &cases).await;
+}
+
+#[tokio::test]
+async fn texts_and_amounts_are_bounded() {
+    let (s, t) = setup().await;
+    let batch = |name: String| Some(json!({"bill_batch_type": "adhoc", "name": name}));
+    let cases: Vec<Refusal> = vec![
+        (
+            Method::PUT,
+            "/agreement-services/1",
+            Some(json!({"end_action": "a".repeat(256)})),
+            400,
+            "end_action",
+        ),
+        (
+            Method::POST,
+            "/bill-batches",
+            batch("n".repeat(1_000)),
+            400,
+            "name must be at most 255 characters, found 1000",
+        ),
+        (
+            Method::PUT,
+            "/agreement-services/1",
+            Some(json!({"minimum_amount": 10_000_000_000_000_000_000_u64})),
+            400,
+            "18 integer digits",
+        ),
+    ];
+    assert_refused(&s, &t, &cases).await;
+    let started = std::time::Instant::now();
+    let huge = call(
+        &s,
+        &t,
+        Method::POST,
+        "/bill-batches",
+        batch("n".repeat(1_000_000)).as_ref(),
+    )
+    .await;
+    println!(
+        "POST /bill-batches with a 1,000,000-character name: {} in {:?}",
+        huge.status,
+        started.elapsed()
+    );
+    assert_eq!(huge.status, 400, "{}", huge.body);
+    let made = call(
+        &s,
+        &t,
+        Method::POST,
+        "/bill-batches",
+        batch("n".repeat(255)).as_ref(),
+    )
+    .await;
+    assert!((200..300).contains(&made.status), "{}", made.body);
+    assert_eq!(made.body["name"].as_str().map(str::len), Some(255));
+}

@@ -166,3 +166,100 @@ async fn namespace_declarations_are_limited_and_cheap() {
     let r = a.get("billingAccounts").await;
     assert_eq!(attr(r.el(), "totalElements"), "0", "nothing was stored");
 }
+
+/// Amounts: at most 18 integer digits are accepted, and a balance that would leave that
+/// bound is refused (400) instead of overflowing into a 500; nothing stored blocks others.
+#[tokio::test]
+async fn amounts_beyond_the_bound_are_validation_failures() {
+    let a = Legacy::start("demo").await;
+    let invoice = |num: &str, amount: &str, account: i64| {
+        format!(
+            r#"<invoice invoiceNum="{num}" amount="{amount}" occurredOn="2026-11-20"><billingAccount eid="{account}"/></invoice>"#
+        )
+    };
+    let started = Instant::now();
+    let r = a
+        .post(
+            "invoices",
+            &invoice("BIG-1", "79228162514264337593543950335", 3),
+        )
+        .await;
+    println!(
+        "invoice amount 79228162514264337593543950335: {} in {:?}",
+        r.status,
+        started.elapsed()
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let (reason, message) = r.fault();
+    assert_eq!(reason, "VALIDATION_FAILURE");
+    assert!(message.contains("18 integer digits"), "{message}");
+    let big = "999999999999999999";
+    let r = a.post("invoices", &invoice("BIG-2", big, 3)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = a.post("invoices", &invoice("BIG-3", big, 3)).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.fault().1.contains("balance"), "{}", r.body);
+    assert_eq!(a.get("invoices?invoiceNum=BIG-3").await.status, 200);
+    let r = a.post("invoices", &invoice("SMALL-1", "1", 2)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// Text fields: identifiers up to 255 characters, free text up to 4000; longer is a 400
+/// VALIDATION_FAILURE naming the field, and nothing is stored.
+#[tokio::test]
+async fn text_fields_have_a_maximum_length() {
+    let a = Legacy::start("empty").await;
+    let huge = "A".repeat(1_000_000);
+    let started = Instant::now();
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{huge}"/>"#),
+        )
+        .await;
+    println!(
+        "accountNum of 1,000,000 characters: {} in {:?}",
+        r.status,
+        started.elapsed()
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let (reason, message) = r.fault();
+    assert_eq!(reason, "VALIDATION_FAILURE");
+    assert!(
+        message.contains("accountNum") && message.contains("255"),
+        "{message}"
+    );
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "B".repeat(256)),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = a
+        .post(
+            "billingAccounts",
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "C".repeat(255)),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let eid = attr(r.el(), "eid").to_string();
+    let path = format!("billingAccounts/{eid}");
+    let r = a
+        .put(
+            &path,
+            &format!(r#"<billingAccount accountNum="{}"/>"#, "D".repeat(256)),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.fault().1.contains("accountNum"), "{}", r.body);
+    assert_eq!(
+        attr(a.get(&path).await.el(), "accountNum"),
+        "C".repeat(255),
+        "the refused edit stored nothing"
+    );
+    assert_eq!(
+        attr(a.get("billingAccounts").await.el(), "totalElements"),
+        "1"
+    );
+}

@@ -479,3 +479,54 @@ async fn open_close_with_history() {
     ])
     .await;
 }
+
+#[tokio::test]
+async fn text_fields_have_a_maximum_length() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let mut long_name = ledger_body(&"N".repeat(256));
+    let mut long_description = ledger_body("Described");
+    long_description["description"] = json!("d".repeat(4001));
+    c.assert_refused(&[
+        (
+            Method::POST,
+            "/ledgers",
+            Some(long_name.clone()),
+            400,
+            "name must be at most 255 characters",
+        ),
+        (
+            Method::POST,
+            "/ledgers",
+            Some(long_description.clone()),
+            400,
+            "description must be at most 4000 characters",
+        ),
+    ])
+    .await;
+    long_name["name"] = json!("N".repeat(255));
+    long_description["description"] = json!("d".repeat(4000));
+    let created = c
+        .expect(Method::POST, "/ledgers", Some(long_name), 201)
+        .await;
+    c.expect(Method::POST, "/ledgers", Some(long_description), 201)
+        .await;
+    let ledger = format!("/ledgers/{}", created["id"]);
+    let cases = vec![
+        (json!({"description": "x".repeat(4001)}), 400),
+        (json!({"currency_exchange_version": "v".repeat(256)}), 400),
+    ];
+    c.assert_refused(&body_refusals(Method::PUT, &ledger, cases))
+        .await;
+    let years = format!("{ledger}/calendar/years");
+    let year =
+        json!({"name": "Y".repeat(256), "start_date": "2026-01-01", "end_date": "2026-12-31"});
+    c.assert_refused(&[(
+        Method::POST,
+        &years,
+        Some(year),
+        400,
+        "name must be at most 255",
+    )])
+    .await;
+}

@@ -617,3 +617,83 @@ async fn child_srids_rate_on_their_service() {
     assert_eq!(rated[0]["service_period"], rated[1]["service_period"]);
     assert_eq!(pending(&s, &t, 1).await, d("5.76"));
 }
+
+/// Posts a raw JSON body (numbers beyond f64/u64 cannot go through `json!`).
+async fn post_raw(s: &TestServer, t: &TestTenant, path: &str, body: String) -> reqwest::Response {
+    s.client
+        .post(s.url(path))
+        .header("X-Api-Key", &t.api_key)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn raw_events(amounts: &[&str]) -> String {
+    let events: Vec<String> = amounts
+        .iter()
+        .map(|a| {
+            format!(
+                r#"{{"service_resource_identifier": "mkt-0001", "usage_uom": "CURRENCY", "usage_amount": {a}, "start_time": "2026-02-04"}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"mode": "FAIL_ON_EXISTING", "usage_events": [{}]}}"#,
+        events.join(",")
+    )
+}
+
+#[tokio::test]
+async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let max = "79228162514264337593543950335"; // rust_decimal's maximum
+    for path in [BULK, "/billing/2/usage-events/simulate/bulk"] {
+        let started = std::time::Instant::now();
+        let r = post_raw(&s, &t, path, raw_events(&[max, max])).await;
+        println!(
+            "{path} with two usage_amount {max}: {} (both erred INVALID_FIELD) in {:?}",
+            r.status(),
+            started.elapsed()
+        );
+        assert_eq!(r.status(), 200, "{path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["rated_events"], json!([]), "{path}: {v}");
+        for e in v["erred_events"].as_array().unwrap() {
+            assert_eq!(e["code"], "INVALID_FIELD", "{v}");
+            assert!(
+                e["message"].as_str().unwrap().contains("18 integer digits"),
+                "{v}"
+            );
+        }
+    }
+    // 18 digits are accepted; a second such event in the same call would take the account's
+    // pending charges beyond the bound: that event (only) errs
+    let big = "999999999999999999";
+    let v: Value = post_raw(&s, &t, BULK, raw_events(&[big, big]))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["rated_events"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["erred_events"][0]["code"], "INVALID_FIELD", "{v}");
+    // and the stored state does not break later posts: a small event still rates
+    let v = bulk(
+        &s,
+        &t,
+        "FAIL_ON_EXISTING",
+        json!([ev("srv-compute-0001", "HOUR", json!(1), "2026-02-01")]),
+    )
+    .await;
+    assert_eq!(v["rated_events"].as_array().unwrap().len(), 1, "{v}");
+    let v = bulk(
+        &s,
+        &t,
+        "FAIL_ON_EXISTING",
+        json!([ev("mkt-0001", "CURRENCY", json!(1), "2026-02-04")]),
+    )
+    .await;
+    assert_eq!(v["erred_events"][0]["code"], "INVALID_FIELD", "{v}");
+}

@@ -56,9 +56,17 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// An attribute that must be an exact decimal number.
+    /// An attribute that must be an exact decimal number within the bound on amounts
+    /// (`shared::money::MAX_INTEGER_DIGITS`).
     pub fn decimal(&mut self, name: &str) -> Result<Option<Decimal>> {
-        self.parsed(name, "a decimal number", shared::money::parse_decimal)
+        let element = self.element.name.clone();
+        self.text(name)
+            .map(|v| {
+                shared::money::parse_amount(v.trim()).map_err(|e| {
+                    Error::bad_request(format!("attribute {name} of <{element}>: {e}"))
+                })
+            })
+            .transpose()
     }
 
     /// An attribute that must be `true` or `false`.

@@ -190,8 +190,11 @@ pub fn create_adjustment(tx: &Transaction<'_>, a: &NewAdjustment, tz: Tz) -> Res
     let adjustment_type = a.adjustment_type.clone().unwrap_or_else(|| "CREDIT".into());
     check_enum("adjustment_type", &adjustment_type, &["CREDIT", "DEBIT"])?;
     let occurred = parse_time("occurred_on", &a.occurred_on, tz)?;
-    let applied: Decimal = a.applications.iter().map(|x| x.amount).sum();
-    let unapplied = (a.amount.abs() - applied).max(Decimal::ZERO);
+    let applied = a.applications.iter().try_fold(Decimal::ZERO, |sum, x| {
+        crate::money::checked_add(sum, x.amount, "the sum of the applications' amounts")
+    })?;
+    let unapplied = crate::money::checked_add(a.amount.abs(), -applied, "the unapplied amount")?
+        .max(Decimal::ZERO);
     let id = insert(
         tx,
         "account_adjustments",

@@ -192,10 +192,12 @@ pub fn list_merged(
         }
         let mut values: BTreeMap<String, Box<RawValue>> =
             serde_json::from_str(item.ci_values.get())?;
-        let total: Decimal = kids
+        let total = kids
             .iter()
             .filter_map(|k| crate::money::parse_decimal(&k.1))
-            .sum();
+            .try_fold(Decimal::ZERO, |sum, d| {
+                crate::money::checked_add(sum, d, "the total of the charges")
+            })?;
         let mut categories: Vec<&str> = Vec::new();
         for c in kids.iter().filter_map(|k| k.2.as_deref()) {
             if !categories.contains(&c) {

@@ -106,7 +106,11 @@ fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal)
         [billing_account_id],
         |r| r.get(0),
     )?;
-    let balance = crate::money::parse_decimal(&balance).unwrap_or_default() + delta;
+    let balance = crate::money::checked_add(
+        crate::money::parse_decimal(&balance).unwrap_or_default(),
+        delta,
+        &format!("the balance of billing account {billing_account_id}"),
+    )?;
     tx.execute(
         "UPDATE billing_accounts SET balance = ?1 WHERE id = ?2",
         rusqlite::params![canonical(balance), billing_account_id],
@@ -160,7 +164,11 @@ pub fn settle_invoice(
     applied_on: &str,
 ) -> Result<()> {
     let invoice = load_invoice(tx, invoice_id)?;
-    let to_pay = invoice.amount_to_pay - amount;
+    let to_pay = crate::money::checked_add(
+        invoice.amount_to_pay,
+        -amount,
+        &format!("the amount to pay of invoice {invoice_id}"),
+    )?;
     let (status, paid_date) = if to_pay.is_zero() {
         ("CLOSED", Some(applied_on))
     } else {

@@ -78,6 +78,18 @@ impl LedgerFields {
     /// 400 for a status, conversion mode or currency no ledger can have (what the list
     /// filters check too). Absent fields are not checked.
     fn check_values(&self) -> Result<()> {
+        // update_ledger writes with its own UPDATE, so the length rule is applied here
+        for (field, value) in [
+            ("name", &self.name),
+            ("description", &self.description),
+            ("conversion_rate_set_id", &self.conversion_rate_set_id),
+            ("currency_exchange_version", &self.currency_exchange_version),
+            ("timezone_name", &self.timezone_name),
+        ] {
+            if let Some(v) = value {
+                super::check_text(field, v)?;
+            }
+        }
         if let Some(s) = &self.status {
             check_enum("status", s, LEDGER_STATUSES)?;
         }

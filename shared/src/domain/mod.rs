@@ -36,13 +36,90 @@ use crate::{Error, Result};
 use rusqlite::types::ToSql;
 use rusqlite::Transaction;
 
-/// Inserts one row and answers its rowid. Column names are compile-time constants of the
-/// callers, never input.
+/// The longest identifier (numbers, names, codes, references, statuses...), in characters.
+pub const MAX_IDENTIFIER_CHARS: usize = 255;
+/// The longest free text (descriptions, reasons, messages, attribute matches), in characters.
+pub const MAX_FREE_TEXT_CHARS: usize = 4000;
+/// The text columns holding free text; every other text column holds an identifier.
+const FREE_TEXT_COLUMNS: &[&str] = &[
+    "description",
+    "reason",
+    "secondary_reason",
+    "error_message",
+    "error_msg",
+    "attribute_match",
+];
+/// Columns holding a JSON document the domain has parsed and checked by its structure
+/// (charge info values, rate definitions, collector operations): bounded by the body limit,
+/// not by a text length.
+const STRUCTURED_COLUMNS: &[&str] = &["ci_values", "rate", "collector_operations"];
+
+/// The one length rule for text fields on every surface: an identifier has at most
+/// [`MAX_IDENTIFIER_CHARS`] characters, free text at most [`MAX_FREE_TEXT_CHARS`]. `field`
+/// is the column name (the name Surface B uses); the message also gives Surface A's
+/// camelCase spelling when it differs. [`insert`] and [`update`] apply it to every text
+/// value they write, so each create and edit obeys it without a check of its own.
+pub fn check_text(field: &str, value: &str) -> Result<()> {
+    if STRUCTURED_COLUMNS.contains(&field) {
+        return Ok(());
+    }
+    let max = if FREE_TEXT_COLUMNS.contains(&field) {
+        MAX_FREE_TEXT_CHARS
+    } else {
+        MAX_IDENTIFIER_CHARS
+    };
+    let found = value.chars().count();
+    if found <= max {
+        return Ok(());
+    }
+    let camel = camel_case(field);
+    let name = if camel == field {
+        field.to_string()
+    } else {
+        format!("{field} ({camel})")
+    };
+    Err(Error::bad_request(format!(
+        "{name} must be at most {max} characters, found {found}"
+    )))
+}
+
+/// `account_num` -> `accountNum`.
+fn camel_case(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`check_text`] on a column value, when it is text.
+fn check_value(field: &str, value: &dyn ToSql) -> Result<()> {
+    use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+    match value.to_sql()? {
+        ToSqlOutput::Borrowed(ValueRef::Text(t)) => check_text(field, &String::from_utf8_lossy(t)),
+        ToSqlOutput::Owned(Value::Text(s)) => check_text(field, &s),
+        _ => Ok(()),
+    }
+}
+
+/// Inserts one row and answers its rowid, after [`check_text`] on every text value. Column
+/// names are compile-time constants of the callers, never input.
 pub(crate) fn insert(
     tx: &Transaction<'_>,
     table: &str,
     cols: &[(&str, &dyn ToSql)],
 ) -> Result<i64> {
+    for (name, value) in cols {
+        check_value(name, *value)?;
+    }
     let names = cols
         .iter()
         .map(|(n, _)| format!("\"{n}\""))
@@ -60,8 +137,9 @@ pub(crate) fn insert(
     Ok(tx.last_insert_rowid())
 }
 
-/// `UPDATE table SET col = value, ... WHERE id = ?` for the columns whose value is `Some`.
-/// Column names are compile-time constants of the callers, never input.
+/// `UPDATE table SET col = value, ... WHERE id = ?` for the columns whose value is `Some`,
+/// after [`check_text`] on every text value. Column names are compile-time constants of the
+/// callers, never input.
 pub(crate) fn update(
     tx: &Transaction<'_>,
     table: &str,
@@ -74,6 +152,9 @@ pub(crate) fn update(
         .collect();
     if present.is_empty() {
         return Ok(());
+    }
+    for (name, value) in &present {
+        check_value(name, *value)?;
     }
     let sets = present
         .iter()
@@ -163,4 +244,28 @@ pub fn parse_opt_time(
         .as_deref()
         .map(|v| parse_time(field, v, tz))
         .transpose()
+}
+
+#[cfg(test)]
+mod text_length_tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_and_free_text_have_their_maximum() {
+        assert!(check_text("account_num", &"a".repeat(255)).is_ok());
+        let e = check_text("account_num", &"a".repeat(256)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("account_num (accountNum) must be at most 255"),
+            "{e}"
+        );
+        assert!(check_text("description", &"é".repeat(4000)).is_ok());
+        let e = check_text("description", &"é".repeat(4001)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("description must be at most 4000"),
+            "{e}"
+        );
+        assert!(check_text("ci_values", &"1".repeat(10_000)).is_ok());
+    }
 }

@@ -220,7 +220,8 @@ pub fn apply_payment(
                 ("applied_on", &applied_on),
             ],
         )?;
-        left -= amount;
+        // amount <= left, both within bounds: no overflow.
+        left = left.saturating_sub(amount);
         applied.push(PaymentApplication {
             invoice_id: invoice.id,
             amount,

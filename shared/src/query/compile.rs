@@ -292,15 +292,20 @@ pub fn bind(spec: &FieldSpec, value: &Value, tz: Tz) -> Result<SqlValue, QueryEr
     })
 }
 
+/// The most keys a `sort` parameter may name: more is never useful, and an unbounded list
+/// reached SQLite's limit on ORDER BY terms (a 500) at 2,000 keys.
+pub const MAX_SORT_KEYS: usize = 8;
+
 /// Compiles a `sort` parameter (`a,-b`: comma list, `-` for descending) into an ORDER BY
 /// list over sortable whitelisted fields; `tiebreak` (the primary key) is appended so that
-/// the order is total and paging stable.
+/// the order is total and paging stable. At most [`MAX_SORT_KEYS`] keys, each field once.
 pub fn compile_sort(
     sort: &str,
     fields: &[FieldSpec],
     tiebreak: &str,
 ) -> Result<String, QueryError> {
     let mut keys = Vec::new();
+    let mut named: Vec<&str> = Vec::new();
     let mut column = 1;
     for raw in sort.split(',') {
         let pos = column + raw.len() - raw.trim_start().len();
@@ -321,6 +326,19 @@ pub fn compile_sort(
             pos,
         };
         let spec = find_field(fields, &field)?;
+        if named.contains(&spec.name) {
+            return Err(QueryError::at(
+                pos,
+                format!("'{}' is named twice in sort", spec.name),
+            ));
+        }
+        if named.len() == MAX_SORT_KEYS {
+            return Err(QueryError::at(
+                pos,
+                format!("sort takes at most {MAX_SORT_KEYS} keys"),
+            ));
+        }
+        named.push(spec.name);
         if !spec.sortable || spec.via.is_some() {
             let sortable: Vec<&str> = fields
                 .iter()

@@ -177,6 +177,11 @@ fn sort_keys() {
     assert!(e.message.contains("cannot be sorted"));
     assert!(compile_sort("tag", FIELDS, "t.id").is_err());
     assert!(compile_sort("name,,id", FIELDS, "t.id").is_err());
+    let e = compile_sort("name,-amount,name", FIELDS, "t.id").unwrap_err();
+    assert_eq!(e.position, Some(14));
+    assert!(e.message.contains("'name' is named twice"), "{e}");
+    let too_many = vec!["name"; 2001].join(",");
+    assert!(compile_sort(&too_many, FIELDS, "t.id").is_err());
     assert!(compile_sort("bogus", FIELDS, "t.id")
         .unwrap_err()
         .message

@@ -251,6 +251,25 @@ pub fn check_year_free(
     Ok(())
 }
 
+/// The length rule ([`super::check_text`]) on a year's and its periods' names and
+/// descriptions: [`update_year`] writes them with its own UPDATEs.
+fn check_texts(y: &NewYear) -> Result<()> {
+    let mut texts = vec![
+        ("name", Some(&y.name)),
+        ("description", y.description.as_ref()),
+    ];
+    for p in &y.accounting_periods {
+        texts.push(("name", Some(&p.name)));
+        texts.push(("description", p.description.as_ref()));
+    }
+    for (field, value) in texts {
+        if let Some(v) = value {
+            super::check_text(field, v)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks caller-given periods: inside the year, each well-formed, in order, not overlapping.
 pub fn check_periods(y: &NewYear) -> Result<()> {
     let mut previous_end: Option<NaiveDate> = None;
@@ -367,6 +386,7 @@ pub fn update_year(
         return Err(Error::bad_request("end_date must not be before start_date"));
     }
     check_year_free(tx, ledger_id, y.start_date, y.end_date, Some(year_id))?;
+    check_texts(y)?;
     tx.execute(
         "UPDATE calendar_nodes SET name = ?2, description = ?3, start_date = ?4, end_date = ?5
          WHERE id = ?1",

@@ -194,14 +194,14 @@ fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed, Erred> {
         )));
     }
     let amount_raw = required("usage_amount")?;
-    let amount = serde_json::from_str::<crate::money::Number>(amount_raw.get())
-        .map_err(|_| {
-            invalid(format!(
-                "usage_amount must be a number, found {}",
-                amount_raw.get()
-            ))
-        })?
-        .0;
+    let amount_text = amount_raw.get();
+    if !amount_text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return Err(invalid(format!(
+            "usage_amount must be a number, found {amount_text}"
+        )));
+    }
+    let amount = crate::money::parse_amount(amount_text)
+        .map_err(|e| invalid(format!("usage_amount: {e}")))?;
     if amount.is_sign_negative() && !amount.is_zero() {
         return Err(invalid(format!(
             "usage_amount must not be negative, found {}",
@@ -288,13 +288,43 @@ fn rate_and_store(
         Ok(c) => c,
         Err(e) => return Ok(Err(rating_erred(e))),
     };
+    // The account's pending total after this event (the stored total, what this call added
+    // so far, and this charge) must stay within the bound: refused here, as this event's
+    // error, so that nothing out of bounds is ever stored.
+    let account_total = pending_total(tx, service.billing_account_id)?;
+    let so_far = pending
+        .get(&service.billing_account_id)
+        .copied()
+        .unwrap_or_default();
+    let replaced = match &live {
+        Some(l) if l.billing_account_id == Some(service.billing_account_id) => l.total_charge,
+        _ => Decimal::ZERO,
+    };
+    let within = account_total
+        .checked_add(so_far)
+        .and_then(|t| t.checked_sub(replaced))
+        .and_then(|t| t.checked_add(charge.charge))
+        .is_some_and(crate::money::within_bounds);
+    if !within || !crate::money::within_bounds(charge.charge) {
+        return Ok(Err((
+            ErredCode::InvalidField,
+            format!(
+                "the charge {} would take the pending charges of billing account {} beyond {} integer digits",
+                canonical(charge.charge),
+                service.billing_account_id,
+                crate::money::MAX_INTEGER_DIGITS
+            ),
+        )));
+    }
 
     let counter = match &live {
         Some(l) => {
             tx.prepare_cached("UPDATE usage_events SET voided = 1, voided_at = ?1 WHERE id = ?2")?
                 .execute(params![now, l.id])?;
             if let Some(account) = l.billing_account_id {
-                *pending.entry(account).or_default() -= l.total_charge;
+                let entry = pending.entry(account).or_default();
+                // Within bounds: both are totals of accepted charges.
+                *entry = entry.saturating_sub(l.total_charge);
             }
             l.overwrite_counter + 1
         }
@@ -339,7 +369,9 @@ fn rate_and_store(
         charge.usage_uom,
         canonical(charge.usage_amount),
     ])?;
-    *pending.entry(service.billing_account_id).or_default() += charge.charge;
+    let entry = pending.entry(service.billing_account_id).or_default();
+    // Checked above: the sum is within bounds.
+    *entry = entry.saturating_add(charge.charge);
     Ok(Ok(event_id))
 }
 
@@ -515,11 +547,20 @@ fn add_to_pending_charges(tx: &Transaction<'_>, account: i64, delta: Decimal) ->
     if delta.is_zero() {
         return Ok(());
     }
-    let current: String = tx
-        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
-        .query_row([account], |r| r.get(0))?;
-    let total = crate::money::parse_decimal(&current).unwrap_or_default() + delta;
+    let total = crate::money::checked_add(
+        pending_total(tx, account)?,
+        delta,
+        &format!("the pending charges of billing account {account}"),
+    )?;
     tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
         .execute(params![canonical(total), account])?;
     Ok(())
+}
+
+/// A billing account's stored pending charges.
+fn pending_total(tx: &Transaction<'_>, account: i64) -> Result<Decimal> {
+    let current: String = tx
+        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
+        .query_row([account], |r| r.get(0))?;
+    Ok(crate::money::parse_decimal(&current).unwrap_or_default())
 }

@@ -142,3 +142,35 @@ fn a_simulation_stores_nothing() {
         .unwrap();
     assert_eq!((stored, pending(&tx)), (0, before));
 }
+
+#[test]
+fn pending_charges_never_leave_the_bound_on_amounts() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let before = pending(&tx);
+    // 999999999999999999 HOUR at 0.12 = 119999999999999999.88 each: eight fit under 10^18,
+    // the ninth would not and errs; an amount of 19 integer digits errs as a field
+    let events: Vec<serde_json::Value> = (0..9)
+        .map(|i| {
+            let mut e = hours(1, "2026-02-10");
+            e["usage_amount"] = json!(999_999_999_999_999_999_u64);
+            e["sequence_id"] = json!(i.to_string());
+            e
+        })
+        .chain([{
+            let mut e = hours(1, "2026-02-10");
+            e["usage_amount"] = json!(1_000_000_000_000_000_000_u64);
+            e["sequence_id"] = json!("too-big");
+            e
+        }])
+        .collect();
+    let outcome = post(&tx, &request("FAIL_ON_EXISTING", json!(events)), tz()).unwrap();
+    assert_eq!(outcome.rated_events.len(), 8);
+    assert_eq!(outcome.erred_events.len(), 2);
+    assert!(outcome
+        .erred_events
+        .iter()
+        .all(|e| e.code == ErredCode::InvalidField));
+    let charge: Decimal = "119999999999999999.88".parse().unwrap();
+    assert_eq!(pending(&tx) - before, charge * Decimal::from(8));
+}
