@@ -401,3 +401,7 @@ mod tests {
         assert_eq!(parse(doc.as_bytes(), NS).unwrap().attrs[0].1, "<\"&'>");
     }
 }
+
+#[cfg(test)]
+#[path = "xml_fuzz.rs"]
+mod fuzz;
