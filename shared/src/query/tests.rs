@@ -311,3 +311,5 @@ proptest! {
         }
     }
 }
+
+mod fuzz;
