@@ -588,13 +588,21 @@ C_ERRORS = {
     503: "Service unavailable; nothing was applied",
 }
 C_PAGED_HEADERS = {
-    "X-Total-Count": {"description": "Records matching", "schema": INT64},
+    "X-Total-Count": {
+        "description": "Records matching (left out with omit_total_count=TRUE)",
+        "schema": INT64,
+    },
     "X-Elements-Count": {"description": "Records in this answer", "schema": INT64},
-    "X-Total-Pages": {"description": "Pages", "schema": INT64},
+    "X-Total-Pages": {
+        "description": "Pages (left out with omit_total_count=TRUE)",
+        "schema": INT64,
+    },
 }
 C_PAGE = [
     param("page_number", "query", {"type": "integer", "format": "int64", "minimum": 1}, "Default 1"),
     param("page_size", "query", {"type": "integer", "format": "int64", "minimum": 1, "maximum": 50}, "Default 25"),
+    param("omit_total_count", "query", {"type": "string", "enum": ["TRUE", "FALSE", "true", "false"]},
+          "TRUE (any case) leaves out X-Total-Count and X-Total-Pages"),
 ]
 
 
