@@ -245,7 +245,11 @@ def b_write(op_id, summary, body, status, item, path_params=(), errors=(400, 401
         "responses": {
             str(status): {
                 "description": "Done",
-                "headers": {"Preference-Applied": B_LIST_HEADERS["Preference-Applied"]},
+                "headers": {"Preference-Applied": {
+                    "description": "Always: return=minimal|representation, the form answered "
+                                   "(return=representation unless SIMPLE was asked for)",
+                    "schema": STR,
+                }},
                 "content": json_content(ref(item)),
             },
             **error_responses(list(errors), B_ERRORS),

@@ -229,11 +229,16 @@ pub fn read_shape(
         }
     };
     let shape = explicit.or(preferred).unwrap_or(Shape::Full);
-    let applied = preferred.map(|_| match shape {
+    let applied = preferred.map(|_| preference_of(shape));
+    Ok((shape, applied))
+}
+
+/// The `Preference-Applied` value naming `shape` (what a write answers even without Prefer).
+pub fn preference_of(shape: Shape) -> &'static str {
+    match shape {
         Shape::Simple => "return=minimal",
         Shape::Full => "return=representation",
-    });
-    Ok((shape, applied))
+    }
 }
 
 /// A Surface B list request read off HTTP: the engine's query and how to answer.
