@@ -412,3 +412,23 @@ async fn writes_answer_preference_applied_without_prefer() {
         Some("return=representation")
     );
 }
+
+/// A path with one trailing slash is the same resource as without it (reads and writes),
+/// query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let (s, t) = setup().await;
+    let plain = get(&s, &t, "/agreements", &[("page_size", "2")]).await;
+    let slashed = get(&s, &t, "/agreements/", &[("page_size", "2")]).await;
+    assert_eq!(slashed.status, 200, "{}", slashed.body);
+    assert_eq!(slashed.body, plain.body);
+    let put = send(
+        s.client
+            .put(s.url(&format!("{B}/agreement-services/2/")))
+            .json(&json!({"end_action": "END"})),
+        &t,
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(put.body["id"], "2");
+}

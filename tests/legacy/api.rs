@@ -476,3 +476,20 @@ async fn unknown_query_parameters_are_ignored_and_known_ones_still_checked() {
     ])
     .await;
 }
+
+/// A path with one trailing slash is the same resource as without it (collections, single
+/// entities), query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let a = Legacy::start("demo").await;
+    for (slashed, plain) in [
+        ("billingAccounts/?pageSize=2", "billingAccounts?pageSize=2"),
+        ("billingAccounts/1/", "billingAccounts/1"),
+    ] {
+        let got = a.get(slashed).await;
+        assert_eq!(got.status, 200, "{slashed}: {}", got.body);
+        assert_eq!(got.body, a.get(plain).await.body, "{slashed}");
+    }
+    let missing = a.get("noSuchCollection/").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+}

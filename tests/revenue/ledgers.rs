@@ -569,3 +569,18 @@ async fn omit_total_count_leaves_out_the_total_headers() {
         .await;
     assert!(message.contains("omit_total_count"), "{message}");
 }
+
+/// A path with one trailing slash is the same resource as without it, query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    for (slashed, plain) in [
+        ("/ledgers/?page_size=1", "/ledgers?page_size=1"),
+        ("/ledgers/1/", "/ledgers/1"),
+    ] {
+        let got = c.expect(Method::GET, slashed, None, 200).await;
+        assert_eq!(got, c.get_ok(plain).await, "{slashed}");
+    }
+    c.error(Method::GET, "/no-such-thing/", None, 404).await;
+}
