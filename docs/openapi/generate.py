@@ -245,7 +245,11 @@ def b_write(op_id, summary, body, status, item, path_params=(), errors=(400, 401
         "responses": {
             str(status): {
                 "description": "Done",
-                "headers": {"Preference-Applied": B_LIST_HEADERS["Preference-Applied"]},
+                "headers": {"Preference-Applied": {
+                    "description": "Always: return=minimal|representation, the form answered "
+                                   "(return=representation unless SIMPLE was asked for)",
+                    "schema": STR,
+                }},
                 "content": json_content(ref(item)),
             },
             **error_responses(list(errors), B_ERRORS),
@@ -588,13 +592,21 @@ C_ERRORS = {
     503: "Service unavailable; nothing was applied",
 }
 C_PAGED_HEADERS = {
-    "X-Total-Count": {"description": "Records matching", "schema": INT64},
+    "X-Total-Count": {
+        "description": "Records matching (left out with omit_total_count=TRUE)",
+        "schema": INT64,
+    },
     "X-Elements-Count": {"description": "Records in this answer", "schema": INT64},
-    "X-Total-Pages": {"description": "Pages", "schema": INT64},
+    "X-Total-Pages": {
+        "description": "Pages (left out with omit_total_count=TRUE)",
+        "schema": INT64,
+    },
 }
 C_PAGE = [
     param("page_number", "query", {"type": "integer", "format": "int64", "minimum": 1}, "Default 1"),
     param("page_size", "query", {"type": "integer", "format": "int64", "minimum": 1, "maximum": 50}, "Default 25"),
+    param("omit_total_count", "query", {"type": "string", "enum": ["TRUE", "FALSE", "true", "false"]},
+          "TRUE (any case) leaves out X-Total-Count and X-Total-Pages"),
 ]
 
 

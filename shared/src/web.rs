@@ -350,7 +350,8 @@ pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
 /// Adds what every served router needs: the unknown-route and wrong-method fallbacks (in the
 /// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit, the
 /// request timeout and concurrency limit (503 + Retry-After, see [`Overload`]) and the request
-/// log, then binds the state.
+/// log, then binds the state. A path with one trailing slash is served as the same path
+/// without it (see [`strip_trailing_slash`]).
 pub fn finish_with(
     routes: axum::Router<AppState>,
     state: AppState,
@@ -358,7 +359,7 @@ pub fn finish_with(
 ) -> axum::Router {
     let limit = state.config.max_body_bytes;
     let overload = Overload::new(&state.config, surfaces);
-    routes
+    let served = routes
         .method_not_allowed_fallback(move |method: axum::http::Method, uri: Uri| async move {
             let path = uri.path();
             let msg = format!("{method} is not supported on {path}");
@@ -374,7 +375,35 @@ pub fn finish_with(
             overload.clone().guard(req, next)
         }))
         .layer(axum::middleware::from_fn(log_request))
-        .with_state(state)
+        .with_state(state);
+    // A layer on a Router runs after routing, so the rewrite wraps the finished router as a
+    // service (axum's documented way for NormalizePath) inside an outer router that hands
+    // every request to it: the routes see the rewritten path.
+    axum::Router::new()
+        .fallback_service(tower::ServiceExt::map_request(served, strip_trailing_slash))
+}
+
+/// Serves `/billing/2/agreements/` as `/billing/2/agreements` (the query string kept), on
+/// every surface: clients and proxies that add a slash reach the same resource instead of a
+/// 404. Only one slash goes (`...//` stays unknown); the root `/` stays.
+fn strip_trailing_slash(mut req: Request) -> Request {
+    let path = req.uri().path();
+    let Some(trimmed) = path.strip_suffix('/').filter(|p| !p.is_empty()) else {
+        return req;
+    };
+    let path_and_query = match req.uri().query() {
+        Some(query) => format!("{trimmed}?{query}"),
+        None => trimmed.to_string(),
+    };
+    let mut parts = req.uri().clone().into_parts();
+    let Ok(path_and_query) = path_and_query.parse() else {
+        return req;
+    };
+    parts.path_and_query = Some(path_and_query);
+    if let Ok(uri) = Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
+    }
+    req
 }
 
 /// The request timeout and the concurrency limit of a served router (one per process: the

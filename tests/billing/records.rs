@@ -357,3 +357,78 @@ async fn bill_batch_creation() {
     let cases = body_refusals(Method::POST, "/bill-batches", bodies);
     assert_refused(&s, &t, &cases).await;
 }
+
+/// The spec lists Preference-Applied on every PUT/POST answer: without a Prefer header it
+/// names the representation answered (`return=representation`, or `return=minimal` when
+/// `return=SIMPLE` asked for the SIMPLE form).
+#[tokio::test]
+async fn writes_answer_preference_applied_without_prefer() {
+    let (s, t) = setup().await;
+    let put = send(
+        s.client
+            .put(s.url(&format!("{B}/agreement-services/2")))
+            .json(&json!({"end_action": "END"})),
+        &t,
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(
+        put.header("preference-applied"),
+        Some("return=representation")
+    );
+    let simple = send(
+        s.client
+            .put(s.url(&format!("{B}/agreement-services/2?return=SIMPLE")))
+            .json(&json!({"end_action": "END"})),
+        &t,
+    )
+    .await;
+    assert_eq!(simple.status, 200, "{}", simple.body);
+    assert_eq!(simple.header("preference-applied"), Some("return=minimal"));
+    let relation = send(
+        s.client
+            .post(s.url(&format!(
+                "{B}/agreement-services/3/true-up-charge-type-relations"
+            )))
+            .json(&json!({"true_up_charge_type": "ONE_TIME"})),
+        &t,
+    )
+    .await;
+    assert_eq!(relation.status, 201, "{}", relation.body);
+    assert_eq!(
+        relation.header("preference-applied"),
+        Some("return=representation")
+    );
+    let batch = send(
+        s.client
+            .post(s.url(&format!("{B}/bill-batches")))
+            .json(&json!({"bill_batch_type": "adhoc", "name": "No prefer"})),
+        &t,
+    )
+    .await;
+    assert_eq!(batch.status, 200, "{}", batch.body);
+    assert_eq!(
+        batch.header("preference-applied"),
+        Some("return=representation")
+    );
+}
+
+/// A path with one trailing slash is the same resource as without it (reads and writes),
+/// query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let (s, t) = setup().await;
+    let plain = get(&s, &t, "/agreements", &[("page_size", "2")]).await;
+    let slashed = get(&s, &t, "/agreements/", &[("page_size", "2")]).await;
+    assert_eq!(slashed.status, 200, "{}", slashed.body);
+    assert_eq!(slashed.body, plain.body);
+    let put = send(
+        s.client
+            .put(s.url(&format!("{B}/agreement-services/2/")))
+            .json(&json!({"end_action": "END"})),
+        &t,
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(put.body["id"], "2");
+}

@@ -34,7 +34,6 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
     let invalid = |path| (Method::GET, path, None, 400, "VALIDATION_FAILURE", "");
     a.assert_faults(&[
         invalid("billingAccounts?status=ASLEEP"),
-        invalid("billingAccounts?colour=red"),
         invalid("billingAccounts?pageSize=0"),
         invalid("billingAccounts?pageNumber=x"),
         invalid("billingAccounts?billingAccountCategoryEid=one"),
@@ -445,4 +444,52 @@ async fn what_a_get_answers_can_be_put_back_unchanged() {
         assert_eq!(put.el(), before.el(), "{path}");
         assert_eq!(a.get(path).await.el(), before.el(), "{path}");
     }
+}
+
+/// JAX-RS services ignore query parameters they do not declare (cache busters such as
+/// `_=1700000000`, tracing parameters): the answer equals the one without them, while the
+/// declared keys keep their validation.
+#[tokio::test]
+async fn unknown_query_parameters_are_ignored_and_known_ones_still_checked() {
+    let a = Legacy::start("demo").await;
+    let plain = a.get("billingAccounts?pageSize=2").await;
+    assert_eq!(plain.status, 200, "{}", plain.body);
+    for path in [
+        "billingAccounts?pageSize=2&_=1700000000",
+        "billingAccounts?_=1700000000&pageSize=2&traceId=abc&colour=red",
+    ] {
+        let busted = a.get(path).await;
+        assert_eq!(busted.status, 200, "{path}: {}", busted.body);
+        assert_eq!(busted.body, plain.body, "{path}");
+    }
+    let one = a.get("invoices?_=1&billingAccountEid=1").await;
+    assert_eq!(one.status, 200, "{}", one.body);
+    assert!(one
+        .el()
+        .children
+        .iter()
+        .all(|c| attr(child(c, "billingAccount"), "eid") == "1"));
+    let invalid = |path| (Method::GET, path, None, 400, "VALIDATION_FAILURE", "");
+    a.assert_faults(&[
+        invalid("billingAccounts?_=1&status=ASLEEP"),
+        invalid("billingAccounts?_=1&pageSize=0"),
+    ])
+    .await;
+}
+
+/// A path with one trailing slash is the same resource as without it (collections, single
+/// entities), query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let a = Legacy::start("demo").await;
+    for (slashed, plain) in [
+        ("billingAccounts/?pageSize=2", "billingAccounts?pageSize=2"),
+        ("billingAccounts/1/", "billingAccounts/1"),
+    ] {
+        let got = a.get(slashed).await;
+        assert_eq!(got.status, 200, "{slashed}: {}", got.body);
+        assert_eq!(got.body, a.get(plain).await.body, "{slashed}");
+    }
+    let missing = a.get("noSuchCollection/").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
 }

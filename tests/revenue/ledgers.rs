@@ -530,3 +530,57 @@ async fn text_fields_have_a_maximum_length() {
     )])
     .await;
 }
+
+/// The spec's Limits section: `omit_total_count=TRUE` (any case, as Surface B reads it)
+/// leaves out X-Total-Count and X-Total-Pages; X-Elements-Count and the items stay.
+#[tokio::test]
+async fn omit_total_count_leaves_out_the_total_headers() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let (items, total, _, _) = c.paged("/ledgers?page_size=1").await;
+    assert!(total >= 1);
+    for path in [
+        "/ledgers?page_size=1&omit_total_count=TRUE",
+        "/ledgers?page_size=1&omit_total_count=true",
+        "/collector-runs?omit_total_count=True",
+        "/ledgers/chargeinfos?omit_total_count=TRUE",
+    ] {
+        let r = c.call(Method::GET, path, None).await;
+        assert_eq!(r.status(), 200, "{path}");
+        let h = r.headers();
+        assert!(h.get("X-Total-Count").is_none(), "{path}");
+        assert!(h.get("X-Total-Pages").is_none(), "{path}");
+        let elements: usize = h["X-Elements-Count"].to_str().unwrap().parse().unwrap();
+        let got: Vec<Value> = r.json().await.unwrap();
+        assert_eq!(got.len(), elements, "{path}");
+    }
+    let r = c
+        .call(
+            Method::GET,
+            "/ledgers?page_size=1&omit_total_count=TRUE",
+            None,
+        )
+        .await;
+    assert_eq!(r.json::<Vec<Value>>().await.unwrap(), items);
+    let (_, again, _, pages) = c.paged("/ledgers?page_size=1&omit_total_count=false").await;
+    assert_eq!((again, pages), (total, total));
+    let message = c
+        .error(Method::GET, "/ledgers?omit_total_count=maybe", None, 400)
+        .await;
+    assert!(message.contains("omit_total_count"), "{message}");
+}
+
+/// A path with one trailing slash is the same resource as without it, query string kept.
+#[tokio::test]
+async fn a_trailing_slash_serves_the_same_resource() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    for (slashed, plain) in [
+        ("/ledgers/?page_size=1", "/ledgers?page_size=1"),
+        ("/ledgers/1/", "/ledgers/1"),
+    ] {
+        let got = c.expect(Method::GET, slashed, None, 200).await;
+        assert_eq!(got, c.get_ok(plain).await, "{slashed}");
+    }
+    c.error(Method::GET, "/no-such-thing/", None, 404).await;
+}

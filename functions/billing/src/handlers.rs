@@ -17,7 +17,7 @@ use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 use shared::domain::{agreements as agreement_rules, bill_batches as bill_batch_rules, require};
 use shared::query::ListSource;
-use shared::web::listing::{read_shape, record_response, to_raw, Listing};
+use shared::web::listing::{preference_of, read_shape, record_response, to_raw, Listing};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant};
 use shared::{Error, Result};
 use std::collections::HashMap;
@@ -236,14 +236,16 @@ impl Req {
     }
 
     /// Runs `write` (answering the id of the record written) in one write transaction and
-    /// answers that record with `status` and Preference-Applied; no 304 for writes.
+    /// answers that record with `status` and Preference-Applied (always: the spec lists it on
+    /// every PUT/POST answer, naming the representation answered); no 304 for writes.
     async fn write<T: Serialize + 'static>(
         self,
         status: StatusCode,
         load: Loader<T>,
         write: impl Fn(&Transaction<'_>, chrono_tz::Tz) -> Result<i64> + Send + 'static,
     ) -> Reply {
-        let (shape, applied) = read_shape(&self.params, &self.headers)?;
+        let (shape, _) = read_shape(&self.params, &self.headers)?;
+        let applied = Some(preference_of(shape));
         let ctx = RenderContext::plain(self.tenant.tz);
         let record = self
             .tenant

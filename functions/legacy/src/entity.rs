@@ -117,11 +117,11 @@ pub fn page(
         if key == "pageNumber" || key == "pageSize" {
             continue;
         }
-        let filter = entity
-            .filters
-            .iter()
-            .find(|f| f.key == key)
-            .ok_or_else(|| unknown_key(entity, key))?;
+        // JAX-RS ignores query parameters a resource does not declare (cache busters such
+        // as `_=1700000000`, tracing parameters), so an unknown key narrows nothing.
+        let Some(filter) = entity.filters.iter().find(|f| f.key == key) else {
+            continue;
+        };
         let value = filter_value(filter, &params[key])?;
         selection = selection.scope(&format!("{} = ?", filter.column), vec![value]);
     }
@@ -137,16 +137,6 @@ pub fn page(
         .attr("elementCount", paged.items.len())
         .attr("totalPages", page.total_pages(paged.total))
         .children(paged.items))
-}
-
-fn unknown_key(entity: &Entity, key: &str) -> Error {
-    let mut known = vec!["pageNumber", "pageSize"];
-    known.extend(entity.filters.iter().map(|f| f.key));
-    Error::bad_request(format!(
-        "unknown query parameter '{key}' for {}; known: {}",
-        entity.collection,
-        known.join(", ")
-    ))
 }
 
 /// The SQL value of a query key's `value`, or a 400 naming the key.

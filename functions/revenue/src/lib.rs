@@ -93,8 +93,12 @@ fn id(name: &str, raw: &str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("{name}: '{raw}' is not an int64 identifier")))
 }
 
-fn page(params: &query::Query) -> Result<Page, ApiError> {
-    Ok(listing::read_page(params, &REVENUE_PAGING)?)
+/// The page asked for and whether to count the total (`omit_total_count=TRUE` does not,
+/// as the spec's Limits section says for paging headers).
+fn page(params: &query::Query) -> Result<(Page, bool), ApiError> {
+    let page = listing::read_page(params, &REVENUE_PAGING)?;
+    let counted = !listing::read_omit_total_count(params)?;
+    Ok((page, counted))
 }
 
 fn created<T: Serialize>(value: T) -> Response {
@@ -105,15 +109,15 @@ fn ok<T: Serialize>(value: T) -> Response {
     Json(value).into_response()
 }
 
-/// Surface C's paged JSON answer: the items with X-Total-Count, X-Elements-Count and
-/// X-Total-Pages.
-fn revenue_paged<T: Serialize>(paged: Paged<T>) -> Response {
+/// Surface C's paged JSON answer: the items with X-Elements-Count, and X-Total-Count and
+/// X-Total-Pages unless `counted` is false (`omit_total_count=TRUE`).
+fn revenue_paged<T: Serialize>(paged: Paged<T>, counted: bool) -> Response {
     let mut response = Json(&paged.items).into_response();
     listing::add_count_headers(
         &mut response,
         &REVENUE_PAGING,
         paged.items.len(),
-        Some(paged.total),
+        counted.then_some(paged.total),
         paged.page,
     );
     response
@@ -132,12 +136,12 @@ async fn answer_ledger(tenant: &Tenant, ledger_id: i64) -> Answer {
 }
 
 async fn list_ledgers(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let filter = query::ledger_filter(&q)?;
     let paged =
         t.db.read(move |c| ledgers::list_ledgers(c, &filter, page))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn create_ledger(
@@ -248,32 +252,32 @@ async fn period_history(
     Params(q): Params,
 ) -> Answer {
     let (ledger_id, year_id, period_id) = (id("id", &l)?, id("yid", &y)?, id("pid", &p)?);
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let tz = t.tz;
     let paged =
         t.db.read(move |c| calendars::period_history(c, ledger_id, year_id, period_id, page, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 // ---- collectors ----------------------------------------------------------------------
 
 async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let (group, category) = (q.get("group").cloned(), q.get("category").cloned());
     let paged =
         t.db.read(move |c| catalogue::list_collectors(c, group, category, page))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn list_collector_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let (tenant_id, tz) = (t.record.id.clone(), t.tz);
     let paged =
         t.db.read(move |c| collect::list_collector_runs(c, page, &tenant_id, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn start_collector_run(
@@ -302,11 +306,11 @@ async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>)
 
 async fn run_errors(t: Tenant, raw: String, q: query::Query, collector: bool) -> Answer {
     let run_id = id("id", &raw)?;
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let paged =
         t.db.read(move |c| collect::list_run_errors(c, run_id, collector, page))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn collector_run_errors(
@@ -320,13 +324,13 @@ async fn collector_run_errors(
 // ---- ledger runs ---------------------------------------------------------------------
 
 async fn list_gl_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let status = query::text(&q, "status");
     let tz = t.tz;
     let paged =
         t.db.read(move |c| glrun::list_runs(c, status, page, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn start_gl_run(
@@ -366,11 +370,11 @@ async fn gl_run_entries(
     Params(q): Params,
 ) -> Answer {
     let run_id = id("id", &raw)?;
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let paged =
         t.db.read(move |c| glrun::run_entries(c, run_id, page))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
@@ -385,23 +389,23 @@ async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) ->
 // ---- charge info ---------------------------------------------------------------------
 
 async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let tz = t.tz;
     let filter = query::charge_info_filter(&q, tz, false)?;
     let paged =
         t.db.read(move |c| chargeinfo::list(c, &filter, page, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn list_merged_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let tz = t.tz;
     let filter = query::charge_info_filter(&q, tz, true)?;
     let paged =
         t.db.read(move |c| chargeinfo::list_merged(c, &filter, page, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn ledger_charge_infos(
@@ -410,13 +414,13 @@ async fn ledger_charge_infos(
     Params(q): Params,
 ) -> Answer {
     let ledger_id = id("id", &raw)?;
-    let page = page(&q)?;
+    let (page, counted) = page(&q)?;
     let tz = t.tz;
     let filter = query::ledger_charge_info_filter(&q, tz)?;
     let paged =
         t.db.read(move |c| chargeinfo::list_for_ledger(c, ledger_id, &filter, page, tz))
             .await?;
-    Ok(revenue_paged(paged))
+    Ok(revenue_paged(paged, counted))
 }
 
 async fn delete_charge_infos(

@@ -154,6 +154,19 @@ pub fn int_param(
     }
 }
 
+/// Reads `omit_total_count` (TRUE or FALSE in any case, default FALSE; anything else is a
+/// 400): whether the answer leaves out the total and page count (Surfaces B and C).
+pub fn read_omit_total_count(params: &HashMap<String, String>) -> Result<bool> {
+    match params.get("omit_total_count") {
+        None => Ok(false),
+        Some(v) if v.trim().eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v.trim().eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(Error::bad_request(format!(
+            "omit_total_count: '{v}' is not TRUE or FALSE"
+        ))),
+    }
+}
+
 /// Adds the count headers of `paging` to an answer of `elements` records (total and pages
 /// only when counted).
 pub fn add_count_headers(
@@ -216,11 +229,16 @@ pub fn read_shape(
         }
     };
     let shape = explicit.or(preferred).unwrap_or(Shape::Full);
-    let applied = preferred.map(|_| match shape {
+    let applied = preferred.map(|_| preference_of(shape));
+    Ok((shape, applied))
+}
+
+/// The `Preference-Applied` value naming `shape` (what a write answers even without Prefer).
+pub fn preference_of(shape: Shape) -> &'static str {
+    match shape {
         Shape::Simple => "return=minimal",
         Shape::Full => "return=representation",
-    });
-    Ok((shape, applied))
+    }
 }
 
 /// A Surface B list request read off HTTP: the engine's query and how to answer.
@@ -257,16 +275,7 @@ impl Listing {
         let selection = Selection::compile(&criteria, source, tz, defaults)?;
         let page = read_page(params, &BILLING_PAGING)?;
         let (shape, preference_applied) = read_shape(params, headers)?;
-        let omit_total_count = match params.get("omit_total_count") {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("true") => true,
-            Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) => {
-                return Err(Error::bad_request(format!(
-                    "omit_total_count: '{v}' is not TRUE or FALSE"
-                )))
-            }
-        };
+        let omit_total_count = read_omit_total_count(params)?;
         Ok(Listing {
             query: PageQuery {
                 selection,
