@@ -19,15 +19,9 @@ async fn serve(tune: impl FnOnce(&mut Config)) -> (String, String, tempfile::Tem
     let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     tune(&mut config);
     let state = AppState::new(config).expect("state");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let app = sandbox::app(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), addr, dir)
+    let base = e2e::listen(state).await;
+    let addr = base.trim_start_matches("http://").to_string();
+    (base, addr, dir)
 }
 
 /// A request whose body never completes: it stays in its handler (reading the body, after

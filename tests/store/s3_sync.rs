@@ -2,7 +2,7 @@
 //! writers on one tenant (threads, in-process "environments" and OS processes), writers
 //! killed at every step of a write, and S3 refusing requests.
 
-use e2e::s3::{Gate, Moto, AWS_ENV};
+use e2e::s3::{open_store, reason_names, Gate, Moto, AWS_ENV};
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
 use shared::config::Config;
@@ -40,24 +40,6 @@ fn dump(store: &Store, tenant: &str) -> Vec<String> {
     .expect("dump")
 }
 
-fn reasons(store: &Store, tenant: &str) -> Vec<String> {
-    let db = store.tenant_db(tenant).expect("tenant db");
-    db.read_blocking(|conn| {
-        let mut stmt = conn.prepare("SELECT name FROM reasons ORDER BY name")?;
-        let names = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(names)
-    })
-    .expect("reasons")
-}
-
-fn open(config: &S3Config) -> (Store, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open_with(dir.path(), Some(config.clone())).expect("open S3 store");
-    (store, dir)
-}
-
 /// A sandbox server on a loopback port over an S3 store; answers its base URL.
 async fn serve(config: &S3Config) -> (String, AppState, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -71,14 +53,7 @@ async fn serve(config: &S3Config) -> (String, AppState, tempfile::TempDir) {
         store,
         config: Arc::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string()))),
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = sandbox::app(state.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let base = e2e::listen(state.clone()).await;
     (base, state, dir)
 }
 
@@ -131,7 +106,7 @@ async fn cold_load_equals_what_was_written() {
 
     let cfg = config.clone();
     let (loaded, found) = tokio::task::spawn_blocking(move || {
-        let (cold, _d) = open(&cfg);
+        let (cold, _d) = open_store(&cfg);
         let found = cold.registry().find_by_api_key(&key).expect("lookup");
         (dump(&cold, &id), found)
     })
@@ -159,7 +134,7 @@ fn compaction_makes_a_snapshot_and_cold_starts_use_it() {
     let moto = Moto::start();
     let mut config = moto.bucket("compaction");
     config.compact_every = 4;
-    let (a, _da) = open(&config);
+    let (a, _da) = open_store(&config);
     let (tenant, _) = a.registry().create_tenant("snap", "UTC").expect("register");
     for i in 0..10 {
         insert_reason(&a, &tenant.id, &format!("r{i:02}"));
@@ -175,13 +150,13 @@ fn compaction_makes_a_snapshot_and_cold_starts_use_it() {
         assert!(Instant::now() < deadline, "no snapshot was made");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (b, _db) = open(&config);
+    let (b, _db) = open_store(&config);
     assert_eq!(dump(&b, &tenant.id), dump(&a, &tenant.id));
     // Writes from the cold store are seen by the first one's next read, and vice versa.
     insert_reason(&b, &tenant.id, "from b");
     insert_reason(&a, &tenant.id, "from a");
-    assert_eq!(reasons(&a, &tenant.id), reasons(&b, &tenant.id));
-    assert_eq!(reasons(&a, &tenant.id).len(), 12);
+    assert_eq!(reason_names(&a, &tenant.id), reason_names(&b, &tenant.id));
+    assert_eq!(reason_names(&a, &tenant.id).len(), 12);
     // Older snapshots are deleted once a newer one is up; the log is kept.
     std::thread::sleep(Duration::from_millis(500));
     assert!(snapshots(&moto).len() <= 2, "{:?}", snapshots(&moto));
@@ -219,7 +194,7 @@ fn lines_with(output: &str, prefix: &str) -> Vec<String> {
 fn processes_writing_one_tenant_keep_exactly_the_acknowledged_writes() {
     let moto = Moto::start();
     let config = moto.bucket("race");
-    let (setup, _d) = open(&config);
+    let (setup, _d) = open_store(&config);
     let (tenant, _) = setup
         .registry()
         .create_tenant("race", "UTC")
@@ -259,8 +234,8 @@ fn processes_writing_one_tenant_keep_exactly_the_acknowledged_writes() {
         acked.len()
     );
 
-    let (cold, _c) = open(&config);
-    let stored = reasons(&cold, &tenant.id);
+    let (cold, _c) = open_store(&config);
+    let stored = reason_names(&cold, &tenant.id);
     let mut expected: Vec<String> = acked.clone();
     expected.push("base".into());
     expected.sort();
@@ -271,7 +246,7 @@ fn processes_writing_one_tenant_keep_exactly_the_acknowledged_writes() {
     let unique: BTreeSet<_> = stored.iter().collect();
     assert_eq!(unique.len(), stored.len(), "no write applied twice");
     assert_eq!(
-        reasons(&setup, &tenant.id),
+        reason_names(&setup, &tenant.id),
         expected,
         "a warm store catches up on read"
     );
@@ -292,7 +267,7 @@ fn processes_writing_one_tenant_keep_exactly_the_acknowledged_writes() {
 fn a_crash_before_or_after_the_put_leaves_a_consistent_history() {
     let moto = Moto::start();
     let config = moto.bucket("crash");
-    let (setup, _d) = open(&config);
+    let (setup, _d) = open_store(&config);
     let (tenant, _) = setup
         .registry()
         .create_tenant("crash", "UTC")
@@ -307,7 +282,7 @@ fn a_crash_before_or_after_the_put_leaves_a_consistent_history() {
         .expect("run");
     assert!(!out.status.success());
     assert!(lines_with(&String::from_utf8_lossy(&out.stdout), "ack ").is_empty());
-    assert!(reasons(&open(&config).0, &tenant.id).is_empty());
+    assert!(reason_names(&open_store(&config).0, &tenant.id).is_empty());
 
     // Killed after S3 accepted the entry but before the local commit and the answer: the
     // write is durable (S3 is the truth) and appears exactly once everywhere.
@@ -316,7 +291,10 @@ fn a_crash_before_or_after_the_put_leaves_a_consistent_history() {
         .output()
         .expect("run");
     assert!(!out.status.success());
-    assert_eq!(reasons(&open(&config).0, &tenant.id), vec!["after-0"]);
+    assert_eq!(
+        reason_names(&open_store(&config).0, &tenant.id),
+        vec!["after-0"]
+    );
 
     // The same data dir restarts cleanly and its next write lands after the crashed one.
     let out = writer(&config, dir.path(), &tenant.id, "next", 2)
@@ -327,7 +305,7 @@ fn a_crash_before_or_after_the_put_leaves_a_consistent_history() {
         2
     );
     assert_eq!(
-        reasons(&open(&config).0, &tenant.id),
+        reason_names(&open_store(&config).0, &tenant.id),
         vec!["after-0", "next-0", "next-1"]
     );
 }
@@ -336,7 +314,7 @@ fn a_crash_before_or_after_the_put_leaves_a_consistent_history() {
 fn a_writer_killed_mid_stream_loses_no_acknowledged_write() {
     let moto = Moto::start();
     let config = moto.bucket("kill");
-    let (setup, _d) = open(&config);
+    let (setup, _d) = open_store(&config);
     let (tenant, _) = setup
         .registry()
         .create_tenant("kill", "UTC")
@@ -356,7 +334,7 @@ fn a_writer_killed_mid_stream_loses_no_acknowledged_write() {
         }
     }
     let _ = child.wait();
-    let stored = reasons(&open(&config).0, &tenant.id);
+    let stored = reason_names(&open_store(&config).0, &tenant.id);
     let in_flight = format!("k-{}", acked.len());
     for name in &acked {
         assert!(stored.contains(name), "acknowledged {name} was lost");
@@ -474,7 +452,7 @@ async fn s3_refusing_requests_answers_503_and_applies_nothing() {
     );
     let (warm, cold) = {
         let (store, id, cfg) = (state.store.clone(), id.clone(), direct.clone());
-        tokio::task::spawn_blocking(move || (dump(&store, &id), dump(&open(&cfg).0, &id)))
+        tokio::task::spawn_blocking(move || (dump(&store, &id), dump(&open_store(&cfg).0, &id)))
             .await
             .expect("join")
     };
@@ -552,7 +530,7 @@ async fn futures_join<F: std::future::Future<Output = reqwest::Response> + Send 
 fn tenant_files_go_beside_the_database_in_either_mode() {
     let moto = Moto::start();
     let config = moto.bucket("files");
-    let (store, _d) = open(&config);
+    let (store, _d) = open_store(&config);
     store
         .put_tenant_file("t_1", "analytics/svs/batch-1.json", b"[1,2,3]")
         .expect("put");
@@ -582,7 +560,7 @@ fn a_put_whose_answer_was_lost_is_recognized_and_not_applied_twice() {
     let gate = Gate::start(&moto);
     let mut gated = direct.clone();
     gated.endpoint = Some(gate.endpoint.clone());
-    let (store, _d) = open(&gated);
+    let (store, _d) = open_store(&gated);
     let (tenant, _) = store
         .registry()
         .create_tenant("lost", "UTC")
@@ -592,7 +570,10 @@ fn a_put_whose_answer_was_lost_is_recognized_and_not_applied_twice() {
     insert_reason(&store, &tenant.id, "once");
     assert!(gate.lost_an_answer(), "the PUT's answer was dropped");
 
-    assert_eq!(reasons(&open(&direct).0, &tenant.id), vec!["once"]);
+    assert_eq!(
+        reason_names(&open_store(&direct).0, &tenant.id),
+        vec!["once"]
+    );
     let log = moto.keys(
         "lost-answer",
         &format!("sandbox/tenants/{}/log/", tenant.id),

@@ -55,20 +55,27 @@ impl TestTenant {
     }
 }
 
+/// Serves the whole sandbox (`sandbox::app`) over `state` on an ephemeral loopback port, in
+/// the background; answers its base URL.
+pub async fn listen(state: AppState) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = sandbox::app(state);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    base
+}
+
 impl TestServer {
     /// Starts a server on an ephemeral port.
     pub async fn start() -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let state =
             AppState::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string()))).expect("state");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let app = sandbox::app(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let base = listen(state.clone()).await;
         TestServer {
             base,
             client: reqwest::Client::new(),

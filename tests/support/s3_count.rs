@@ -269,14 +269,7 @@ pub async fn serve_s3(
         .await
         .expect("join")
         .expect("state");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = sandbox::app(state.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let base = crate::listen(state.clone()).await;
     (base, state, dir)
 }
 
