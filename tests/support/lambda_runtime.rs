@@ -81,6 +81,20 @@ impl Api {
     }
 }
 
+/// Hands `outcome` to the invocation `id` waits on: 202, or 400 `InvalidRequestID` when no
+/// such invocation is pending (unknown, or already answered or timed out).
+fn settle(api: &Api, id: &str, outcome: Outcome) -> Response {
+    if api.finish(id, outcome) {
+        accepted()
+    } else {
+        api_error(
+            StatusCode::BAD_REQUEST,
+            "InvalidRequestID",
+            &format!("no invocation {id} is pending"),
+        )
+    }
+}
+
 /// The runtime API's error document (`{errorMessage, errorType}`) with `status`.
 fn api_error(status: StatusCode, error_type: &str, message: &str) -> Response {
     (
@@ -161,15 +175,7 @@ async fn respond(
             )
         })
     };
-    if api.finish(&id, outcome) {
-        accepted()
-    } else {
-        api_error(
-            StatusCode::BAD_REQUEST,
-            "InvalidRequestID",
-            &format!("no invocation {id} is pending"),
-        )
-    }
+    settle(&api, &id, outcome)
 }
 
 /// `POST /2018-06-01/runtime/invocation/{id}/error`: the function's error diagnostic.
@@ -187,15 +193,7 @@ async fn fail(
         "function error ({error_type}): {}",
         String::from_utf8_lossy(&body)
     );
-    if api.finish(&id, Err(message)) {
-        accepted()
-    } else {
-        api_error(
-            StatusCode::BAD_REQUEST,
-            "InvalidRequestID",
-            &format!("no invocation {id} is pending"),
-        )
-    }
+    settle(&api, &id, Err(message))
 }
 
 /// `POST /2018-06-01/runtime/init/error`: the function could not start; every pending and
