@@ -19,6 +19,9 @@ CURRENCIES = (
     "ILS CNY BRL PLN COP PEN RUB SGD IDR MYR KRW TWD PKR ARS CLP CRC CZK HUF ISK PHP RON THB "
     "TRY BWP NGN"
 ).split()
+AGREEMENT_SERVICE_STATUSES = (
+    "ACTIVE SUSPENDED DEACTIVATED PENDING CANCELED TRANSFERRED REPLACED TRIAL SCHEDULED"
+).split()
 UOMS = (
     "MILLISECOND SECOND MINUTE HOUR DAY WEEK EVENT BYTE KILOBYTE MEGABYTE GIGABYTE TERABYTE "
     "COUNT BITS_PER_SECOND KILOBITS_PER_SECOND MEGABITS_PER_SECOND GIGABITS_PER_SECOND "
@@ -337,10 +340,22 @@ def billing_doc():
         "agreement_period": null(INT32), "minimum_amount": null(DEC),
         "minimum_amount_currency_code": null(STR), "omit_minimum_amount": null(BOOL),
         "true_up_charge_types": arr(STR),
+        "status": {"type": "string", "enum": AGREEMENT_SERVICE_STATUSES},
+        "service_resource_identifier": null({**STR, "description":
+            "The service's first top-level SRID (what the service_resource_identifier filter "
+            "selects on); null when it has none."}),
     })
-    ref_in = obj({"id": {"type": ["string", "integer"]}}, extra=False)
+    ref_in = obj({"id": {"type": ["string", "integer"]}},
+                 description="A nested reference: its id is used; the other members of the "
+                 "object GET renders (name, sku, ...) may be sent back and are ignored.")
+    read_only = lambda schema: {**schema, "description": "Read-only: may be sent back as GET "
+                                "renders it; a value other than the stored one is a 400."}
     as_patch = obj({
-        "id": {"type": ["string", "integer"], "description": "Only the path's id"},
+        "id": read_only({"type": ["string", "integer"]}),
+        "start_date": read_only(null(DT)), "renewed": read_only(null(BOOL)),
+        "agreement_period": read_only(null(INT32)),
+        "status": read_only(null({"type": "string", "enum": AGREEMENT_SERVICE_STATUSES})),
+        "service_resource_identifier": read_only(null(STR)),
         "next_service_pay_on_purchase": null(BOOL),
         "accumulated_charges_amount": null({**DEC, "minimum": 0}),
         "agreement": null(ref("RefIn")), "end_date": null(DT),
@@ -354,7 +369,9 @@ def billing_doc():
         "omit_minimum_amount": null(BOOL),
         "true_up_charge_types": null(arr({"type": "string", "minLength": 1, "maxLength": 255}, maxItems=50)),
     }, required=(), extra=False,
-        description="Partial update: absent fields stay, null clears a nullable one.")
+        description="Partial update: absent fields stay, null clears a nullable one. The whole "
+        "AgreementService a GET answers is accepted (read-only members unchanged, nested "
+        "references as rendered); any other member is a 400.")
     relation = obj({"id": SID, "true_up_charge_type": null(STR), "agreement_service": null(obj({"id": SID}))})
     new_relation = obj({"true_up_charge_type": {"type": "string", "minLength": 1, "maxLength": 255}},
                        required=("true_up_charge_type",), extra=False)
@@ -374,7 +391,7 @@ def billing_doc():
     }, description="A bill batch run; without expand only {id}.")
     batch = obj({
         "id": SID, "bill_batch_type": null(STR), "description": null(STR), "end_date": null(DT),
-        "auto_approve": null(BOOL), "name": null(STR), "use_payment_term": null(BOOL),
+        "invoice_date": null(DT), "invoice_due_date": null(DT), "auto_approve": null(BOOL), "name": null(STR), "use_payment_term": null(BOOL),
         "internal_render": null(BOOL), "currency_code": null(STR),
         "status": null({"type": "string", "enum": ["ACTIVE", "SUSPENDED", "CANCELED"]}),
         "billing_account_category": null(ref("NamedRef")),
@@ -442,8 +459,7 @@ def billing_doc():
                      "billing-account", "counter", "credit-adjustment", "disbursement", "invoice",
                      "payment", "product-sale", "remote-prepaid-register", "sales-order", "service",
                      "service-cfv", "system-notification", "usage-rule")
-    as_status = e("ACTIVE", "SUSPENDED", "DEACTIVATED", "PENDING", "CANCELED", "TRANSFERRED",
-                  "REPLACED", "TRIAL", "SCHEDULED")
+    as_status = e(*AGREEMENT_SERVICE_STATUSES)
     P = BILLING = "/billing/2"
     usage_bulk_errors = (400, 401, 413, 415, 503)
     paths = {
@@ -681,15 +697,20 @@ def revenue_doc():
         "conversion_rate_set_id": null(STR), "currency_exchange_version": null(STR),
         "billing_account_category_ids": null(arr(INT64)),
         "expected_customer_lifetime": null(INT64), "create_zero_amount_entries": null(BOOL),
-        "timezone_name": null(STR),
+        "timezone_name": null({**STR, "description": "IANA zone; a new ledger without one "
+                               "takes the tenant's zone."}),
     }, required=(), description="Ledger fields. POST needs name (status and id are ignored); "
-        "PUT replaces the fields present (id, when given, must equal the path's).")
+        "PUT replaces the fields present (id, when given, must equal the path's). Other "
+        "members (what a Ledger renders besides: valid, calendar, the list's names) are "
+        "ignored, so a ledger read may be sent back.")
     new_period = obj({
         "id": null(INT64), "name": STR, "description": null(STR),
         "quarter": null({"type": "integer", "minimum": 1, "maximum": 4}),
         "start_date": DATE, "end_date": DATE, "open": null(BOOL),
     }, required=("name", "start_date", "end_date"))
     new_year = obj({
+        "id": null({**INT64, "description": "PUT: when given, must equal the path's yid "
+                    "(POST ignores it). Other members an AccountingYear renders are ignored."}),
         "name": STR, "description": null(STR), "start_date": DATE, "end_date": DATE,
         "accounting-periods": arr(ref("NewAccountingPeriod")),
     }, required=("name", "start_date", "end_date"))
@@ -707,7 +728,8 @@ def revenue_doc():
     collector = obj({"name": STR, "friendly_name": null(STR), "description": null(STR),
                      "group": null(STR), "category": null(STR)}, required=("name",))
     collector_run = obj({
-        "id": INT64, "tenant_id": STR, "gl_run_mode_id": null(INT64), "date_started": null(DT),
+        "id": INT64, "tenant_id": {**INT64, "description": "The tenant's number: a stable "
+                                   "int64 derived from the tenant's id."}, "gl_run_mode_id": null(INT64), "date_started": null(DT),
         "date_ended": null(DT), "status": e("NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"),
         "run_trigger_type": null(STR), "num_errors": INT64, "type": e("AUTO", "MANUAL"),
         "collector_operations": arr(STR), "data_fetch_from_date": null(DT),

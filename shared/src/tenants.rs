@@ -34,6 +34,22 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
+/// The tenant's int64 number, where an interface types the tenant as an int64 (Surface C's
+/// collector runs): the first 63 bits of the SHA-256 of its id, so it is stable across
+/// environments and restarts without being stored, positive, and distinct per tenant (a
+/// collision needs about 3 * 10^9 tenants to become likely).
+pub fn number(id: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    // Shifting out one bit keeps it within i64; 0 is kept for "none" by no one, but a
+    // positive number reads better.
+    i64::try_from(u64::from_be_bytes(first) >> 1)
+        .unwrap_or(i64::MAX)
+        .max(1)
+}
+
 /// Registers a tenant and loads its seed; if seeding fails the registration is undone.
 pub async fn create(
     store: &Store,

@@ -3,3 +3,4 @@
 
 mod endpoints;
 mod records;
+mod roundtrip;

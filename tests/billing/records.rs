@@ -234,8 +234,8 @@ async fn agreement_service_update() {
             400,
         ),
         (known, json!({"id": "7"}), 400),
-        (known, json!({"status": "ACTIVE"}), 400),
-        (unknown, json!({"renewed": true}), 400),
+        (known, json!({"status": "CANCELED"}), 400),
+        (unknown, json!({"renewed_by_mistake": true}), 400),
         (unknown, json!({"omit_minimum_amount": true}), 404),
     ]
     .into_iter()

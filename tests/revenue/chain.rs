@@ -99,7 +99,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     assert_eq!(run["status"], "ERROR", "{run}");
     assert_eq!(run["num_errors"], 1);
     assert_eq!(run["run_trigger_type"], "ON_DEMAND");
-    assert_eq!(run["tenant_id"], c.t.id);
+    assert_eq!(run["tenant_id"], shared::tenants::number(&c.t.id));
     assert_eq!(run["gl_run_mode_id"], 2, "the demo's COLLECTOR_AUTO mode");
     assert_eq!(
         run["collector_operations"],

@@ -324,7 +324,8 @@ async fn calendar_given_periods_are_validated() {
         (Some(true), Some(false))
     );
     assert_eq!(y["accounting-periods"][0]["open"], false);
-    assert_eq!(y["time_zone"], "UTC");
+    // The ledger named no zone, so it keeps the tenant's.
+    assert_eq!(y["time_zone"], "America/Chicago");
 }
 
 #[tokio::test]

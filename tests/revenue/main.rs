@@ -5,4 +5,5 @@
 mod chain;
 mod chargeinfo;
 mod ledgers;
+mod roundtrip;
 mod usage_chain;

@@ -7,7 +7,7 @@
 
 use crate::resources::{
     actions, adjustment_applications, adjustment_categories, agreement_services, agreements,
-    bill_batches, true_ups, Parent, RenderContext,
+    bill_batches, check_echoed, true_ups, Parent, RenderContext,
 };
 use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::{request::Parts, HeaderMap, StatusCode};
@@ -263,6 +263,20 @@ impl Req {
     }
 }
 
+/// The FULL representation of record `id` as GET renders it now (what the read-only members
+/// of a PUT body are checked against); 404 when it does not exist.
+fn stored_record<T: Serialize>(
+    conn: &Connection,
+    load: Loader<T>,
+    id: i64,
+    tz: chrono_tz::Tz,
+) -> Result<serde_json::Value> {
+    let record = load(conn, &[id], &RenderContext::plain(tz))?
+        .pop()
+        .ok_or_else(|| Error::not_found(format!("record {id} does not exist")))?;
+    Ok(serde_json::to_value(&record)?)
+}
+
 fn bill_cycle(raw: &str) -> Result<Scope> {
     Scope::child_of(actions::BY_BILL_CYCLE, raw)
 }
@@ -348,9 +362,12 @@ pub async fn update_agreement_service(
 ) -> Reply {
     let id = path_id("agreement service", &raw)?;
     r.write(StatusCode::OK, agreement_services::load, move |tx, tz| {
-        // An unknown service is a 404 before anything in the body is judged.
+        // An unknown service is a 404 before anything in the body is judged (but after
+        // its shape: an unknown member or a wrong type is a 400 before the lookup).
         require(tx, "agreement_services", "agreement service", id)?;
-        let update = patch.clone().into_update(id)?;
+        let stored = stored_record(tx, agreement_services::load, id, tz)?;
+        check_echoed(&patch.echoed(), &stored)?;
+        let update = patch.clone().into_update()?;
         agreement_rules::update_agreement_service(tx, id, &update, tz).map(|()| id)
     })
     .await

@@ -148,9 +148,12 @@ async fn create_ledger(
     RevenueAuth(t): RevenueAuth,
     JsonBody(mut body): JsonBody<LedgerFields>,
 ) -> Answer {
-    // The server assigns ids, and a new ledger starts ACTIVE (the body has no status).
+    // The server assigns ids, and a new ledger starts ACTIVE (the body has no status); a
+    // ledger that names no zone keeps its books in the tenant's.
     body.id = None;
     body.status = None;
+    body.timezone_name
+        .get_or_insert_with(|| t.record.time_zone.clone());
     let new_id =
         t.db.write(move |tx| ledgers::create_ledger(tx, &body))
             .await?;
@@ -273,9 +276,9 @@ async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answ
 
 async fn list_collector_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let (page, counted) = page(&q)?;
-    let (tenant_id, tz) = (t.record.id.clone(), t.tz);
+    let (tenant_id, tz) = (shared::tenants::number(&t.record.id), t.tz);
     let paged =
-        t.db.read(move |c| collect::list_collector_runs(c, page, &tenant_id, tz))
+        t.db.read(move |c| collect::list_collector_runs(c, page, tenant_id, tz))
             .await?;
     Ok(revenue_paged(paged, counted))
 }
@@ -288,18 +291,18 @@ async fn start_collector_run(
     let run_id =
         t.db.write(move |tx| collect::run_collectors(tx, &body, tz))
             .await?;
-    let tenant_id = t.record.id.clone();
+    let tenant_id = shared::tenants::number(&t.record.id);
     let run =
-        t.db.read(move |c| collect::get_collector_run(c, run_id, &tenant_id, tz))
+        t.db.read(move |c| collect::get_collector_run(c, run_id, tenant_id, tz))
             .await?;
     Ok(created(run))
 }
 
 async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
     let run_id = id("id", &raw)?;
-    let (tenant_id, tz) = (t.record.id.clone(), t.tz);
+    let (tenant_id, tz) = (shared::tenants::number(&t.record.id), t.tz);
     let run =
-        t.db.read(move |c| collect::get_collector_run(c, run_id, &tenant_id, tz))
+        t.db.read(move |c| collect::get_collector_run(c, run_id, tenant_id, tz))
             .await?;
     Ok(ok(run))
 }

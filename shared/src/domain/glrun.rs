@@ -508,6 +508,7 @@ mod tests {
         };
         let l = create_ledger(&tx, &ledger).unwrap();
         let fy = NewYear {
+            id: None,
             name: "FY26".into(),
             description: None,
             start_date: day("2026-01-01"),

@@ -4,7 +4,10 @@
 //!
 //! Create and update take the same [`LedgerFields`] and check them with the same rules:
 //! a name unused by other ledgers, known enums, currency and time zone, and references that
-//! exist. Create fills the defaults (ACTIVE, NONE, UTC); update keeps what a field omits.
+//! exist. Create fills the defaults (ACTIVE, NONE, UTC; Surface C's handler names the
+//! tenant's zone when the body names none); update keeps what a field omits, and ignores
+//! what a ledger renders but no body sets (`valid`, `calendar`, the list's names), so a
+//! client may PUT back what it read.
 
 use super::calendars::view::{load_calendar, Calendar};
 use super::{check_currency, check_enum, insert, require};
@@ -70,7 +73,7 @@ pub struct LedgerFields {
     pub expected_customer_lifetime: Option<i64>,
     /// Create zero-amount journal entries (default false).
     pub create_zero_amount_entries: Option<bool>,
-    /// IANA time zone of the ledger, default UTC.
+    /// IANA time zone of the ledger, default UTC (Surface C: the tenant's zone).
     pub timezone_name: Option<String>,
 }
 

@@ -1,17 +1,20 @@
 //! Agreement services: a service under an agreement, as Surface B lists and renders it, and
 //! the body of its partial update (PUT), turned into the domain's typed
-//! `AgreementServiceUpdate` (whose rules are `shared::domain::agreements`).
+//! `AgreementServiceUpdate` (whose rules are `shared::domain::agreements`). The PUT body
+//! accepts the whole representation GET answers: read-only members are checked by
+//! [`super::check_echoed`], nested references read by their `id` ([`super::RefIn`]).
 
 use super::RenderContext;
-use super::{id_text, load_children, load_in_order, number, time, IdRef, NamedRef};
+use super::{echo, id_text, load_children, load_in_order, number, time, IdRef, NamedRef, RefIn};
 use rusqlite::Connection;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 use shared::domain::agreements::{AgreementServiceUpdate, AGREEMENT_SERVICE_STATUSES};
 use shared::domain::CURRENCY_CODES;
 use shared::money::Number;
 use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::{Error, Result};
+use shared::Result;
 
 /// Longest service_resource_identifier filter value, in characters.
 pub const MAX_SRID_CHARS: usize = 255;
@@ -147,6 +150,11 @@ pub struct AgreementService {
     minimum_amount_currency_code: Option<String>,
     omit_minimum_amount: bool,
     true_up_charge_types: Vec<String>,
+    /// One of the agreement service statuses (what the `status` filter selects on).
+    status: String,
+    /// The service's first top-level SRID (what the `service_resource_identifier` filter
+    /// selects on), null when it has none.
+    service_resource_identifier: Option<String>,
 }
 
 /// Loads agreement services by id, in the order given.
@@ -164,7 +172,10 @@ pub fn load(conn: &Connection, ids: &[i64], ctx: &RenderContext) -> Result<Vec<A
         conn,
         "SELECT s.*, g.name AS agreement_name, n.name AS next_agreement_name,
                 p.name AS product_name, p.sku, p.external_product_number,
-                pp.product_price_type, pp.price_type
+                pp.product_price_type, pp.price_type,
+                (SELECT sr.identifier FROM service_resources sr
+                 WHERE sr.service_id = s.service_id AND sr.parent_id IS NULL
+                 ORDER BY sr.id LIMIT 1) AS srid
          FROM agreement_services s
          LEFT JOIN agreements g ON g.id = s.agreement_id
          LEFT JOIN agreements n ON n.id = s.next_agreement_id
@@ -217,37 +228,12 @@ pub fn load(conn: &Connection, ids: &[i64], ctx: &RenderContext) -> Result<Vec<A
                     minimum_amount_currency_code: r.get("minimum_amount_currency_code")?,
                     omit_minimum_amount: r.get("omit_minimum_amount")?,
                     true_up_charge_types: true_ups.remove(&id).unwrap_or_default(),
+                    status: r.get("status")?,
+                    service_resource_identifier: r.get("srid")?,
                 },
             ))
         },
     )
-}
-
-/// A reference in a request body: `{"id": "12"}` (a number is accepted too).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RefIn {
-    id: IdIn,
-}
-
-/// An identifier written as a string or a number.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum IdIn {
-    Text(String),
-    Number(i64),
-}
-
-impl IdIn {
-    fn value(&self, field: &str) -> Result<i64> {
-        match self {
-            IdIn::Number(n) => Ok(*n),
-            IdIn::Text(t) => t
-                .trim()
-                .parse()
-                .map_err(|_| Error::bad_request(format!("{field}.id: '{t}' is not an identifier"))),
-        }
-    }
 }
 
 /// Deserializes a field that may be absent (outer None), null (Some(None)) or a value.
@@ -264,13 +250,36 @@ fn nullable_number<'de, D: Deserializer<'de>>(
     shared::money::deserialize_opt_number(d).map(Some)
 }
 
+/// Members an agreement service renders that a PUT may send back but cannot change.
+pub const READ_ONLY: &[&str] = &[
+    "id",
+    "start_date",
+    "renewed",
+    "agreement_period",
+    "status",
+    "service_resource_identifier",
+];
+
 /// The body of `PUT /agreement-services/{id}`: any of the listed fields; absent fields stay,
-/// null clears a nullable field. `id`, when sent, must be the id of the path.
+/// null clears a nullable field. The whole representation GET answers is accepted: its
+/// read-only members ([`READ_ONLY`]) are kept aside for [`super::check_echoed`], its nested
+/// references are read by their `id` ([`RefIn`]); any other member is refused (400), so a
+/// misspelt field is never silently dropped.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Patch {
-    #[serde(default)]
-    id: Option<IdIn>,
+    #[serde(default, deserialize_with = "echo")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "echo")]
+    start_date: Option<Value>,
+    #[serde(default, deserialize_with = "echo")]
+    renewed: Option<Value>,
+    #[serde(default, deserialize_with = "echo")]
+    agreement_period: Option<Value>,
+    #[serde(default, deserialize_with = "echo")]
+    status: Option<Value>,
+    #[serde(default, deserialize_with = "echo")]
+    service_resource_identifier: Option<Value>,
     next_service_pay_on_purchase: Option<bool>,
     #[serde(default, deserialize_with = "shared::money::deserialize_opt_number")]
     accumulated_charges_amount: Option<Decimal>,
@@ -298,27 +307,32 @@ pub struct Patch {
 }
 
 impl Patch {
-    /// The typed update this body asks for: 400 when the body's `id` is not the path's
-    /// `id` or a reference's id is not an identifier.
-    pub fn into_update(self, id: i64) -> Result<AgreementServiceUpdate> {
-        if let Some(given) = &self.id {
-            if given.value("id")? != id {
-                return Err(Error::bad_request(format!(
-                    "id in the body does not match the agreement service {id} of the path"
-                )));
-            }
-        }
+    /// The read-only members the body sends back, by name (in [`READ_ONLY`]'s order).
+    pub fn echoed(&self) -> Vec<(&'static str, &Value)> {
+        let members = [
+            &self.id,
+            &self.start_date,
+            &self.renewed,
+            &self.agreement_period,
+            &self.status,
+            &self.service_resource_identifier,
+        ];
+        READ_ONLY
+            .iter()
+            .zip(members)
+            .filter_map(|(name, v)| v.as_ref().map(|v| (*name, v)))
+            .collect()
+    }
+
+    /// The typed update this body asks for: 400 when a reference's id is not an identifier.
+    pub fn into_update(self) -> Result<AgreementServiceUpdate> {
         let reference = |field: &str, r: Option<Option<RefIn>>| {
-            r.map(|v| v.map(|r| r.id.value(field)).transpose())
-                .transpose()
+            r.map(|v| v.map(|r| r.value(field)).transpose()).transpose()
         };
         Ok(AgreementServiceUpdate {
             next_service_pay_on_purchase: self.next_service_pay_on_purchase,
             accumulated_charges_amount: self.accumulated_charges_amount,
-            agreement_id: self
-                .agreement
-                .map(|r| r.id.value("agreement"))
-                .transpose()?,
+            agreement_id: self.agreement.map(|r| r.value("agreement")).transpose()?,
             end_date: self.end_date,
             end_action: self.end_action,
             next_agreement_id: reference("next_agreement", self.next_agreement)?,

@@ -27,6 +27,8 @@ pub static FIELDS: &[F] = &[
     F::new("name", "b.name", K::Text).sortable(),
     F::new("description", "b.description", K::Text),
     F::new("end_date", "b.end_date", K::DateTime).sortable(),
+    F::new("invoice_date", "b.invoice_date", K::DateTime).sortable(),
+    F::new("invoice_due_date", "b.invoice_due_date", K::DateTime).sortable(),
     F::new("auto_approve", "b.auto_approve", K::Bool),
     F::new("use_payment_term", "b.use_payment_term", K::Bool),
     F::new("internal_render", "b.internal_render", K::Bool),
@@ -136,6 +138,10 @@ pub struct BillBatch {
     bill_batch_type: String,
     description: Option<String>,
     end_date: Option<String>,
+    /// The invoice date the batch was created with (a POST field).
+    invoice_date: Option<String>,
+    /// The invoice due date the batch was created with (a POST field).
+    invoice_due_date: Option<String>,
     auto_approve: bool,
     name: String,
     use_payment_term: bool,
@@ -285,6 +291,8 @@ pub fn load(conn: &Connection, ids: &[i64], ctx: &RenderContext) -> Result<Vec<B
                     bill_batch_type: r.get("bill_batch_type")?,
                     description: r.get("description")?,
                     end_date: time(r, "end_date", tz)?,
+                    invoice_date: time(r, "invoice_date", tz)?,
+                    invoice_due_date: time(r, "invoice_due_date", tz)?,
                     auto_approve: r.get("auto_approve")?,
                     name: r.get("name")?,
                     use_payment_term: r.get("use_payment_term")?,

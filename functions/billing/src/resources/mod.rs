@@ -13,10 +13,11 @@ pub mod true_ups;
 
 use chrono_tz::Tz;
 use rusqlite::{Connection, Row};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 use shared::money::{parse_decimal, Number};
 use shared::query::list::MAX_NESTED;
-use shared::Result;
+use shared::{Error, Result};
 use std::collections::HashMap;
 
 /// What rendering needs besides the rows: the tenant's zone and which sub-entities to
@@ -94,6 +95,85 @@ pub struct AccountRef {
     pub cpq_discounts: Vec<serde_json::Value>,
     /// Identifier.
     pub id: String,
+}
+
+/// A nested reference in a request body: the object GET renders (`{"id": "2", "name": ...}`)
+/// or just `{"id": 2}`. Its `id` (a string or a number) is what is used; the other members
+/// describe the referenced record and are ignored, so a client may send back what it read.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RefIn {
+    id: IdIn,
+}
+
+impl RefIn {
+    /// The referenced id: 400 naming `field` when it is not an identifier.
+    pub fn value(&self, field: &str) -> Result<i64> {
+        self.id.value(field)
+    }
+}
+
+/// An identifier written as a string or a number.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum IdIn {
+    Text(String),
+    Number(i64),
+}
+
+impl IdIn {
+    fn value(&self, field: &str) -> Result<i64> {
+        match self {
+            IdIn::Number(n) => Ok(*n),
+            IdIn::Text(t) => t
+                .trim()
+                .parse()
+                .map_err(|_| Error::bad_request(format!("{field}.id: '{t}' is not an identifier"))),
+        }
+    }
+}
+
+/// Deserializes a read-only member a PUT body echoes back: present (null included) is
+/// `Some`, absent is `None` (with `#[serde(default)]`).
+pub fn echo<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// Whether a read-only member sent back says the same as the stored record's rendering:
+/// equal JSON, the same instant written with another offset, an id as a number or a
+/// string, or a reference with the same `id`.
+fn same(sent: &Value, stored: &Value) -> bool {
+    match (sent, stored) {
+        _ if sent == stored => true,
+        (Value::String(a), Value::String(b)) => {
+            let instant = |t: &str| chrono::DateTime::parse_from_rfc3339(t.trim()).ok();
+            instant(a).is_some() && instant(a) == instant(b)
+        }
+        (Value::Number(n), Value::String(s)) | (Value::String(s), Value::Number(n)) => {
+            s.trim() == n.to_string()
+        }
+        (Value::Object(a), Value::Object(b)) => a
+            .get("id")
+            .zip(b.get("id"))
+            .is_some_and(|(x, y)| same(x, y)),
+        _ => false,
+    }
+}
+
+/// Surface B's rule for the read-only members of a PUT body (the members GET renders that
+/// no PUT sets): each one sent back must say what the stored record says (`stored`, its
+/// FULL rendering; see [`same`]), else 400 naming it. Equal ones are ignored, so a client
+/// may PUT back the whole body it read; a different one is refused rather than dropped,
+/// since the client evidently meant to change something a PUT cannot change.
+pub fn check_echoed(echoed: &[(&str, &Value)], stored: &Value) -> Result<()> {
+    for (name, sent) in echoed {
+        let current = stored.get(*name).unwrap_or(&Value::Null);
+        if !same(sent, current) {
+            return Err(Error::bad_request(format!(
+                "{name} is read-only: it is {current}, a PUT cannot change it to {sent}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The string form of an identifier.

@@ -213,7 +213,8 @@ pub struct AgreementServiceUpdate {
     pub next_service_pay_on_purchase: Option<bool>,
     /// Accumulated charges (not negative).
     pub accumulated_charges_amount: Option<Decimal>,
-    /// The agreement (its period is copied onto the service).
+    /// The agreement (another agreement's period is copied onto the service; the current
+    /// one changes nothing).
     pub agreement_id: Option<i64>,
     /// End (date or date-time, not before the start).
     pub end_date: Option<Option<String>>,
@@ -266,10 +267,10 @@ pub fn update_agreement_service(
     tz: Tz,
 ) -> Result<()> {
     require(tx, "agreement_services", "agreement service", id)?;
-    let start: String = tx.query_row(
-        "SELECT start_date FROM agreement_services WHERE id = ?1",
+    let (start, current_agreement): (String, i64) = tx.query_row(
+        "SELECT start_date, agreement_id FROM agreement_services WHERE id = ?1",
         [id],
-        |r| r.get(0),
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     let mut sets: Vec<(&str, SqlValue)> = Vec::new();
     let flag = |v: bool| SqlValue::Integer(i64::from(v));
@@ -281,7 +282,9 @@ pub fn update_agreement_service(
         check_not_negative("accumulated_charges_amount", v)?;
         sets.push(("accumulated_charges_amount", SqlValue::Text(canonical(v))));
     }
-    if let Some(agreement) = update.agreement_id {
+    // Naming the service's own agreement again (a client writing back what it read) is no
+    // change: only a move to another agreement brings that agreement's period.
+    if let Some(agreement) = update.agreement_id.filter(|a| *a != current_agreement) {
         require_reference(tx, "agreements", "agreement", agreement)?;
         let period: i64 = tx.query_row(
             "SELECT agreement_period FROM agreements WHERE id = ?1",

@@ -70,9 +70,15 @@ pub fn parse_calendar_date(text: &str) -> Option<NaiveDate> {
     })
 }
 
-/// An accounting year to add to a ledger's calendar.
+/// An accounting year to add to a ledger's calendar, or the body of a year update. The
+/// members a year renders that no body sets (`type`, `path`, `time_zone`, `parent_id`,
+/// `open`, `complete`, and the like of its periods) are ignored, so a client may PUT back
+/// what it read.
 #[derive(Debug, Clone, Deserialize)]
 pub struct NewYear {
+    /// On update: when given, must be the id of the path (a create ignores it).
+    #[serde(default)]
+    pub id: Option<i64>,
     /// Name, e.g. `FY2025`.
     pub name: String,
     /// Description.
@@ -382,6 +388,11 @@ pub fn update_year(
 ) -> Result<()> {
     require(tx, "ledgers", "ledger", ledger_id)?;
     require_node(tx, ledger_id, "YEAR", year_id, None)?;
+    if let Some(body_id) = y.id.filter(|b| *b != year_id) {
+        return Err(Error::bad_request(format!(
+            "id: {body_id} does not match the accounting year {year_id} of the path"
+        )));
+    }
     if y.end_date < y.start_date {
         return Err(Error::bad_request("end_date must not be before start_date"));
     }
@@ -568,6 +579,7 @@ mod tests {
 
     fn year(name: &str, start: &str, end: &str) -> NewYear {
         NewYear {
+            id: None,
             name: name.into(),
             description: None,
             start_date: day(start),

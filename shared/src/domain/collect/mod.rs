@@ -64,8 +64,8 @@ pub struct NewCollectorRun {
 pub struct CollectorRun {
     /// Id.
     pub id: i64,
-    /// The sandbox tenant id.
-    pub tenant_id: String,
+    /// The tenant's int64 number (`crate::tenants::number`), as Surface C ids are int64.
+    pub tenant_id: i64,
     /// The COLLECTOR_AUTO run mode, when the tenant has one.
     pub gl_run_mode_id: Option<i64>,
     /// When it started.
@@ -241,14 +241,14 @@ const RUN_COLUMNS: &str = "id, gl_run_mode_id, date_started, date_ended, status,
     num_errors, type, collector_operations, data_fetch_from_date, data_fetch_to_date,
     overlap_fetch_time";
 
-fn run_row(r: &rusqlite::Row<'_>, tenant_id: &str, tz: Tz) -> rusqlite::Result<CollectorRun> {
+fn run_row(r: &rusqlite::Row<'_>, tenant_id: i64, tz: Tz) -> rusqlite::Result<CollectorRun> {
     let ops: String = r.get(8)?;
     let time = |i: usize| -> rusqlite::Result<Option<String>> {
         Ok(r.get::<_, Option<String>>(i)?.map(|t| render(&t, tz)))
     };
     Ok(CollectorRun {
         id: r.get(0)?,
-        tenant_id: tenant_id.to_string(),
+        tenant_id,
         gl_run_mode_id: r.get(1)?,
         date_started: time(2)?,
         date_ended: time(3)?,
@@ -267,7 +267,7 @@ fn run_row(r: &rusqlite::Row<'_>, tenant_id: &str, tz: Tz) -> rusqlite::Result<C
 pub fn get_collector_run(
     conn: &Connection,
     id: i64,
-    tenant_id: &str,
+    tenant_id: i64,
     tz: Tz,
 ) -> Result<CollectorRun> {
     conn.query_row(
@@ -283,7 +283,7 @@ pub fn get_collector_run(
 pub fn list_collector_runs(
     conn: &Connection,
     page: Page,
-    tenant_id: &str,
+    tenant_id: i64,
     tz: Tz,
 ) -> Result<Paged<CollectorRun>> {
     Selection::new("id DESC")
