@@ -4,5 +4,6 @@
 mod api;
 mod commands;
 mod cross_surface;
+mod roundtrip;
 mod safety;
 mod wadl;

@@ -162,3 +162,31 @@ fn a_duplicate_true_up_charge_type_is_refused() {
     ));
     delete_true_up_relation(&tx, 3, other).unwrap();
 }
+
+#[test]
+fn naming_the_current_agreement_again_keeps_the_service_period() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let period = |tx: &Transaction<'_>| -> i64 {
+        tx.query_row(
+            "SELECT agreement_period FROM agreement_services WHERE id = 5",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    // Service 5 runs 12 months under agreement 3, whose own default is 1.
+    assert_eq!(period(&tx), 12);
+    let same = AgreementServiceUpdate {
+        agreement_id: Some(3),
+        ..Default::default()
+    };
+    update_agreement_service(&tx, 5, &same, tz()).unwrap();
+    assert_eq!(period(&tx), 12, "no move, no new period");
+    let other = AgreementServiceUpdate {
+        agreement_id: Some(2),
+        ..Default::default()
+    };
+    update_agreement_service(&tx, 5, &other, tz()).unwrap();
+    assert_eq!(period(&tx), 24, "a move brings the new agreement's period");
+}
