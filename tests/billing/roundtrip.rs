@@ -6,7 +6,7 @@
 //! `PUT /agreement-services/{id}`.
 
 use e2e::billing::{all_ids, assert_refused, call, get, setup, Answer};
-use e2e::{Refusal, TestServer, TestTenant};
+use e2e::{union_keys, Refusal, TestServer, TestTenant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -20,19 +20,6 @@ async fn read(s: &TestServer, t: &TestTenant, path: &str) -> Value {
 /// PUT `body` to `path`.
 async fn put(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> Answer {
     call(s, t, Method::PUT, path, Some(body)).await
-}
-
-/// The keys of two objects, in order, without repeats.
-fn keys(a: &Value, b: &Value) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in [a, b] {
-        for k in v.as_object().expect("object").keys() {
-            if !out.contains(k) {
-                out.push(k.clone());
-            }
-        }
-    }
-    out
 }
 
 /// Whether `got` is what a client that sent `sent` expects to read back: a nested reference
@@ -74,7 +61,7 @@ async fn change_one(
         answer.body, after,
         "PUT {path} answers the record as stored"
     );
-    for key in keys(&before, &after) {
+    for key in union_keys(&before, &after) {
         if key == field {
             assert!(
                 matches_sent(&after[&key], &value),
@@ -169,58 +156,29 @@ async fn read_only_fields_are_checked_and_typos_still_refused() {
         body[field] = value;
         Some(body)
     };
-    let cases: Vec<Refusal> = vec![
-        (Method::PUT, path, with("id", json!("6")), 400, "id"),
+    // (member, value, a word of the message): read-only members changed, a typo, and a
+    // reference without its id.
+    let cases: Vec<Refusal> = [
+        ("id", json!("6"), "id"),
+        ("status", json!("CANCELED"), "status"),
         (
-            Method::PUT,
-            path,
-            with("status", json!("CANCELED")),
-            400,
-            "status",
-        ),
-        (
-            Method::PUT,
-            path,
-            with("service_resource_identifier", json!("someone-else")),
-            400,
+            "service_resource_identifier",
+            json!("someone-else"),
             "service_resource_identifier",
         ),
+        ("renewed", json!(true), "renewed"),
+        ("agreement_period", json!(36), "agreement_period"),
         (
-            Method::PUT,
-            path,
-            with("renewed", json!(true)),
-            400,
-            "renewed",
-        ),
-        (
-            Method::PUT,
-            path,
-            with("agreement_period", json!(36)),
-            400,
-            "agreement_period",
-        ),
-        (
-            Method::PUT,
-            path,
-            with("start_date", json!("2020-01-01T00:00:00-06:00")),
-            400,
+            "start_date",
+            json!("2020-01-01T00:00:00-06:00"),
             "start_date",
         ),
-        (
-            Method::PUT,
-            path,
-            with("renewed_by_mistake", json!(true)),
-            400,
-            "renewed_by_mistake",
-        ),
-        (
-            Method::PUT,
-            path,
-            with("agreement", json!({"name": "no id"})),
-            400,
-            "id",
-        ),
-    ];
+        ("renewed_by_mistake", json!(true), "renewed_by_mistake"),
+        ("agreement", json!({"name": "no id"}), "id"),
+    ]
+    .into_iter()
+    .map(|(field, value, needle)| (Method::PUT, path, with(field, value), 400, needle))
+    .collect();
     assert_refused(&s, &t, &cases).await;
     assert_eq!(read(&s, &t, path).await, before, "refusals change nothing");
     // The same instant written with another offset is the same start.

@@ -6,32 +6,18 @@
 
 use crate::chain::autumn_run;
 use e2e::revenue::Rev;
-use e2e::TestServer;
+use e2e::{union_keys, TestServer};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-/// The keys of two objects, in order, without repeats.
-fn keys(a: &Value, b: &Value) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in [a, b] {
-        for k in v.as_object().expect("object").keys() {
-            if !out.contains(k) {
-                out.push(k.clone());
-            }
-        }
-    }
-    out
-}
-
-/// GET `path`, let `change` edit the body, PUT it to `put_path` (200), GET `path` again:
-/// `field` reads back as `changed` left it, the fields of `derived` may differ, every other
-/// field is unchanged.
+/// GET `path`, let `change` edit the body, PUT it back (200), GET `path` again: `field`
+/// reads back as `change` left it, the fields of `derived` may differ, every other field is
+/// unchanged.
 async fn change_one(
     c: &Rev<'_>,
     path: &str,
-    put_path: &str,
     field: &str,
-    change: impl Fn(&mut Value),
+    change: &dyn Fn(&mut Value),
     derived: &[&str],
 ) {
     let before = c.get_ok(path).await;
@@ -41,10 +27,9 @@ async fn change_one(
         body[field], before[field],
         "{path}: the case must change {field}"
     );
-    c.expect(Method::PUT, put_path, Some(body.clone()), 200)
-        .await;
+    c.expect(Method::PUT, path, Some(body.clone()), 200).await;
     let after = c.get_ok(path).await;
-    for key in keys(&before, &after) {
+    for key in union_keys(&before, &after) {
         if key == field {
             assert_eq!(
                 after[&key], body[&key],
@@ -108,7 +93,7 @@ async fn a_ledger_put_back_with_one_field_changed_changes_that_field() {
     ];
     for (field, value, derived) in cases {
         let set = |body: &mut Value| body[field] = value.clone();
-        change_one(&c, path, path, field, set, derived).await;
+        change_one(&c, path, field, &set, derived).await;
     }
 }
 
@@ -119,35 +104,26 @@ async fn a_year_put_back_with_one_field_changed_changes_that_field() {
     let ledger = c.get_ok("/ledgers/2").await;
     let year_id = ledger["calendar"]["years"][0]["id"].clone();
     let path = format!("/ledgers/2/calendar/years/{year_id}");
-    change_one(&c, &path, &path, "name", |y| y["name"] = json!("FY26"), &[]).await;
-    change_one(
-        &c,
-        &path,
-        &path,
-        "description",
-        |y| y["description"] = json!("Quarters"),
-        &[],
-    )
-    .await;
-    // One period renamed, one reopened: the year's derived flags may follow.
-    change_one(
-        &c,
-        &path,
-        &path,
-        "accounting-periods",
-        |y| y["accounting-periods"][1]["name"] = json!("Q2"),
-        &[],
-    )
-    .await;
-    change_one(
-        &c,
-        &path,
-        &path,
-        "accounting-periods",
-        |y| y["accounting-periods"][0]["open"] = json!(true),
-        &["open"],
-    )
-    .await;
+    // (field, the change, fields derived from it): one period renamed, one reopened (the
+    // year's derived `open` may follow).
+    type Change = fn(&mut Value);
+    let cases: [(&str, Change, &[&str]); 4] = [
+        ("name", |y| y["name"] = json!("FY26"), &[]),
+        ("description", |y| y["description"] = json!("Quarters"), &[]),
+        (
+            "accounting-periods",
+            |y| y["accounting-periods"][1]["name"] = json!("Q2"),
+            &[],
+        ),
+        (
+            "accounting-periods",
+            |y| y["accounting-periods"][0]["open"] = json!(true),
+            &["open"],
+        ),
+    ];
+    for (field, change, derived) in cases {
+        change_one(&c, &path, field, &change, derived).await;
+    }
     // A year body that names another year is refused.
     let mut other = c.get_ok(&path).await;
     other["id"] = json!(999);

@@ -191,6 +191,20 @@ impl TestServer {
 /// status, and a piece of text the message must contain ("" for any message).
 pub type Refusal<'a> = (reqwest::Method, &'a str, Option<Value>, u16, &'a str);
 
+/// The keys of two JSON objects, in order, without repeats (what a before/after comparison
+/// of one record walks).
+pub fn union_keys(a: &Value, b: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in [a, b] {
+        for k in v.as_object().expect("object").keys() {
+            if !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+    }
+    out
+}
+
 /// The `code` of a `{code, message}` error with `status`: its reason phrase in upper snake
 /// case (`404` -> `NOT_FOUND`).
 pub fn status_code(status: u16) -> String {
