@@ -230,6 +230,42 @@ fn size_and_depth_are_bounded() {
     assert!(Formula::parse(&chain).is_ok());
 }
 
+/// The largest formulas of several shapes, parsed and evaluated repeatedly: each stays far
+/// below a millisecond-scale budget (printed with `--nocapture`; the bound is generous for a
+/// loaded debug build: the point is that no shape is super-linear).
+#[test]
+fn the_largest_formulas_run_fast() {
+    let max_args = format!("max(amount{})", ", 1".repeat((MAX_CHARS - 12) / 3));
+    let nested_chain = format!(
+        "{}amount{}{}",
+        "(".repeat(MAX_DEPTH - 1),
+        " * 1".repeat((MAX_CHARS - 6 - 2 * (MAX_DEPTH - 1)) / 4),
+        ")".repeat(MAX_DEPTH - 1)
+    );
+    let conditions = format!(
+        "if(amount > 0{}, 1, 0)",
+        " and amount < 5".repeat((MAX_CHARS - 20) / 15)
+    );
+    let text = format!("if(reference_id == '{}', 1, 0)", "x".repeat(MAX_CHARS - 30));
+    let shapes = [max_args, nested_chain, conditions, text];
+    for source in &shapes {
+        assert!(source.chars().count() <= MAX_CHARS, "{source}");
+        let rounds = 200u32;
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            let f = Formula::parse(source).unwrap();
+            f.evaluate(&inputs(d("3"), Some("roam"))).unwrap();
+        }
+        let each = start.elapsed() / rounds;
+        println!(
+            "{} characters ({}...): parse + evaluate {each:?}",
+            source.chars().count(),
+            &source[..12]
+        );
+        assert!(each < std::time::Duration::from_millis(20), "{each:?}");
+    }
+}
+
 /// Characters formulas are made of, weighted towards what makes valid ones.
 fn formula_text() -> impl Strategy<Value = String> {
     let atoms = prop_oneof![
