@@ -6,7 +6,7 @@
 use e2e::{TestServer, TestTenant};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-use shared::domain::{agreements, catalog};
+use shared::domain::catalog;
 
 const BULK: &str = "/billing/2/usage-events/bulk";
 const SIMULATE: &str = "/billing/2/usage-events/simulate/bulk";
@@ -82,16 +82,7 @@ async fn add_formula_service(s: &TestServer, t: &TestTenant) {
                 "rate": {"expression": expression}});
             catalog::create_usage_rule(tx, &serde_json::from_str(&rule.to_string())?, tz)?;
         }
-        let agreement: agreements::NewAgreement =
-            serde_json::from_value(json!({"name": "Formula agreement", "product_ids": [60]}))?;
-        let agreement_id = agreements::create_agreement(tx, &agreement, tz)?;
-        let service: agreements::NewService = serde_json::from_value(json!({
-            "billing_account_id": 60, "product_id": 60, "agreement_id": agreement_id,
-            "start_date": "2026-01-01", "end_date": "2026-07-01",
-            "resources": [{"identifier": "formula-0001"}]
-        }))?;
-        agreements::create_service(tx, &service, tz)?;
-        Ok(())
+        super::sell::sell_product(tx, "Formula", 60, 60, "formula-0001")
     })
     .await
     .unwrap();

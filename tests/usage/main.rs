@@ -4,3 +4,4 @@
 mod formula;
 mod posting;
 mod reading;
+mod sell;
