@@ -238,6 +238,84 @@ async fn surface_a_apply_payment_on_invoices_and_accounts_and_faults() {
     assert!(opt_attr(a.get("users/current").await.el(), "username").is_some());
 }
 
+/// Every element of a collection GET (all pages of 50).
+async fn elements(a: &Legacy, collection: &str) -> Vec<legacy::xml::Element> {
+    let r = a.get(&format!("{collection}?pageSize=50")).await;
+    assert_eq!(r.status, 200, "{collection}: {}", r.body);
+    assert_eq!(paging(&r)[4], 1, "{collection} fits one page");
+    r.el().children.clone()
+}
+
+#[tokio::test]
+async fn surface_a_records_carry_the_platform_attributes() {
+    let a = Legacy::start("demo").await;
+    // BillingAccount: accountNum, billType (PAPER, EMAIL, PAPER_EMAIL, NONE), status (ACTIVE,
+    // SUSPENDED, PENDING, COLLECTION, DEACTIVATED, FINAL_BILL, CLOSED), balance, currencyType
+    for e in elements(&a, "billingAccounts").await {
+        assert!(!attr(&e, "accountNum").is_empty());
+        assert!(["PAPER", "EMAIL", "PAPER_EMAIL", "NONE"].contains(&attr(&e, "billType")));
+        assert!([
+            "ACTIVE",
+            "SUSPENDED",
+            "PENDING",
+            "COLLECTION",
+            "DEACTIVATED",
+            "FINAL_BILL",
+            "CLOSED"
+        ]
+        .contains(&attr(&e, "status")));
+        for k in ["automaticRecurringPayment", "taxExempt"] {
+            assert!(["true", "false"].contains(&attr(&e, k)), "{k}");
+        }
+        attr(&e, "balance")
+            .parse::<rust_decimal::Decimal>()
+            .unwrap();
+        assert_eq!(attr(&e, "currencyType").len(), 3);
+    }
+    // Invoice: invoiceNum, amount, occurredOn, dueDate, amountToPay, status (PROCESSING, OPEN,
+    // CLOSED)
+    for e in elements(&a, "invoices").await {
+        assert!(!attr(&e, "invoiceNum").is_empty());
+        for k in ["amount", "amountToPay"] {
+            attr(&e, k).parse::<rust_decimal::Decimal>().unwrap();
+        }
+        chrono::DateTime::parse_from_rfc3339(attr(&e, "occurredOn")).unwrap();
+        assert!(["PROCESSING", "OPEN", "CLOSED"].contains(&attr(&e, "status")));
+        if attr(&e, "status") == "CLOSED" {
+            assert_eq!(
+                attr(&e, "amountToPay")
+                    .parse::<rust_decimal::Decimal>()
+                    .unwrap(),
+                rust_decimal::Decimal::ZERO
+            );
+        }
+    }
+    // Payment: amount, status, and one payment-method child (creditCardPayment,
+    // checkPayment, cashPayment, ...)
+    for e in elements(&a, "payments").await {
+        attr(&e, "amount").parse::<rust_decimal::Decimal>().unwrap();
+        assert!(!attr(&e, "status").is_empty());
+        let methods: Vec<&str> = e
+            .children
+            .iter()
+            .map(|c| c.name.as_str())
+            .filter(|n| n.ends_with("Payment"))
+            .collect();
+        assert_eq!(methods.len(), 1, "{e:?}");
+    }
+    // BillingAccountCategory: description and status (BA_CATEGORY_ACTIVE, _SUSPENDED,
+    // _CANCELED)
+    for e in elements(&a, "billingAccountCategories").await {
+        assert!(!attr(&e, "description").is_empty());
+        assert!([
+            "BA_CATEGORY_ACTIVE",
+            "BA_CATEGORY_SUSPENDED",
+            "BA_CATEGORY_CANCELED"
+        ]
+        .contains(&attr(&e, "status")));
+    }
+}
+
 // ---- Surface B -------------------------------------------------------------------------
 
 async fn get(s: &TestServer, t: &TestTenant, path: &str, query: &[(&str, &str)]) -> Answer {
@@ -395,6 +473,19 @@ async fn surface_b_list_parameters_and_headers() {
     let d = ids(&desc);
     assert!(d.windows(2).all(|w| w[0] > w[1]), "{d:?}");
     assert_eq!(d[0], *all_ids(&s, &t, path).await.iter().max().unwrap());
+    // only sortable parameters sort: another is a 400 naming it
+    let unsortable = billing::get(&s, &t, path, &[("sort", "true_up_charge_types")]).await;
+    assert_eq!(unsortable.status, 400, "{}", unsortable.body);
+    assert!(unsortable.error().1.contains("true_up_charge_types"));
+    // charge category types are the platform's
+    let categories = get(&s, &t, "/adjustment-categories", &[]).await;
+    for c in categories.items() {
+        assert!(
+            shared::domain::catalog::CHARGE_CATEGORY_TYPES
+                .contains(&c["charge_category_type"].as_str().unwrap()),
+            "{c}"
+        );
+    }
     // id: the internal identifier
     let by_id = get(&s, &t, path, &[("id", "5")]).await;
     assert_eq!(ids(&by_id), [5]);
