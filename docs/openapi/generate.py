@@ -430,7 +430,7 @@ def billing_doc():
         "charge_category": obj({"charge_category_type": null(STR), "id": SID, "name": null(STR)}),
         "usage_uom": {"type": "string", "enum": UOMS}, "usage_amount": DEC,
     }, required=("charge", "usage_rule", "charge_category", "usage_uom", "usage_amount"),
-        description="An event charge; in a simulation without id.")
+        description="An event charge.")
     rated = obj({
         "id": SID, "total_charge": DEC, "start_time": DT, "end_time": null(DT),
         "service_resource_identifier": STR, "usage_uom": {"type": "string", "enum": UOMS},
@@ -440,7 +440,23 @@ def billing_doc():
         "overwrite_counter": INT64, "voided": BOOL,
     }, required=("total_charge", "start_time", "service_resource_identifier", "usage_uom",
                  "usage_amount", "service_period", "overwrite_counter"),
-        description="A rated event; in a simulation without id and request_id.")
+        description="A rated event.")
+    # A simulation answers what posting answers minus request_id; its ids name nothing
+    # stored: "-1", "-2", ... in answer order (negative int64 text, never a stored id).
+    sim_id = {"type": "string", "pattern": "^-[1-9][0-9]*$",
+              "description": "Simulated id: -n for the n-th item of the answer; names nothing stored."}
+    sim_charge = {**charge, "properties": {**charge["properties"], "id": sim_id},
+                  "required": ["id", *charge["required"]],
+                  "description": "An event charge of a simulation."}
+    sim_rated = {**rated, "properties": {
+        **{k: v for k, v in rated["properties"].items() if k != "request_id"},
+        "id": sim_id, "event_charges": arr(ref("SimulatedEventCharge"))},
+        "required": ["id", *rated["required"]],
+        "not": {"required": ["request_id"]},
+        "description": "A rated event of a simulation: no request_id, a simulated id."}
+    sim_outcome = obj({"rated_events": arr(ref("SimulatedEvent")),
+                       "erred_events": arr(ref("ErredEvent"))},
+                      required=("rated_events", "erred_events"))
     erred = obj({
         "unrated_event": {"description": "The event exactly as submitted"},
         "code": {"type": "string", "enum": [
@@ -550,7 +566,7 @@ def billing_doc():
             example=bulk_example)},
         f"{P}/usage-events/simulate/bulk": {"post": b_write(
             "simulateUsageEvents", "Rate 1..50 usage events without storing anything",
-            ref("BulkRequest"), 200, "BulkOutcome", errors=usage_bulk_errors, prefer=False, tag="usage",
+            ref("BulkRequest"), 200, "SimulationOutcome", errors=usage_bulk_errors, prefer=False, tag="usage",
             example=bulk_example)},
         f"{P}/usage-events": {"get": b_list(
             "listUsageEvents", "Rated usage events (at least one narrowing parameter)", "RatedEvent", [
@@ -571,7 +587,8 @@ def billing_doc():
         "NewTrueUpRelation": new_relation, "Invoice": invoice, "BillBatchRun": run,
         "BillBatch": batch, "NewBillBatch": new_batch, "UsageEvent": usage_event_in,
         "BulkRequest": bulk, "EventCharge": charge, "RatedEvent": rated,
-        "ErredEvent": erred, "BulkOutcome": outcome,
+        "ErredEvent": erred, "BulkOutcome": outcome, "SimulatedEventCharge": sim_charge,
+        "SimulatedEvent": sim_rated, "SimulationOutcome": sim_outcome,
     }
     return {
         "openapi": "3.1.0",

@@ -87,7 +87,7 @@ async fn billing_accounts_page_filter_get_create_and_edit() {
         "",
     )];
     let bodies = [
-        (r#"<billingAccount name="x"/>"#, "accountNum"),
+        (r#"<billingAccount accountNum=" "/>"#, "accountNum"),
         (
             r#"<billingAccount accountNum="X2" automaticRecurringPayment="maybe"/>"#,
             "automaticRecurringPayment",

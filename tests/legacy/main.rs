@@ -1,6 +1,7 @@
 //! Surface A (`/t/s/r/1.28`, XML) end to end: one test binary, one module per concern. The
 //! XML client and readers are `e2e::legacy`.
 
+mod account_num;
 mod api;
 mod commands;
 mod cross_surface;

@@ -4,7 +4,7 @@
 use e2e::{error_body, TestServer, TestTenant};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-use shared::domain::{agreements, catalog};
+use shared::domain::catalog;
 
 const BULK: &str = "/billing/2/usage-events/bulk";
 
@@ -335,16 +335,7 @@ async fn add_lab_service(s: &TestServer, t: &TestTenant) {
              VALUES (50, 3, 'broken', 1, 'COUNT', 'FLAT', '{\"rate\": \"cheap\"}')",
             [],
         )?;
-        let agreement: agreements::NewAgreement =
-            serde_json::from_value(json!({"name": "Lab agreement", "product_ids": [50]}))?;
-        let agreement_id = agreements::create_agreement(tx, &agreement, tz)?;
-        let service: agreements::NewService = serde_json::from_value(json!({
-            "billing_account_id": 50, "product_id": 50, "agreement_id": agreement_id,
-            "start_date": "2026-01-01", "end_date": "2026-07-01",
-            "resources": [{"identifier": "lab-0001"}]
-        }))?;
-        agreements::create_service(tx, &service, tz)?;
-        Ok(())
+        super::sell::sell_product(tx, "Lab", 50, 50, "lab-0001")
     })
     .await
     .unwrap();

@@ -62,7 +62,7 @@ fn mixed_events() -> Value {
     ])
 }
 
-/// A rated event without the fields only a posting has.
+/// A rated event without its ids and request id (which differ between posting and simulation).
 fn without_ids(e: &Value) -> Value {
     let mut e = e.clone();
     let o = e.as_object_mut().unwrap();
@@ -106,21 +106,37 @@ async fn simulation_stores_nothing_and_answers_like_posting() {
     let rated = sim["rated_events"].as_array().unwrap();
     assert_eq!(rated.len(), 5);
     assert_eq!(sim["erred_events"][0]["code"], "UNKNOWN_SERVICE_RESOURCE");
-    for e in rated {
+    // Simulated events and charges carry ids (the spec leaves out only request_id): -1, -2,
+    // ... in answer order, int64 text that no stored record ever has.
+    let mut charge_ids = Vec::new();
+    for (n, e) in rated.iter().enumerate() {
         let o = e.as_object().unwrap();
-        assert!(
-            !o.contains_key("request_id") && !o.contains_key("id"),
-            "{e}"
-        );
+        assert!(!o.contains_key("request_id"), "{e}");
+        assert_eq!(e["id"], json!(format!("-{}", n + 1)), "{e}");
+        for c in e["event_charges"].as_array().unwrap() {
+            charge_ids.push(c["id"].as_str().unwrap().to_string());
+        }
     }
+    let expected: Vec<String> = (1..=charge_ids.len()).map(|n| format!("-{n}")).collect();
+    assert_eq!(charge_ids, expected);
     assert_eq!(rated[0]["overwrite_counter"], 1);
+    // a simulated id names no stored event
+    let r = s
+        .client
+        .get(s.url("/billing/2/usage-events/-1"))
+        .header("X-Api-Key", &t.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 
-    // posting the same call answers the same events, plus ids and one request id
+    // posting the same call answers the same events, with stored ids and one request id
     let posted = call(&s, &t, BULK, &body).await;
     assert_eq!(posted["erred_events"], sim["erred_events"]);
     let posted_rated = posted["rated_events"].as_array().unwrap();
     let stripped: Vec<Value> = posted_rated.iter().map(without_ids).collect();
-    assert_eq!(&stripped, rated);
+    let sim_stripped: Vec<Value> = rated.iter().map(without_ids).collect();
+    assert_eq!(stripped, sim_stripped);
     // no id was consumed by the simulations: ids continue right after the first posting
     let ids: Vec<i64> = posted_rated
         .iter()

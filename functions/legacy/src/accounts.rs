@@ -66,17 +66,18 @@ fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
 const READ_ONLY: &[&str] = &["eid", "balance", "pendingChargesTotal", "currencyType"];
 
 /// `POST billingAccounts`: creates an account, which joins the ACTIVE bill batches of its
-/// category; answers its eid.
+/// category; answers its eid. An absent `accountNum` is generated (`BA-00000007`, see
+/// `shared::domain::accounts::create_account`).
 pub async fn create(
     BasicAuth(tenant): BasicAuth,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
     let mut f = Fields::new(&body, "billingAccount")?;
-    let account_num = f.required("accountNum")?;
+    // Without accountNum (as in the spec's own sample) the platform numbers the account.
     let account = NewAccount {
         id: None,
-        name: f.text("name").unwrap_or_else(|| account_num.clone()),
-        account_num,
+        account_num: f.text("accountNum"),
+        name: f.text("name"),
         external_account_num: f.text("externalAccountNum"),
         billing_account_category_id: f.reference("billingAccountCategory")?,
         bill_cycle_id: f.reference("billCycle")?,

@@ -155,12 +155,12 @@ pub fn create_bill_cycle(tx: &Transaction<'_>, c: &NewBillCycle) -> Result<i64> 
 pub struct NewAccount {
     /// Explicit id (seed data only).
     pub id: Option<i64>,
-    /// Unique account number.
-    pub account_num: String,
+    /// Unique account number; generated ([`generated_account_num`]) when absent.
+    pub account_num: Option<String>,
     /// The customer's own number for the account.
     pub external_account_num: Option<String>,
-    /// Display name.
-    pub name: String,
+    /// Display name; the account number when absent.
+    pub name: Option<String>,
     /// Category id.
     pub billing_account_category_id: Option<i64>,
     /// Bill cycle id.
@@ -223,7 +223,30 @@ fn check_account(
     Ok(())
 }
 
-/// Creates a billing account; the account number must be unused.
+/// The account number the platform gives account `id` when the client gives none: `BA-` and
+/// the id in at least 8 digits (`BA-00000007`); when a client already took that number,
+/// `-2`, `-3`, ... is appended until the number is free, so a generated number never
+/// collides with a client-chosen one.
+fn generated_account_num(tx: &Transaction<'_>, id: i64) -> Result<String> {
+    let base = format!("BA-{id:08}");
+    let mut stmt = tx.prepare_cached("SELECT 1 FROM billing_accounts WHERE account_num = ?1")?;
+    if !stmt.exists([&base])? {
+        return Ok(base);
+    }
+    // Each taken candidate is a distinct stored number, so this ends within (accounts + 2)
+    // tries.
+    let mut n: u64 = 2;
+    loop {
+        let candidate = format!("{base}-{n}");
+        if !stmt.exists([&candidate])? {
+            return Ok(candidate);
+        }
+        n += 1;
+    }
+}
+
+/// Creates a billing account; a given account number must be unused, an absent one is
+/// generated from the new id ([`generated_account_num`]).
 pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i64> {
     let bill_type = a.bill_type.clone().unwrap_or_else(|| "PAPER".into());
     check_enum("billType", &bill_type, BILL_TYPES)?;
@@ -234,21 +257,26 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
     check_account(
         tx,
         None,
-        Some(&a.account_num),
+        a.account_num.as_deref(),
         Some(&bill_type),
         a.billing_account_category_id,
         a.bill_cycle_id,
     )?;
     let start = parse_opt_time("startDate", &a.start_date, tz)?;
     let zero = canonical(Decimal::ZERO);
-    insert(
+    // Without a number, the row is written under a placeholder no client can hold (a fresh
+    // UUID; NOT NULL UNIQUE column) and numbered from its id right after.
+    let placeholder = format!("pending-{}", uuid::Uuid::new_v4());
+    let account_num = a.account_num.clone().unwrap_or_else(|| placeholder.clone());
+    let name = a.name.clone().unwrap_or_else(|| account_num.clone());
+    let id = insert(
         tx,
         "billing_accounts",
         &[
             ("id", &a.id),
-            ("account_num", &a.account_num),
+            ("account_num", &account_num),
             ("external_account_num", &a.external_account_num),
-            ("name", &a.name),
+            ("name", &name),
             (
                 "billing_account_category_id",
                 &a.billing_account_category_id,
@@ -266,7 +294,14 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
             ("tax_exempt", &a.tax_exempt),
             ("start_date", &start),
         ],
-    )
+    )?;
+    if a.account_num.is_none() {
+        let number = generated_account_num(tx, id)?;
+        let name = a.name.clone().unwrap_or_else(|| number.clone());
+        tx.prepare_cached("UPDATE billing_accounts SET account_num = ?1, name = ?2 WHERE id = ?3")?
+            .execute(rusqlite::params![number, name, id])?;
+    }
+    Ok(id)
 }
 
 /// Changes to a billing account. Status changes go through the status commands, and

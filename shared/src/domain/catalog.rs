@@ -26,7 +26,7 @@ pub const CHARGE_CATEGORY_TYPES: &[&str] = &[
 /// Statuses of a charge (adjustment) category.
 pub const CATEGORY_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
 /// How a usage rule turns an amount into a charge.
-pub const RATE_KINDS: &[&str] = &["FLAT", "TIERED", "TABLE", "PASS_THROUGH"];
+pub const RATE_KINDS: &[&str] = &["FLAT", "TIERED", "TABLE", "PASS_THROUGH", "FORMULA"];
 /// Every unit of measure a usage event may carry.
 pub const USAGE_UOMS: &[&str] = &[
     "MILLISECOND",
@@ -247,7 +247,8 @@ pub struct NewUsageRule {
     /// One of [`RATE_KINDS`].
     pub rate_kind: String,
     /// The rate definition, by kind: FLAT `{"rate": n}`, TIERED `{"tiers": [{"up_to": n|null,
-    /// "rate": n}]}`, TABLE `{"lookup_table_id": id, "key": "..."}`, PASS_THROUGH `{}`.
+    /// "rate": n}]}`, TABLE `{"lookup_table_id": id, "key": "..."}`, PASS_THROUGH `{}`,
+    /// FORMULA `{"expression": "..."}` (the language of `crate::rating::formula`).
     /// Kept as raw JSON text so that rates keep their exact digits.
     #[serde(default)]
     pub rate: Option<Box<serde_json::value::RawValue>>,

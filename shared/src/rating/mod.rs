@@ -4,10 +4,12 @@
 //! A rate plan is an ordered list of [`Rule`]s. For an event, the rules are tried in order;
 //! a rule is considered only when the event's unit converts into the rule's unit
 //! ([`uom`]), and the first rule whose [`condition::Condition`] holds on the converted amount
-//! prices it with its [`rate::Rate`]. The charge is rounded per [`currency`].
+//! prices it with its [`rate::Rate`] (FORMULA rates evaluate a [`formula::Formula`] over the
+//! event). The charge is rounded per [`currency`].
 
 pub mod condition;
 pub mod currency;
+pub mod formula;
 pub mod rate;
 pub mod uom;
 
@@ -105,7 +107,7 @@ pub fn rate(plan: &[Rule], usage: &Usage<'_>, currency: &str) -> Result<Charge, 
         let rate = rule.rate.as_ref().map_err(|e| {
             RatingError::RuleMisconfigured(format!("usage rule {} ({}): {e}", rule.id, rule.name))
         })?;
-        let priced = rate.price(amount, usage.start).map_err(|e| {
+        let priced = rate.price(amount, usage).map_err(|e| {
             RatingError::RateNotFound(format!("usage rule {} ({}): {e}", rule.id, rule.name))
         })?;
         return Ok(Charge {

@@ -10,7 +10,11 @@
 //!   with that key whose [valid_from, valid_to) holds the event's start; `key` defaults to the
 //!   rule's unit.
 //! - PASS_THROUGH `{}`: the amount itself is the charge (rate 1).
+//! - FORMULA `{"expression": "..."}`: the value of the expression ([`super::formula`]) over
+//!   the event; its rate is the charge ÷ the amount (12 decimals; 0 for a zero amount).
 
+use super::formula::{Formula, Inputs};
+use super::Usage;
 use crate::money::deserialize_number;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -65,7 +69,15 @@ pub enum Rate {
     },
     /// The amount is the charge.
     PassThrough,
+    /// The value of a formula over the event.
+    Formula {
+        /// The parsed, checked expression.
+        formula: Box<Formula>,
+    },
 }
+
+/// Decimals of the rate shown for a FORMULA charge (charge ÷ amount).
+const FORMULA_RATE_PLACES: u32 = 12;
 
 /// The charge of a rate before currency rounding, and the rate that produced it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,6 +112,12 @@ struct TableDef {
 #[serde(deny_unknown_fields)]
 struct PassThroughDef {}
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FormulaDef {
+    expression: String,
+}
+
 impl Rate {
     /// Parses a stored definition of `kind`; `rule_uom` is the default TABLE key. The error
     /// says what is wrong with the definition.
@@ -127,14 +145,24 @@ impl Rate {
                 let _: PassThroughDef = serde_json::from_str(json).map_err(bad)?;
                 Ok(Rate::PassThrough)
             }
+            "FORMULA" => {
+                let d: FormulaDef = serde_json::from_str(json).map_err(bad)?;
+                let formula = Formula::parse(&d.expression)
+                    .map_err(|e| format!("FORMULA expression: {e}"))?;
+                Ok(Rate::Formula {
+                    formula: Box::new(formula),
+                })
+            }
             other => Err(format!("unknown rate kind '{other}'")),
         }
     }
 
-    /// Prices `amount` (in the rule's unit) for an event starting at `at`. The error says why
-    /// no price exists (no lookup row valid then, arithmetic overflow).
-    pub fn price(&self, amount: Decimal, at: DateTime<Utc>) -> Result<Priced, String> {
+    /// Prices `amount` (the event's amount in the rule's unit) for `usage`. The error says
+    /// why no price exists (no lookup row valid at the start, arithmetic overflow, a formula's
+    /// division by zero).
+    pub fn price(&self, amount: Decimal, usage: &Usage<'_>) -> Result<Priced, String> {
         let overflow = || "the charge overflows".to_string();
+        let at = usage.start;
         match self {
             Rate::Flat { rate } => Ok(Priced {
                 charge: amount.checked_mul(*rate).ok_or_else(overflow)?,
@@ -145,6 +173,29 @@ impl Rate {
                 rate: Decimal::ONE,
             }),
             Rate::Tiered { tiers } => price_tiers(tiers, amount).ok_or_else(overflow),
+            Rate::Formula { formula } => {
+                let inputs = Inputs {
+                    amount,
+                    usage_amount: usage.amount,
+                    attributes: usage.attributes,
+                };
+                let charge = formula
+                    .evaluate(&inputs)
+                    .map_err(|e| format!("FORMULA: {e}"))?;
+                let rate = if amount.is_zero() {
+                    Decimal::ZERO
+                } else {
+                    charge
+                        .checked_div(amount)
+                        .ok_or_else(|| "FORMULA: the rate (charge ÷ amount) overflows".to_string())?
+                        .round_dp_with_strategy(
+                            FORMULA_RATE_PLACES,
+                            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                        )
+                        .normalize()
+                };
+                Ok(Priced { charge, rate })
+            }
             Rate::Table {
                 lookup_table_id,
                 key,
@@ -228,8 +279,19 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn at(s: &str) -> DateTime<Utc> {
-        crate::time::from_storage(s).unwrap()
+    /// An event starting at `s` (what a rate reads of it besides the amount).
+    fn at(s: &str) -> Usage<'static> {
+        Usage {
+            uom: "HOUR",
+            amount: d("1"),
+            start: crate::time::from_storage(s).unwrap(),
+            attributes: crate::rating::Attributes {
+                reference_id: Some("roam-1"),
+                sequence_id: None,
+                service_resource_identifier: "x",
+                usage_uom: "HOUR",
+            },
+        }
     }
 
     const TIERS: &str = r#"{"tiers": [{"up_to": 100, "rate": 0.09}, {"up_to": 1000, "rate": 0.07}, {"up_to": null, "rate": 0.05}]}"#;
@@ -238,16 +300,16 @@ mod tests {
     fn flat_and_pass_through() {
         let t = at("2026-01-01T00:00:00Z");
         let flat = Rate::parse("FLAT", r#"{"rate": 0.12}"#, "HOUR").unwrap();
-        assert_eq!(flat.price(d("3.5"), t).unwrap().charge, d("0.42"));
+        assert_eq!(flat.price(d("3.5"), &t).unwrap().charge, d("0.42"));
         let pass = Rate::parse("PASS_THROUGH", "{}", "CURRENCY").unwrap();
-        assert_eq!(pass.price(d("19.999"), t).unwrap().charge, d("19.999"));
+        assert_eq!(pass.price(d("19.999"), &t).unwrap().charge, d("19.999"));
     }
 
     #[test]
     fn tiers_are_graduated() {
         let t = at("2026-01-01T00:00:00Z");
         let r = Rate::parse("TIERED", TIERS, "GIGABYTE").unwrap();
-        let p = |a: &str| r.price(d(a), t).unwrap();
+        let p = |a: &str| r.price(d(a), &t).unwrap();
         assert_eq!(p("50").charge, d("4.5"));
         assert_eq!(p("100").charge, d("9"));
         assert_eq!(p("150").charge, d("12.5"));
@@ -267,7 +329,7 @@ mod tests {
             "COUNT",
         )
         .unwrap();
-        assert_eq!(r.price(d("30"), t).unwrap().charge, d("40"));
+        assert_eq!(r.price(d("30"), &t).unwrap().charge, d("40"));
     }
 
     #[test]
@@ -289,6 +351,12 @@ mod tests {
         .is_err());
         assert!(Rate::parse("TABLE", "{}", "HOUR").is_err());
         assert!(Rate::parse("FORMULA", "{}", "HOUR").is_err());
+        assert!(Rate::parse("FORMULA", r#"{"expression": "1", "x": 1}"#, "HOUR").is_err());
+        let e = Rate::parse("FORMULA", r#"{"expression": "amount *"}"#, "HOUR").unwrap_err();
+        assert_eq!(
+            e,
+            "FORMULA expression: expected a value, found the end at character 9"
+        );
     }
 
     #[test]
@@ -299,24 +367,47 @@ mod tests {
             rows.push(LookupRow {
                 key: "KILOWATTS_PER_HOUR".into(),
                 value: d("0.21"),
-                valid_from: Some(at("2025-01-01T00:00:00Z")),
-                valid_to: Some(at("2026-01-01T00:00:00Z")),
+                valid_from: Some(at("2025-01-01T00:00:00Z").start),
+                valid_to: Some(at("2026-01-01T00:00:00Z").start),
             });
             rows.push(LookupRow {
                 key: "KILOWATTS_PER_HOUR".into(),
                 value: d("0.2375"),
-                valid_from: Some(at("2026-01-01T00:00:00Z")),
+                valid_from: Some(at("2026-01-01T00:00:00Z").start),
                 valid_to: None,
             });
         }
         assert_eq!(
-            r.price(d("10"), at("2025-12-31T23:59:59Z")).unwrap().rate,
+            r.price(d("10"), &at("2025-12-31T23:59:59Z")).unwrap().rate,
             d("0.21")
         );
         assert_eq!(
-            r.price(d("10"), at("2026-01-01T00:00:00Z")).unwrap().charge,
+            r.price(d("10"), &at("2026-01-01T00:00:00Z"))
+                .unwrap()
+                .charge,
             d("2.375")
         );
-        assert!(r.price(d("10"), at("2024-06-01T00:00:00Z")).is_err());
+        assert!(r.price(d("10"), &at("2024-06-01T00:00:00Z")).is_err());
+    }
+
+    #[test]
+    fn formulas_price_over_the_event() {
+        let t = at("2026-01-01T00:00:00Z");
+        let r = Rate::parse(
+            "FORMULA",
+            r#"{"expression": "if(starts_with(reference_id, 'roam'), max(2.5, amount * 0.4), 0)"}"#,
+            "MINUTE",
+        )
+        .unwrap();
+        let p = r.price(d("7"), &t).unwrap();
+        assert_eq!((p.charge, p.rate), (d("2.8"), d("0.4")));
+        let p = r.price(d("3"), &t).unwrap();
+        assert_eq!((p.charge, p.rate), (d("2.5"), d("0.833333333333")));
+        assert_eq!(r.price(d("0"), &t).unwrap().rate, d("0"));
+        let r = Rate::parse("FORMULA", r#"{"expression": "1 / (amount - 2)"}"#, "COUNT").unwrap();
+        assert_eq!(
+            r.price(d("2"), &t).unwrap_err(),
+            "FORMULA: division by zero at character 3"
+        );
     }
 }

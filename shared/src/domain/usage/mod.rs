@@ -150,7 +150,7 @@ pub struct ChargeCategoryRef {
 /// One charge of a rated event.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventCharge {
-    /// Id (absent in simulations).
+    /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The charge, rounded to the account's currency.
@@ -173,7 +173,7 @@ pub struct EventCharge {
 /// A rated event as Surface B renders it (times in the tenant's zone, with offsets).
 #[derive(Debug, Clone, Serialize)]
 pub struct RatedEvent {
-    /// Id (absent in simulations).
+    /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Sum of the event charges.

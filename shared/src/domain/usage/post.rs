@@ -31,18 +31,22 @@ pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutco
 }
 
 /// Simulates a bulk call: the same processing as [`post`] inside a savepoint that is rolled
-/// back, answered without ids and request ids.
+/// back, answered without request ids and with simulated ids: the n-th rated event of the
+/// answer is `-n`, and the answer's charges are numbered `-1`, `-2`, ... likewise. Stored ids
+/// are positive, so a simulated id is int64 text that never names a stored record.
 pub fn simulate(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
     req.check()?;
     tx.execute_batch("SAVEPOINT usage_simulation")?;
     let outcome = process(tx, req, tz, "simulation");
     tx.execute_batch("ROLLBACK TO usage_simulation; RELEASE usage_simulation")?;
     let mut outcome = outcome?;
-    for e in &mut outcome.rated_events {
-        e.id = None;
+    let mut charges = 0usize;
+    for (n, e) in outcome.rated_events.iter_mut().enumerate() {
+        e.id = Some(format!("-{}", n + 1));
         e.request_id = None;
         for c in &mut e.event_charges {
-            c.id = None;
+            charges += 1;
+            c.id = Some(format!("-{charges}"));
         }
     }
     Ok(outcome)

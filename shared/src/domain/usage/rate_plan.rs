@@ -1,7 +1,8 @@
 //! A product's rate plan as [`crate::rating`] applies it: its usage rules in plan order,
 //! each with its condition and parsed rate (a rule whose definition no longer parses keeps
 //! the error, which rating reports as RULE_MISCONFIGURED), TABLE rates with their lookup
-//! rows. Plans and lookup tables load once per bulk call.
+//! rows. Plans and lookup tables load once per bulk call, so a FORMULA rule's expression is
+//! lexed, parsed and checked once per call, then only evaluated per event.
 
 use crate::rating::{self, Condition, LookupRow, Rate, Rule};
 use crate::Result;

@@ -136,7 +136,11 @@ fn a_simulation_stores_nothing() {
     let req = request("FAIL_ON_EXISTING", json!([hours(3, "2026-03-10")]));
     let outcome = simulate(&tx, &req, tz()).unwrap();
     assert_eq!(outcome.rated_events[0].total_charge, Decimal::new(36, 2));
-    assert_eq!(outcome.rated_events[0].id, None);
+    // simulated ids name nothing stored: -1, -2, ... in answer order; no request id
+    let event = &outcome.rated_events[0];
+    assert_eq!(event.id.as_deref(), Some("-1"));
+    assert_eq!(event.event_charges[0].id.as_deref(), Some("-1"));
+    assert_eq!(event.request_id, None);
     let stored: i64 = tx
         .query_row("SELECT COUNT(*) FROM usage_events", [], |r| r.get(0))
         .unwrap();
