@@ -4,5 +4,6 @@
 
 mod chain;
 mod chargeinfo;
+mod ids;
 mod ledgers;
 mod usage_chain;
