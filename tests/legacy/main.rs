@@ -3,6 +3,7 @@
 
 mod api;
 mod commands;
+mod commands_more;
 mod cross_surface;
 mod safety;
 mod wadl;

@@ -1,5 +1,8 @@
-//! Commands: `applyPayment` on invoices and billing accounts, and the billing account status
-//! commands `suspend`, `resume` and `deactivate`. A refused state change is 409 GENERAL.
+//! Commands: `applyPayment` on invoices and billing accounts, the billing account status
+//! commands `suspend`, `resume` and `deactivate`, the account commands `addAdjustment`,
+//! `addNote`, `billOnDemand` and `moveToBillCycle`, and invoice `cancel`. A refused state
+//! change is 409 GENERAL; every answer is a `commandResponse` (or `applyPaymentResponse`)
+//! with `successful="true"` and the objects the command changed.
 
 use crate::entity::find;
 use crate::fault::Fault;
@@ -7,13 +10,18 @@ use crate::fields::{eid_of, Fields};
 use crate::payments::read_draft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
 use crate::xml::{Element, Node};
-use crate::{accounts, invoices, payments, xml_answer};
+use crate::{accounts, invoices, notes, payments, xml_answer};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
+use shared::domain::account_commands::{
+    add_note as store_note, bill_on_demand as bill_account, move_to_bill_cycle as move_account,
+    OnDemandBill,
+};
 use shared::domain::accounts::{change_status, StatusCommand};
 use shared::domain::adjustments::{add_credit, NewCredit};
+use shared::domain::invoices::cancel_invoice;
 use shared::domain::payments::{
     apply_for_command, CommandTarget, PaymentApplication, PaymentSource,
 };
@@ -201,6 +209,123 @@ pub async fn add_adjustment(
                 .attr("eid", outcome.adjustment_id)
                 .attr("appliedAmount", shared::money::canonical(outcome.applied))
                 .child(find(&accounts::ENTITY, tx, eid, tz)?))
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/addNote`: `<addNote note="..."/>` keeps a dated note on the
+/// account (read back at `billingAccounts/{eid}/notes`); answers the note and its eid.
+pub async fn add_note(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let mut f = Fields::new(&body, "addNote")?;
+    let note = f.required("note")?;
+    f.finish()?;
+    let now = shared::time::to_storage(shared::time::now());
+    let by = tenant.record.name.clone();
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let id = store_note(tx, eid, &note, Some(&by), &now)?;
+            Ok(Node::new("commandResponse")
+                .attr("successful", true)
+                .attr("eid", id)
+                .child(find(&notes::ENTITY, tx, id, tz)?))
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/billOnDemand`: the account's pending charges become one OPEN
+/// invoice now. The body is optional: `<billOnDemand description="" occurredOn=""
+/// dueDate=""/>`. Answers the invoice (its eid too) and the account afterwards.
+pub async fn bill_on_demand(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    OptionalXmlBody(body): OptionalXmlBody,
+) -> Result<Response, Fault> {
+    let mut bill = OnDemandBill::default();
+    if let Some(body) = &body {
+        let mut f = Fields::new(body, "billOnDemand")?;
+        bill.description = f.text("description");
+        bill.occurred_on = f.text("occurredOn");
+        bill.due_date = f.text("dueDate");
+        f.finish()?;
+    }
+    let now = shared::time::to_storage(shared::time::now());
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            let invoice = bill_account(tx, eid, &bill, &now, tz)?;
+            Ok(Node::new("commandResponse")
+                .attr("successful", true)
+                .attr("eid", invoice)
+                .child(find(&invoices::ENTITY, tx, invoice, tz)?)
+                .child(find(&accounts::ENTITY, tx, eid, tz)?))
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/moveToBillCycle`: `<moveToBillCycle><billCycle eid=""/>
+/// </moveToBillCycle>` moves the account to that cycle from its next billing day; answers
+/// the account.
+pub async fn move_to_bill_cycle(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let mut f = Fields::new(&body, "moveToBillCycle")?;
+    let cycle = f.reference("billCycle")?.ok_or_else(|| {
+        Fault::validation("<billCycle eid=\"...\"/> is required in <moveToBillCycle>")
+    })?;
+    f.finish()?;
+    let tz = tenant.tz;
+    let today = shared::time::now().with_timezone(&tz).date_naive();
+    let node = tenant
+        .db
+        .write(move |tx| {
+            move_account(tx, eid, cycle, today, tz)?;
+            find(&accounts::ENTITY, tx, eid, tz)
+        })
+        .await
+        .map_err(Fault::command)?;
+    Ok(xml_answer(
+        StatusCode::OK,
+        Node::new("commandResponse")
+            .attr("successful", true)
+            .child(node),
+    ))
+}
+
+/// `POST invoices/{eid}/cancel`: an unpaid invoice becomes CANCELED (body optional, an empty
+/// `<cancel/>`); answers the invoice and its account afterwards.
+pub async fn cancel(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    OptionalXmlBody(body): OptionalXmlBody,
+) -> Result<Response, Fault> {
+    if let Some(body) = &body {
+        Fields::new(body, "cancel")?.finish()?;
+    }
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .write(move |tx| {
+            cancel_invoice(tx, eid)?;
+            let account = shared::domain::invoices::invoice_account(tx, eid)?;
+            Ok(Node::new("commandResponse")
+                .attr("successful", true)
+                .child(find(&invoices::ENTITY, tx, eid, tz)?)
+                .child(find(&accounts::ENTITY, tx, account, tz)?))
         })
         .await
         .map_err(Fault::command)?;

@@ -8,7 +8,7 @@
 //! |------------|------------------------------------------|------------------|
 //! | USAGE      | usage events not voided (by start_time)  | USAGE_EVENT (parent) with one USAGE child per event charge |
 //! | USAGE      | collected events voided since (by voided_at) | the same, negated (a reversal, dated as the event) |
-//! | INVOICE    | invoices (by occurred_on)                | INVOICE          |
+//! | INVOICE    | invoices not CANCELED (by occurred_on)   | INVOICE          |
 //! | PAYMENT    | payments (by occurred_on)                | PAYMENT          |
 //! | ADJUSTMENT | account adjustments (by occurred_on)     | ADJUSTMENT       |
 //!

@@ -317,7 +317,8 @@ pub(super) fn collect_category(ctx: &RunContext<'_>, category: &str) -> Result<b
             "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on, i.amount,
                     NULL, i.invoice_num
              FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
-             WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 ORDER BY i.id",
+             WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 AND i.status <> 'CANCELED'
+             ORDER BY i.id",
         )?,
         // A payment lowers the receivable: its charge amount is negative.
         "PAYMENT" => collect_simple(
