@@ -4,6 +4,7 @@
 
 mod chain;
 mod chargeinfo;
+mod collector_names;
 mod ids;
 mod ledgers;
 mod usage_chain;
