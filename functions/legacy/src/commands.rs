@@ -142,6 +142,33 @@ pub async fn apply_to_account(
     apply(tenant, target, request, now).await
 }
 
+/// What a command made or changed: the eid of an object it created (shown on the answer)
+/// and the objects to show, as they are after it.
+struct Outcome {
+    eid: Option<i64>,
+    shown: Vec<Node>,
+}
+
+/// Runs a command's write in one transaction and answers 200 `commandResponse
+/// successful="true"` with the outcome's eid and objects; a refusal is the command's fault
+/// (409 GENERAL for a refused state change).
+async fn run_command<F>(tenant: shared::web::Tenant, command: F) -> Result<Response, Fault>
+where
+    F: Fn(&Transaction<'_>, Tz) -> shared::Result<Outcome> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let outcome = tenant
+        .db
+        .write(move |tx| command(tx, tz))
+        .await
+        .map_err(Fault::command)?;
+    let mut answer = Node::new("commandResponse").attr("successful", true);
+    if let Some(eid) = outcome.eid {
+        answer = answer.attr("eid", eid);
+    }
+    Ok(xml_answer(StatusCode::OK, answer.children(outcome.shown)))
+}
+
 /// `POST billingAccounts/{eid}/<command>` for a status command; the body is optional and,
 /// when sent, is an empty element named after the command.
 pub async fn change_account_status(
@@ -154,21 +181,14 @@ pub async fn change_account_status(
         Fields::new(body, command.name())?.finish()?;
     }
     let now = shared::time::to_storage(shared::time::now());
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            change_status(tx, eid, command, &now)?;
-            find(&accounts::ENTITY, tx, eid, tz)
+    run_command(tenant, move |tx, tz| {
+        change_status(tx, eid, command, &now)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![find(&accounts::ENTITY, tx, eid, tz)?],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(
-        StatusCode::OK,
-        Node::new("commandResponse")
-            .attr("successful", true)
-            .child(node),
-    ))
+    })
+    .await
 }
 
 /// `POST billingAccounts/{eid}/addAdjustment`: a credit adjustment, applied to the named
@@ -227,19 +247,14 @@ pub async fn add_note(
     f.finish()?;
     let now = shared::time::to_storage(shared::time::now());
     let by = tenant.record.name.clone();
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            let id = store_note(tx, eid, &note, Some(&by), &now)?;
-            Ok(Node::new("commandResponse")
-                .attr("successful", true)
-                .attr("eid", id)
-                .child(find(&notes::ENTITY, tx, id, tz)?))
+    run_command(tenant, move |tx, tz| {
+        let id = store_note(tx, eid, &note, Some(&by), &now)?;
+        Ok(Outcome {
+            eid: Some(id),
+            shown: vec![find(&notes::ENTITY, tx, id, tz)?],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    })
+    .await
 }
 
 /// `POST billingAccounts/{eid}/billOnDemand`: the account's pending charges become one OPEN
@@ -259,20 +274,17 @@ pub async fn bill_on_demand(
         f.finish()?;
     }
     let now = shared::time::to_storage(shared::time::now());
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            let invoice = bill_account(tx, eid, &bill, &now, tz)?;
-            Ok(Node::new("commandResponse")
-                .attr("successful", true)
-                .attr("eid", invoice)
-                .child(find(&invoices::ENTITY, tx, invoice, tz)?)
-                .child(find(&accounts::ENTITY, tx, eid, tz)?))
+    run_command(tenant, move |tx, tz| {
+        let invoice = bill_account(tx, eid, &bill, &now, tz)?;
+        Ok(Outcome {
+            eid: Some(invoice),
+            shown: vec![
+                find(&invoices::ENTITY, tx, invoice, tz)?,
+                find(&accounts::ENTITY, tx, eid, tz)?,
+            ],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    })
+    .await
 }
 
 /// `POST billingAccounts/{eid}/moveToBillCycle`: `<moveToBillCycle><billCycle eid=""/>
@@ -288,22 +300,15 @@ pub async fn move_to_bill_cycle(
         Fault::validation("<billCycle eid=\"...\"/> is required in <moveToBillCycle>")
     })?;
     f.finish()?;
-    let tz = tenant.tz;
-    let today = shared::time::now().with_timezone(&tz).date_naive();
-    let node = tenant
-        .db
-        .write(move |tx| {
-            move_account(tx, eid, cycle, today, tz)?;
-            find(&accounts::ENTITY, tx, eid, tz)
+    let today = shared::time::now().with_timezone(&tenant.tz).date_naive();
+    run_command(tenant, move |tx, tz| {
+        move_account(tx, eid, cycle, today, tz)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![find(&accounts::ENTITY, tx, eid, tz)?],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(
-        StatusCode::OK,
-        Node::new("commandResponse")
-            .attr("successful", true)
-            .child(node),
-    ))
+    })
+    .await
 }
 
 /// `POST invoices/{eid}/cancel`: an unpaid invoice becomes CANCELED (body optional, an empty
@@ -316,18 +321,16 @@ pub async fn cancel(
     if let Some(body) = &body {
         Fields::new(body, "cancel")?.finish()?;
     }
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            cancel_invoice(tx, eid)?;
-            let account = shared::domain::invoices::invoice_account(tx, eid)?;
-            Ok(Node::new("commandResponse")
-                .attr("successful", true)
-                .child(find(&invoices::ENTITY, tx, eid, tz)?)
-                .child(find(&accounts::ENTITY, tx, account, tz)?))
+    run_command(tenant, move |tx, tz| {
+        cancel_invoice(tx, eid)?;
+        let account = shared::domain::invoices::invoice_account(tx, eid)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![
+                find(&invoices::ENTITY, tx, eid, tz)?,
+                find(&accounts::ENTITY, tx, account, tz)?,
+            ],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(StatusCode::OK, node))
+    })
+    .await
 }
