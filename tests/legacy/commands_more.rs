@@ -133,6 +133,29 @@ async fn post_usage(a: &Legacy, sequence: &str) {
     assert_eq!(r.body["rated_events"].as_array().map(Vec::len), Some(1));
 }
 
+/// Runs Surface C's `invoices` collector (window: since the previous run) and answers the
+/// charge info of invoice `num`.
+async fn collect_invoices(a: &Legacy, num: &str) -> Vec<Value> {
+    let surface_c = |r: reqwest::RequestBuilder| r.header("X-Api-Key", &a.t.api_key).send();
+    let run = surface_c(
+        a.s.client
+            .post(a.s.url("/revenue/3/collector-runs"))
+            .json(&json!({"type": "MANUAL", "collector_operations": ["invoices"]})),
+    )
+    .await
+    .expect("collector run");
+    assert_eq!(run.status(), 201);
+    let infos: Value = surface_c(a.s.client.get(a.s.url(&format!(
+        "/revenue/3/ledgers/chargeinfos?invoice_number={num}"
+    ))))
+    .await
+    .expect("charge infos")
+    .json()
+    .await
+    .expect("json");
+    infos.as_array().expect("array").clone()
+}
+
 async fn account(a: &Legacy, eid: &str) -> (Decimal, Decimal) {
     let r = a.get(&format!("billingAccounts/{eid}")).await;
     (dec(r.el(), "balance"), dec(r.el(), "pendingChargesTotal"))
@@ -178,28 +201,7 @@ async fn bill_on_demand_invoices_the_pending_charges_and_cancel_gives_them_back(
         ),
         "1"
     );
-    let run =
-        a.s.client
-            .post(a.s.url("/revenue/3/collector-runs"))
-            .header("X-Api-Key", &a.t.api_key)
-            .json(&json!({"type": "MANUAL", "collector_operations": ["invoices"]}))
-            .send()
-            .await
-            .expect("collector run");
-    assert_eq!(run.status(), 201);
-    let infos: Value =
-        a.s.client
-            .get(a.s.url(&format!(
-                "/revenue/3/ledgers/chargeinfos?invoice_number={num}"
-            )))
-            .header("X-Api-Key", &a.t.api_key)
-            .send()
-            .await
-            .expect("charge infos")
-            .json()
-            .await
-            .expect("json");
-    let infos = infos.as_array().expect("array");
+    let infos = collect_invoices(&a, &num).await;
     assert_eq!(infos.len(), 1, "{infos:?}");
     assert_eq!(infos[0]["billing_account_num"], "ACC-1001");
 
@@ -225,6 +227,17 @@ async fn bill_on_demand_invoices_the_pending_charges_and_cancel_gives_them_back(
     assert_eq!(account(&a, "1").await, (balance, pending));
     let canceled_list = a.get("invoices?status=CANCELED").await;
     assert_eq!(attr(canceled_list.el(), "totalElements"), "1");
+    // the next collector run reverses the collected invoice in charge info
+    let infos = collect_invoices(&a, &num).await;
+    let amounts: Vec<String> = infos
+        .iter()
+        .map(|i| i["ci_values"]["charge_amount"].to_string())
+        .collect();
+    assert_eq!(
+        amounts,
+        [pending.to_string(), format!("-{pending}")],
+        "{infos:?}"
+    );
 
     post_usage(&a, "2").await;
     let again = a

@@ -321,8 +321,9 @@ pub async fn cancel(
     if let Some(body) = &body {
         Fields::new(body, "cancel")?.finish()?;
     }
+    let now = shared::time::to_storage(shared::time::now());
     run_command(tenant, move |tx, tz| {
-        cancel_invoice(tx, eid)?;
+        cancel_invoice(tx, eid, &now)?;
         let account = shared::domain::invoices::invoice_account(tx, eid)?;
         Ok(Outcome {
             eid: None,

@@ -125,12 +125,14 @@ fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal)
     Ok(())
 }
 
-/// Cancels invoice `id`: it becomes CANCELED with nothing to pay, its amount to pay leaves
+/// Cancels invoice `id` at the stored instant `at`: it becomes CANCELED with nothing to pay
+/// (`canceled_at` = `at`, when collectors reverse it if they had collected it), its amount
+/// to pay leaves
 /// the account balance, and the pending charges a bill on demand moved onto it are pending
 /// again (its amount stays as billed). 404 unknown; 409 when it is CLOSED or already
 /// CANCELED, or when a payment or credit was applied to it (the platform cancels only
 /// untouched invoices; a paid one is corrected with an adjustment).
-pub fn cancel_invoice(tx: &Transaction<'_>, id: i64) -> Result<()> {
+pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
     let invoice = load_invoice(tx, id)?;
     if !matches!(invoice.status.as_str(), "OPEN" | "PROCESSING") {
         return Err(Error::conflict(format!(
@@ -156,8 +158,8 @@ pub fn cancel_invoice(tx: &Transaction<'_>, id: i64) -> Result<()> {
         |r| r.get(0),
     )?;
     tx.execute(
-        "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1 WHERE id = ?2",
-        rusqlite::params![canonical(Decimal::ZERO), id],
+        "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
+        rusqlite::params![canonical(Decimal::ZERO), at, id],
     )?;
     add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
     if let Some(billed) = billed.as_deref().and_then(crate::money::parse_decimal) {

@@ -9,6 +9,7 @@
 //! | USAGE      | usage events not voided (by start_time)  | USAGE_EVENT (parent) with one USAGE child per event charge |
 //! | USAGE      | collected events voided since (by voided_at) | the same, negated (a reversal, dated as the event) |
 //! | INVOICE    | invoices not CANCELED (by occurred_on)   | INVOICE          |
+//! | INVOICE    | collected invoices canceled since (by canceled_at) | INVOICE, negated (a reversal, dated as the invoice) |
 //! | PAYMENT    | payments (by occurred_on)                | PAYMENT          |
 //! | ADJUSTMENT | account adjustments (by occurred_on)     | ADJUSTMENT       |
 //!

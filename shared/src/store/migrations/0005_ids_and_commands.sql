@@ -174,4 +174,6 @@ CREATE INDEX account_notes_account ON account_notes(billing_account_id);
 
 -- Surface A: billingAccounts/{eid}/billOnDemand turns the account's pending charges into an
 -- invoice; the invoice keeps how much it took, so that cancelling it gives them back.
+-- invoices/{eid}/cancel records when, so that collectors reverse an invoice they collected.
 ALTER TABLE invoices ADD COLUMN billed_pending_charges TEXT COLLATE DECIMAL;
+ALTER TABLE invoices ADD COLUMN canceled_at TEXT;
