@@ -182,3 +182,92 @@ async fn true_up_relations_never_reuse_a_deleted_id() {
     let second = create().await;
     assert_above(&[second], &[first], "true-up relation");
 }
+
+/// The tenant schema as the builds before issue 13 left it (migrations 1 to 4).
+const OLD_SCHEMA: &[&str] = &[
+    include_str!("../../shared/src/store/migrations/0001_foundation.sql"),
+    include_str!("../../shared/src/store/migrations/0002_billing.sql"),
+    include_str!("../../shared/src/store/migrations/0003_usage.sql"),
+    include_str!("../../shared/src/store/migrations/0004_revenue.sql"),
+];
+
+#[tokio::test]
+async fn a_database_of_the_old_schema_keeps_its_ids_and_then_never_reuses_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry =
+        shared::store::Registry::open(&dir.path().join("registry.db")).expect("registry");
+    let (record, creds) = registry.create_tenant("old", "UTC").expect("tenant");
+    drop(registry);
+    // a schema-4 database with ledgers 1..3, of which 2 was deleted
+    std::fs::create_dir_all(dir.path().join("tenants")).expect("tenants dir");
+    let path = dir.path().join("tenants").join(format!("{}.db", record.id));
+    let old = shared::store::sqlite::open(&path).expect("old database");
+    for sql in OLD_SCHEMA {
+        old.execute_batch(sql).expect("old migration");
+    }
+    old.pragma_update(None, "user_version", OLD_SCHEMA.len())
+        .expect("version");
+    old.execute_batch(
+        "INSERT INTO ledgers (id, name) VALUES (1, 'One'), (2, 'Two'), (3, 'Three');
+         INSERT INTO calendar_nodes (id, ledger_id, type) VALUES (11, 1, 'CALENDAR'),
+             (12, 2, 'CALENDAR'), (13, 3, 'CALENDAR');
+         DELETE FROM calendar_nodes WHERE ledger_id = 2;
+         DELETE FROM ledgers WHERE id = 2;",
+    )
+    .expect("old rows");
+    drop(old);
+
+    let state = shared::web::AppState::new(shared::config::Config::new(
+        dir.path(),
+        Some(e2e::ADMIN_KEY.to_string()),
+    ))
+    .expect("state");
+    let base = e2e::listen(state).await;
+    let client = reqwest::Client::new();
+    let call = |method: Method, path: &str, body: Option<Value>| {
+        let mut r = client
+            .request(method, format!("{base}/revenue/3{path}"))
+            .header("X-Api-Key", &creds.api_key);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        r.send()
+    };
+    let list: Vec<Value> = call(Method::GET, "/ledgers", None)
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    let ids: Vec<i64> = list.iter().map(id).collect();
+    assert_eq!(ids, [1, 3], "the migration keeps every id");
+    let one: Value = call(Method::GET, "/ledgers/3", None)
+        .await
+        .expect("ledger 3")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(one["calendar"]["id"], 13);
+
+    let create = || async {
+        let r = call(Method::POST, "/ledgers", Some(json!({"name": "New"})))
+            .await
+            .expect("create");
+        let status = r.status();
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(status, 201, "{body}");
+        id(&body)
+    };
+    // the sequence continues after the highest id the database still knew
+    let first = create().await;
+    assert_eq!(first, 4);
+    let deleted = call(Method::DELETE, &format!("/ledgers/{first}"), None)
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 200);
+    assert_above(
+        &[create().await],
+        &[1, 3, first],
+        "ledger after the migration",
+    );
+}
