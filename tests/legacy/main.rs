@@ -4,6 +4,7 @@
 mod account_num;
 mod api;
 mod commands;
+mod commands_more;
 mod cross_surface;
 mod roundtrip;
 mod safety;

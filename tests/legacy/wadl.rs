@@ -79,6 +79,11 @@ async fn wadl_matches_the_route_table_and_every_method_is_served() {
         ("billingAccounts", "suspend"),
         ("billingAccounts", "resume"),
         ("billingAccounts", "deactivate"),
+        ("billingAccounts", "addAdjustment"),
+        ("billingAccounts", "addNote"),
+        ("billingAccounts", "billOnDemand"),
+        ("billingAccounts", "moveToBillCycle"),
+        ("invoices", "cancel"),
     ] {
         assert!(methods.contains(&("POST".to_string(), format!("{entity}/{{eid}}/{command}"))));
     }

@@ -4,6 +4,8 @@
 
 mod chain;
 mod chargeinfo;
+mod collector_names;
+mod ids;
 mod ledgers;
 mod roundtrip;
 mod usage_chain;

@@ -27,6 +27,7 @@ pub static ENTITY: Entity = Entity {
         Filter::one_of("status", "t.status", ACCOUNT_STATUSES),
         Filter::one_of("billType", "t.bill_type", BILL_TYPES),
         Filter::integer("billingAccountCategoryEid", "t.billing_account_category_id"),
+        Filter::integer("billCycleEid", "t.bill_cycle_id"),
     ],
     render,
 };

@@ -1,5 +1,8 @@
-//! Commands: `applyPayment` on invoices and billing accounts, and the billing account status
-//! commands `suspend`, `resume` and `deactivate`. A refused state change is 409 GENERAL.
+//! Commands: `applyPayment` on invoices and billing accounts, the billing account status
+//! commands `suspend`, `resume` and `deactivate`, the account commands `addAdjustment`,
+//! `addNote`, `billOnDemand` and `moveToBillCycle`, and invoice `cancel`. A refused state
+//! change is 409 GENERAL; every answer is a `commandResponse` (or `applyPaymentResponse`)
+//! with `successful="true"` and the objects the command changed.
 
 use crate::entity::find;
 use crate::fault::Fault;
@@ -7,13 +10,18 @@ use crate::fields::{eid_of, Fields};
 use crate::payments::read_draft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
 use crate::xml::{Element, Node};
-use crate::{accounts, invoices, payments, xml_answer};
+use crate::{accounts, invoices, notes, payments, xml_answer};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
 use rusqlite::Transaction;
+use shared::domain::account_commands::{
+    add_note as store_note, bill_on_demand as bill_account, move_to_bill_cycle as move_account,
+    OnDemandBill,
+};
 use shared::domain::accounts::{change_status, StatusCommand};
 use shared::domain::adjustments::{add_credit, NewCredit};
+use shared::domain::invoices::cancel_invoice;
 use shared::domain::payments::{
     apply_for_command, CommandTarget, PaymentApplication, PaymentSource,
 };
@@ -134,6 +142,33 @@ pub async fn apply_to_account(
     apply(tenant, target, request, now).await
 }
 
+/// What a command made or changed: the eid of an object it created (shown on the answer)
+/// and the objects to show, as they are after it.
+struct Outcome {
+    eid: Option<i64>,
+    shown: Vec<Node>,
+}
+
+/// Runs a command's write in one transaction and answers 200 `commandResponse
+/// successful="true"` with the outcome's eid and objects; a refusal is the command's fault
+/// (409 GENERAL for a refused state change).
+async fn run_command<F>(tenant: shared::web::Tenant, command: F) -> Result<Response, Fault>
+where
+    F: Fn(&Transaction<'_>, Tz) -> shared::Result<Outcome> + Send + 'static,
+{
+    let tz = tenant.tz;
+    let outcome = tenant
+        .db
+        .write(move |tx| command(tx, tz))
+        .await
+        .map_err(Fault::command)?;
+    let mut answer = Node::new("commandResponse").attr("successful", true);
+    if let Some(eid) = outcome.eid {
+        answer = answer.attr("eid", eid);
+    }
+    Ok(xml_answer(StatusCode::OK, answer.children(outcome.shown)))
+}
+
 /// `POST billingAccounts/{eid}/<command>` for a status command; the body is optional and,
 /// when sent, is an empty element named after the command.
 pub async fn change_account_status(
@@ -146,21 +181,14 @@ pub async fn change_account_status(
         Fields::new(body, command.name())?.finish()?;
     }
     let now = shared::time::to_storage(shared::time::now());
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .write(move |tx| {
-            change_status(tx, eid, command, &now)?;
-            find(&accounts::ENTITY, tx, eid, tz)
+    run_command(tenant, move |tx, tz| {
+        change_status(tx, eid, command, &now)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![find(&accounts::ENTITY, tx, eid, tz)?],
         })
-        .await
-        .map_err(Fault::command)?;
-    Ok(xml_answer(
-        StatusCode::OK,
-        Node::new("commandResponse")
-            .attr("successful", true)
-            .child(node),
-    ))
+    })
+    .await
 }
 
 /// `POST billingAccounts/{eid}/addAdjustment`: a credit adjustment, applied to the named
@@ -205,4 +233,105 @@ pub async fn add_adjustment(
         .await
         .map_err(Fault::command)?;
     Ok(xml_answer(StatusCode::OK, node))
+}
+
+/// `POST billingAccounts/{eid}/addNote`: `<addNote note="..."/>` keeps a dated note on the
+/// account (read back at `billingAccounts/{eid}/notes`); answers the note and its eid.
+pub async fn add_note(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let mut f = Fields::new(&body, "addNote")?;
+    let note = f.required("note")?;
+    f.finish()?;
+    let now = shared::time::to_storage(shared::time::now());
+    let by = tenant.record.name.clone();
+    run_command(tenant, move |tx, tz| {
+        let id = store_note(tx, eid, &note, Some(&by), &now)?;
+        Ok(Outcome {
+            eid: Some(id),
+            shown: vec![find(&notes::ENTITY, tx, id, tz)?],
+        })
+    })
+    .await
+}
+
+/// `POST billingAccounts/{eid}/billOnDemand`: the account's pending charges become one OPEN
+/// invoice now. The body is optional: `<billOnDemand description="" occurredOn=""
+/// dueDate=""/>`. Answers the invoice (its eid too) and the account afterwards.
+pub async fn bill_on_demand(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    OptionalXmlBody(body): OptionalXmlBody,
+) -> Result<Response, Fault> {
+    let mut bill = OnDemandBill::default();
+    if let Some(body) = &body {
+        let mut f = Fields::new(body, "billOnDemand")?;
+        bill.description = f.text("description");
+        bill.occurred_on = f.text("occurredOn");
+        bill.due_date = f.text("dueDate");
+        f.finish()?;
+    }
+    let now = shared::time::to_storage(shared::time::now());
+    run_command(tenant, move |tx, tz| {
+        let invoice = bill_account(tx, eid, &bill, &now, tz)?;
+        Ok(Outcome {
+            eid: Some(invoice),
+            shown: vec![
+                find(&invoices::ENTITY, tx, invoice, tz)?,
+                find(&accounts::ENTITY, tx, eid, tz)?,
+            ],
+        })
+    })
+    .await
+}
+
+/// `POST billingAccounts/{eid}/moveToBillCycle`: `<moveToBillCycle><billCycle eid=""/>
+/// </moveToBillCycle>` moves the account to that cycle from its next billing day; answers
+/// the account.
+pub async fn move_to_bill_cycle(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    XmlBody(body): XmlBody,
+) -> Result<Response, Fault> {
+    let mut f = Fields::new(&body, "moveToBillCycle")?;
+    let cycle = f.reference("billCycle")?.ok_or_else(|| {
+        Fault::validation("<billCycle eid=\"...\"/> is required in <moveToBillCycle>")
+    })?;
+    f.finish()?;
+    let today = shared::time::now().with_timezone(&tenant.tz).date_naive();
+    run_command(tenant, move |tx, tz| {
+        move_account(tx, eid, cycle, today, tz)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![find(&accounts::ENTITY, tx, eid, tz)?],
+        })
+    })
+    .await
+}
+
+/// `POST invoices/{eid}/cancel`: an unpaid invoice becomes CANCELED (body optional, an empty
+/// `<cancel/>`); answers the invoice and its account afterwards.
+pub async fn cancel(
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    OptionalXmlBody(body): OptionalXmlBody,
+) -> Result<Response, Fault> {
+    if let Some(body) = &body {
+        Fields::new(body, "cancel")?.finish()?;
+    }
+    let now = shared::time::to_storage(shared::time::now());
+    run_command(tenant, move |tx, tz| {
+        cancel_invoice(tx, eid, &now)?;
+        let account = shared::domain::invoices::invoice_account(tx, eid)?;
+        Ok(Outcome {
+            eid: None,
+            shown: vec![
+                find(&invoices::ENTITY, tx, eid, tz)?,
+                find(&accounts::ENTITY, tx, account, tz)?,
+            ],
+        })
+    })
+    .await
 }

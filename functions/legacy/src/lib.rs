@@ -10,6 +10,7 @@ pub mod entity;
 pub mod fault;
 pub mod fields;
 pub mod invoices;
+pub mod notes;
 pub mod payments;
 pub mod readonly;
 pub mod request;

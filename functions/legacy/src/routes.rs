@@ -5,7 +5,9 @@
 use crate::commands;
 use crate::entity::{self, Entity};
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
-use crate::{accounts, categories, current_user, invoices, payments, readonly, CREATE_RESPONSE};
+use crate::{
+    accounts, categories, current_user, invoices, notes, payments, readonly, CREATE_RESPONSE,
+};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use shared::domain::accounts::StatusCommand;
 use shared::web::AppState;
@@ -165,6 +167,24 @@ pub fn table() -> Vec<Route> {
         status_command!(StatusCommand::Suspend, "billingAccounts/{eid}/suspend", "ACTIVE or COLLECTION -> SUSPENDED."),
         status_command!(StatusCommand::Resume, "billingAccounts/{eid}/resume", "SUSPENDED or COLLECTION -> ACTIVE."),
         status_command!(StatusCommand::Deactivate, "billingAccounts/{eid}/deactivate", "ACTIVE, SUSPENDED, PENDING or COLLECTION -> DEACTIVATED."),
+        write(Post, "billingAccounts/{eid}/addNote", "Keeps a dated note on the account; answers the note.", "addNote", "commandResponse", |m| on(m, commands::add_note)),
+        Route {
+            verb: Verb::Get,
+            path: "billingAccounts/{eid}/notes",
+            doc: "One page of the account's notes, oldest first.",
+            lists: None,
+            request: None,
+            request_optional: false,
+            response: notes::ENTITY.collection,
+            handler: |m| on(m, notes::of_account),
+        },
+        Route {
+            request_optional: true,
+            ..write(Post, "billingAccounts/{eid}/billOnDemand", "Invoices the account's pending charges now (an OPEN ON_DEMAND invoice); pending charges drop to zero.", "billOnDemand", "commandResponse", |m| on(m, commands::bill_on_demand))
+        },
+        write(Post, "billingAccounts/{eid}/moveToBillCycle", "Moves the account to another bill cycle; its next invoice date becomes the cycle's next billing day.", "moveToBillCycle", "commandResponse", |m| on(m, commands::move_to_bill_cycle)),
+        query!(notes::ENTITY, "notes"),
+        read_one!(notes::ENTITY, "notes/{eid}"),
         query!(categories::ENTITY, "billingAccountCategories"),
         write(Post, "billingAccountCategories", "Creates a billing account category; answers its eid.", "billingAccountCategory", CREATE_RESPONSE, |m| on(m, categories::create)),
         read_one!(categories::ENTITY, "billingAccountCategories/{eid}"),
@@ -174,6 +194,10 @@ pub fn table() -> Vec<Route> {
         read_one!(invoices::ENTITY, "invoices/{eid}"),
         write(Put, "invoices/{eid}", "Edits an invoice's description, dueDate, externalInvoiceNum; answers it.", "invoice", "invoice", |m| on(m, invoices::edit)),
         write(Post, "invoices/{eid}/applyPayment", "Applies a payment (recorded or new) to this invoice.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_invoice)),
+        Route {
+            request_optional: true,
+            ..write(Post, "invoices/{eid}/cancel", "OPEN or PROCESSING -> CANCELED when nothing was applied to it; its amount to pay leaves the balance.", "cancel", "commandResponse", |m| on(m, commands::cancel))
+        },
         query!(payments::ENTITY, "payments"),
         write(Post, "payments", "Records a payment, wholly unapplied; answers its eid.", "payment", CREATE_RESPONSE, |m| on(m, payments::create)),
         read_one!(payments::ENTITY, "payments/{eid}"),

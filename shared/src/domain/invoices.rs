@@ -2,7 +2,9 @@
 //! credits) only while OPEN and only from its own account; a payment lowers its amount to
 //! pay and the account balance, and an invoice with nothing left to pay closes with a paid
 //! date. A new invoice ([`create_invoice`]) needs an unused invoice number and an existing
-//! account; an open one adds its amount to the account balance.
+//! account; an open one adds its amount to the account balance. Cancelling
+//! ([`cancel_invoice`]) takes an unpaid invoice off the balance and returns the pending
+//! charges a bill on demand had put on it.
 
 use super::{check_enum, insert, parse_opt_time, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
@@ -13,7 +15,7 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 
 /// Invoice statuses.
-pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED"];
+pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED", "CANCELED"];
 
 /// An invoice to create.
 #[derive(Debug, Clone, Deserialize)]
@@ -53,6 +55,11 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
     )?;
     let status = i.status.clone().unwrap_or_else(|| "OPEN".into());
     check_enum("status", &status, INVOICE_STATUSES)?;
+    if status == "CANCELED" {
+        return Err(Error::bad_request(
+            "status: an invoice is not created CANCELED; cancel it with invoices/{eid}/cancel",
+        ));
+    }
     let occurred = parse_time("occurredOn", &i.occurred_on, tz)?;
     let due = parse_opt_time("dueDate", &i.due_date, tz)?;
     let closed = status == "CLOSED";
@@ -115,6 +122,65 @@ fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal)
         "UPDATE billing_accounts SET balance = ?1 WHERE id = ?2",
         rusqlite::params![canonical(balance), billing_account_id],
     )?;
+    Ok(())
+}
+
+/// Cancels invoice `id` at the stored instant `at`: it becomes CANCELED with nothing to pay
+/// (`canceled_at` = `at`, when collectors reverse it if they had collected it), its amount
+/// to pay leaves
+/// the account balance, and the pending charges a bill on demand moved onto it are pending
+/// again (its amount stays as billed). 404 unknown; 409 when it is CLOSED or already
+/// CANCELED, or when a payment or credit was applied to it (the platform cancels only
+/// untouched invoices; a paid one is corrected with an adjustment).
+pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
+    let invoice = load_invoice(tx, id)?;
+    if !matches!(invoice.status.as_str(), "OPEN" | "PROCESSING") {
+        return Err(Error::conflict(format!(
+            "invoice {} is {}; only OPEN or PROCESSING invoices can be canceled",
+            invoice.invoice_num, invoice.status
+        )));
+    }
+    let applied = tx
+        .prepare_cached(
+            "SELECT 1 FROM payment_applications WHERE invoice_id = ?1 \
+             UNION ALL SELECT 1 FROM adjustment_applications WHERE invoice_id = ?1",
+        )?
+        .exists([id])?;
+    if applied {
+        return Err(Error::conflict(format!(
+            "invoice {} has payments or credits applied; only an invoice nothing was applied to can be canceled",
+            invoice.invoice_num
+        )));
+    }
+    let billed: Option<String> = tx.query_row(
+        "SELECT billed_pending_charges FROM invoices WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
+        rusqlite::params![canonical(Decimal::ZERO), at, id],
+    )?;
+    add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
+    if let Some(billed) = billed.as_deref().and_then(crate::money::parse_decimal) {
+        let pending: String = tx.query_row(
+            "SELECT pending_charges_total FROM billing_accounts WHERE id = ?1",
+            [invoice.account_id],
+            |r| r.get(0),
+        )?;
+        let pending = crate::money::checked_add(
+            crate::money::parse_decimal(&pending).unwrap_or_default(),
+            billed,
+            &format!(
+                "the pending charges of billing account {}",
+                invoice.account_id
+            ),
+        )?;
+        tx.execute(
+            "UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2",
+            rusqlite::params![canonical(pending), invoice.account_id],
+        )?;
+    }
     Ok(())
 }
 

@@ -1,9 +1,10 @@
 //! The rules of every surface, one module per business object: [`accounts`] (with their
-//! categories, bill cycles and status commands), [`invoices`], [`payments`], [`adjustments`],
-//! [`actions`], [`agreements`] (with their services and true-ups), [`bill_batches`],
-//! [`catalog`] (products, prices, usage rules), [`usage`] (posting, rate plans, reads),
-//! [`ledgers`], [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`]
-//! (ledger runs), [`chargeinfo`] and [`replication`]. Functions take typed inputs (never
+//! categories, bill cycles and status commands; the other account commands are in
+//! [`account_commands`]), [`invoices`], [`payments`], [`adjustments`], [`actions`],
+//! [`agreements`] (with their services and true-ups), [`bill_batches`], [`catalog`]
+//! (products, prices, usage rules), [`usage`] (posting, rate plans, reads), [`ledgers`],
+//! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
+//! [`chargeinfo`] and [`replication`]. Functions take typed inputs (never
 //! HTTP requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
 //!
@@ -11,6 +12,7 @@
 //! an edit checks its fields with the same rules as the create. The API handlers and the
 //! seed loader call the same functions, so seeded data obeys the rules API data obeys.
 
+pub mod account_commands;
 pub mod accounts;
 pub mod actions;
 pub mod adjustments;
@@ -48,6 +50,7 @@ const FREE_TEXT_COLUMNS: &[&str] = &[
     "error_message",
     "error_msg",
     "attribute_match",
+    "note",
 ];
 /// Columns holding a JSON document the domain has parsed and checked by its structure
 /// (charge info values, rate definitions, collector operations): bounded by the body limit,

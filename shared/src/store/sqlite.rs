@@ -3,7 +3,7 @@
 
 use crate::money::decimal_collation;
 use crate::{Error, Result};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,6 +17,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_billing", include_str!("migrations/0002_billing.sql")),
     ("0003_usage", include_str!("migrations/0003_usage.sql")),
     ("0004_revenue", include_str!("migrations/0004_revenue.sql")),
+    (
+        "0005_ids_and_commands",
+        include_str!("migrations/0005_ids_and_commands.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
@@ -49,10 +53,31 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
             mine = MIGRATIONS.len()
         )));
     }
+    if current == MIGRATIONS.len() {
+        return Ok(());
+    }
+    // Rebuilding a table (0005) drops it: with foreign keys on, that would cascade into or
+    // fail on the tables that reference it. The switch works only outside a transaction;
+    // each migration checks the keys itself before it commits.
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    let applied = apply_migrations(conn, current);
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    applied
+}
+
+fn apply_migrations(conn: &mut Connection, current: usize) -> Result<()> {
     for (version, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)
             .map_err(|e| Error::Internal(format!("migration {name}: {e}")))?;
+        let broken: Option<String> = tx
+            .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+            .optional()?;
+        if let Some(table) = broken {
+            return Err(Error::Internal(format!(
+                "migration {name} left a broken foreign key in table {table}"
+            )));
+        }
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
         tracing::debug!(migration = name, "applied");
@@ -71,11 +96,128 @@ pub fn user_tables(conn: &Connection) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Deletes every row of every user table, inside the caller's transaction.
+/// Deletes every row of every user table, inside the caller's transaction, and restarts the
+/// id sequences (a reset tenant is numbered as a new one; see docs/storage.md).
 pub fn clear_all(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     tx.pragma_update(None, "defer_foreign_keys", "ON")?;
     for table in user_tables(tx)? {
         tx.execute(&format!("DELETE FROM \"{table}\""), [])?;
     }
+    let sequences = tx
+        .prepare_cached(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'",
+        )?
+        .exists([])?;
+    if sequences {
+        tx.execute("DELETE FROM sqlite_sequence", [])?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database as an older build left it: only the first `version` migrations applied.
+    fn at_version(version: usize) -> Connection {
+        let old = Connection::open_in_memory().unwrap();
+        configure(&old).unwrap();
+        for (name, sql) in &MIGRATIONS[..version] {
+            old.execute_batch(sql)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        old.pragma_update(None, "user_version", version).unwrap();
+        old
+    }
+
+    fn ids(conn: &Connection, table: &str) -> Vec<i64> {
+        conn.prepare(&format!("SELECT id FROM {table} ORDER BY id"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_old_schema_database_keeps_its_ids_and_never_hands_out_a_used_one() {
+        let mut conn = at_version(4);
+        conn.execute_batch(
+            "INSERT INTO chart_of_accounts (id, name) VALUES (1, 'COA');
+             INSERT INTO ledgers (id, name) VALUES (3, 'A'), (7, 'B'), (9, 'C');
+             INSERT INTO billing_account_categories (id, name, description, status)
+                 VALUES (1, 'c', 'c', 'BA_CATEGORY_ACTIVE');
+             INSERT INTO ledger_categories VALUES (7, 1);
+             INSERT INTO calendar_nodes (id, ledger_id, type) VALUES (20, 7, 'CALENDAR');
+             INSERT INTO calendar_nodes (id, ledger_id, type, parent_id) VALUES (21, 7, 'YEAR', 20);
+             DELETE FROM ledgers WHERE id = 9;",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let version: usize = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len());
+        assert_eq!(ids(&conn, "ledgers"), vec![3, 7]);
+        assert_eq!(ids(&conn, "calendar_nodes"), vec![20, 21]);
+        // the rebuild neither cascaded into nor broke the tables that reference ledgers
+        let kept: i64 = conn
+            .query_row("SELECT COUNT(*) FROM ledger_categories", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 1);
+        let fk: bool = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert!(fk, "foreign keys are on again");
+        // 9 was deleted before the migration: the database no longer knew it, so the
+        // sequence starts after the current maximum; from now on nothing is reused
+        conn.execute("INSERT INTO ledgers (name) VALUES ('D')", [])
+            .unwrap();
+        assert_eq!(conn.last_insert_rowid(), 8);
+        conn.execute("DELETE FROM ledgers WHERE id = 8", [])
+            .unwrap();
+        conn.execute("INSERT INTO ledgers (name) VALUES ('E')", [])
+            .unwrap();
+        assert_eq!(conn.last_insert_rowid(), 9);
+        // a cascade from the rebuilt parent still works
+        conn.execute("DELETE FROM ledgers WHERE id = 7", [])
+            .unwrap();
+        assert_eq!(ids(&conn, "calendar_nodes"), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn a_reset_restarts_the_sequences_and_a_snapshot_keeps_them() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn).unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO ledgers (name) VALUES ('A'), ('B');
+             DELETE FROM ledgers WHERE id = 2;",
+        )
+        .unwrap();
+        let copy = std::env::temp_dir().join(format!(
+            "sandbox-sequence-{}-{:?}.db",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_file(&copy);
+        conn.execute("VACUUM main INTO ?1", [copy.to_str().unwrap()])
+            .unwrap();
+        let snapshot = open(&copy).unwrap();
+        snapshot
+            .execute("INSERT INTO ledgers (name) VALUES ('C')", [])
+            .unwrap();
+        assert_eq!(
+            snapshot.last_insert_rowid(),
+            3,
+            "VACUUM INTO copies sqlite_sequence"
+        );
+        drop(snapshot);
+        let _ = std::fs::remove_file(&copy);
+        let tx = conn.transaction().unwrap();
+        clear_all(&tx).unwrap();
+        tx.execute("INSERT INTO ledgers (name) VALUES ('A')", [])
+            .unwrap();
+        assert_eq!(tx.last_insert_rowid(), 1);
+    }
 }

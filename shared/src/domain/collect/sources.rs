@@ -278,15 +278,21 @@ fn collect_usage_pass(ctx: &RunContext<'_>, pass: &UsagePass) -> Result<()> {
 }
 
 /// Collects one simple source: `sql` selects (id, account id, account num, currency, date,
-/// amount, category, invoice number) inside the window `?1..?2`.
+/// amount, category, invoice number) inside the window `?1..?2`; the records are of source
+/// kind and charge info type `kind`.
 fn collect_simple(ctx: &RunContext<'_>, kind: &str, sql: &str) -> Result<()> {
+    collect_rows(ctx, kind, kind, sql)
+}
+
+/// [`collect_simple`] with a source kind of its own (a reversal of records of type `ty`).
+fn collect_rows(ctx: &RunContext<'_>, kind: &str, ty: &str, sql: &str) -> Result<()> {
     let mut stmt = ctx.tx.prepare(sql)?;
     let rows = stmt
         .query_map(rusqlite::params![ctx.from, ctx.to], |r| {
             Ok(Collected {
                 source_kind: kind,
                 source_id: r.get(0)?,
-                charge_info_type: kind,
+                charge_info_type: ty,
                 parent_id: None,
                 billing_account_id: r.get(1)?,
                 billing_account_num: r.get(2)?,
@@ -311,14 +317,32 @@ fn collect_simple(ctx: &RunContext<'_>, kind: &str, sql: &str) -> Result<()> {
 pub(super) fn collect_category(ctx: &RunContext<'_>, category: &str) -> Result<bool> {
     match category {
         "USAGE" => collect_usage(ctx)?,
-        "INVOICE" => collect_simple(
-            ctx,
-            "INVOICE",
-            "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on, i.amount,
-                    NULL, i.invoice_num
-             FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
-             WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 ORDER BY i.id",
-        )?,
+        "INVOICE" => {
+            collect_simple(
+                ctx,
+                "INVOICE",
+                "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on, i.amount,
+                        NULL, i.invoice_num
+                 FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
+                 WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 AND i.status <> 'CANCELED'
+                 ORDER BY i.id",
+            )?;
+            // An invoice canceled (inside the window) after it was collected is reversed,
+            // dated as the invoice, as a voided usage event is.
+            collect_rows(
+                ctx,
+                "INVOICE_CANCEL",
+                "INVOICE",
+                "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on,
+                        CASE WHEN i.amount LIKE '-%' THEN substr(i.amount, 2) ELSE '-' || i.amount END,
+                        NULL, i.invoice_num
+                 FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
+                 WHERE i.status = 'CANCELED' AND i.canceled_at >= ?1 AND i.canceled_at < ?2
+                   AND EXISTS (SELECT 1 FROM charge_infos x
+                               WHERE x.source_kind = 'INVOICE' AND x.source_id = i.id)
+                 ORDER BY i.id",
+            )?
+        }
         // A payment lowers the receivable: its charge amount is negative.
         "PAYMENT" => collect_simple(
             ctx,
