@@ -437,11 +437,25 @@ async fn restores_and_forks_cross_s3_environments() {
         "B's next read sees the restore"
     );
     assert_eq!(a.relations(&gkey).await, 2);
-    // History is appended to, never rewritten: the restore is log entry `after`, naming
-    // its own copy of the checkpoint; a snapshot of that version was copied by S3.
+    // A restore in B made before B saw one made in A: B's catch-up replays A's restore
+    // (with its own checkpoint attached), then appends its own.
+    a.add_relation(&gkey, "ONE_TIME").await;
+    let (status, again) = b
+        .admin(
+            Method::POST,
+            &format!("/tenants/{gid}/restore"),
+            Some(json!({"checkpoint": "seeded"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{again}");
+    let after = again["version"].as_u64().expect("version");
+    assert_eq!(after, version + 5);
+    assert_eq!(a.relations(&gkey).await, 2);
+    // History is appended to, never rewritten: each restore is one log entry naming its own
+    // copy of the checkpoint; a snapshot of the newest one's version was copied by S3.
     let entry = tenant_keys("log/");
     assert_eq!(entry.len() as u64, after);
-    assert_eq!(tenant_keys("restores/").len(), 1);
+    assert_eq!(tenant_keys("restores/").len(), 2);
     assert!(
         tenant_keys("snapshots/")
             .iter()
@@ -506,6 +520,6 @@ async fn restores_and_forks_cross_s3_environments() {
         )
         .await;
     assert_eq!(status, 404);
-    assert_eq!(tenant_keys("restores/").len(), 1);
+    assert_eq!(tenant_keys("restores/").len(), 2);
     assert_eq!(a.relations(&fkey).await, 3);
 }

@@ -340,22 +340,25 @@ fn apply_in_transaction(conn: &mut Connection, changes: &Changeset, seq: u64) ->
     Ok(())
 }
 
-/// The schema name a source database file is attached under while its rows replace the
-/// current ones (a restore, or the replay of a restore entry).
+/// The schema name a checkpoint is attached under while a restore replaces the rows with
+/// its rows.
 pub const SOURCE: &str = "sbx_source";
+/// The schema name of a restore entry's file during its replay. Not [`SOURCE`]: a restore's
+/// catch-up may replay another restore entry while its own checkpoint is attached.
+pub const REPLAYED: &str = "sbx_replayed";
 
-/// Attaches the SQLite file at `path` as [`SOURCE`] on `conn` (outside any transaction, as
+/// Attaches the SQLite file at `path` as `alias` ([`SOURCE`] or [`REPLAYED`]) on `conn` (outside any transaction, as
 /// SQLite requires) and refuses a file written by a newer schema version than `conn`'s
 /// (see "Schema versions" in docs/storage.md). Pair with [`detach`].
-pub fn attach(conn: &Connection, path: &Path) -> Result<()> {
+pub fn attach(conn: &Connection, path: &Path, alias: &str) -> Result<()> {
     let target = path
         .to_str()
         .ok_or_else(|| Error::Internal(format!("path {} is not UTF-8", path.display())))?;
-    conn.execute(&format!("ATTACH DATABASE ?1 AS {SOURCE}"), [target])?;
-    let theirs: i64 = conn.query_row(&format!("PRAGMA {SOURCE}.user_version"), [], |r| r.get(0))?;
+    conn.execute(&format!("ATTACH DATABASE ?1 AS {alias}"), [target])?;
+    let theirs: i64 = conn.query_row(&format!("PRAGMA {alias}.user_version"), [], |r| r.get(0))?;
     let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if theirs > mine {
-        detach(conn);
+        detach(conn, alias);
         return Err(Error::NewerSchema(format!(
             "This checkpoint was written by a newer deployment with schema version {theirs}; \
              this function runs schema version {mine} and serves it again once it is deployed \
@@ -365,26 +368,26 @@ pub fn attach(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Detaches [`SOURCE`] (best effort: a failure only leaves the file attached until the
+/// Detaches `alias` (best effort: a failure only leaves the file attached until the
 /// connection closes).
-pub fn detach(conn: &Connection) {
-    if let Err(e) = conn.execute(&format!("DETACH DATABASE {SOURCE}"), []) {
+pub fn detach(conn: &Connection, alias: &str) {
+    if let Err(e) = conn.execute(&format!("DETACH DATABASE {alias}"), []) {
         tracing::warn!(error = %e, "could not detach a restore source");
     }
 }
 
 /// Replaces every row of every user table of `main` with the rows of the attached
-/// [`SOURCE`], inside the caller's transaction: rowids are kept, columns are matched by name
+/// database `alias`, inside the caller's transaction: rowids are kept, columns are matched by name
 /// (columns the source does not have get their defaults, as in replay). A table of the
 /// source that `main` does not have is refused (migrations are additive, so a source of an
 /// older or equal schema never has one). Foreign keys are deferred to the commit, where the
 /// copy is as consistent as its source was.
-pub fn replace_rows(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+pub fn replace_rows(tx: &rusqlite::Transaction<'_>, alias: &str) -> Result<()> {
     sqlite::clear_all(tx)?;
     let mine = sqlite::user_tables(tx)?;
     let theirs: Vec<String> = {
         let mut stmt = tx.prepare(&format!(
-            "SELECT name FROM {SOURCE}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            "SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ))?;
         let names = stmt
             .query_map([], |r| r.get::<_, String>(0))?
@@ -398,7 +401,7 @@ pub fn replace_rows(tx: &rusqlite::Transaction<'_>) -> Result<()> {
             )));
         }
         let here = columns_in(tx, "main", &table)?;
-        let common: Vec<String> = columns_in(tx, SOURCE, &table)?
+        let common: Vec<String> = columns_in(tx, alias, &table)?
             .into_iter()
             .filter(|c| here.contains(c))
             .map(|c| quote_ident(&c))
@@ -406,7 +409,7 @@ pub fn replace_rows(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         let list: String = common.iter().map(|c| format!(", {c}")).collect();
         tx.execute(
             &format!(
-                "INSERT INTO main.{t} (rowid{list}) SELECT rowid{list} FROM {SOURCE}.{t}",
+                "INSERT INTO main.{t} (rowid{list}) SELECT rowid{list} FROM {alias}.{t}",
                 t = quote_ident(&table)
             ),
             [],
@@ -418,16 +421,16 @@ pub fn replace_rows(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 /// Replays a restore entry: the rows of the database file at `path` replace the current ones
 /// in one transaction that also records `seq` (readers see the old state or the new one).
 pub fn apply_file(conn: &mut Connection, path: &Path, seq: u64) -> Result<()> {
-    attach(conn, path)?;
+    attach(conn, path, REPLAYED)?;
     let applied = (|| {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        replace_rows(&tx)?;
+        replace_rows(&tx, REPLAYED)?;
         clear(&tx)?;
         set_seq(&tx, seq)?;
         tx.commit()?;
         Ok(())
     })();
-    detach(conn);
+    detach(conn, REPLAYED);
     applied
 }
 

@@ -169,7 +169,7 @@ impl Database {
     pub fn replace_with(&self, source: &Path, reference: Option<&RestoreRef>) -> Result<u64> {
         let deadline = self.inner.replica.as_ref().map(Replica::write_deadline);
         let mut conn = self.writer_until(deadline)?;
-        capture::attach(&conn, source)?;
+        capture::attach(&conn, source, capture::SOURCE)?;
         let replaced = match (&self.inner.replica, reference, deadline) {
             (Some(replica), Some(reference), Some(deadline)) => {
                 replica.write_restore(&mut conn, reference, deadline)
@@ -180,14 +180,14 @@ impl Database {
             (None, _, _) => (|| {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                capture::replace_rows(&tx)?;
+                capture::replace_rows(&tx, capture::SOURCE)?;
                 let seq = capture::seq(&tx)? + 1;
                 capture::set_seq(&tx, seq)?;
                 tx.commit()?;
                 Ok(seq)
             })(),
         };
-        capture::detach(&conn);
+        capture::detach(&conn, capture::SOURCE);
         replaced
     }
 

@@ -6,7 +6,11 @@
 //! - `log/<seq, 20 digits>.json`: the [`Changeset`] of the transaction that made version
 //!   `seq` (1, 2, ...). Created only with `If-None-Match: *`, never overwritten, never deleted
 //!   by the protocol: the existence of key `n` is what decides who wrote version `n`.
-//! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction).
+//! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction,
+//!   or a copy S3 made of a restored checkpoint). The key names the version; a cold start
+//!   writes it into the downloaded file's header.
+//! - `restores/<uuid>.db`: the database a restore entry (see [`RestoreRef`]) names; written
+//!   before the entry, never changed, deleted only with the tenant.
 //!
 //! Invariants:
 //! 1. The local database never holds a version S3 does not have: a write's local transaction
@@ -37,7 +41,10 @@
 //!    this replica for good (not found); an entry written by a newer schema version than the
 //!    local database's answers [`Error::NewerSchema`] (503 naming both versions) until this
 //!    build is replaced; an unreadable or inapplicable entry is a 503, never a 500.
-//! 7. Snapshots are an optimization for cold starts: made in the background after a write
+//! 7. A restore is a write like any other (same loop, races, fencing, deadline): its entry
+//!    names a database file instead of row changes, and replaying it replaces every row in
+//!    one transaction. Restore entries have format 2, which builds that predate them refuse.
+//! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
 
@@ -424,7 +431,7 @@ impl Replica {
         reference: &RestoreRef,
         deadline: Instant,
     ) -> Result<u64> {
-        let replace = |tx: &Transaction<'_>| capture::replace_rows(tx);
+        let replace = |tx: &Transaction<'_>| capture::replace_rows(tx, capture::SOURCE);
         let ((), _, seq) =
             self.write_entry(conn, &replace, &Entry::Restore(reference), deadline)?;
         // A snapshot at the new version, copied by S3 itself: cold starts skip the replay
