@@ -2,7 +2,8 @@
 //! write, restore: the write is gone; a fork is an independent tenant with its own
 //! credentials; refusals in the admin API's shape), and across two S3-mode environments on
 //! one bucket in moto (a restore made in one is seen by the next read in the other; a fork
-//! made in one is usable from the other; a cold environment starts from the restored state).
+//! made in one is usable from the other; a cold environment starts from the restored state;
+//! a fork's base snapshot, named by its first log entry, survives compaction).
 
 use e2e::s3::Moto;
 use e2e::{TestServer, ADMIN_KEY};
@@ -494,13 +495,15 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(b.basic_status(user, password).await, 401);
     let fork_password = fork["basic"]["password"].as_str().expect("password");
     assert_eq!(b.basic_status(user, fork_password).await, 200);
-    // The fork's history is its own: a restore entry and a snapshot, both at version 1.
+    // The fork's history is its own: entry 1 is a restore naming the fork's base, a copy
+    // S3 made of the checkpoint, which is also its snapshot 1 (one object, one copy).
     let fork_keys =
         |prefix: &str| moto.keys("checkpoints", &format!("sandbox/tenants/{fid}/{prefix}"));
-    assert_eq!(fork_keys("restores/").len(), 1);
-    assert!(fork_keys("snapshots/")
-        .iter()
-        .any(|k| k.ends_with(&format!("{:020}.db", 1))));
+    let base = format!("sandbox/tenants/{fid}/snapshots/{:020}.base.db", 1);
+    assert_eq!(fork_keys("snapshots/"), vec![base]);
+    assert!(fork_keys("restores/").is_empty());
+    let first = fork_keys("log/");
+    assert_eq!(first.len(), 2, "the restore entry and B's write");
 
     // A checkpoint deleted in B: A cannot restore it (404), and the log that restored it
     // still replays (its restore copy is its own): a fresh environment reads the tenant.
@@ -522,4 +525,46 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(status, 404);
     assert_eq!(tenant_keys("restores/").len(), 2);
     assert_eq!(a.relations(&fkey).await, 3);
+}
+
+#[test]
+fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
+    let moto = Moto::start();
+    let mut config = moto.bucket("fork-base");
+    config.compact_every = 2;
+    let (a, _a_dir) = e2e::s3::open_store(&config);
+    let (golden, _) = a.registry().create_tenant("golden", "UTC").expect("tenant");
+    e2e::s3::try_insert_reason(&a, &golden.id, "seeded").expect("write");
+    a.create_checkpoint(&golden.id, "cp").expect("checkpoint");
+    let (fork, _) = a.fork_tenant(&golden, "cp", "fork").expect("fork");
+    for name in ["f-1", "f-2", "f-3"] {
+        e2e::s3::try_insert_reason(&a, &fork.id, name).expect("fork write");
+    }
+    let snapshots = format!("sandbox/tenants/{}/snapshots/", fork.id);
+    let base = format!("{snapshots}{:020}.base.db", 1);
+    // Compaction runs in the background after the write that made it due.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let keys = loop {
+        let keys = moto.keys("fork-base", &snapshots);
+        if keys.len() >= 2 || std::time::Instant::now() > deadline {
+            break keys;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(keys.len(), 2, "the base and the newest snapshot: {keys:?}");
+    assert!(keys.contains(&base), "{keys:?}");
+    let expected = vec!["f-1", "f-2", "f-3", "seeded"];
+    assert_eq!(e2e::s3::reason_names(&a, &fork.id), expected);
+    // A cold start takes the newest snapshot; with only the base left it takes the base.
+    let (b, _b_dir) = e2e::s3::open_store(&config);
+    assert_eq!(e2e::s3::reason_names(&b, &fork.id), expected);
+    for key in keys.iter().filter(|k| **k != base) {
+        let bucket = shared::store::s3::Bucket::connect(config.clone()).expect("client");
+        bucket
+            .delete(key.strip_prefix("sandbox/").expect("prefix"))
+            .expect("delete");
+    }
+    let (c, _c_dir) = e2e::s3::open_store(&config);
+    assert_eq!(e2e::s3::reason_names(&c, &fork.id), expected);
+    assert_eq!(e2e::s3::reason_names(&c, &golden.id), vec!["seeded"]);
 }

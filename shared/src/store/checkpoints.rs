@@ -16,8 +16,9 @@
 //!   deleted while the tenant lives, so the log stays replayable even after the checkpoint
 //!   is deleted.
 //! - A fork writes the new tenant's data (locally its database file; in S3 its first log
-//!   entry, a restore, and snapshot 1, both copied by S3) before the registry makes it
-//!   reachable, so nobody ever sees it empty. Its credentials are its own.
+//!   entry, a restore naming its base snapshot, which S3 copied from the checkpoint) before
+//!   the registry makes it reachable, so nobody ever sees it empty. Its credentials are its
+//!   own.
 
 use super::replica::{Replica, RestoreRef};
 use super::{Registry, Store, TenantRecord};
@@ -366,11 +367,9 @@ impl Store {
         name: &str,
     ) -> Result<(TenantRecord, Credentials)> {
         let manifest = self.manifest(&source.id, checkpoint)?;
-        if self.registry().list()?.iter().any(|t| t.name == name) {
-            return Err(Error::conflict(format!(
-                "a tenant named '{name}' already exists"
-            )));
-        }
+        // A name in use is found by the registration below (409); what was written under the
+        // unregistered id is then undone. No look-up first: a fork costs one copy, one entry
+        // and the registration.
         let (record, creds) = Registry::new_tenant(name, &source.time_zone);
         let undo: Box<dyn Fn()> = match self.tenant_replica(&record.id) {
             None => {
@@ -386,15 +385,13 @@ impl Store {
                     .tenant_replica(&source.id)
                     .map(|r| r.object_key(&manifest.file))
                     .ok_or_else(|| Error::Internal("S3 mode without a replica".into()))?;
-                let object = format!("restores/{}.db", uuid::Uuid::new_v4());
-                replica.bucket().copy(&from, &replica.object_key(&object))?;
-                let reference = RestoreRef {
-                    object,
-                    checkpoint: format!("{}/{checkpoint}", source.id),
-                    version: manifest.version,
-                };
                 let scratch = self.inner.files_dir.clone();
-                let started = replica.start_with_restore(&reference, manifest.schema);
+                let started = replica.start_fork(
+                    &from,
+                    &format!("{}/{checkpoint}", source.id),
+                    manifest.version,
+                    manifest.schema,
+                );
                 let undo = move || {
                     let _ = replica.erase(&scratch);
                 };

@@ -10,7 +10,9 @@
 //!   or a copy S3 made of a restored checkpoint). The key names the version; a cold start
 //!   writes it into the downloaded file's header.
 //! - `restores/<uuid>.db`: the database a restore entry (see [`RestoreRef`]) names; written
-//!   before the entry, never changed, deleted only with the tenant.
+//!   before the entry, never changed, deleted only with the tenant. A fork's first entry
+//!   names `snapshots/<1>.base.db` instead, which doubles as its snapshot 1 and is never
+//!   pruned.
 //!
 //! Invariants:
 //! 1. The local database never holds a version S3 does not have: a write's local transaction
@@ -104,6 +106,10 @@ pub struct RestoreRef {
     /// The version of the checkpointed database (in its own log).
     pub version: u64,
 }
+
+/// How a fork base is named in `snapshots/`: `<seq 1>.base.db`. It parses as snapshot 1
+/// for cold starts and is never pruned (restore entry 1 of the fork names it).
+const FORK_BASE_SUFFIX: &str = ".base.db";
 
 /// Format of restore entries: 2, so that a build that predates them refuses the entry (503,
 /// "unreadable") instead of replaying it as an empty change and serving stale rows.
@@ -329,17 +335,42 @@ impl Replica {
         self.snapshot_key(seq)
     }
 
-    /// Starts a new database's log with restore entry 1 (a fork): the file `reference`
-    /// names must be in the bucket already. Also copies it as snapshot 1, so the first
-    /// request anywhere costs one cold load and no replay. A slot already taken is a conflict.
-    pub fn start_with_restore(&self, reference: &RestoreRef, schema: i64) -> Result<()> {
+    /// Starts a new database's log (a fork) from the database file at bucket key `source`
+    /// (a checkpoint of `checkpoint`, at `version` of its own log): S3 copies it to the fork
+    /// base `snapshots/<1>.base.db`, which is at once snapshot 1 (what cold starts load: one
+    /// download, no replay) and the object restore entry 1 names (never pruned, so the log
+    /// stays replayable); then entry 1 is created. One server-side copy, no byte through
+    /// this process. A slot already taken is a conflict.
+    pub fn start_fork(
+        &self,
+        source: &str,
+        checkpoint: &str,
+        version: u64,
+        schema: i64,
+    ) -> Result<()> {
+        let reference = RestoreRef {
+            object: format!("snapshots/{}{FORK_BASE_SUFFIX}", seq_name(1)),
+            checkpoint: checkpoint.to_string(),
+            version,
+        };
+        // Nobody can reach the fork before it is registered, so the entry need not wait for
+        // the copy: both go at once, and the registration waits for both.
         let attempt = uuid::Uuid::new_v4().to_string();
-        self.bucket
-            .copy(&self.object_key(&reference.object), &self.snapshot_key(1))?;
-        match self
-            .bucket
-            .put_if_absent(&self.log_key(1), restore_body(reference, &attempt, schema))
-        {
+        let (copied, entry) = std::thread::scope(|scope| {
+            let copy = scope.spawn(|| {
+                self.bucket
+                    .copy(source, &self.object_key(&reference.object))
+            });
+            let entry = self
+                .bucket
+                .put_if_absent(&self.log_key(1), restore_body(&reference, &attempt, schema));
+            let copied = copy
+                .join()
+                .unwrap_or_else(|_| Err(S3Error::Unavailable("the copy thread panicked".into())));
+            (copied, entry)
+        });
+        copied?;
+        match entry {
             Ok(()) => Ok(()),
             Err(S3Error::Exists) => {
                 Err(Error::conflict(format!("{} already has a log", self.root)))
@@ -647,7 +678,8 @@ impl Replica {
             self.bucket
                 .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
         for key in older {
-            if parse_seq(&key).is_some_and(|s| s < seq) {
+            // A fork base is also what restore entry 1 names: kept for the log's sake.
+            if parse_seq(&key).is_some_and(|s| s < seq) && !key.ends_with(FORK_BASE_SUFFIX) {
                 self.bucket.delete(&key)?;
             }
         }
