@@ -1,9 +1,10 @@
 //! Checkpoints, restore and forks (issue 15) over HTTP: on the local server (checkpoint,
 //! write, restore: the write is gone; a fork is an independent tenant with its own
-//! credentials; refusals in the admin API's shape), and across two S3-mode environments on
-//! one bucket in moto (a restore made in one is seen by the next read in the other; a fork
-//! made in one is usable from the other; a cold environment starts from the restored state;
-//! a fork's base snapshot, named by its first log entry, survives compaction).
+//! credentials; refusals in the admin API's shape), and across S3-mode environments on one
+//! bucket in moto, one of them its own OS process (`s3_server`): a restore made in one is
+//! seen by the next read in the other; a fork made in one is usable from the other; a cold
+//! environment starts from the restored state; a fork's base snapshot, named by its first
+//! log entry, survives compaction.
 
 use e2e::s3::Moto;
 use e2e::{TestServer, ADMIN_KEY};
@@ -92,6 +93,57 @@ impl Api {
             .expect("basic")
             .status()
             .as_u16()
+    }
+}
+
+/// A sandbox server in its own OS process (`s3_server`) over an S3 store; killed on drop.
+struct Peer {
+    base: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Peer {
+    fn start(s3: &shared::store::S3Config) -> Peer {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_s3_server"))
+            .arg(dir.path())
+            .args([ADMIN_KEY, SECRET])
+            .env("SANDBOX_S3_BUCKET", &s3.bucket)
+            .env("SANDBOX_S3_PREFIX", &s3.prefix)
+            .env(
+                "SANDBOX_S3_ENDPOINT",
+                s3.endpoint.as_deref().unwrap_or_default(),
+            )
+            .env("RUST_LOG", "warn")
+            .envs(e2e::s3::AWS_ENV)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn s3_server");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("s3_server's first line");
+        let base = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("s3_server said {line:?}"))
+            .to_string();
+        Peer {
+            base,
+            child,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -385,8 +437,9 @@ async fn restores_and_forks_cross_s3_environments() {
     let moto = Moto::start();
     let s3 = moto.bucket("checkpoints");
     let (a_base, _a, _a_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let (b_base, _b, _b_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let (a, b) = (Api::new(&a_base), Api::new(&b_base));
+    // B is its own OS process (as a second Lambda environment would be).
+    let b_process = Peer::start(&s3);
+    let (a, b) = (Api::new(&a_base), Api::new(&b_process.base));
     let golden = a.tenant("golden").await;
     let (gid, gkey) = (id(&golden), key(&golden));
     // B opens the tenant (its cache is warm from here on).

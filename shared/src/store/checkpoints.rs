@@ -351,6 +351,13 @@ impl Store {
                     .map_err(Error::from)
                     .and_then(|()| db.db.replace_with(&tmp, Some(&reference)));
                 let _ = super::replica::remove_database_files(&tmp);
+                // Nothing applied: no entry names the copy (its slot was taken or fenced), so
+                // it can go. Outcome unknown: an entry naming it may still land; it stays.
+                if let Err(e) = &restored {
+                    if !matches!(e, Error::OutcomeUnknown(_)) {
+                        let _ = bucket.delete(&replica.object_key(&object));
+                    }
+                }
                 restored?
             }
         };
