@@ -43,6 +43,35 @@ impl Api {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// `POST /tenants/{id}/checkpoints {"name"}`.
+    async fn checkpoint(&self, id: &str, name: &str) -> (u16, Value) {
+        let path = format!("/tenants/{id}/checkpoints");
+        self.admin(Method::POST, &path, Some(json!({ "name": name })))
+            .await
+    }
+
+    /// `POST /tenants/{id}/restore {"checkpoint"}`.
+    async fn restore(&self, id: &str, checkpoint: &str) -> (u16, Value) {
+        let path = format!("/tenants/{id}/restore");
+        self.admin(
+            Method::POST,
+            &path,
+            Some(json!({ "checkpoint": checkpoint })),
+        )
+        .await
+    }
+
+    /// `POST /tenants {"name", "from": {"tenant", "checkpoint"}}`: a fork.
+    async fn fork(&self, name: &str, tenant: &str, checkpoint: &str) -> (u16, Value) {
+        let from = json!({"tenant": tenant, "checkpoint": checkpoint});
+        self.admin(
+            Method::POST,
+            "/tenants",
+            Some(json!({"name": name, "from": from})),
+        )
+        .await
+    }
+
     /// Creates a demo tenant; answers its creation body (id, api_key, basic).
     async fn tenant(&self, name: &str) -> Value {
         let (status, body) = self
@@ -163,13 +192,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     let (gid, gkey) = (id(&golden), key(&golden));
     assert_eq!(api.relations(&gkey).await, 2);
 
-    let (status, cp) = api
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/checkpoints"),
-            Some(json!({"name": "seeded"})),
-        )
-        .await;
+    let (status, cp) = api.checkpoint(&gid, "seeded").await;
     assert_eq!(status, 201, "{cp}");
     assert_eq!(cp["name"], "seeded");
     let version = cp["version"].as_u64().expect("version");
@@ -178,13 +201,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
 
     api.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(api.relations(&gkey).await, 3);
-    let (status, restored) = api
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/restore"),
-            Some(json!({"checkpoint": "seeded"})),
-        )
-        .await;
+    let (status, restored) = api.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
     assert_eq!(restored["checkpoint"]["name"], "seeded");
     assert!(restored["version"].as_u64().expect("version") > version + 1);
@@ -213,13 +230,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     assert_eq!((status, &one), (200, &cp));
 
     // A fork: its own tenant, its own credentials, the checkpoint's data, independent.
-    let (status, fork) = api
-        .admin(
-            Method::POST,
-            "/tenants",
-            Some(json!({"name": "ci-job-1", "from": {"tenant": gid, "checkpoint": "seeded"}})),
-        )
-        .await;
+    let (status, fork) = api.fork("ci-job-1", &gid, "seeded").await;
     assert_eq!(status, 201, "{fork}");
     let (fid, fkey) = (id(&fork), key(&fork));
     assert_ne!(fid, gid);
@@ -240,13 +251,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     assert_eq!(api.basic_status(fork_user, fork_password).await, 200);
     assert_eq!(api.basic_status(user, fork_password).await, 401);
     // Restoring the source does not touch the fork.
-    let (status, _) = api
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/restore"),
-            Some(json!({"checkpoint": "seeded"})),
-        )
-        .await;
+    let (status, _) = api.restore(&gid, "seeded").await;
     assert_eq!(status, 200);
     assert_eq!(api.relations(&gkey).await, 2);
     assert_eq!(api.relations(&fkey).await, 4);
@@ -264,6 +269,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
         .admin(Method::GET, &format!("/tenants/{gid}/checkpoints"), None)
         .await;
     assert_eq!(list, json!([]));
+    assert_eq!(api.restore(&gid, "seeded").await.0, 404);
     assert_eq!(api.relations(&fkey).await, 4);
     // Deleting the source keeps the fork.
     let (status, _) = api
@@ -445,26 +451,14 @@ async fn restores_and_forks_cross_s3_environments() {
     // B opens the tenant (its cache is warm from here on).
     assert_eq!(b.relations(&gkey).await, 2);
 
-    let (status, cp) = a
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/checkpoints"),
-            Some(json!({"name": "seeded"})),
-        )
-        .await;
+    let (status, cp) = a.checkpoint(&gid, "seeded").await;
     assert_eq!(status, 201, "{cp}");
     let version = cp["version"].as_u64().expect("version");
     let tenant_keys =
         |prefix: &str| moto.keys("checkpoints", &format!("sandbox/tenants/{gid}/{prefix}"));
     assert_eq!(tenant_keys("checkpoints/").len(), 2, "manifest and file");
     // The same name from the other environment: 409.
-    let (status, dup) = b
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/checkpoints"),
-            Some(json!({"name": "seeded"})),
-        )
-        .await;
+    let (status, dup) = b.checkpoint(&gid, "seeded").await;
     assert_eq!((status, dup["code"].as_str()), (409, Some("CONFLICT")));
     let (_, listed) = b
         .admin(Method::GET, &format!("/tenants/{gid}/checkpoints"), None)
@@ -475,13 +469,7 @@ async fn restores_and_forks_cross_s3_environments() {
     b.add_relation(&gkey, "ONE_TIME").await;
     b.add_relation(&gkey, "CUSTOM_A").await;
     assert_eq!(a.relations(&gkey).await, 4);
-    let (status, restored) = a
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/restore"),
-            Some(json!({"checkpoint": "seeded"})),
-        )
-        .await;
+    let (status, restored) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
     let after = restored["version"].as_u64().expect("version");
     assert_eq!(after, version + 3, "two writes, then the restore entry");
@@ -494,13 +482,7 @@ async fn restores_and_forks_cross_s3_environments() {
     // A restore in B made before B saw one made in A: B's catch-up replays A's restore
     // (with its own checkpoint attached), then appends its own.
     a.add_relation(&gkey, "ONE_TIME").await;
-    let (status, again) = b
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/restore"),
-            Some(json!({"checkpoint": "seeded"})),
-        )
-        .await;
+    let (status, again) = b.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{again}");
     let after = again["version"].as_u64().expect("version");
     assert_eq!(after, version + 5);
@@ -530,13 +512,7 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(b.relations(&gkey).await, 4);
 
     // A fork made in A is usable from B with its own credentials; the source is untouched.
-    let (status, fork) = a
-        .admin(
-            Method::POST,
-            "/tenants",
-            Some(json!({"name": "ci-job", "from": {"tenant": gid, "checkpoint": "seeded"}})),
-        )
-        .await;
+    let (status, fork) = a.fork("ci-job", &gid, "seeded").await;
     assert_eq!(status, 201, "{fork}");
     let (fid, fkey) = (id(&fork), key(&fork));
     assert_eq!(b.relations(&fkey).await, 2);
@@ -558,8 +534,8 @@ async fn restores_and_forks_cross_s3_environments() {
     let first = fork_keys("log/");
     assert_eq!(first.len(), 2, "the restore entry and B's write");
 
-    // A checkpoint deleted in B: A cannot restore it (404), and the log that restored it
-    // still replays (its restore copy is its own): a fresh environment reads the tenant.
+    // A checkpoint deleted in B: A cannot restore it (404); the restores made from it keep
+    // their own copies (the log still names existing objects) and the fork reads on.
     let (status, _) = b
         .admin(
             Method::DELETE,
@@ -568,16 +544,18 @@ async fn restores_and_forks_cross_s3_environments() {
         )
         .await;
     assert_eq!(status, 204);
-    let (status, _) = a
-        .admin(
-            Method::POST,
-            &format!("/tenants/{gid}/restore"),
-            Some(json!({"checkpoint": "seeded"})),
-        )
-        .await;
+    let (status, _) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 404);
     assert_eq!(tenant_keys("restores/").len(), 2);
     assert_eq!(a.relations(&fkey).await, 3);
+    let (d_base, _d, _d_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let d = Api::new(&d_base);
+    assert_eq!(
+        d.relations(&gkey).await,
+        4,
+        "a new environment, after the deletion"
+    );
+    assert_eq!(d.relations(&fkey).await, 3);
 }
 
 #[test]
