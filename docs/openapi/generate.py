@@ -932,8 +932,8 @@ def revenue_doc():
 A_ERRORS = {
     400: "Bad request (malformed JSON, unknown field, bad seed or time zone)",
     401: "Missing or invalid X-Admin-Key",
-    404: "No such tenant",
-    409: "Conflict (e.g. a tenant name in use)",
+    404: "No such tenant (or checkpoint)",
+    409: "Conflict (e.g. a tenant or checkpoint name in use)",
     413: "Request body too large",
     415: "Content-Type is not application/json",
     503: "Storage unavailable",
@@ -963,11 +963,12 @@ def admin_doc():
         "name": {"type": "string", "minLength": 1},
         "seed": {"type": "string", "enum": ["demo", "empty"], "default": "demo"},
         "time_zone": {"type": "string", "default": "UTC", "description": "IANA time zone"},
+        "from": ref("ForkFrom"),
     }, required=("name",), extra=False)
     created = obj({
         "id": STR, "name": STR, "time_zone": STR, "api_key": STR,
         "basic": obj({"username": STR, "password": STR}, required=("username", "password")),
-        "created_at": DT,
+        "created_at": DT, "from": ref("ForkFrom"),
     }, required=("id", "name", "time_zone", "api_key", "basic", "created_at"),
         description="The tenant and its clear-text credentials, shown once.")
     token_req = obj({"ttl_seconds": null(INT64)}, required=(), extra=False)
@@ -982,8 +983,9 @@ def admin_doc():
     paths = {
         f"{P}/openapi.json": openapi_op("admin"),
         f"{P}/tenants": {
-            "post": a_op("createTenant", "Create a tenant with credentials", 201, ref("CreatedTenant"),
-                         body=ref("NewTenant"), errors=(400, 401, 409, 413, 415, 503)),
+            "post": a_op("createTenant", "Create a tenant with credentials (or fork one)", 201,
+                         ref("CreatedTenant"), body=ref("NewTenant"),
+                         errors=(400, 401, 404, 409, 413, 415, 503)),
             "get": a_op("listTenants", "Every tenant", 200, arr(ref("Tenant")), errors=(401, 503)),
         },
         f"{P}/tenants/{{id}}": {
@@ -997,6 +999,7 @@ def admin_doc():
         f"{P}/tenants/{{id}}/reset": {"post": a_op(
             "resetTenant", "Reset a tenant's data to a seed", 200, ref("ResetDone"), [tid],
             body=ref("ResetRequest"), errors=(400, 401, 404, 413, 415, 503))},
+        **checkpoint_paths(P, tid),
     }
     return {
         "openapi": "3.1.0",
@@ -1008,9 +1011,61 @@ def admin_doc():
         "components": {
             "schemas": {"Error": ERROR_SCHEMA, "Tenant": tenant, "NewTenant": create,
                         "CreatedTenant": created, "TokenRequest": token_req, "Token": token,
-                        "ResetRequest": reset, "ResetDone": reset_done},
+                        "ResetRequest": reset, "ResetDone": reset_done,
+                        **checkpoint_schemas()},
             "securitySchemes": {"AdminKey": {"type": "apiKey", "in": "header", "name": "X-Admin-Key"}},
         },
+    }
+
+
+# Checkpoints, restore and forks (issue 15). Bounds: shared/src/store/checkpoints.rs.
+CHECKPOINT_NAME = {"type": "string", "minLength": 1, "maxLength": 64,
+                   "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                   "description": "1 to 64 of A-Z a-z 0-9 - _ ., starting with a letter or digit; "
+                   "unique per tenant (at most 100 checkpoints per tenant)"}
+
+
+def checkpoint_schemas():
+    checkpoint = obj({"name": STR, "version": {**INT64, "minimum": 0,
+                                               "description": "The tenant's version it holds"},
+                      "created_at": DT}, required=("name", "version", "created_at"))
+    return {
+        "Checkpoint": checkpoint,
+        "NewCheckpoint": obj({"name": CHECKPOINT_NAME}, required=("name",), extra=False),
+        "RestoreRequest": obj({"checkpoint": CHECKPOINT_NAME}, required=("checkpoint",),
+                              extra=False),
+        "Restored": obj({"tenant": STR, "checkpoint": ref("Checkpoint"),
+                         "version": {**INT64, "description": "The tenant's version after the restore"}},
+                        required=("tenant", "checkpoint", "version")),
+        "ForkFrom": obj({"tenant": STR, "checkpoint": CHECKPOINT_NAME},
+                        required=("tenant", "checkpoint"), extra=False,
+                        description="Fork: the new tenant starts with a copy of this checkpoint "
+                        "(and the source's time zone) instead of a seed; 'seed' and 'time_zone' "
+                        "are then refused."),
+    }
+
+
+def checkpoint_paths(P, tid):
+    name = param("name", "path", CHECKPOINT_NAME)
+    return {
+        f"{P}/tenants/{{id}}/checkpoints": {
+            "post": a_op("createCheckpoint", "Checkpoint the tenant's current data", 201,
+                         ref("Checkpoint"), [tid], body=ref("NewCheckpoint"),
+                         errors=(400, 401, 404, 409, 413, 415, 503)),
+            "get": a_op("listCheckpoints", "The tenant's checkpoints, oldest first", 200,
+                        arr(ref("Checkpoint")), [tid], errors=(401, 404, 503)),
+        },
+        f"{P}/tenants/{{id}}/checkpoints/{{name}}": {
+            "get": a_op("getCheckpoint", "One checkpoint", 200, ref("Checkpoint"), [tid, name],
+                        errors=(400, 401, 404, 503)),
+            "delete": a_op("deleteCheckpoint", "Delete a checkpoint (restores and forks made "
+                           "from it keep their data)", 204, None, [tid, name],
+                           errors=(400, 401, 404, 503)),
+        },
+        f"{P}/tenants/{{id}}/restore": {"post": a_op(
+            "restoreCheckpoint", "Replace the tenant's data with a checkpoint's (credentials "
+            "kept)", 200, ref("Restored"), [tid], body=ref("RestoreRequest"),
+            errors=(400, 401, 404, 413, 415, 503))},
     }
 
 

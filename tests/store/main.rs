@@ -4,6 +4,7 @@
 
 mod cache;
 mod chaos;
+mod checkpoints;
 mod costs;
 mod fencing;
 mod isolation;

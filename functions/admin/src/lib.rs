@@ -1,5 +1,6 @@
 //! Route group `admin`: the sandbox admin API under `/sandbox/v1`, guarded by `X-Admin-Key`.
-//! It hands out tenants with their credentials, issues bearer tokens, resets and deletes.
+//! It hands out tenants with their credentials, issues bearer tokens, resets and deletes,
+//! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`).
 
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequestParts, Path, State};
@@ -9,13 +10,29 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use shared::seed::Seed;
-use shared::store::TenantRecord;
+use shared::store::checkpoints::Checkpoint;
+use shared::store::{blocking, TenantRecord};
 use shared::tenants;
 use shared::web::{header_str, parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
+    // Checkpoints, restore and forks (issue 15; forks are `POST /tenants` with `from`).
+    let checkpoints = Router::new()
+        .route(
+            &format!("{ADMIN_PREFIX}/tenants/{{id}}/checkpoints"),
+            post(create_checkpoint).get(list_checkpoints),
+        )
+        .route(
+            &format!("{ADMIN_PREFIX}/tenants/{{id}}/checkpoints/{{name}}"),
+            get(get_checkpoint).delete(delete_checkpoint),
+        )
+        .route(
+            &format!("{ADMIN_PREFIX}/tenants/{{id}}/restore"),
+            post(restore_checkpoint),
+        );
     Router::new()
+        .merge(checkpoints)
         .route(
             &format!("{ADMIN_PREFIX}/openapi.json"),
             get(openapi_document),
@@ -83,18 +100,24 @@ where
 #[serde(deny_unknown_fields)]
 struct CreateTenant {
     name: String,
-    #[serde(default = "default_seed")]
-    seed: String,
-    #[serde(default = "default_time_zone")]
-    time_zone: String,
+    /// Default `demo`; not with `from`.
+    seed: Option<String>,
+    /// Default `UTC`; not with `from` (a fork keeps its source's).
+    time_zone: Option<String>,
+    /// Fork: start from a checkpoint of another tenant instead of a seed.
+    from: Option<ForkFrom>,
+}
+
+/// Where a fork starts: a checkpoint of an existing tenant.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct ForkFrom {
+    tenant: String,
+    checkpoint: String,
 }
 
 fn default_seed() -> String {
     "demo".into()
-}
-
-fn default_time_zone() -> String {
-    "UTC".into()
 }
 
 /// HTTP Basic credentials in a creation answer.
@@ -113,6 +136,9 @@ struct CreatedTenant {
     api_key: String,
     basic: Basic,
     created_at: String,
+    /// The checkpoint a fork was made from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<ForkFrom>,
 }
 
 async fn create_tenant(
@@ -120,8 +146,21 @@ async fn create_tenant(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<CreateTenant>,
 ) -> Result<Response, ApiError> {
-    let seed = Seed::parse(&body.seed)?;
-    let (record, creds) = tenants::create(&app.store, &body.name, seed, &body.time_zone).await?;
+    let (record, creds) = match &body.from {
+        Some(from) => {
+            if body.seed.is_some() || body.time_zone.is_some() {
+                return Err(ApiError::bad_request(
+                    "a fork ('from') takes its data and time zone from the checkpoint: leave out 'seed' and 'time_zone'",
+                ));
+            }
+            fork_tenant(&app, &body.name, from).await?
+        }
+        None => {
+            let seed = Seed::parse(body.seed.as_deref().unwrap_or("demo"))?;
+            let zone = body.time_zone.as_deref().unwrap_or("UTC");
+            tenants::create(&app.store, &body.name, seed, zone).await?
+        }
+    };
     let created = CreatedTenant {
         id: record.id,
         name: record.name,
@@ -132,6 +171,7 @@ async fn create_tenant(
             password: creds.password,
         },
         created_at: record.created_at,
+        from: body.from,
     };
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
@@ -226,4 +266,105 @@ async fn reset_tenant(
         tenant,
         seed: body.seed,
     }))
+}
+
+// --- Checkpoints, restore and forks (issue 15) ---
+
+/// Body of `POST /tenants/{id}/checkpoints`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateCheckpoint {
+    name: String,
+}
+
+/// Body of `POST /tenants/{id}/restore`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestoreRequest {
+    checkpoint: String,
+}
+
+/// Answer of a restore.
+#[derive(Debug, Serialize)]
+struct Restored {
+    tenant: String,
+    checkpoint: Checkpoint,
+    /// The tenant's version after the restore (one more than before).
+    version: u64,
+}
+
+async fn create_checkpoint(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<CreateCheckpoint>,
+) -> Result<Response, ApiError> {
+    let tenant = tenants::get(&app.store, &id).await?;
+    let store = app.store.clone();
+    let checkpoint = blocking(move || store.create_checkpoint(&tenant.id, &body.name)).await?;
+    Ok((StatusCode::CREATED, Json(checkpoint)).into_response())
+}
+
+async fn list_checkpoints(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<Checkpoint>>, ApiError> {
+    let tenant = tenants::get(&app.store, &id).await?;
+    let store = app.store.clone();
+    Ok(Json(
+        blocking(move || store.list_checkpoints(&tenant.id)).await?,
+    ))
+}
+
+async fn get_checkpoint(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Json<Checkpoint>, ApiError> {
+    let tenant = tenants::get(&app.store, &id).await?;
+    let store = app.store.clone();
+    Ok(Json(
+        blocking(move || store.get_checkpoint(&tenant.id, &name)).await?,
+    ))
+}
+
+async fn delete_checkpoint(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let tenant = tenants::get(&app.store, &id).await?;
+    let store = app.store.clone();
+    blocking(move || store.delete_checkpoint(&tenant.id, &name)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn restore_checkpoint(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<RestoreRequest>,
+) -> Result<Json<Restored>, ApiError> {
+    let tenant = tenants::get(&app.store, &id).await?;
+    let store = app.store.clone();
+    let (checkpoint, version) =
+        blocking(move || store.restore_checkpoint(&tenant.id, &body.checkpoint)).await?;
+    Ok(Json(Restored {
+        tenant: id,
+        checkpoint,
+        version,
+    }))
+}
+
+/// `POST /tenants` with `from`: a new tenant holding a copy of the source's checkpoint.
+async fn fork_tenant(
+    app: &AppState,
+    name: &str,
+    from: &ForkFrom,
+) -> Result<(TenantRecord, shared::auth::Credentials), ApiError> {
+    tenants::check_name(name)?;
+    let source = tenants::get(&app.store, &from.tenant).await?;
+    let (store, name, checkpoint) = (app.store.clone(), name.to_string(), from.checkpoint.clone());
+    Ok(blocking(move || store.fork_tenant(&source, &checkpoint, &name)).await?)
 }

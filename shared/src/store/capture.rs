@@ -28,6 +28,7 @@ use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
+use std::path::Path;
 
 /// Version of the changeset format written by this build.
 const FORMAT: u32 = 1;
@@ -154,9 +155,15 @@ pub fn set_seq(conn: &Connection, seq: u64) -> Result<()> {
 }
 
 fn columns(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    columns_in(conn, "main", table)
+}
+
+/// The visible columns of `table` in the attached database `schema`.
+fn columns_in(conn: &Connection, schema: &str, table: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare(&format!(
-        "SELECT name FROM pragma_table_xinfo({}) WHERE hidden = 0 ORDER BY cid",
-        quote_literal(table)
+        "SELECT name FROM pragma_table_xinfo({}, {}) WHERE hidden = 0 ORDER BY cid",
+        quote_literal(table),
+        quote_literal(schema)
     ))?;
     let names = stmt
         .query_map([], |r| r.get::<_, String>(0))?
@@ -331,6 +338,100 @@ fn apply_in_transaction(conn: &mut Connection, changes: &Changeset, seq: u64) ->
     set_seq(&tx, seq)?;
     tx.commit()?;
     Ok(())
+}
+
+/// The schema name a checkpoint is attached under while a restore replaces the rows with
+/// its rows.
+pub const SOURCE: &str = "sbx_source";
+/// The schema name of a restore entry's file during its replay. Not [`SOURCE`]: a restore's
+/// catch-up may replay another restore entry while its own checkpoint is attached.
+pub const REPLAYED: &str = "sbx_replayed";
+
+/// Attaches the SQLite file at `path` as `alias` ([`SOURCE`] or [`REPLAYED`]) on `conn` (outside any transaction, as
+/// SQLite requires) and refuses a file written by a newer schema version than `conn`'s
+/// (see "Schema versions" in docs/storage.md). Pair with [`detach`].
+pub fn attach(conn: &Connection, path: &Path, alias: &str) -> Result<()> {
+    let target = path
+        .to_str()
+        .ok_or_else(|| Error::Internal(format!("path {} is not UTF-8", path.display())))?;
+    conn.execute(&format!("ATTACH DATABASE ?1 AS {alias}"), [target])?;
+    let theirs: i64 = conn.query_row(&format!("PRAGMA {alias}.user_version"), [], |r| r.get(0))?;
+    let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if theirs > mine {
+        detach(conn, alias);
+        return Err(Error::NewerSchema(format!(
+            "This checkpoint was written by a newer deployment with schema version {theirs}; \
+             this function runs schema version {mine} and serves it again once it is deployed \
+             at schema version {theirs} or later. Retry later."
+        )));
+    }
+    Ok(())
+}
+
+/// Detaches `alias` (best effort: a failure only leaves the file attached until the
+/// connection closes).
+pub fn detach(conn: &Connection, alias: &str) {
+    if let Err(e) = conn.execute(&format!("DETACH DATABASE {alias}"), []) {
+        tracing::warn!(error = %e, "could not detach a restore source");
+    }
+}
+
+/// Replaces every row of every user table of `main` with the rows of the attached
+/// database `alias`, inside the caller's transaction: rowids are kept, columns are matched by name
+/// (columns the source does not have get their defaults, as in replay). A table of the
+/// source that `main` does not have is refused (migrations are additive, so a source of an
+/// older or equal schema never has one). Foreign keys are deferred to the commit, where the
+/// copy is as consistent as its source was.
+pub fn replace_rows(tx: &rusqlite::Transaction<'_>, alias: &str) -> Result<()> {
+    sqlite::clear_all(tx)?;
+    let mine = sqlite::user_tables(tx)?;
+    let theirs: Vec<String> = {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        ))?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        names
+    };
+    for table in theirs {
+        if !mine.contains(&table) {
+            return Err(Error::Internal(format!(
+                "the restore source has table {table}, which this database does not have"
+            )));
+        }
+        let here = columns_in(tx, "main", &table)?;
+        let common: Vec<String> = columns_in(tx, alias, &table)?
+            .into_iter()
+            .filter(|c| here.contains(c))
+            .map(|c| quote_ident(&c))
+            .collect();
+        let list: String = common.iter().map(|c| format!(", {c}")).collect();
+        tx.execute(
+            &format!(
+                "INSERT INTO main.{t} (rowid{list}) SELECT rowid{list} FROM {alias}.{t}",
+                t = quote_ident(&table)
+            ),
+            [],
+        )?;
+    }
+    Ok(())
+}
+
+/// Replays a restore entry: the rows of the database file at `path` replace the current ones
+/// in one transaction that also records `seq` (readers see the old state or the new one).
+pub fn apply_file(conn: &mut Connection, path: &Path, seq: u64) -> Result<()> {
+    attach(conn, path, REPLAYED)?;
+    let applied = (|| {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        replace_rows(&tx, REPLAYED)?;
+        clear(&tx)?;
+        set_seq(&tx, seq)?;
+        tx.commit()?;
+        Ok(())
+    })();
+    detach(conn, REPLAYED);
+    applied
 }
 
 #[cfg(test)]

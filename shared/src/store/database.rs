@@ -2,7 +2,7 @@
 //! of read connections, and, in S3 mode, a [`Replica`] that makes S3 the source of truth.
 //! Tenant databases and the registry are both built on it, so both replicate the same way.
 
-use super::replica::{self, Replica};
+use super::replica::{self, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
@@ -60,7 +60,13 @@ impl Database {
         let Some(replica) = &self.inner.replica else {
             let mut conn = lock(&self.inner.writer);
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let before = tx.total_changes();
             let out = f(&tx)?;
+            if tx.total_changes() != before {
+                // Local mode has no log; the header still counts the writes that changed
+                // something, so that a checkpoint can name the version it was taken at.
+                capture::set_seq(&tx, capture::seq(&tx)? + 1)?;
+            }
             tx.commit()?;
             return Ok(out);
         };
@@ -135,6 +141,73 @@ impl Database {
             Ok(seq) => tracing::info!(path = %self.inner.path.display(), seq, "snapshot uploaded"),
             Err(e) => tracing::warn!(error = %e, "snapshot failed; the log still holds everything"),
         }
+    }
+
+    /// Writes a consistent copy of the database at its newest version into the new file
+    /// `target` (`VACUUM INTO` on the writer connection under the writer lock; in S3 mode
+    /// after catching up, so the copy holds every write acknowledged anywhere before the
+    /// call). Answers the version copied and its schema version.
+    pub fn copy_into(&self, target: &Path) -> Result<(u64, i64)> {
+        let deadline = self.inner.replica.as_ref().map(Replica::write_deadline);
+        let mut conn = self.writer_until(deadline)?;
+        if let Some(replica) = &self.inner.replica {
+            replica.catch_up(&mut conn)?;
+        }
+        let path = target
+            .to_str()
+            .ok_or_else(|| Error::Internal(format!("path {} is not UTF-8", target.display())))?;
+        conn.execute("VACUUM main INTO ?1", [path])?;
+        let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        Ok((capture::seq(&conn)?, schema))
+    }
+
+    /// Replaces every row with those of the SQLite file `source` (a checkpoint), in one
+    /// transaction: readers see the old state or the new one. Local mode: a new local
+    /// version. S3 mode: a restore entry naming `reference` (whose object must hold the
+    /// same file), written like any write (see [`Replica::write_restore`]). Answers the new
+    /// version.
+    pub fn replace_with(&self, source: &Path, reference: Option<&RestoreRef>) -> Result<u64> {
+        let deadline = self.inner.replica.as_ref().map(Replica::write_deadline);
+        let mut conn = self.writer_until(deadline)?;
+        capture::attach(&conn, source, capture::SOURCE)?;
+        let replaced = match (&self.inner.replica, reference, deadline) {
+            (Some(replica), Some(reference), Some(deadline)) => {
+                replica.write_restore(&mut conn, reference, deadline)
+            }
+            (Some(_), _, _) => Err(Error::Internal(
+                "a restore in S3 mode needs its bucket object".into(),
+            )),
+            (None, _, _) => (|| {
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                capture::replace_rows(&tx, capture::SOURCE)?;
+                let seq = capture::seq(&tx)? + 1;
+                capture::set_seq(&tx, seq)?;
+                tx.commit()?;
+                Ok(seq)
+            })(),
+        };
+        capture::detach(&conn, capture::SOURCE);
+        replaced
+    }
+
+    /// The writer connection, waited for until `deadline` (a write's, in S3 mode), or for
+    /// as long as it takes without one (local mode, as local writes do).
+    fn writer_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, Connection>> {
+        match deadline {
+            None => Ok(lock(&self.inner.writer)),
+            Some(deadline) => lock_until(&self.inner.writer, deadline).ok_or_else(|| {
+                Error::Unavailable(
+                    "the database's writer stayed busy until the write deadline; nothing was applied"
+                        .into(),
+                )
+            }),
+        }
+    }
+
+    /// The S3 replica, in S3 mode.
+    pub fn replica(&self) -> Option<&Replica> {
+        self.inner.replica.as_ref()
     }
 
     /// Appends this database's tombstone to its S3 log (no-op without a replica).

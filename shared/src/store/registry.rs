@@ -107,6 +107,15 @@ impl Registry {
         name: &str,
         time_zone: &str,
     ) -> Result<(TenantRecord, Credentials)> {
+        let (record, creds) = Registry::new_tenant(name, time_zone);
+        self.register(&record, &creds)?;
+        Ok((record, creds))
+    }
+
+    /// A new tenant's record (fresh id, created now) and fresh credentials, not registered
+    /// yet: a fork writes the tenant's data under its id before [`Registry::register`]
+    /// makes it reachable.
+    pub fn new_tenant(name: &str, time_zone: &str) -> (TenantRecord, Credentials) {
         let record = TenantRecord {
             id: auth::new_tenant_id(),
             name: name.to_string(),
@@ -114,6 +123,13 @@ impl Registry {
             created_at: crate::time::to_storage(crate::time::now()),
         };
         let creds = Credentials::generate(name);
+        (record, creds)
+    }
+
+    /// Registers `record` with `creds` (only their hashes are stored). A name already in
+    /// use is a conflict.
+    pub fn register(&self, record: &TenantRecord, creds: &Credentials) -> Result<()> {
+        let name = record.name.as_str();
         self.db.write(|tx| {
             let taken: bool = tx
                 .query_row("SELECT 1 FROM tenants WHERE name = ?1", [name], |_| {
@@ -141,8 +157,7 @@ impl Registry {
                 ],
             )?;
             Ok(())
-        })?;
-        Ok((record, creds))
+        })
     }
 
     /// All tenants, oldest first.

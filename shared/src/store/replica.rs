@@ -6,7 +6,13 @@
 //! - `log/<seq, 20 digits>.json`: the [`Changeset`] of the transaction that made version
 //!   `seq` (1, 2, ...). Created only with `If-None-Match: *`, never overwritten, never deleted
 //!   by the protocol: the existence of key `n` is what decides who wrote version `n`.
-//! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction).
+//! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction,
+//!   or a copy S3 made of a restored checkpoint). The key names the version; a cold start
+//!   writes it into the downloaded file's header.
+//! - `restores/<uuid>.db`: the database a restore entry (see [`RestoreRef`]) names; written
+//!   before the entry, never changed, deleted only with the tenant. A fork's first entry
+//!   names `snapshots/<1>.base.db` instead, which doubles as its snapshot 1 and is never
+//!   pruned.
 //!
 //! Invariants:
 //! 1. The local database never holds a version S3 does not have: a write's local transaction
@@ -37,7 +43,10 @@
 //!    this replica for good (not found); an entry written by a newer schema version than the
 //!    local database's answers [`Error::NewerSchema`] (503 naming both versions) until this
 //!    build is replaced; an unreadable or inapplicable entry is a 503, never a 500.
-//! 7. Snapshots are an optimization for cold starts: made in the background after a write
+//! 7. A restore is a write like any other (same loop, races, fencing, deadline): its entry
+//!    names a database file instead of row changes, and replaying it replaces every row in
+//!    one transaction. Restore entries have format 2, which builds that predate them refuse.
+//! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
 
@@ -45,7 +54,7 @@ use super::capture::{self, Changeset};
 use super::s3::{self, Bucket, S3Error};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -80,6 +89,49 @@ struct EntryHead {
     /// Schema version (`PRAGMA user_version`) of the database that wrote the entry.
     #[serde(default)]
     schema: i64,
+    /// A restore entry: the rows of this object replace the database's (see [`RestoreRef`]).
+    #[serde(default)]
+    restore: Option<RestoreRef>,
+}
+
+/// What a restore entry points at: a database file in the bucket, under this database's
+/// root, written once before the entry and never changed or deleted while the database
+/// lives (the log must stay replayable from its first entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreRef {
+    /// Key of the database file, relative to the root (`restores/<uuid>.db`).
+    pub object: String,
+    /// The checkpoint it is a copy of (for people reading the log).
+    pub checkpoint: String,
+    /// The version of the checkpointed database (in its own log).
+    pub version: u64,
+}
+
+/// How a fork base is named in `snapshots/`: `<seq 1>.base.db`. It parses as snapshot 1
+/// for cold starts and is never pruned (restore entry 1 of the fork names it).
+const FORK_BASE_SUFFIX: &str = ".base.db";
+
+/// Format of restore entries: 2, so that a build that predates them refuses the entry (503,
+/// "unreadable") instead of replaying it as an empty change and serving stale rows.
+const RESTORE_FORMAT: u32 = 2;
+
+/// The body of a restore entry: no row changes, the reference, the attempt id.
+fn restore_body(reference: &RestoreRef, attempt: &str, schema: i64) -> Vec<u8> {
+    serde_json::json!({
+        "format": RESTORE_FORMAT,
+        "attempt": attempt,
+        "schema": schema,
+        "tables": [],
+        "restore": reference,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// What a write appends: the captured changes of its transaction, or a restore entry.
+enum Entry<'a> {
+    Changes,
+    Restore(&'a RestoreRef),
 }
 
 /// The body of a tombstone entry: an empty change set (so that a build that does not know
@@ -174,6 +226,7 @@ impl Replica {
                 Err(e) => return Err(e.into()),
             }
             std::fs::rename(&tmp, path)?;
+            stamp_version(path, seq)?;
             self.snapshot_seq.store(seq, Ordering::SeqCst);
             tracing::info!(root = %self.root, seq, "restored snapshot");
             return Ok(());
@@ -218,6 +271,9 @@ impl Replica {
             self.deleted.store(true, Ordering::SeqCst);
             return Err(self.deleted_error());
         }
+        if let Some(reference) = head.restore {
+            return self.apply_restore(conn, n, &reference);
+        }
         let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if head.schema > mine {
             return Err(Error::NewerSchema(format!(
@@ -233,6 +289,94 @@ impl Replica {
             Error::Internal(m) => unreadable(&m),
             other => other,
         })
+    }
+
+    /// Replays restore entry `n`: downloads the database file it names beside the local
+    /// file and replaces every row with its rows, in one transaction that records `n`.
+    fn apply_restore(&self, conn: &mut Connection, n: u64, reference: &RestoreRef) -> Result<()> {
+        let local = conn
+            .path()
+            .map(std::path::PathBuf::from)
+            .ok_or_else(|| Error::Internal(format!("{}: the cache has no file", self.root)))?;
+        let tmp = local.with_extension(format!("restore-{}", uuid::Uuid::new_v4()));
+        let applied = self
+            .bucket
+            .get_to_file(&self.object_key(&reference.object), &tmp)
+            .map_err(|e| match e {
+                S3Error::NotFound => Error::Unavailable(format!(
+                    "{}: log entry {n} restores {}, which is missing",
+                    self.root, reference.object
+                )),
+                e => e.into(),
+            })
+            .and_then(|()| capture::apply_file(conn, &tmp, n));
+        let _ = remove_database_files(&tmp);
+        tracing::info!(root = %self.root, seq = n, checkpoint = %reference.checkpoint, "replayed a restore");
+        applied
+    }
+
+    /// The bucket key (relative to the prefix) of `relative`, an object under this root.
+    pub fn object_key(&self, relative: &str) -> String {
+        format!("{}/{relative}", self.root)
+    }
+
+    /// The bucket this database lives in.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    /// The newest snapshot this process knows of (0: none).
+    pub fn snapshot_seq(&self) -> u64 {
+        self.snapshot_seq.load(Ordering::SeqCst)
+    }
+
+    /// The key of snapshot `seq`, relative to the prefix.
+    pub fn snapshot_object(&self, seq: u64) -> String {
+        self.snapshot_key(seq)
+    }
+
+    /// Starts a new database's log (a fork) from the database file at bucket key `source`
+    /// (a checkpoint of `checkpoint`, at `version` of its own log): S3 copies it to the fork
+    /// base `snapshots/<1>.base.db`, which is at once snapshot 1 (what cold starts load: one
+    /// download, no replay) and the object restore entry 1 names (never pruned, so the log
+    /// stays replayable); then entry 1 is created. One server-side copy, no byte through
+    /// this process. A slot already taken is a conflict.
+    pub fn start_fork(
+        &self,
+        source: &str,
+        checkpoint: &str,
+        version: u64,
+        schema: i64,
+    ) -> Result<()> {
+        let reference = RestoreRef {
+            object: format!("snapshots/{}{FORK_BASE_SUFFIX}", seq_name(1)),
+            checkpoint: checkpoint.to_string(),
+            version,
+        };
+        // Nobody can reach the fork before it is registered, so the entry need not wait for
+        // the copy: both go at once, and the registration waits for both.
+        let attempt = uuid::Uuid::new_v4().to_string();
+        let (copied, entry) = std::thread::scope(|scope| {
+            let copy = scope.spawn(|| {
+                self.bucket
+                    .copy(source, &self.object_key(&reference.object))
+            });
+            let entry = self
+                .bucket
+                .put_if_absent(&self.log_key(1), restore_body(&reference, &attempt, schema));
+            let copied = copy
+                .join()
+                .unwrap_or_else(|_| Err(S3Error::Unavailable("the copy thread panicked".into())));
+            (copied, entry)
+        });
+        copied?;
+        match entry {
+            Ok(()) => Ok(()),
+            Err(S3Error::Exists) => {
+                Err(Error::conflict(format!("{} already has a log", self.root)))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether S3 holds a version newer than the local one (one GET of `log/<local+1>`).
@@ -304,6 +448,44 @@ impl Replica {
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         deadline: Instant,
     ) -> Result<(T, bool)> {
+        self.write_entry(conn, f, &Entry::Changes, deadline)
+            .map(|(out, due, _)| (out, due))
+    }
+
+    /// Makes the rows of the database file attached as [`capture::SOURCE`] (a copy of the
+    /// bucket object `reference.object`) the next version of this database: an ordinary
+    /// conditional write of a restore entry (see docs/storage.md, "Checkpoints"), with the
+    /// same races, fencing and deadline as any write. Answers the new version.
+    pub fn write_restore(
+        &self,
+        conn: &mut Connection,
+        reference: &RestoreRef,
+        deadline: Instant,
+    ) -> Result<u64> {
+        let replace = |tx: &Transaction<'_>| capture::replace_rows(tx, capture::SOURCE);
+        let ((), _, seq) =
+            self.write_entry(conn, &replace, &Entry::Restore(reference), deadline)?;
+        // A snapshot at the new version, copied by S3 itself: cold starts skip the replay
+        // (and its download). Only a shortcut: on failure the log still has everything.
+        let snapshotted = self
+            .bucket
+            .copy(&self.object_key(&reference.object), &self.snapshot_key(seq))
+            .map_err(Error::from)
+            .and_then(|()| self.prune_snapshots(seq));
+        if let Err(e) = snapshotted {
+            tracing::warn!(root = %self.root, seq, error = %e, "no snapshot after a restore; the log still holds it");
+        }
+        Ok(seq)
+    }
+
+    /// The write loop shared by ordinary writes ([`Entry::Changes`]) and restores.
+    fn write_entry<T>(
+        &self,
+        conn: &mut Connection,
+        f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+        entry: &Entry<'_>,
+        deadline: Instant,
+    ) -> Result<(T, bool, u64)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
         let now = Instant::now();
@@ -320,13 +502,30 @@ impl Replica {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;
             let out = f(&tx)?;
-            let changes = capture::collect(&tx)?;
-            if changes.is_empty() {
-                tx.commit()?;
-                return Ok((out, false));
-            }
+            let (body, attempt_id, schema) = match entry {
+                Entry::Changes => {
+                    let changes = capture::collect(&tx)?;
+                    if changes.is_empty() {
+                        tx.commit()?;
+                        return Ok((out, false, seq));
+                    }
+                    (
+                        serde_json::to_vec(&changes)?,
+                        changes.attempt,
+                        changes.schema,
+                    )
+                }
+                Entry::Restore(reference) => {
+                    let attempt_id = uuid::Uuid::new_v4().to_string();
+                    let schema: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                    (
+                        restore_body(reference, &attempt_id, schema),
+                        attempt_id,
+                        schema,
+                    )
+                }
+            };
             let next = seq + 1;
-            let body = serde_json::to_vec(&changes)?;
             crash_point("before-put");
             let key = self.log_key(next);
             let put = s3::with_deadline(settle_from, || self.bucket.put_if_absent(&key, body));
@@ -335,15 +534,13 @@ impl Replica {
                 // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
                 // entry) or by another writer. Only the attempt id tells.
                 Err(S3Error::Exists) => {
-                    s3::with_deadline(deadline, || self.owner_until_known(&key, &changes.attempt))
+                    s3::with_deadline(deadline, || self.owner_until_known(&key, &attempt_id))
                 }
                 // Timeout, network error, 5xx: the PUT may still land later (a request held
                 // somewhere on the way). Settle the slot before answering.
                 Err(e) => {
                     tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
-                    s3::with_deadline(deadline, || {
-                        self.fence(&key, &changes.attempt, changes.schema)
-                    })
+                    s3::with_deadline(deadline, || self.fence(&key, &attempt_id, schema))
                 }
             };
             match slot {
@@ -352,7 +549,7 @@ impl Replica {
                     self.commit_local(tx, next);
                     let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
                         >= self.compact_every;
-                    return Ok((out, due));
+                    return Ok((out, due, next));
                 }
                 Slot::Theirs => {
                     drop(tx);
@@ -468,19 +665,25 @@ impl Replica {
     pub fn finish_compaction(&self, file: &Path, seq: u64) -> Result<()> {
         let result = (|| {
             self.bucket.put_file(&self.snapshot_key(seq), file)?;
-            self.snapshot_seq.fetch_max(seq, Ordering::SeqCst);
-            let older =
-                self.bucket
-                    .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
-            for key in older {
-                if parse_seq(&key).is_some_and(|s| s < seq) {
-                    self.bucket.delete(&key)?;
-                }
-            }
-            Ok(())
+            self.prune_snapshots(seq)
         })();
         self.compacting.store(false, Ordering::SeqCst);
         result
+    }
+
+    /// Records that snapshot `seq` is fully in the bucket and deletes the older ones.
+    pub fn prune_snapshots(&self, seq: u64) -> Result<()> {
+        self.snapshot_seq.fetch_max(seq, Ordering::SeqCst);
+        let older =
+            self.bucket
+                .list_after(&self.snapshot_dir(), &self.snapshot_dir(), usize::MAX)?;
+        for key in older {
+            // A fork base is also what restore entry 1 names: kept for the log's sake.
+            if parse_seq(&key).is_some_and(|s| s < seq) && !key.ends_with(FORK_BASE_SUFFIX) {
+                self.bucket.delete(&key)?;
+            }
+        }
+        Ok(())
     }
 
     /// Releases the compaction claim without compacting.
@@ -554,6 +757,17 @@ fn backoff(attempt: u32) -> Duration {
     use rand::Rng;
     let base = 5 * u64::from(attempt + 1);
     Duration::from_millis(rand::thread_rng().gen_range(base..=base * 3))
+}
+
+/// Makes the header of the snapshot file at `path` say version `seq`, the version its key
+/// names. A snapshot made here by `VACUUM INTO` says so already; one copied by S3 from a
+/// checkpoint (after a restore or a fork) still carries the checkpointed database's version.
+fn stamp_version(path: &Path, seq: u64) -> Result<()> {
+    let conn = Connection::open(path)?;
+    if capture::seq(&conn)? != seq {
+        capture::set_seq(&conn, seq)?;
+    }
+    Ok(())
 }
 
 /// Removes a database file and its WAL and shared-memory files.

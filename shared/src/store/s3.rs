@@ -397,6 +397,29 @@ impl Bucket {
         })
     }
 
+    /// Copies `from` to `to` inside the bucket (`CopyObject`: S3 copies the bytes itself,
+    /// nothing passes through this process), replacing any object at `to`. A missing source
+    /// is [`S3Error::NotFound`]. Keys here are made of `A-Z a-z 0-9 - _ . /`, so the copy
+    /// source needs no escaping.
+    pub fn copy(&self, from: &str, to: &str) -> Result<(), S3Error> {
+        let (client, bucket, to) = self.bulk_parts(to);
+        let source = format!("{bucket}/{}", self.key(from));
+        block_on(async move {
+            match client
+                .copy_object()
+                .bucket(&bucket)
+                .key(&to)
+                .copy_source(&source)
+                .send()
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if status_of(&e) == Some(404) => Err(S3Error::NotFound),
+                Err(e) => Err(unavailable("COPY", &to, e)),
+            }
+        })
+    }
+
     fn bulk_parts(&self, relative: &str) -> (aws_sdk_s3::Client, String, String) {
         (
             self.bulk.clone(),

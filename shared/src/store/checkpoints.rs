@@ -1,0 +1,434 @@
+//! Checkpoints, restores and forks of a tenant's data (docs/storage.md, "Checkpoints").
+//!
+//! A checkpoint is a manifest (`checkpoints/<name>.json`: name, version, creation time,
+//! schema version, file) plus the file it names (`checkpoints/files/<uuid>.db`, a whole
+//! SQLite database at that version), under the tenant's place: `<data_dir>/tenants/<id>/`
+//! locally, `<prefix>/tenants/<id>/` in S3 mode. Invariants:
+//! - A manifest is created once, never rewritten: locally by a hard link of a complete
+//!   temporary file, in S3 by `If-None-Match: *`. Two checkpoints of one name race on it;
+//!   the loser deletes its own file and answers 409. The file key is unique per attempt, so
+//!   a loser never touches the winner's file.
+//! - The file is consistent: SQLite writes it (`VACUUM INTO` under the writer lock, after a
+//!   catch-up in S3 mode), or S3 copies the snapshot of exactly that version.
+//! - A restore never rewrites history: locally it is one transaction replacing every row;
+//!   in S3 mode it is one more log entry, written with the conditional PUT of any write, that
+//!   names a copy of the checkpoint file (`restores/<uuid>.db`) made for that entry and never
+//!   deleted while the tenant lives, so the log stays replayable even after the checkpoint
+//!   is deleted.
+//! - A fork writes the new tenant's data (locally its database file; in S3 its first log
+//!   entry, a restore naming its base snapshot, which S3 copied from the checkpoint) before
+//!   the registry makes it reachable, so nobody ever sees it empty. Its credentials are its
+//!   own.
+
+use super::replica::{Replica, RestoreRef};
+use super::{Registry, Store, TenantRecord};
+use crate::auth::Credentials;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Longest checkpoint name accepted.
+pub const MAX_NAME_LEN: usize = 64;
+/// Most checkpoints one tenant may keep (delete one to make room).
+pub const MAX_CHECKPOINTS: usize = 100;
+
+/// A checkpoint as the admin API shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Unique per tenant.
+    pub name: String,
+    /// The tenant's version the checkpoint holds: its log version in S3 mode, its count of
+    /// writes locally.
+    pub version: u64,
+    /// RFC 3339 creation time (UTC).
+    pub created_at: String,
+}
+
+/// What is stored for a checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Manifest {
+    name: String,
+    version: u64,
+    created_at: String,
+    /// Schema version (`PRAGMA user_version`) of the file.
+    schema: i64,
+    /// The file, relative to the tenant's place (`checkpoints/files/<uuid>.db`).
+    file: String,
+}
+
+impl From<Manifest> for Checkpoint {
+    fn from(m: Manifest) -> Self {
+        Checkpoint {
+            name: m.name,
+            version: m.version,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// Checks a checkpoint name: 1 to 64 of `A-Z a-z 0-9 - _ .`, starting with a letter or
+/// digit (it becomes part of a file name and an S3 key).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = name.len() <= MAX_NAME_LEN
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::bad_request(format!(
+            "checkpoint name must be 1 to {MAX_NAME_LEN} characters of A-Z, a-z, 0-9, '-', '_' or '.', starting with a letter or digit"
+        )))
+    }
+}
+
+fn manifest_rel(name: &str) -> String {
+    format!("checkpoints/{name}.json")
+}
+
+fn not_found(tenant_id: &str, name: &str) -> Error {
+    Error::not_found(format!(
+        "checkpoint '{name}' of tenant {tenant_id} does not exist"
+    ))
+}
+
+fn duplicate(tenant_id: &str, name: &str) -> Error {
+    Error::conflict(format!(
+        "tenant {tenant_id} already has a checkpoint named '{name}'"
+    ))
+}
+
+impl Store {
+    /// Local mode: the directory of a tenant's objects (exports, checkpoints).
+    fn local_place(&self, tenant_id: &str) -> PathBuf {
+        self.inner.data_dir.join("tenants").join(tenant_id)
+    }
+
+    /// The manifests of a tenant's checkpoints, oldest first.
+    fn manifests(&self, tenant_id: &str) -> Result<Vec<Manifest>> {
+        let mut out: Vec<Manifest> = match self.tenant_replica(tenant_id) {
+            None => {
+                let dir = self.local_place(tenant_id).join("checkpoints");
+                let entries = match std::fs::read_dir(&dir) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(e.into()),
+                };
+                let mut out = Vec::new();
+                for entry in entries {
+                    let path = entry?.path();
+                    if path.extension().is_some_and(|x| x == "json") {
+                        out.push(serde_json::from_slice(&std::fs::read(&path)?)?);
+                    }
+                }
+                out
+            }
+            Some(replica) => {
+                let dir = replica.object_key("checkpoints/");
+                let mut out = Vec::new();
+                for key in replica.bucket().list_after(&dir, &dir, usize::MAX)? {
+                    let Some(rest) = key.strip_prefix(&dir) else {
+                        continue;
+                    };
+                    if rest.contains('/') || !rest.ends_with(".json") {
+                        continue;
+                    }
+                    match replica.bucket().get(&key) {
+                        Ok(body) => out.push(serde_json::from_slice(&body)?),
+                        // Deleted between the LIST and the GET.
+                        Err(super::s3::S3Error::NotFound) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                out
+            }
+        };
+        out.sort_by(|a, b| (&a.created_at, &a.name).cmp(&(&b.created_at, &b.name)));
+        Ok(out)
+    }
+
+    /// One manifest, or 404.
+    fn manifest(&self, tenant_id: &str, name: &str) -> Result<Manifest> {
+        check_name(name)?;
+        let body = match self.tenant_replica(tenant_id) {
+            None => match std::fs::read(self.local_place(tenant_id).join(manifest_rel(name))) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(not_found(tenant_id, name))
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Some(replica) => match replica
+                .bucket()
+                .get(&replica.object_key(&manifest_rel(name)))
+            {
+                Ok(b) => b,
+                Err(super::s3::S3Error::NotFound) => return Err(not_found(tenant_id, name)),
+                Err(e) => return Err(e.into()),
+            },
+        };
+        Ok(serde_json::from_slice(&body)?)
+    }
+
+    /// The checkpoints of a tenant, oldest first.
+    pub fn list_checkpoints(&self, tenant_id: &str) -> Result<Vec<Checkpoint>> {
+        Ok(self
+            .manifests(tenant_id)?
+            .into_iter()
+            .map(Checkpoint::from)
+            .collect())
+    }
+
+    /// One checkpoint, or 404.
+    pub fn get_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
+        self.manifest(tenant_id, name).map(Checkpoint::from)
+    }
+
+    /// Checkpoints the tenant's current state as `name` (400 for a bad name, 409 when the
+    /// name is taken or [`MAX_CHECKPOINTS`] exist). Blocking.
+    pub fn create_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
+        check_name(name)?;
+        let existing = self.manifests(tenant_id)?;
+        if existing.iter().any(|m| m.name == name) {
+            return Err(duplicate(tenant_id, name));
+        }
+        if existing.len() >= MAX_CHECKPOINTS {
+            return Err(Error::conflict(format!(
+                "tenant {tenant_id} has {MAX_CHECKPOINTS} checkpoints, the most it may keep; delete one first"
+            )));
+        }
+        let db = self.tenant_db(tenant_id)?;
+        let file = format!("checkpoints/files/{}.db", uuid::Uuid::new_v4());
+        let created_at = crate::time::to_storage(crate::time::now());
+        match self.tenant_replica(tenant_id) {
+            None => {
+                let place = self.local_place(tenant_id);
+                let path = place.join(&file);
+                let parent = path.parent().unwrap_or(&place).to_path_buf();
+                std::fs::create_dir_all(&parent)?;
+                let (version, schema) = db.db.copy_into(&path)?;
+                let manifest = Manifest {
+                    name: name.to_string(),
+                    version,
+                    created_at,
+                    schema,
+                    file,
+                };
+                let claimed = link_new(&place.join(manifest_rel(name)), &manifest);
+                if claimed.is_err() {
+                    let _ = super::replica::remove_database_files(&path);
+                }
+                match claimed {
+                    Ok(()) => Ok(manifest.into()),
+                    Err(Error::Conflict(_)) => Err(duplicate(tenant_id, name)),
+                    Err(e) => Err(e),
+                }
+            }
+            Some(replica) => {
+                let (version, schema) = self.upload_current(&db, &replica, &file)?;
+                let manifest = Manifest {
+                    name: name.to_string(),
+                    version,
+                    created_at,
+                    schema,
+                    file: file.clone(),
+                };
+                let body = serde_json::to_vec(&manifest)?;
+                match replica
+                    .bucket()
+                    .put_if_absent(&replica.object_key(&manifest_rel(name)), body)
+                {
+                    Ok(()) => Ok(manifest.into()),
+                    Err(e) => {
+                        let _ = replica.bucket().delete(&replica.object_key(&file));
+                        match e {
+                            super::s3::S3Error::Exists => Err(duplicate(tenant_id, name)),
+                            e => Err(e.into()),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// S3 mode: puts the tenant's newest version at `file` (relative to its root) and
+    /// answers that version and its schema. The snapshot of that version, when it is the
+    /// newest one, is copied by S3 (no byte passes through here); otherwise SQLite writes a
+    /// copy (`VACUUM INTO`), which is uploaded once as the snapshot of its version (a
+    /// compaction cold starts profit from) and copied from there by S3.
+    fn upload_current(
+        &self,
+        db: &super::TenantDb,
+        replica: &Replica,
+        file: &str,
+    ) -> Result<(u64, i64)> {
+        let bucket = replica.bucket();
+        let target = replica.object_key(file);
+        let (current, schema) = db.read_blocking(|conn| {
+            let seq = super::capture::seq(conn)?;
+            let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok((seq, schema))
+        })?;
+        // The open database's replica knows the newest snapshot this process made or loaded.
+        let replica = db.db.replica().unwrap_or(replica);
+        if current > 0 && replica.snapshot_seq() == current {
+            match bucket.copy(&replica.snapshot_object(current), &target) {
+                Ok(()) => return Ok((current, schema)),
+                // Pruned by a newer compaction meanwhile: make our own copy.
+                Err(super::s3::S3Error::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let tmp = self
+            .inner
+            .files_dir
+            .join(format!("checkpoint-{}.db", uuid::Uuid::new_v4()));
+        let uploaded = (|| {
+            let (version, schema) = db.db.copy_into(&tmp)?;
+            let snapshot = replica.snapshot_object(version);
+            bucket.put_file(&snapshot, &tmp)?;
+            if let Err(e) = replica.prune_snapshots(version) {
+                tracing::warn!(tenant = %db.tenant_id(), error = %e, "older snapshots not pruned");
+            }
+            bucket.copy(&snapshot, &target)?;
+            Ok((version, schema))
+        })();
+        let _ = super::replica::remove_database_files(&tmp);
+        uploaded
+    }
+
+    /// Deletes a checkpoint (404 when it does not exist). Restores made from it keep
+    /// their own copy.
+    pub fn delete_checkpoint(&self, tenant_id: &str, name: &str) -> Result<()> {
+        let manifest = self.manifest(tenant_id, name)?;
+        match self.tenant_replica(tenant_id) {
+            None => {
+                let place = self.local_place(tenant_id);
+                std::fs::remove_file(place.join(manifest_rel(name)))?;
+                super::replica::remove_database_files(&place.join(&manifest.file))
+            }
+            Some(replica) => {
+                let bucket = replica.bucket();
+                bucket.delete(&replica.object_key(&manifest_rel(name)))?;
+                Ok(bucket.delete(&replica.object_key(&manifest.file))?)
+            }
+        }
+    }
+
+    /// Restores checkpoint `name`: every row of the tenant becomes the checkpoint's, as one
+    /// new version (credentials are the registry's and stay). Answers the checkpoint and the
+    /// tenant's new version. In S3 mode every environment sees it at its next request.
+    pub fn restore_checkpoint(&self, tenant_id: &str, name: &str) -> Result<(Checkpoint, u64)> {
+        let manifest = self.manifest(tenant_id, name)?;
+        let db = self.tenant_db(tenant_id)?;
+        let version = match self.tenant_replica(tenant_id) {
+            None => {
+                let file = self.local_place(tenant_id).join(&manifest.file);
+                db.db.replace_with(&file, None)?
+            }
+            Some(replica) => {
+                let bucket = replica.bucket();
+                let object = format!("restores/{}.db", uuid::Uuid::new_v4());
+                bucket.copy(
+                    &replica.object_key(&manifest.file),
+                    &replica.object_key(&object),
+                )?;
+                let tmp = self
+                    .inner
+                    .files_dir
+                    .join(format!("restore-{}.db", uuid::Uuid::new_v4()));
+                let reference = RestoreRef {
+                    object: object.clone(),
+                    checkpoint: name.to_string(),
+                    version: manifest.version,
+                };
+                let restored = bucket
+                    .get_to_file(&replica.object_key(&object), &tmp)
+                    .map_err(Error::from)
+                    .and_then(|()| db.db.replace_with(&tmp, Some(&reference)));
+                let _ = super::replica::remove_database_files(&tmp);
+                // Nothing applied: no entry names the copy (its slot was taken or fenced), so
+                // it can go. Outcome unknown: an entry naming it may still land; it stays.
+                if let Err(e) = &restored {
+                    if !matches!(e, Error::OutcomeUnknown(_)) {
+                        let _ = bucket.delete(&replica.object_key(&object));
+                    }
+                }
+                restored?
+            }
+        };
+        Ok((manifest.into(), version))
+    }
+
+    /// Creates tenant `name` (same time zone as the source, fresh credentials) holding a
+    /// copy of checkpoint `checkpoint` of tenant `source`. 404 for an unknown source or
+    /// checkpoint, 409 for a name in use.
+    pub fn fork_tenant(
+        &self,
+        source: &TenantRecord,
+        checkpoint: &str,
+        name: &str,
+    ) -> Result<(TenantRecord, Credentials)> {
+        let manifest = self.manifest(&source.id, checkpoint)?;
+        // A name in use is found by the registration below (409); what was written under the
+        // unregistered id is then undone. No look-up first: a fork costs one copy, one entry
+        // and the registration.
+        let (record, creds) = Registry::new_tenant(name, &source.time_zone);
+        let undo: Box<dyn Fn()> = match self.tenant_replica(&record.id) {
+            None => {
+                let from = self.local_place(&source.id).join(&manifest.file);
+                let to = self.tenant_path(&record.id);
+                std::fs::copy(&from, &to)?;
+                Box::new(move || {
+                    let _ = super::replica::remove_database_files(&to);
+                })
+            }
+            Some(replica) => {
+                let from = self
+                    .tenant_replica(&source.id)
+                    .map(|r| r.object_key(&manifest.file))
+                    .ok_or_else(|| Error::Internal("S3 mode without a replica".into()))?;
+                let scratch = self.inner.files_dir.clone();
+                let started = replica.start_fork(
+                    &from,
+                    &format!("{}/{checkpoint}", source.id),
+                    manifest.version,
+                    manifest.schema,
+                );
+                let undo = move || {
+                    let _ = replica.erase(&scratch);
+                };
+                if let Err(e) = started {
+                    undo();
+                    return Err(e);
+                }
+                Box::new(undo)
+            }
+        };
+        if let Err(e) = self.registry().register(&record, &creds) {
+            undo();
+            return Err(e);
+        }
+        Ok((record, creds))
+    }
+}
+
+/// Creates `path` holding `manifest`, only if it does not exist (a complete temporary file
+/// hard-linked into place: readers never see half a manifest). Taken: a conflict.
+fn link_new(path: &Path, manifest: &Manifest) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&tmp, serde_json::to_vec(manifest)?)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(Error::conflict("taken".to_string()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
