@@ -108,7 +108,7 @@ pub async fn apply_to_invoice(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let request = read_apply(&body, &now)?;
     if !request.invoices.is_empty() {
         return Err(Fault::validation(
@@ -125,7 +125,7 @@ pub async fn apply_to_account(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let request = read_apply(&body, &now)?;
     let target = CommandTarget::Account {
         account_id: eid,
@@ -145,11 +145,11 @@ pub async fn change_account_status(
     if let Some(body) = &body {
         Fields::new(body, command.name())?.finish()?;
     }
-    let now = shared::time::to_storage(shared::time::now());
     let tz = tenant.tz;
     let node = tenant
         .db
         .write(move |tx| {
+            let now = shared::time::to_storage(shared::time::now_for(tx)?);
             change_status(tx, eid, command, &now)?;
             find(&accounts::ENTITY, tx, eid, tz)
         })
@@ -172,7 +172,7 @@ pub async fn add_adjustment(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let mut f = Fields::new(&body, "addAdjustment")?;
     if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
         return Err(Fault::validation(format!(

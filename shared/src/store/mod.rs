@@ -21,6 +21,7 @@
 //!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
 //!   recorded, [`s3`] the bucket calls).
 
+mod bucket_access;
 mod cache;
 pub mod capture;
 mod database;

@@ -17,6 +17,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_billing", include_str!("migrations/0002_billing.sql")),
     ("0003_usage", include_str!("migrations/0003_usage.sql")),
     ("0004_revenue", include_str!("migrations/0004_revenue.sql")),
+    ("0005_sandbox", include_str!("migrations/0005_sandbox.sql")),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
