@@ -162,6 +162,29 @@ impl Tenant {
     }
 }
 
+/// The tenant the sandbox layer ([`crate::sandbox::serve`]) found for a request's
+/// credentials, by the rule of the surface named (`"A"`, `"B"`, `"C"`): the surface's
+/// extractor takes it instead of looking the credentials up again. Absent when the layer did
+/// not look, or its lookup failed (the extractor then looks itself and answers the error).
+#[derive(Clone)]
+pub struct Authenticated {
+    /// The surface whose credential rule found it.
+    pub surface: &'static str,
+    /// The tenant, `None` for missing or refused credentials.
+    pub tenant: Option<Tenant>,
+}
+
+impl Authenticated {
+    /// What the layer found for a request of `surface`, if it looked.
+    pub fn of(parts: &Parts, surface: &str) -> Option<Option<Tenant>> {
+        parts
+            .extensions
+            .get::<Authenticated>()
+            .filter(|a| a.surface == surface)
+            .map(|a| a.tenant.clone())
+    }
+}
+
 /// The error body of Surfaces B and C: `{code, message}` with an HTTP status.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApiError {
@@ -262,6 +285,9 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
         let deny = || ApiError::unauthorized(BILLING_AUTH_MESSAGE);
+        if let Some(found) = Authenticated::of(parts, "B") {
+            return found.map(BillingAuth).ok_or_else(deny);
+        }
         let tenant = if let Some(key) = header_str(&parts.headers, "x-api-key") {
             app.tenant_by_api_key(key).await?
         } else if let Some(token) = parts

@@ -4,11 +4,12 @@
 //!
 //! Where it lives: in the memory of the environment (process) that served the request, per
 //! tenant, bounded by a count and a byte size (oldest dropped first). Recording never writes
-//! tenant state: in S3 mode each environment also uploads its new entries in batches (at
-//! most one object per tenant per flush interval) under `tenants/<id>/journal/`, beside the
-//! tenant's log and never in it, and a read merges its own memory with the batches of the
-//! other environments. An environment that stops (a Lambda frozen then reclaimed) loses
-//! what it had not uploaded yet: at most one flush interval of requests. Clearing deletes
+//! tenant state: in S3 mode each environment also uploads its new entries in batches (one
+//! object per tenant a flush interval after the first entry not uploaded, or at once when
+//! [`FLUSH_BATCH`] are pending) under `tenants/<id>/journal/`, beside the tenant's log and
+//! never in it, and a read merges its own memory with the batches of the other
+//! environments. An environment that stops (a Lambda frozen then reclaimed) loses what it
+//! had not uploaded yet: at most one flush interval of requests. Clearing deletes
 //! the batches and writes a marker (`tenants/<id>/journal-cleared`) that hides every entry
 //! older than it, including ones still in other environments' memory.
 //!
@@ -167,6 +168,17 @@ struct Kept {
     pending_since: Option<Instant>,
 }
 
+/// When a tenant's pending entries are to be uploaded (S3 mode).
+#[derive(Debug)]
+pub enum Flush {
+    /// Not now: nothing to upload, or an upload is scheduled already.
+    Nothing,
+    /// This full batch, at once.
+    Now(Vec<Arc<Entry>>),
+    /// Whatever is pending after this long ([`Journal::take_pending`]).
+    After(Duration),
+}
+
 /// The journal of this environment.
 pub struct Journal {
     settings: Settings,
@@ -210,9 +222,9 @@ impl Journal {
         )
     }
 
-    /// Records an entry of `tenant`, dropping its oldest past the bounds. Answers the batch to
-    /// upload when one is due (S3 mode): the caller uploads it off the request's path.
-    pub fn record(&self, tenant: &str, entry: Entry) -> Option<Vec<Arc<Entry>>> {
+    /// Records an entry of `tenant`, dropping its oldest past the bounds, and says when its
+    /// pending entries are to be uploaded (S3 mode): the caller uploads off the request's path.
+    pub fn record(&self, tenant: &str, entry: Entry) -> Flush {
         let entry = Arc::new(entry);
         let mut tenants = crate::store::lock(&self.tenants);
         let kept = tenants.entry(tenant.to_string()).or_default();
@@ -225,18 +237,20 @@ impl Journal {
                 kept.bytes = kept.bytes.saturating_sub(old.size());
             }
         }
-        self.bucket.as_ref()?;
-        kept.pending.push(entry);
-        let since = *kept.pending_since.get_or_insert_with(Instant::now);
-        let due = kept.pending.len() >= FLUSH_BATCH || since.elapsed() >= self.settings.flush_every;
-        if !due {
-            return None;
+        if self.bucket.is_none() {
+            return Flush::Nothing;
         }
-        kept.pending_since = None;
-        let mut batch = std::mem::take(&mut kept.pending);
-        // A batch never holds more than the retention: older ones would be dropped anyway.
-        let keep = batch.len().min(self.settings.max_entries);
-        Some(batch.split_off(batch.len() - keep))
+        kept.pending.push(entry);
+        if kept.pending.len() >= FLUSH_BATCH {
+            kept.pending_since = None;
+            return Flush::Now(std::mem::take(&mut kept.pending));
+        }
+        if kept.pending_since.is_some() {
+            // An upload is scheduled already.
+            return Flush::Nothing;
+        }
+        kept.pending_since = Some(Instant::now());
+        Flush::After(self.settings.flush_every)
     }
 
     /// Uploads a batch of `tenant`'s entries (blocking: one PUT). A failure loses the batch
@@ -255,13 +269,16 @@ impl Journal {
         }
     }
 
-    /// Every batch due now (S3 mode), taken from memory: for a flush on demand.
+    /// The entries of `tenant` not uploaded yet (S3 mode), taken from memory for an upload;
+    /// at most the retention (older ones would be dropped anyway).
     pub fn take_pending(&self, tenant: &str) -> Vec<Arc<Entry>> {
         let mut tenants = crate::store::lock(&self.tenants);
         match tenants.get_mut(tenant) {
             Some(kept) if self.bucket.is_some() => {
                 kept.pending_since = None;
-                std::mem::take(&mut kept.pending)
+                let mut batch = std::mem::take(&mut kept.pending);
+                let keep = batch.len().min(self.settings.max_entries);
+                batch.split_off(batch.len() - keep)
             }
             _ => Vec::new(),
         }

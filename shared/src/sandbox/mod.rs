@@ -16,8 +16,8 @@ pub mod journal;
 
 use crate::config::Config;
 use crate::web::{
-    header_str, ApiError, AppState, PathErrors, Tenant, ADMIN_PREFIX, BILLING_PREFIX,
-    LEGACY_PREFIX, REVENUE_PREFIX,
+    header_str, ApiError, AppState, Authenticated, PathErrors, Tenant, ADMIN_PREFIX,
+    BILLING_PREFIX, LEGACY_PREFIX, REVENUE_PREFIX,
 };
 use axum::body::Body;
 use axum::extract::Request;
@@ -80,32 +80,35 @@ impl Surface {
     }
 }
 
-/// The tenant a surface request authenticates as, by the same credential its surface's
-/// extractor reads (A: Basic; B: `X-Api-Key`, else a bearer token; C: `X-Api-Key`). `None`
-/// for bad credentials or a store error: the surface answers those itself.
-async fn tenant_of(app: &AppState, surface: Surface, headers: &http::HeaderMap) -> Option<Tenant> {
+/// The tenant a surface request authenticates as, by the same credential rule its
+/// surface's extractor applies (A: Basic; B: `X-Api-Key`, else a bearer token; C:
+/// `X-Api-Key`); `None` for missing or refused credentials.
+async fn tenant_of(
+    app: &AppState,
+    surface: Surface,
+    headers: &http::HeaderMap,
+) -> crate::Result<Option<Tenant>> {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let found = match surface {
-        Surface::A => {
-            let (user, pass) = authorization.and_then(crate::auth::parse_basic)?;
-            app.tenant_by_basic(&user, &pass).await
-        }
+    match surface {
+        Surface::A => match authorization.and_then(crate::auth::parse_basic) {
+            Some((user, pass)) => app.tenant_by_basic(&user, &pass).await,
+            None => Ok(None),
+        },
         Surface::B => match header_str(headers, "x-api-key") {
             Some(key) => app.tenant_by_api_key(key).await,
-            None => {
-                let token = authorization.and_then(crate::auth::parse_bearer)?;
-                app.tenant_by_token(token).await
-            }
+            None => match authorization.and_then(crate::auth::parse_bearer) {
+                Some(token) => app.tenant_by_token(token).await,
+                None => Ok(None),
+            },
         },
-        Surface::C => {
-            app.tenant_by_api_key(header_str(headers, "x-api-key")?)
-                .await
-        }
-        Surface::Admin => return None,
-    };
-    found.ok().flatten()
+        Surface::C => match header_str(headers, "x-api-key") {
+            Some(key) => app.tenant_by_api_key(key).await,
+            None => Ok(None),
+        },
+        Surface::Admin => Ok(None),
+    }
 }
 
 /// The tenant id of an admin request about one tenant's contents
@@ -116,8 +119,19 @@ fn admin_tenant(path: &str) -> Option<&str> {
     (!id.is_empty() && !sub.is_empty() && sub != "requests").then_some(id)
 }
 
-/// The layer of every served router (see the module doc).
+/// The layer of every served router (see the module doc). The request runs in one
+/// [`crate::store::request_scope`], so reading the fault rules costs no S3 request beyond
+/// the freshness check the handler's first read would have made.
 pub async fn serve(
+    app: AppState,
+    surfaces: &'static [PathErrors],
+    req: Request,
+    next: Next,
+) -> Response {
+    crate::store::request_scope(serve_scoped(app, surfaces, req, next)).await
+}
+
+async fn serve_scoped(
     app: AppState,
     surfaces: &'static [PathErrors],
     req: Request,
@@ -146,7 +160,20 @@ pub async fn serve(
         }
         return recording.finish(&app, &id, response, None).await;
     }
-    let Some(tenant) = tenant_of(&app, surface, req.headers()).await else {
+    // What was found goes to the surface's extractor, so credentials are looked up once; a
+    // failed lookup is left to the extractor, which answers it in the surface's shape.
+    let mut req = req;
+    let tenant = match tenant_of(&app, surface, req.headers()).await {
+        Ok(found) => {
+            req.extensions_mut().insert(Authenticated {
+                surface: surface.name(),
+                tenant: found.clone(),
+            });
+            found
+        }
+        Err(_) => None,
+    };
+    let Some(tenant) = tenant else {
         return next.run(req).await;
     };
     let rule = fault_for(&app, &tenant, req.method().as_str(), &path).await;
@@ -342,9 +369,23 @@ impl Recording {
             response_body_truncated: response_truncated,
             fault,
         };
-        if let Some(batch) = app.powers.journal.record(tenant, entry) {
-            let (powers, tenant) = (app.powers.clone(), tenant.to_string());
-            tokio::task::spawn_blocking(move || powers.journal.upload(&tenant, &batch));
+        let (powers, tenant) = (app.powers.clone(), tenant.to_string());
+        match app.powers.journal.record(&tenant, entry) {
+            journal::Flush::Nothing => {}
+            journal::Flush::Now(batch) => {
+                tokio::task::spawn_blocking(move || powers.journal.upload(&tenant, &batch));
+            }
+            journal::Flush::After(wait) => {
+                // Off the request: a frozen Lambda runs this timer when it thaws.
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    let _ = tokio::task::spawn_blocking(move || {
+                        let batch = powers.journal.take_pending(&tenant);
+                        powers.journal.upload(&tenant, &batch);
+                    })
+                    .await;
+                });
+            }
         }
         Response::from_parts(parts, Body::from(bytes))
     }

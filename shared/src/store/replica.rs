@@ -303,6 +303,7 @@ impl Replica {
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         deadline: Instant,
+        catch_up_first: bool,
     ) -> Result<(T, bool)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
@@ -315,7 +316,11 @@ impl Replica {
                     self.root
                 )));
             }
-            s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            // A copy just brought up to date may skip the first catch-up: the conditional PUT
+            // still refuses a slot someone else took, and the next attempt catches up.
+            if attempt > 0 || catch_up_first {
+                s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            }
             let seq = capture::seq(conn)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;
