@@ -42,6 +42,15 @@ async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("tenant {id} does not exist")))
 }
 
+/// A date or date-time of field `field` (a date is midnight in the tenant's time zone).
+fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
+    shared::time::parse_date_or_datetime(text, t.tz).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "{field}: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+        ))
+    })
+}
+
 // ---- clock ----------------------------------------------------------------------------
 
 async fn get_clock(
@@ -74,11 +83,7 @@ async fn set_clock(
     let tz = t.tz;
     let frozen_at = match &body.frozen_at {
         Some(text) => {
-            let at = shared::time::parse_date_or_datetime(text, tz).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "frozen_at: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
-                ))
-            })?;
+            let at = instant("frozen_at", text, &t)?;
             clock::check_bounds("frozen_at", at)?;
             Some(at)
         }
@@ -135,13 +140,7 @@ async fn advance_clock(
     let tz = t.tz;
     let target = match (body.seconds, &body.to) {
         (Some(n), None) => Target::Seconds(n),
-        (None, Some(text)) => Target::To(
-            shared::time::parse_date_or_datetime(text, tz).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "to: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
-                ))
-            })?,
-        ),
+        (None, Some(text)) => Target::To(instant("to", text, &t)?),
         _ => {
             return Err(ApiError::bad_request(
                 "send exactly one of {\"seconds\": N} and {\"to\": \"<date-time>\"}",
@@ -230,18 +229,9 @@ fn journal_filter(
     q: &std::collections::HashMap<String, String>,
     t: &Tenant,
 ) -> Result<journal::Filter, ApiError> {
-    let tz = t.tz;
     let time = |name: &str| -> Result<Option<i64>, ApiError> {
         q.get(name)
-            .map(|v| {
-                shared::time::parse_date_or_datetime(v, tz)
-                    .map(|t| t.timestamp_millis())
-                    .ok_or_else(|| {
-                        ApiError::bad_request(format!(
-                            "{name}: '{v}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
-                        ))
-                    })
-            })
+            .map(|v| instant(name, v, t).map(|at| at.timestamp_millis()))
             .transpose()
     };
     let status = match q.get("status").map(|s| s.trim().to_ascii_lowercase()) {
