@@ -2,7 +2,8 @@
 //! `occurredOn`), advancing runs the time-driven transitions in order (an agreement service
 //! ending, one renewing, unpaid invoices passing their due date moving their account to
 //! COLLECTION), a running clock advanced runs ahead of real time, and every bad input is a
-//! clear 400 (the clock only moves forward through an advance).
+//! clear 400 (the clock only moves forward through an advance); a reset returns the clock to
+//! real time and removes the fault rules.
 
 use e2e::legacy::{attr, Legacy};
 use e2e::{TestServer, TestTenant};
@@ -310,4 +311,32 @@ async fn bad_clock_input_is_a_clear_400() {
     assert_eq!(v["frozen_at"], "2030-05-31T19:00:00-05:00", "{v}");
     let r = s.client.get(s.url(&clock)).send().await.unwrap();
     assert_eq!(r.status(), 401, "the admin key is required");
+}
+
+#[tokio::test]
+async fn a_reset_returns_the_clock_to_real_time_and_removes_the_fault_rules() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("fresh", "demo").await;
+    let tenant = format!("/sandbox/v1/tenants/{}", t.id);
+    let frozen = json!({"frozen_at": "2031-01-01T00:00:00Z"});
+    admin_json(&s, Method::PUT, &format!("{tenant}/clock"), Some(frozen)).await;
+    let rule = json!({"path": "/billing/2/*", "status": 500});
+    let r = s
+        .admin_call(Method::POST, &format!("{tenant}/faults"), Some(&rule))
+        .await;
+    assert_eq!(r.status(), 201);
+    let path = "/billing/2/adjustment-categories/5";
+    assert_eq!(s.get_with_key(path, &t.api_key).await.status(), 500);
+    admin_json(
+        &s,
+        Method::POST,
+        &format!("{tenant}/reset"),
+        Some(json!({"seed": "demo"})),
+    )
+    .await;
+    let v = admin_json(&s, Method::GET, &format!("{tenant}/clock"), None).await;
+    assert_eq!(v["mode"], "real");
+    let rules = admin_json(&s, Method::GET, &format!("{tenant}/faults"), None).await;
+    assert_eq!(rules, json!([]));
+    assert_eq!(s.get_with_key(path, &t.api_key).await.status(), 200);
 }
