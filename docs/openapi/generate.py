@@ -956,6 +956,130 @@ def a_op(op_id, summary, status, schema, params=(), body=None, errors=(400, 401,
     return op
 
 
+# The sandbox powers of one tenant (test clock, fault rules, request journal): their own
+# block, merged into the admin document's paths and schemas.
+
+POWERS_ERRORS = (400, 401, 404, 413, 415, 503)
+JOURNAL_COUNTS = {
+    name: {"description": what, "schema": {"type": "integer", "minimum": 0}}
+    for name, what in (("X-Total-Count", "Entries matching"),
+                       ("X-Elements-Count", "Entries in this answer"),
+                       ("X-Total-Pages", "Pages of the current size"))
+}
+
+
+def powers_schemas():
+    num = {"type": "number"}
+    clock_props = {
+        "mode": {"type": "string", "enum": ["real", "frozen", "offset"]},
+        "now": {**DT, "description": "What the clock reads now (the tenant's offset)"},
+        "frozen_at": DT,
+        "offset_seconds": {**num, "description": "Seconds ahead of real time (mode offset)"},
+    }
+    transition = obj({
+        "at": DT,
+        "kind": {"type": "string", "enum": ["agreement_service.renewed", "agreement_service.ended",
+                                            "invoice.past_due"]},
+        "id": INT64, "detail": STR,
+    }, required=("at", "kind", "id", "detail"))
+    rule_props = {
+        "id": STR, "method": STR, "path": STR,
+        "status": null({"type": "integer", "minimum": 400, "maximum": 599}),
+        "latency_ms": {"type": "integer", "minimum": 0, "maximum": 20000},
+        "probability": {"type": "number", "minimum": 0, "maximum": 1},
+        "times": null({"type": "integer", "minimum": 1, "maximum": 1000000}),
+        "remaining": null({"type": "integer", "minimum": 0}),
+        "seed": {"type": "integer", "minimum": 0, "maximum": 9007199254740991},
+        "created_at": DT,
+    }
+    new_rule = obj({
+        "method": null({"type": "string", "description": "GET, POST, PUT, PATCH, DELETE, HEAD, "
+                        "OPTIONS or * (default)"}),
+        "path": {"type": "string", "minLength": 1, "maxLength": 512,
+                 "description": "Glob over the request path (any surface): * any run, ? one character"},
+        "status": null({"type": "integer", "minimum": 400, "maximum": 599,
+                        "description": "Absent: the rule only delays"}),
+        "latency_ms": null({"type": "integer", "minimum": 0, "maximum": 20000}),
+        "probability": null({"type": "number", "minimum": 0, "maximum": 1}),
+        "times": null({"type": "integer", "minimum": 1, "maximum": 1000000}),
+        "seed": null({"type": "integer", "minimum": 0, "maximum": 9007199254740991}),
+    }, required=("path",), extra=False,
+        description="A fault rule; it needs a status, a latency_ms, or both.")
+    entry = obj({
+        "id": STR, "time": DT, "environment": STR,
+        "surface": {"type": "string", "enum": ["A", "B", "C", "admin"]},
+        "method": STR, "path": STR, "query": null(STR),
+        "status": {"type": "integer", "minimum": 100, "maximum": 599},
+        "duration_ms": num,
+        "request_headers": arr(arr(STR, minItems=2, maxItems=2)),
+        "request_body": STR, "request_body_truncated": BOOL,
+        "response_body": STR, "response_body_truncated": BOOL,
+        "fault": null(STR),
+    }, required=("id", "time", "environment", "surface", "method", "path", "status",
+                 "duration_ms", "request_headers", "request_body", "request_body_truncated",
+                 "response_body", "response_body_truncated"),
+        description="One request as served; credentials and secrets redacted.")
+    return {
+        "Clock": obj(clock_props, required=("mode", "now")),
+        "SetClock": obj({"mode": null({"type": "string", "enum": ["real", "frozen"]}),
+                         "frozen_at": null(STR)}, required=(), extra=False,
+                        description='{"frozen_at": date-time}, {"mode": "frozen"} or {"mode": "real"}'),
+        "AdvanceClock": obj({"seconds": null({"type": "integer", "minimum": 1,
+                                              "maximum": 315360000}),
+                             "to": null(STR)}, required=(), extra=False,
+                            description="Exactly one of seconds and to (forward only)."),
+        "ClockAdvanced": obj({**clock_props, "advanced_from": DT, "advanced_to": DT,
+                              "transitions": arr(transition)},
+                             required=("mode", "now", "advanced_from", "advanced_to", "transitions")),
+        "FaultRule": obj(rule_props, required=tuple(rule_props)),
+        "NewFaultRule": new_rule,
+        "JournalEntry": entry,
+    }
+
+
+def powers_paths(P, tid):
+    rid = param("rule", "path", STR)
+    T = f"{P}/tenants/{{id}}"
+    read = (401, 404, 503)
+    journal = a_op("listRequests", "The tenant's request journal, newest first", 200,
+                   arr(ref("JournalEntry")), [tid] + [
+                       param("method", "query", STR),
+                       param("path", "query", STR, "Glob over the path"),
+                       param("status", "query", STR, "A status (503) or a class (5xx)"),
+                       param("from", "query", STR, "Date or date-time, inclusive"),
+                       param("to", "query", STR, "Date or date-time, exclusive"),
+                       param("page_number", "query", {"type": "integer", "minimum": 1}),
+                       param("page_size", "query", {"type": "integer", "minimum": 1, "maximum": 100}),
+                   ], errors=(400, 401, 404, 503))
+    journal["responses"]["200"]["headers"] = JOURNAL_COUNTS
+    return {
+        f"{T}/clock": {
+            "get": a_op("getClock", "The tenant's test clock", 200, ref("Clock"), [tid], errors=read),
+            "put": a_op("setClock", "Freeze the clock at an instant, or return it to real time",
+                        200, ref("Clock"), [tid], body=ref("SetClock"), errors=POWERS_ERRORS),
+        },
+        f"{T}/clock/advance": {"post": a_op(
+            "advanceClock", "Move the clock forward, running the transitions due on the way",
+            200, ref("ClockAdvanced"), [tid], body=ref("AdvanceClock"), errors=POWERS_ERRORS)},
+        f"{T}/faults": {
+            "post": a_op("createFault", "Add a fault rule", 201, ref("FaultRule"), [tid],
+                         body=ref("NewFaultRule"), errors=POWERS_ERRORS),
+            "get": a_op("listFaults", "The tenant's fault rules, in the order they are tried",
+                        200, arr(ref("FaultRule")), [tid], errors=read),
+            "delete": a_op("deleteFaults", "Delete every fault rule", 204, None, [tid], errors=read),
+        },
+        f"{T}/faults/{{rule}}": {
+            "get": a_op("getFault", "One fault rule", 200, ref("FaultRule"), [tid, rid], errors=read),
+            "delete": a_op("deleteFault", "Delete one fault rule", 204, None, [tid, rid], errors=read),
+        },
+        f"{T}/requests": {
+            "get": journal,
+            "delete": a_op("clearRequests", "Clear the tenant's request journal", 204, None, [tid],
+                           errors=read),
+        },
+    }
+
+
 def admin_doc():
     tenant = obj({"id": STR, "name": STR, "time_zone": STR, "created_at": DT},
                  required=("id", "name", "time_zone", "created_at"))
@@ -1000,11 +1124,13 @@ def admin_doc():
             "resetTenant", "Reset a tenant's data to a seed", 200, ref("ResetDone"), [tid],
             body=ref("ResetRequest"), errors=(400, 401, 404, 413, 415, 503))},
         **checkpoint_paths(P, tid),
+        **powers_paths(P, tid),
     }
     return {
         "openapi": "3.1.0",
         "info": {"title": "Billing sandbox: admin API", "version": "1",
-                 "description": "Tenants, their credentials and tokens. Guarded by X-Admin-Key."},
+                 "description": "Tenants, their credentials and tokens, and each tenant's test "
+                 "clock, fault rules and request journal. Guarded by X-Admin-Key."},
         "servers": [{"url": "/"}],
         "security": [{"AdminKey": []}],
         "paths": paths,
@@ -1012,7 +1138,7 @@ def admin_doc():
             "schemas": {"Error": ERROR_SCHEMA, "Tenant": tenant, "NewTenant": create,
                         "CreatedTenant": created, "TokenRequest": token_req, "Token": token,
                         "ResetRequest": reset, "ResetDone": reset_done,
-                        **checkpoint_schemas()},
+                        **checkpoint_schemas(), **powers_schemas()},
             "securitySchemes": {"AdminKey": {"type": "apiKey", "in": "header", "name": "X-Admin-Key"}},
         },
     }

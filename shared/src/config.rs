@@ -33,6 +33,12 @@ pub struct Config {
     /// `<data_dir>/token-secret` (see `Store::local_token_secret`). Changing it invalidates
     /// every token issued before.
     pub token_secret: Option<String>,
+    // -- Sandbox powers --
+    /// The request journal (`SANDBOX_JOURNAL` = `off` disables it, default on;
+    /// `SANDBOX_JOURNAL_MAX_ENTRIES` default 1000 and `SANDBOX_JOURNAL_MAX_BYTES` default
+    /// 16 MiB per tenant per environment; `SANDBOX_JOURNAL_FLUSH_MS` default 2000, how long
+    /// new entries wait before an S3-mode environment uploads them).
+    pub journal: crate::sandbox::journal::Settings,
     /// Whether the Lambda runtime started this process (`AWS_LAMBDA_RUNTIME_API` set): logs
     /// are JSON lines, and the `sandbox` binary serves as one Lambda function.
     pub lambda: bool,
@@ -65,6 +71,7 @@ impl Config {
             xml_namespace,
             s3: s3_from_env(),
             token_secret: var("SANDBOX_TOKEN_SECRET"),
+            journal: journal_from_env(),
             lambda: std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(),
         }
     }
@@ -81,6 +88,7 @@ impl Config {
             xml_namespace: None,
             s3: None,
             token_secret: None,
+            journal: DEFAULT_JOURNAL,
             lambda: false,
         }
     }
@@ -149,6 +157,39 @@ pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// Default concurrency limit: 64 requests in flight per process; the tenant databases
 /// serialize writes anyway, so more would only queue.
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 64;
+
+/// The journal's defaults: on, 1000 entries and 16 MiB per tenant per environment, uploads
+/// at most every 2 s.
+pub const DEFAULT_JOURNAL: crate::sandbox::journal::Settings = crate::sandbox::journal::Settings {
+    enabled: true,
+    max_entries: 1000,
+    max_bytes: 16 * 1024 * 1024,
+    flush_every: std::time::Duration::from_millis(2000),
+};
+
+/// The journal settings of the environment (see [`Config::journal`]); a value out of its
+/// range (entries 1..=100000, bytes 64 KiB..=1 GiB, flush 100..=600000 ms) keeps the default.
+fn journal_from_env() -> crate::sandbox::journal::Settings {
+    let d = DEFAULT_JOURNAL;
+    crate::sandbox::journal::Settings {
+        enabled: !var("SANDBOX_JOURNAL").is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "off" | "false" | "0" | "no"
+            )
+        }),
+        max_entries: env_number("SANDBOX_JOURNAL_MAX_ENTRIES")
+            .filter(|n| (1..=100_000).contains(n))
+            .unwrap_or(d.max_entries),
+        max_bytes: env_number("SANDBOX_JOURNAL_MAX_BYTES")
+            .filter(|n| (64 * 1024..=1024 * 1024 * 1024).contains(n))
+            .unwrap_or(d.max_bytes),
+        flush_every: env_number("SANDBOX_JOURNAL_FLUSH_MS")
+            .filter(|n| (100..=600_000).contains(n))
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(d.flush_every),
+    }
+}
 
 /// A numeric variable, when set and a number.
 fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {

@@ -27,6 +27,7 @@ pub mod error;
 pub mod money;
 pub mod query;
 pub mod rating;
+pub mod sandbox;
 pub mod seed;
 pub mod store;
 pub mod tenants;

@@ -1,12 +1,20 @@
 //! Date-times: stored in UTC with a fixed-width RFC 3339 form (so text order is time order),
-//! rendered with the tenant's UTC offset, parsed from a date or a date-time.
+//! rendered with the tenant's UTC offset, parsed from a date or a date-time; "now" is real
+//! time ([`now`]) or a tenant's test clock ([`now_for`]).
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 use chrono_tz::Tz;
 
-/// The current time. One place, so a sandbox clock can be added without hunting for calls.
+/// Real time: for credentials, token expiry and the sandbox's own bookkeeping. Tenant data
+/// reads the tenant's test clock instead ([`now_for`]).
 pub fn now() -> DateTime<Utc> {
     Utc::now()
+}
+
+/// The current time of the tenant whose database `conn` is: its test clock (see
+/// [`crate::sandbox::clock`]). Every time stamped into tenant data is read here.
+pub fn now_for(conn: &rusqlite::Connection) -> crate::Result<DateTime<Utc>> {
+    crate::sandbox::clock::now_for(conn)
 }
 
 /// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ`.

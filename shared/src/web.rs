@@ -35,6 +35,8 @@ pub struct AppState {
     pub store: Store,
     /// Process configuration.
     pub config: Arc<Config>,
+    /// The sandbox powers' state of this process (journal, fault draws).
+    pub powers: Arc<crate::sandbox::Powers>,
 }
 
 impl AppState {
@@ -42,10 +44,7 @@ impl AppState {
     /// that a token secret is available (configured, or kept in the data dir).
     pub fn new(config: Config) -> crate::Result<AppState> {
         let store = Store::open_with(&config.data_dir, config.s3.clone())?;
-        let state = AppState {
-            store,
-            config: Arc::new(config),
-        };
+        let state = AppState::from_parts(store, config);
         if state.config.s3.is_some() && state.config.token_secret.is_none() {
             tracing::warn!(
                 "SANDBOX_TOKEN_SECRET is unset: tokens are signed with a secret kept in this data \
@@ -54,6 +53,16 @@ impl AppState {
         }
         state.token_secret()?;
         Ok(state)
+    }
+
+    /// The state of a process serving `store` with `config` (the store already open).
+    pub fn from_parts(store: Store, config: Config) -> AppState {
+        let powers = crate::sandbox::Powers::new(&config, store.bucket());
+        AppState {
+            store,
+            config: Arc::new(config),
+            powers: Arc::new(powers),
+        }
     }
 
     /// The master secret bearer tokens are signed with: `SANDBOX_TOKEN_SECRET` when
@@ -143,6 +152,37 @@ pub struct Tenant {
     pub tz: Tz,
     /// The tenant's database.
     pub db: Arc<TenantDb>,
+}
+
+impl Tenant {
+    /// The tenant's current time (its test clock, see [`crate::sandbox::clock`]), for
+    /// handlers that need it before their transaction (defaults parsed from the request).
+    pub async fn now(&self) -> crate::Result<chrono::DateTime<chrono::Utc>> {
+        self.db.read(crate::time::now_for).await
+    }
+}
+
+/// The tenant the sandbox layer ([`crate::sandbox::serve`]) found for a request's
+/// credentials, by the rule of the surface named (`"A"`, `"B"`, `"C"`): the surface's
+/// extractor takes it instead of looking the credentials up again. Absent when the layer did
+/// not look, or its lookup failed (the extractor then looks itself and answers the error).
+#[derive(Clone)]
+pub struct Authenticated {
+    /// The surface whose credential rule found it.
+    pub surface: &'static str,
+    /// The tenant, `None` for missing or refused credentials.
+    pub tenant: Option<Tenant>,
+}
+
+impl Authenticated {
+    /// What the layer found for a request of `surface`, if it looked.
+    pub fn of(parts: &Parts, surface: &str) -> Option<Option<Tenant>> {
+        parts
+            .extensions
+            .get::<Authenticated>()
+            .filter(|a| a.surface == surface)
+            .map(|a| a.tenant.clone())
+    }
 }
 
 /// The error body of Surfaces B and C: `{code, message}` with an HTTP status.
@@ -245,6 +285,9 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
         let deny = || ApiError::unauthorized(BILLING_AUTH_MESSAGE);
+        if let Some(found) = Authenticated::of(parts, "B") {
+            return found.map(BillingAuth).ok_or_else(deny);
+        }
         let tenant = if let Some(key) = header_str(&parts.headers, "x-api-key") {
             app.tenant_by_api_key(key).await?
         } else if let Some(token) = parts
@@ -349,6 +392,7 @@ pub fn finish(routes: axum::Router<AppState>, state: AppState) -> axum::Router {
 
 /// Adds what every served router needs: the unknown-route and wrong-method fallbacks (in the
 /// error shape of the surface a path belongs to, see [`PathErrors`]), the body limit, the
+/// sandbox powers (fault rules and the request journal, see [`crate::sandbox::serve`]), the
 /// request timeout and concurrency limit (503 + Retry-After, see [`Overload`]) and the request
 /// log, then binds the state. A path with one trailing slash is served as the same path
 /// without it (see [`strip_trailing_slash`]).
@@ -359,6 +403,7 @@ pub fn finish_with(
 ) -> axum::Router {
     let limit = state.config.max_body_bytes;
     let overload = Overload::new(&state.config, surfaces);
+    let powers = state.clone();
     let served = routes
         .method_not_allowed_fallback(move |method: axum::http::Method, uri: Uri| async move {
             let path = uri.path();
@@ -371,6 +416,9 @@ pub fn finish_with(
             path_error(surfaces, StatusCode::NOT_FOUND, path, msg)
         })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::sandbox::serve(powers.clone(), surfaces, req, next)
+        }))
         .layer(axum::middleware::from_fn(move |req, next| {
             overload.clone().guard(req, next)
         }))

@@ -1,7 +1,11 @@
 //! Foundation: auth matrix per surface, tenant isolation, admin API (create, list, tokens,
 //! reset, delete, bad input), and concurrency of the tenant store; `overload`: the request
-//! timeout and the concurrency limit.
+//! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
+//! clock, fault injection, request journal).
 
+mod clock;
+mod faults;
+mod journal;
 mod overload;
 
 use base64::Engine;

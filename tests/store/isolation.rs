@@ -9,7 +9,6 @@ use e2e::ADMIN_KEY;
 use shared::config::Config;
 use shared::store::{S3Config, Store};
 use shared::web::AppState;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A sandbox server over an S3 store on a loopback port, on its own runtime (two workers,
@@ -28,10 +27,8 @@ fn serve(config: &S3Config) -> (String, tempfile::TempDir) {
             .expect("server runtime");
         rt.block_on(async move {
             let store = Store::open_with(&path, Some(cfg)).expect("open S3 store");
-            let state = AppState {
-                store,
-                config: Arc::new(Config::new(&path, Some(ADMIN_KEY.to_string()))),
-            };
+            let state =
+                AppState::from_parts(store, Config::new(&path, Some(ADMIN_KEY.to_string())));
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind");

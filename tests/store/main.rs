@@ -1,6 +1,7 @@
 //! The tenant store end to end: the S3-backed store against a real S3 server (moto), with
 //! writers in threads, environments and OS processes, crashes and S3 faults. The moto
-//! server and the fault proxy are `e2e::s3`.
+//! server and the fault proxy are `e2e::s3`; `powers`: the sandbox powers (clock, faults,
+//! journal) across environments on one bucket.
 
 mod cache;
 mod chaos;
@@ -9,4 +10,5 @@ mod costs;
 mod fencing;
 mod isolation;
 mod lifecycle;
+mod powers;
 mod s3_sync;

@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Every row of every user table of a tenant, as text, in a stable order.
@@ -49,10 +48,7 @@ async fn serve(config: &S3Config) -> (String, AppState, tempfile::TempDir) {
         .await
         .expect("join")
         .expect("open S3 store");
-    let state = AppState {
-        store,
-        config: Arc::new(Config::new(dir.path(), Some(ADMIN_KEY.to_string()))),
-    };
+    let state = AppState::from_parts(store, Config::new(dir.path(), Some(ADMIN_KEY.to_string())));
     let base = e2e::listen(state.clone()).await;
     (base, state, dir)
 }

@@ -84,6 +84,16 @@ impl TestServer {
         }
     }
 
+    /// A server already listening at `base` over `state`, keeping its data directory.
+    pub fn from_parts(base: String, state: AppState, dir: tempfile::TempDir) -> TestServer {
+        TestServer {
+            base,
+            client: reqwest::Client::new(),
+            state,
+            _dir: dir,
+        }
+    }
+
     /// Absolute URL of `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)

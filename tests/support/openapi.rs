@@ -32,7 +32,10 @@ pub const DOCUMENTS: [Document; 3] = [
     Document {
         file: "admin.json",
         served_at: "/sandbox/v1/openapi.json",
-        routers: &["functions/admin/src/lib.rs"],
+        routers: &[
+            "functions/admin/src/lib.rs",
+            "functions/admin/src/powers.rs",
+        ],
     },
 ];
 

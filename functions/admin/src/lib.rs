@@ -1,6 +1,9 @@
 //! Route group `admin`: the sandbox admin API under `/sandbox/v1`, guarded by `X-Admin-Key`.
 //! It hands out tenants with their credentials, issues bearer tokens, resets and deletes,
-//! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`).
+//! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`);
+//! [`powers`] adds a tenant's test clock, fault rules and request journal.
+
+pub mod powers;
 
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequestParts, Path, State};
@@ -53,6 +56,7 @@ pub fn routes() -> Router<AppState> {
             &format!("{ADMIN_PREFIX}/tenants/{{id}}/reset"),
             post(reset_tenant),
         )
+        .merge(powers::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document (docs/openapi/admin.json, written by
@@ -197,6 +201,8 @@ async fn delete_tenant(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     tenants::delete(&app.store, &id).await?;
+    app.powers.journal.forget(&id);
+    app.powers.draws.forget(&id);
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -116,7 +116,7 @@ pub async fn apply_to_invoice(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let request = read_apply(&body, &now)?;
     if !request.invoices.is_empty() {
         return Err(Fault::validation(
@@ -133,7 +133,7 @@ pub async fn apply_to_account(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let request = read_apply(&body, &now)?;
     let target = CommandTarget::Account {
         account_id: eid,
@@ -180,8 +180,8 @@ pub async fn change_account_status(
     if let Some(body) = &body {
         Fields::new(body, command.name())?.finish()?;
     }
-    let now = shared::time::to_storage(shared::time::now());
     run_command(tenant, move |tx, tz| {
+        let now = shared::time::to_storage(shared::time::now_for(tx)?);
         change_status(tx, eid, command, &now)?;
         Ok(Outcome {
             eid: None,
@@ -200,7 +200,7 @@ pub async fn add_adjustment(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let mut f = Fields::new(&body, "addAdjustment")?;
     if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
         return Err(Fault::validation(format!(
@@ -245,9 +245,9 @@ pub async fn add_note(
     let mut f = Fields::new(&body, "addNote")?;
     let note = f.required("note")?;
     f.finish()?;
-    let now = shared::time::to_storage(shared::time::now());
     let by = tenant.record.name.clone();
     run_command(tenant, move |tx, tz| {
+        let now = shared::time::to_storage(shared::time::now_for(tx)?);
         let id = store_note(tx, eid, &note, Some(&by), &now)?;
         Ok(Outcome {
             eid: Some(id),
@@ -273,8 +273,8 @@ pub async fn bill_on_demand(
         bill.due_date = f.text("dueDate");
         f.finish()?;
     }
-    let now = shared::time::to_storage(shared::time::now());
     run_command(tenant, move |tx, tz| {
+        let now = shared::time::to_storage(shared::time::now_for(tx)?);
         let invoice = bill_account(tx, eid, &bill, &now, tz)?;
         Ok(Outcome {
             eid: Some(invoice),
@@ -300,8 +300,8 @@ pub async fn move_to_bill_cycle(
         Fault::validation("<billCycle eid=\"...\"/> is required in <moveToBillCycle>")
     })?;
     f.finish()?;
-    let today = shared::time::now().with_timezone(&tenant.tz).date_naive();
     run_command(tenant, move |tx, tz| {
+        let today = shared::time::now_for(tx)?.with_timezone(&tz).date_naive();
         move_account(tx, eid, cycle, today, tz)?;
         Ok(Outcome {
             eid: None,
@@ -321,8 +321,8 @@ pub async fn cancel(
     if let Some(body) = &body {
         Fields::new(body, "cancel")?.finish()?;
     }
-    let now = shared::time::to_storage(shared::time::now());
     run_command(tenant, move |tx, tz| {
+        let now = shared::time::to_storage(shared::time::now_for(tx)?);
         cancel_invoice(tx, eid, &now)?;
         let account = shared::domain::invoices::invoice_account(tx, eid)?;
         Ok(Outcome {

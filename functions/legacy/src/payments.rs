@@ -97,7 +97,7 @@ pub async fn create(
     BasicAuth(tenant): BasicAuth,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(shared::time::now());
+    let now = shared::time::to_storage(tenant.now().await?);
     let payment = read_draft(&body, &now)?.for_account(None)?;
     create_and_answer(&ENTITY, &tenant, move |tx, tz| {
         create_payment(tx, &payment, tz)

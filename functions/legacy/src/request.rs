@@ -22,6 +22,9 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
+        if let Some(found) = shared::web::Authenticated::of(parts, "A") {
+            return found.map(BasicAuth).ok_or_else(Fault::unauthorized);
+        }
         let Some((user, pass)) = parts
             .headers
             .get(header::AUTHORIZATION)

@@ -3,7 +3,7 @@
 
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::{request::Parts, StatusCode};
-use shared::web::{header_str, ApiError, AppState, Tenant};
+use shared::web::{header_str, ApiError, AppState, Authenticated, Tenant};
 
 /// Surface C's 401 message, exactly as the platform words it.
 pub const REVENUE_AUTH_MESSAGE: &str = "Authentication failed.";
@@ -20,9 +20,12 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = AppState::from_ref(state);
-        let tenant = match header_str(&parts.headers, "x-api-key") {
-            Some(key) => app.tenant_by_api_key(key).await?,
-            None => None,
+        let tenant = match Authenticated::of(parts, "C") {
+            Some(found) => found,
+            None => match header_str(&parts.headers, "x-api-key") {
+                Some(key) => app.tenant_by_api_key(key).await?,
+                None => None,
+            },
         };
         let tenant = tenant.ok_or_else(|| {
             ApiError::new(

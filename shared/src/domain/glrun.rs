@@ -234,7 +234,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
             r.ledger_id
         )));
     }
-    let now = to_storage(crate::time::now());
+    let now = to_storage(crate::time::now_for(tx)?);
     let run_id = insert(
         tx,
         "gl_runs",

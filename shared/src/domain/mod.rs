@@ -4,7 +4,8 @@
 //! [`agreements`] (with their services and true-ups), [`bill_batches`], [`catalog`]
 //! (products, prices, usage rules), [`usage`] (posting, rate plans, reads), [`ledgers`],
 //! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
-//! [`chargeinfo`] and [`replication`]. Functions take typed inputs (never
+//! [`chargeinfo`], [`replication`] and [`clock`] (what the test clock drives when it
+//! advances). Functions take typed inputs (never
 //! HTTP requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
 //!
@@ -23,6 +24,7 @@ pub mod bill_batches;
 pub mod calendars;
 pub mod catalog;
 pub mod chargeinfo;
+pub mod clock;
 pub mod collect;
 pub mod glrun;
 pub mod invoices;

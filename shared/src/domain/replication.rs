@@ -97,6 +97,8 @@ struct ChargeRow {
 pub struct SvsSnapshot {
     services: Vec<String>,
     charges: Vec<String>,
+    /// The tenant's clock when the snapshot was read: the replication's time.
+    taken_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Reads both views from one consistent snapshot.
@@ -184,7 +186,11 @@ pub fn read_svs(conn: &Connection) -> Result<SvsSnapshot> {
         c.ledger_states = states.remove(&c.charge_info_id).unwrap_or_default();
         charges.push(serde_json::to_string(&c)?);
     }
-    Ok(SvsSnapshot { services, charges })
+    Ok(SvsSnapshot {
+        services,
+        charges,
+        taken_at: crate::time::now_for(conn)?,
+    })
 }
 
 /// What one view's replication wrote.
@@ -226,7 +232,7 @@ pub fn write_svs(
     snapshot: &SvsSnapshot,
     batch_size: i64,
 ) -> Result<ReplicationSummary> {
-    let now = crate::time::now();
+    let now = snapshot.taken_at;
     let replication_id = format!(
         "{}-{}",
         now.format("%Y%m%dT%H%M%S%3fZ"),

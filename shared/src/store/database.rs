@@ -57,6 +57,16 @@ impl Database {
     /// Runs `f` in one write transaction; in S3 mode it returns only after S3 holds the change
     /// (and `f` may run more than once).
     pub fn write<T>(&self, f: impl Fn(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.write_checking(true, f)
+    }
+
+    /// [`Database::write`], skipping the catch-up before the first attempt unless `check` (a
+    /// caller that knows the copy was brought up to date since its request began passes false).
+    pub fn write_checking<T>(
+        &self,
+        check: bool,
+        f: impl Fn(&Transaction<'_>) -> Result<T>,
+    ) -> Result<T> {
         let Some(replica) = &self.inner.replica else {
             let mut conn = lock(&self.inner.writer);
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -79,7 +89,7 @@ impl Database {
                     .into(),
             ));
         };
-        let (out, snapshot_due) = replica.write(&mut conn, &f, deadline)?;
+        let (out, snapshot_due) = replica.write(&mut conn, &f, deadline, check)?;
         drop(conn);
         if snapshot_due && replica.begin_compaction() {
             let db = self.clone();
@@ -91,7 +101,17 @@ impl Database {
     /// Runs `f` on a read connection inside one read transaction. In S3 mode it first applies
     /// any newer log entries, so `f` sees every write acknowledged before the call began.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        if let Some(replica) = &self.inner.replica {
+        self.read_checking(true, f)
+    }
+
+    /// [`Database::read`], looking for newer log entries only when `check` (a caller that
+    /// knows the copy was brought up to date since its request began passes false).
+    pub fn read_checking<T>(
+        &self,
+        check: bool,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        if let Some(replica) = self.inner.replica.as_ref().filter(|_| check) {
             if replica.has_newer()? {
                 replica.catch_up(&mut lock(&self.inner.writer))?;
             }

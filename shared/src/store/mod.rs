@@ -21,6 +21,7 @@
 //!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
 //!   recorded, [`s3`] the bucket calls).
 
+mod bucket_access;
 mod cache;
 pub mod capture;
 pub mod checkpoints;
@@ -390,14 +391,31 @@ impl TenantDb {
     }
 
     /// Runs `f` inside one write transaction and commits it; on error nothing is applied.
-    /// `f` may be called more than once (see the module invariants).
+    /// `f` may be called more than once (see the module invariants). Inside a
+    /// [`request_scope`] that already brought the copy up to date, the first attempt skips
+    /// its catch-up (the conditional PUT still refuses a slot taken meanwhile).
     pub async fn write<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         F: Fn(&Transaction<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let db = self.clone();
-        blocking(move || db.write_blocking(f)).await
+        let checked = self.fresh_in_request();
+        let out = blocking(move || db.db.write_checking(!checked, f)).await?;
+        self.mark_fresh_in_request();
+        Ok(out)
+    }
+
+    /// Whether the current [`request_scope`] has brought this tenant's copy up to date.
+    fn fresh_in_request(&self) -> bool {
+        FRESH
+            .try_with(|fresh| lock(fresh).contains(&self.id))
+            .unwrap_or(false)
+    }
+
+    /// Records that the current [`request_scope`] (if any) brought this copy up to date.
+    fn mark_fresh_in_request(&self) {
+        let _ = FRESH.try_with(|fresh| lock(fresh).insert(self.id.clone()));
     }
 
     /// [`TenantDb::write`] for callers already off the async runtime (seeding, benchmarks).
@@ -408,14 +426,19 @@ impl TenantDb {
         self.db.write(f)
     }
 
-    /// Runs `f` on a read connection; it sees every write committed before it started.
+    /// Runs `f` on a read connection; it sees every write committed before it started, or,
+    /// inside a [`request_scope`], every write acknowledged before the request began: S3
+    /// is asked for newer log entries by the first read of the tenant in the request only.
     pub async fn read<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let db = self.clone();
-        blocking(move || db.read_blocking(f)).await
+        let checked = self.fresh_in_request();
+        let out = blocking(move || db.db.read_checking(!checked, f)).await?;
+        self.mark_fresh_in_request();
+        Ok(out)
     }
 
     /// [`TenantDb::read`] for callers already off the async runtime.
@@ -425,6 +448,21 @@ impl TenantDb {
     {
         self.db.read(f)
     }
+}
+
+tokio::task_local! {
+    /// The tenants whose copy one request has brought up to date (see [`request_scope`]).
+    static FRESH: Mutex<std::collections::HashSet<String>>;
+}
+
+/// Runs `request` (the handling of one HTTP request) so that each tenant's S3 log is checked
+/// for newer entries by its first read only: later reads of the same request see every write
+/// acknowledged before the request began, which is what a client can tell apart (a write
+/// acknowledged meanwhile is concurrent with the request). Outside a scope every read checks.
+/// This keeps a read request at one GET-class request when the sandbox layer reads the
+/// tenant's fault rules before the handler reads its data.
+pub async fn request_scope<F: std::future::Future>(request: F) -> F::Output {
+    FRESH.scope(Mutex::default(), request).await
 }
 
 /// Runs blocking store work (SQLite, S3, tenant opening, registry lookups) on tokio's

@@ -447,6 +447,7 @@ impl Replica {
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         deadline: Instant,
+        catch_up_first: bool,
     ) -> Result<(T, bool)> {
         self.write_entry(conn, f, &Entry::Changes, deadline)
             .map(|(out, due, _)| (out, due))
@@ -497,7 +498,11 @@ impl Replica {
                     self.root
                 )));
             }
-            s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            // A copy just brought up to date may skip the first catch-up: the conditional PUT
+            // still refuses a slot someone else took, and the next attempt catches up.
+            if attempt > 0 || catch_up_first {
+                s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            }
             let seq = capture::seq(conn)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_ids_and_commands",
         include_str!("migrations/0005_ids_and_commands.sql"),
     ),
+    ("0006_sandbox", include_str!("migrations/0006_sandbox.sql")),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

@@ -212,7 +212,7 @@ pub fn insert_period(
 
 /// Closes the period's current history entry and appends one for its new state.
 pub fn record_period_state(tx: &Transaction<'_>, period_id: i64, open: bool) -> Result<()> {
-    let now = crate::time::to_storage(crate::time::now());
+    let now = crate::time::to_storage(crate::time::now_for(tx)?);
     tx.execute(
         "UPDATE period_history SET end_date = ?2 WHERE period_id = ?1 AND end_date IS NULL",
         rusqlite::params![period_id, now],

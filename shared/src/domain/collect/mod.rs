@@ -182,7 +182,7 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
             "collector run {id} has not finished; start another one when it has"
         )));
     }
-    let now = crate::time::now();
+    let now = crate::time::now_for(tx)?;
     let to = match &r.data_fetch_to_date {
         Some(v) => parse_time("data_fetch_to_date", v, tz)?,
         None => to_storage(now),

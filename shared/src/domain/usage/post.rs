@@ -99,7 +99,7 @@ fn process(
     tz: Tz,
     request_id: &str,
 ) -> Result<BulkOutcome> {
-    let now = crate::time::to_storage(crate::time::now());
+    let now = crate::time::to_storage(crate::time::now_for(tx)?);
     let mut caches = Caches::default();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut pending: HashMap<i64, Decimal> = HashMap::new();

@@ -1,0 +1,314 @@
+//! The admin API of the sandbox powers over one tenant (see `shared::sandbox`): its test
+//! clock (`/clock`, `/clock/advance`), its fault rules (`/faults`) and its request journal
+//! (`/requests`). Every route takes `X-Admin-Key` and answers 404 for an unknown tenant.
+
+use crate::AdminAuth;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use shared::sandbox::clock::{self, Clock, Target};
+use shared::sandbox::{faults, journal};
+use shared::web::listing::{add_count_headers, read_page, CountHeaders, Paging, PagingRules};
+use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, ADMIN_PREFIX};
+
+/// The powers' routes, unbound (merged into the admin group's).
+pub fn routes() -> Router<AppState> {
+    let tenant = format!("{ADMIN_PREFIX}/tenants/{{id}}");
+    Router::new()
+        .route(&format!("{tenant}/clock"), get(get_clock).put(set_clock))
+        .route(&format!("{tenant}/clock/advance"), post(advance_clock))
+        .route(
+            &format!("{tenant}/faults"),
+            post(create_fault).get(list_faults).delete(delete_faults),
+        )
+        .route(
+            &format!("{tenant}/faults/{{rule}}"),
+            get(get_fault).delete(delete_fault),
+        )
+        .route(
+            &format!("{tenant}/requests"),
+            get(list_requests).delete(clear_requests),
+        )
+}
+
+/// The registered tenant `id`, opened (404 when unknown or deleted).
+async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
+    let record = shared::tenants::get(&app.store, id).await?;
+    app.tenant(record)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("tenant {id} does not exist")))
+}
+
+/// A date or date-time of field `field` (a date is midnight in the tenant's time zone).
+fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
+    shared::time::parse_date_or_datetime(text, t.tz).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "{field}: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+        ))
+    })
+}
+
+// ---- clock ----------------------------------------------------------------------------
+
+async fn get_clock(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<clock::ClockView>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    let tz = t.tz;
+    let view = t.db.read(move |c| Ok(Clock::load(c)?.view(tz))).await?;
+    Ok(Json(view))
+}
+
+/// Body of `PUT .../clock`: `{"frozen_at": "<date-time>"}`, `{"mode": "frozen"}` (freeze at
+/// the clock's current reading) or `{"mode": "real"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetClock {
+    mode: Option<String>,
+    frozen_at: Option<String>,
+}
+
+async fn set_clock(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SetClock>,
+) -> Result<Json<clock::ClockView>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    let tz = t.tz;
+    let frozen_at = match &body.frozen_at {
+        Some(text) => {
+            let at = instant("frozen_at", text, &t)?;
+            clock::check_bounds("frozen_at", at)?;
+            Some(at)
+        }
+        None => None,
+    };
+    let mode = body.mode.as_deref().map(str::to_ascii_lowercase);
+    let freeze = match (mode.as_deref(), frozen_at) {
+        (Some("real"), None) => None,
+        (Some("frozen") | None, Some(at)) => Some(Some(at)),
+        (Some("frozen"), None) => Some(None),
+        (Some("real"), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "frozen_at goes with mode frozen (or no mode), not with mode real",
+            ))
+        }
+        (None, None) => return Err(ApiError::bad_request(
+            "send {\"frozen_at\": \"<date-time>\"}, {\"mode\": \"frozen\"} or {\"mode\": \"real\"}",
+        )),
+        (Some(other), _) => {
+            return Err(ApiError::bad_request(format!(
+                "mode: '{other}' is not real or frozen"
+            )))
+        }
+    };
+    let view =
+        t.db.write(move |tx| {
+            let clock = match freeze {
+                None => Clock::Real,
+                Some(Some(at)) => Clock::Frozen(at),
+                Some(None) => Clock::Frozen(Clock::load(tx)?.now()),
+            };
+            clock.store(tx)?;
+            Ok(clock.view(tz))
+        })
+        .await?;
+    Ok(Json(view))
+}
+
+/// Body of `POST .../clock/advance`: `{"seconds": N}` or `{"to": "<date-time>"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdvanceClock {
+    seconds: Option<i64>,
+    to: Option<String>,
+}
+
+async fn advance_clock(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<AdvanceClock>,
+) -> Result<Json<clock::Advanced>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    let tz = t.tz;
+    let target = match (body.seconds, &body.to) {
+        (Some(n), None) => Target::Seconds(n),
+        (None, Some(text)) => Target::To(instant("to", text, &t)?),
+        _ => {
+            return Err(ApiError::bad_request(
+                "send exactly one of {\"seconds\": N} and {\"to\": \"<date-time>\"}",
+            ))
+        }
+    };
+    let advanced = t.db.write(move |tx| clock::advance(tx, target, tz)).await?;
+    Ok(Json(advanced))
+}
+
+// ---- faults ---------------------------------------------------------------------------
+
+async fn create_fault(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<faults::NewRule>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&app, &id).await?;
+    let rule = t.db.write(move |tx| faults::create(tx, &body)).await?;
+    Ok((StatusCode::CREATED, Json(rule)).into_response())
+}
+
+async fn list_faults(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<faults::Rule>>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    Ok(Json(t.db.read(faults::list).await?))
+}
+
+async fn get_fault(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path((id, rule)): Path<(String, String)>,
+) -> Result<Json<faults::Rule>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    Ok(Json(t.db.read(move |c| faults::get(c, &rule)).await?))
+}
+
+async fn delete_fault(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path((id, rule)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let t = tenant(&app, &id).await?;
+    t.db.write(move |tx| faults::delete(tx, &rule)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_faults(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let t = tenant(&app, &id).await?;
+    t.db.write(faults::delete_all).await?;
+    app.powers.draws.forget(&id);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+// ---- journal --------------------------------------------------------------------------
+
+/// Paging of the journal: `page_number` >= 1, `page_size` 1..100 (default 25), counts in
+/// headers as Surface C names them.
+pub const JOURNAL_PAGING: Paging = Paging {
+    number: "page_number",
+    size: "page_size",
+    rules: PagingRules {
+        min_number: 1,
+        min_size: 1,
+        max_size: 100,
+        default_size: 25,
+    },
+    headers: Some(CountHeaders {
+        total: "X-Total-Count",
+        elements: "X-Elements-Count",
+        pages: "X-Total-Pages",
+    }),
+};
+
+/// The journal filter of a request's query: `method`, `path` (glob), `status` (e.g. `503`
+/// or `5xx`), `from` and `to` (date-times; `to` exclusive).
+fn journal_filter(
+    q: &std::collections::HashMap<String, String>,
+    t: &Tenant,
+) -> Result<journal::Filter, ApiError> {
+    let time = |name: &str| -> Result<Option<i64>, ApiError> {
+        q.get(name)
+            .map(|v| instant(name, v, t).map(|at| at.timestamp_millis()))
+            .transpose()
+    };
+    let status = match q.get("status").map(|s| s.trim().to_ascii_lowercase()) {
+        None => None,
+        Some(s) => {
+            let class = s
+                .strip_suffix("xx")
+                .and_then(|d| d.parse::<u16>().ok())
+                .filter(|d| (1..=5).contains(d));
+            match (class, s.parse::<u16>()) {
+                (Some(d), _) => Some((d * 100, d * 100 + 99)),
+                (None, Ok(code)) if (100..=599).contains(&code) => Some((code, code)),
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "status: '{s}' is not a status (100-599) or a class (1xx-5xx)"
+                    )))
+                }
+            }
+        }
+    };
+    let path = q.get("path").cloned();
+    if path
+        .as_ref()
+        .is_some_and(|p| p.chars().count() > faults::MAX_PATH_CHARS)
+    {
+        return Err(ApiError::bad_request(format!(
+            "path: at most {} characters",
+            faults::MAX_PATH_CHARS
+        )));
+    }
+    Ok(journal::Filter {
+        method: q.get("method").cloned(),
+        path,
+        status,
+        from_ms: time("from")?,
+        to_ms: time("to")?,
+    })
+}
+
+async fn list_requests(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Params(q): Params,
+) -> Result<Response, ApiError> {
+    let t = tenant(&app, &id).await?;
+    let filter = journal_filter(&q, &t)?;
+    let page = read_page(&q, &JOURNAL_PAGING)?;
+    let powers = app.powers.clone();
+    let tenant_id = id.clone();
+    let entries = shared::store::blocking(move || powers.journal.read(&tenant_id, &filter)).await?;
+    let total = i64::try_from(entries.len()).unwrap_or(i64::MAX);
+    let (limit, offset) = page.limit_offset();
+    let items: Vec<&journal::Entry> = entries
+        .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(0))
+        .map(|e| e.as_ref())
+        .collect();
+    let mut response = Json(&items).into_response();
+    add_count_headers(
+        &mut response,
+        &JOURNAL_PAGING,
+        items.len(),
+        Some(total),
+        page,
+    );
+    Ok(response)
+}
+
+async fn clear_requests(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    tenant(&app, &id).await?;
+    let powers = app.powers.clone();
+    shared::store::blocking(move || powers.journal.clear(&id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

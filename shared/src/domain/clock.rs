@@ -1,0 +1,274 @@
+//! The time-driven transitions of a tenant, run when its test clock advances: everything the
+//! platform does by itself when time passes, in the order it would happen. Advancing from
+//! `from` to `to` runs every transition due in `(from, to]`, earliest first (ties: agreement
+//! services before invoices, then by id); a transition that makes another one due inside the
+//! interval (a renewed term that ends again) runs it in its turn.
+//!
+//! What the clock drives (docs/sandbox.md states it for users):
+//! - An agreement service of a live status (ACTIVE, SUSPENDED, TRIAL) reaching its
+//!   `end_date` takes its end action: its own `end_action`, else its agreement's, else END.
+//!   `RENEW` (any case) starts a new term: the end date moves by the term's months (the next
+//!   agreement's period when one is set, else the service's `agreement_period`, at least 1)
+//!   in the tenant's time zone, `renewed` becomes true, and a planned next agreement, next end
+//!   action and next preserve-price flag take effect and are cleared. Any other action ends
+//!   the service: status DEACTIVATED, and its service and the service's resources INACTIVE
+//!   when no other live agreement service holds that service.
+//! - An OPEN invoice with an amount to pay passing its `due_date` stays OPEN (the platform's
+//!   invoice statuses are PROCESSING, OPEN, CLOSED: there is no overdue status); its billing
+//!   account, when ACTIVE, moves to COLLECTION (the platform's dunning status; `resume` takes
+//!   it back to ACTIVE).
+//!
+//! Everything runs in the caller's one transaction, so an advance is all or nothing.
+
+use crate::money::from_sql_text;
+use crate::time::{from_storage, to_storage};
+use crate::{Error, Result};
+use chrono::{DateTime, Months, Utc};
+use chrono_tz::Tz;
+use rusqlite::{OptionalExtension, Transaction};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Agreement service statuses whose end date is still ahead of them.
+pub const LIVE_SERVICE_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "TRIAL"];
+
+/// Most transitions one advance may run; past it the advance is refused (400) and nothing
+/// changes: advance in smaller steps.
+pub const MAX_TRANSITIONS: usize = 10_000;
+
+/// One transition that ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Transition {
+    /// When it happened (the tenant's offset).
+    pub at: String,
+    /// `agreement_service.renewed`, `agreement_service.ended`, `invoice.past_due`.
+    pub kind: &'static str,
+    /// The id of the agreement service or invoice.
+    pub id: i64,
+    /// What changed, in words.
+    pub detail: String,
+}
+
+/// A due transition: (stored instant, kind order, id).
+type Due = (String, u8, i64);
+const SERVICE_END: u8 = 0;
+const INVOICE_DUE: u8 = 1;
+
+/// Runs every transition due in `(from, to]` in order (see the module doc) and answers them.
+pub fn run_due(
+    tx: &Transaction<'_>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Vec<Transition>> {
+    let (from_s, to_s) = (to_storage(from), to_storage(to));
+    let mut queue: BTreeSet<Due> = BTreeSet::new();
+    let live = LIVE_SERVICE_STATUSES
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut services = tx.prepare(&format!(
+        "SELECT end_date, id FROM agreement_services
+         WHERE end_date > ?1 AND end_date <= ?2 AND status IN ({live})"
+    ))?;
+    for row in services.query_map([&from_s, &to_s], |r| {
+        Ok((r.get(0)?, SERVICE_END, r.get(1)?))
+    })? {
+        queue.insert(row?);
+    }
+    let mut invoices = tx.prepare(
+        "SELECT due_date, id FROM invoices
+         WHERE due_date > ?1 AND due_date <= ?2 AND status = 'OPEN'",
+    )?;
+    for row in invoices.query_map([&from_s, &to_s], |r| {
+        Ok((r.get(0)?, INVOICE_DUE, r.get(1)?))
+    })? {
+        queue.insert(row?);
+    }
+    let mut done = Vec::new();
+    while let Some(due) = queue.pop_first() {
+        if done.len() >= MAX_TRANSITIONS {
+            return Err(Error::bad_request(format!(
+                "this advance runs more than {MAX_TRANSITIONS} transitions; advance in smaller steps"
+            )));
+        }
+        let (at, kind, id) = due;
+        let ran = match kind {
+            SERVICE_END => end_service(tx, id, &at, tz, &to_s, &mut queue)?,
+            _ => invoice_due(tx, id, &at)?,
+        };
+        if let Some((kind, detail)) = ran {
+            done.push(Transition {
+                at: crate::time::render(&at, tz),
+                kind,
+                id,
+                detail,
+            });
+        }
+    }
+    Ok(done)
+}
+
+/// An agreement service reaching `at`, its end date: renews or ends (module doc). `None`
+/// when it no longer ends then (changed by an earlier transition).
+fn end_service(
+    tx: &Transaction<'_>,
+    id: i64,
+    at: &str,
+    tz: Tz,
+    to: &str,
+    queue: &mut BTreeSet<Due>,
+) -> Result<Option<(&'static str, String)>> {
+    type Row = (
+        String,
+        Option<String>,
+        Option<String>,
+        i64,
+        Option<i64>,
+        i64,
+    );
+    let row: Option<Row> = tx
+        .query_row(
+            "SELECT s.status, s.end_date, COALESCE(s.end_action, a.end_action), s.agreement_period,
+                    s.next_agreement_id, s.service_id
+             FROM agreement_services s JOIN agreements a ON a.id = s.agreement_id
+             WHERE s.id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((status, end_date, action, period, next_agreement, service_id)) = row else {
+        return Ok(None);
+    };
+    if !LIVE_SERVICE_STATUSES.contains(&status.as_str()) || end_date.as_deref() != Some(at) {
+        return Ok(None);
+    }
+    let action = action.unwrap_or_else(|| "END".into());
+    if !action.trim().eq_ignore_ascii_case("RENEW") {
+        tx.execute(
+            "UPDATE agreement_services SET status = 'DEACTIVATED' WHERE id = ?1",
+            [id],
+        )?;
+        let live = LIVE_SERVICE_STATUSES
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let others_live = format!(
+            "EXISTS (SELECT 1 FROM agreement_services WHERE service_id = ?1 AND status IN ({live}))"
+        );
+        for table in ["services", "service_resources"] {
+            let id_column = if table == "services" {
+                "id"
+            } else {
+                "service_id"
+            };
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'INACTIVE' WHERE {id_column} = ?1 AND NOT {others_live}"
+                ),
+                [service_id],
+            )?;
+        }
+        return Ok(Some((
+            "agreement_service.ended",
+            format!("end action {action}: status DEACTIVATED"),
+        )));
+    }
+    let months = match next_agreement {
+        Some(next) => tx
+            .query_row(
+                "SELECT agreement_period FROM agreements WHERE id = ?1",
+                [next],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .unwrap_or(period),
+        None => period,
+    };
+    let months = u32::try_from(months.clamp(1, 1200)).unwrap_or(1);
+    let end = from_storage(at)
+        .ok_or_else(|| Error::Internal(format!("agreement service {id}: end date {at:?}")))?;
+    let new_end = end
+        .with_timezone(&tz)
+        .naive_local()
+        .checked_add_months(Months::new(months))
+        .and_then(|local| {
+            crate::time::parse_date_or_datetime(
+                &local.format("%Y-%m-%dT%H:%M:%S%.f").to_string(),
+                tz,
+            )
+        })
+        .ok_or_else(|| {
+            Error::bad_request(format!(
+                "agreement service {id}: the renewed term ends out of range"
+            ))
+        })?;
+    let new_end = to_storage(new_end);
+    tx.execute(
+        "UPDATE agreement_services SET end_date = ?2, renewed = 1,
+             agreement_id = COALESCE(next_agreement_id, agreement_id),
+             agreement_period = ?3,
+             end_action = CASE WHEN next_end_action IS NOT NULL THEN next_end_action ELSE end_action END,
+             preserve_service_price = CASE WHEN next_agreement_id IS NOT NULL
+                 THEN next_preserve_service_price ELSE preserve_service_price END,
+             next_agreement_id = NULL, next_end_action = NULL
+         WHERE id = ?1",
+        rusqlite::params![id, new_end, i64::from(months)],
+    )?;
+    if new_end.as_str() <= to {
+        queue.insert((new_end.clone(), SERVICE_END, id));
+    }
+    Ok(Some((
+        "agreement_service.renewed",
+        format!(
+            "renewed for {months} months: ends {}",
+            crate::time::render(&new_end, tz)
+        ),
+    )))
+}
+
+/// An invoice passing its due date `at` (module doc). `None` when it is no longer OPEN with
+/// an amount to pay, or no longer due then.
+fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str) -> Result<Option<(&'static str, String)>> {
+    let row = tx
+        .query_row(
+            "SELECT status, due_date, amount_to_pay, billing_account_id FROM invoices WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    from_sql_text(r.get_ref(2)?)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((status, due, to_pay, account)) = row else {
+        return Ok(None);
+    };
+    if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {
+        return Ok(None);
+    }
+    let moved = tx.execute(
+        "UPDATE billing_accounts SET status = 'COLLECTION' WHERE id = ?1 AND status = 'ACTIVE'",
+        [account],
+    )?;
+    let detail = if moved > 0 {
+        format!("unpaid past its due date: billing account {account} moved to COLLECTION")
+    } else {
+        format!("unpaid past its due date: billing account {account} kept its status")
+    };
+    Ok(Some(("invoice.past_due", detail)))
+}

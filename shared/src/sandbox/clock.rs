@@ -1,0 +1,265 @@
+//! The test clock of one tenant: real time, a frozen instant, or real time shifted by an
+//! offset (a running clock that was advanced). It is kept in the tenant's own database
+//! (table `sandbox_clock`, at most one row; no row is real time), so it replicates with the
+//! tenant: every environment on one bucket reads the same clock at its next request, and a
+//! reset returns it to real time.
+//!
+//! Every time the tenant's data depends on reads it through [`now_for`] on the connection or
+//! transaction of the call (never a global): stamps, run times, defaults such as "today".
+//! Credentials and token expiry stay on real time ([`crate::time::now`]).
+//!
+//! Invariants: the clock's instant stays within [`MIN_INSTANT`, `MAX_INSTANT`]; it only
+//! moves backwards through an explicit set (`PUT .../clock`), never through an advance.
+
+use crate::{Error, Result};
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+
+/// Earliest instant a clock may show (2000-01-01T00:00:00Z).
+pub const MIN_YEAR: i32 = 2000;
+/// A clock may show instants before the start of this year (2100-01-01T00:00:00Z).
+pub const MAX_YEAR: i32 = 2100;
+/// Longest single advance: ten years of 365 days, in seconds.
+pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
+
+/// A tenant's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Real time.
+    Real,
+    /// Stands still at this instant.
+    Frozen(DateTime<Utc>),
+    /// Runs with real time, shifted forward by this many milliseconds.
+    Offset(i64),
+}
+
+/// How the admin API shows a clock.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClockView {
+    /// `real`, `frozen` or `offset`.
+    pub mode: &'static str,
+    /// What the clock reads now (tenant's UTC offset).
+    pub now: String,
+    /// The frozen instant (mode `frozen`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frozen_at: Option<String>,
+    /// Seconds ahead of real time (mode `offset`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_seconds: Option<f64>,
+}
+
+impl Clock {
+    /// The tenant's clock as stored (real when no row).
+    pub fn load(conn: &Connection) -> Result<Clock> {
+        let row = conn
+            .prepare_cached("SELECT frozen_at, offset_ms FROM sandbox_clock WHERE id = 1")?
+            .query_row([], |r| {
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
+            })
+            .optional()?;
+        Ok(match row {
+            None => Clock::Real,
+            Some((Some(frozen), _)) => {
+                Clock::Frozen(crate::time::from_storage(&frozen).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "sandbox_clock.frozen_at {frozen:?} is not an instant"
+                    ))
+                })?)
+            }
+            Some((None, 0)) => Clock::Real,
+            Some((None, ms)) => Clock::Offset(ms),
+        })
+    }
+
+    /// Stores this clock as the tenant's (real time removes the row).
+    pub fn store(&self, tx: &Transaction<'_>) -> Result<()> {
+        let stamp = crate::time::to_storage(crate::time::now());
+        match self {
+            Clock::Real => {
+                tx.execute("DELETE FROM sandbox_clock", [])?;
+            }
+            Clock::Frozen(t) => {
+                tx.execute(
+                    "INSERT OR REPLACE INTO sandbox_clock (id, frozen_at, offset_ms, updated_at)
+                     VALUES (1, ?1, 0, ?2)",
+                    rusqlite::params![crate::time::to_storage(*t), stamp],
+                )?;
+            }
+            Clock::Offset(ms) => {
+                tx.execute(
+                    "INSERT OR REPLACE INTO sandbox_clock (id, frozen_at, offset_ms, updated_at)
+                     VALUES (1, NULL, ?1, ?2)",
+                    rusqlite::params![ms, stamp],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the clock reads now.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.at(crate::time::now())
+    }
+
+    /// What the clock reads when real time is `real`.
+    pub fn at(&self, real: DateTime<Utc>) -> DateTime<Utc> {
+        match self {
+            Clock::Real => real,
+            Clock::Frozen(t) => *t,
+            Clock::Offset(ms) => real + chrono::Duration::milliseconds(*ms),
+        }
+    }
+
+    /// The clock that reads `target` now, keeping this one's kind: a frozen clock freezes
+    /// at `target`, a running one runs on with the offset that makes it read `target`.
+    pub fn moved_to(&self, target: DateTime<Utc>) -> Clock {
+        match self {
+            Clock::Frozen(_) => Clock::Frozen(target),
+            Clock::Real | Clock::Offset(_) => {
+                let ms = (target - crate::time::now()).num_milliseconds();
+                if ms == 0 {
+                    Clock::Real
+                } else {
+                    Clock::Offset(ms)
+                }
+            }
+        }
+    }
+
+    /// The admin API's view, rendered in `tz`.
+    pub fn view(&self, tz: chrono_tz::Tz) -> ClockView {
+        let render = |t: DateTime<Utc>| crate::time::render(&crate::time::to_storage(t), tz);
+        let (mode, frozen_at, offset_seconds) = match self {
+            Clock::Real => ("real", None, None),
+            Clock::Frozen(t) => ("frozen", Some(render(*t)), None),
+            Clock::Offset(ms) => ("offset", None, Some(*ms as f64 / 1000.0)),
+        };
+        ClockView {
+            mode,
+            now: render(self.now()),
+            frozen_at,
+            offset_seconds,
+        }
+    }
+}
+
+/// The current time of the tenant whose database `conn` is: what every tenant-data time
+/// reads (see the module doc).
+pub fn now_for(conn: &Connection) -> Result<DateTime<Utc>> {
+    Ok(Clock::load(conn)?.now())
+}
+
+/// Where an advance goes: forward by a number of seconds, or to an instant.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// Forward by this many seconds (1 to [`MAX_ADVANCE_SECONDS`]).
+    Seconds(i64),
+    /// To this instant (after the clock's current reading, at most
+    /// [`MAX_ADVANCE_SECONDS`] ahead).
+    To(DateTime<Utc>),
+}
+
+/// What an advance did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advanced {
+    /// The clock after the advance.
+    #[serde(flatten)]
+    pub clock: ClockView,
+    /// What the clock read before.
+    pub advanced_from: String,
+    /// What it was advanced to.
+    pub advanced_to: String,
+    /// The transitions that ran, in order (see [`crate::domain::clock`]).
+    pub transitions: Vec<crate::domain::clock::Transition>,
+}
+
+/// Advances the tenant's clock (never backwards) and runs the transitions due on the way,
+/// all in `tx`. A frozen clock stays frozen at the target; a running one runs on ahead.
+pub fn advance(tx: &Transaction<'_>, target: Target, tz: chrono_tz::Tz) -> Result<Advanced> {
+    let clock = Clock::load(tx)?;
+    let from = clock.now();
+    let to = match target {
+        Target::Seconds(n) if (1..=MAX_ADVANCE_SECONDS).contains(&n) => {
+            from + chrono::Duration::seconds(n)
+        }
+        Target::Seconds(n) => {
+            return Err(Error::bad_request(format!(
+                "seconds: {n} is not between 1 and {MAX_ADVANCE_SECONDS} (the clock only moves forward, at most ten years at a time)"
+            )))
+        }
+        Target::To(t) if t <= from => {
+            return Err(Error::bad_request(format!(
+                "to: {} is not after the clock's current time {}; an advance only moves forward (PUT the clock to set it back)",
+                crate::time::to_storage(t),
+                crate::time::to_storage(from)
+            )))
+        }
+        Target::To(t) if (t - from).num_seconds() > MAX_ADVANCE_SECONDS => {
+            return Err(Error::bad_request(format!(
+                "to: more than {MAX_ADVANCE_SECONDS} seconds (ten years) ahead of the clock; advance in smaller steps"
+            )))
+        }
+        Target::To(t) => t,
+    };
+    check_bounds("to", to)?;
+    let transitions = crate::domain::clock::run_due(tx, from, to, tz)?;
+    let step = (to - from).num_milliseconds();
+    let moved = match clock {
+        Clock::Frozen(_) => Clock::Frozen(to),
+        Clock::Real => Clock::Offset(step),
+        Clock::Offset(ms) => Clock::Offset(ms.saturating_add(step)),
+    };
+    moved.store(tx)?;
+    let render = |t: DateTime<Utc>| crate::time::render(&crate::time::to_storage(t), tz);
+    Ok(Advanced {
+        clock: moved.view(tz),
+        advanced_from: render(from),
+        advanced_to: render(to),
+        transitions,
+    })
+}
+
+/// 400 unless `t` lies within the clock's bounds (`field` names it in the message).
+pub fn check_bounds(field: &str, t: DateTime<Utc>) -> Result<()> {
+    let (min, max) = bounds();
+    if t < min || t >= max {
+        return Err(Error::bad_request(format!(
+            "{field}: the clock shows instants from {MIN_YEAR}-01-01 to before {MAX_YEAR}-01-01 (UTC)"
+        )));
+    }
+    Ok(())
+}
+
+fn bounds() -> (DateTime<Utc>, DateTime<Utc>) {
+    let at = |year| {
+        Utc.with_ymd_and_hms(year, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    };
+    (at(MIN_YEAR), at(MAX_YEAR))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_clock_moved_keeps_running() {
+        let target = crate::time::now() + chrono::Duration::days(3);
+        let moved = Clock::Real.moved_to(target);
+        assert!(matches!(moved, Clock::Offset(ms) if (ms - 3 * 86_400_000).abs() < 5_000));
+        let frozen = Clock::Frozen(target).moved_to(target + chrono::Duration::hours(1));
+        assert_eq!(frozen, Clock::Frozen(target + chrono::Duration::hours(1)));
+    }
+
+    #[test]
+    fn bounds_are_checked() {
+        let ok = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        assert!(check_bounds("to", ok).is_ok());
+        let late = Utc.with_ymd_and_hms(2100, 1, 1, 0, 0, 0).unwrap();
+        assert!(check_bounds("to", late).is_err());
+        let early = Utc.with_ymd_and_hms(1999, 12, 31, 0, 0, 0).unwrap();
+        assert!(check_bounds("to", early).is_err());
+    }
+}

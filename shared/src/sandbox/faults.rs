@@ -1,0 +1,363 @@
+//! Fault injection: rules that make a tenant's requests fail (or slow down) on purpose. A rule
+//! names a method (or `*`), a path glob (any surface), an optional status (400-599; absent:
+//! the request is only delayed, then served), a latency, a probability and an optional
+//! number of `times` it fires. Rules are kept in the tenant's own database (table
+//! `sandbox_faults`), so every environment on one bucket applies them at its next request.
+//!
+//! Matching: rules are tried in creation order; the first one whose method and glob match,
+//! whose draw passes its probability and that has hits left answers the request. `*` in a
+//! glob matches any run of characters (`/` included), `?` one character; everything else
+//! matches itself (case-sensitive). The path is the request path without its query.
+//!
+//! Reproducibility: draw `n` of a rule (its `n`-th matching request in this environment) is
+//! a fixed function of the rule's `seed` and `n` ([`draw`], SplitMix64), so one process (the
+//! local server) gives the same hit sequence on every run with the same seed. The draw
+//! counter is per environment (kept in memory, never a write); `times` is shared (one
+//! conditional decrement in the tenant database per hit).
+
+use crate::{Error, Result};
+use rusqlite::{Connection, OptionalExtension, Transaction};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Most rules per tenant.
+pub const MAX_RULES: usize = 50;
+/// Longest path glob, in characters.
+pub const MAX_PATH_CHARS: usize = 512;
+/// Longest latency, in milliseconds (below the default request timeout of 30 s, so a delayed
+/// request is answered by its rule, not cut off).
+pub const MAX_LATENCY_MS: u64 = 20_000;
+/// Largest `times`.
+pub const MAX_TIMES: i64 = 1_000_000;
+/// Largest seed: 2^53 - 1, so that it survives JSON clients that read numbers as doubles.
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+/// Methods a rule may name (besides `*`).
+pub const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+/// Body of `POST .../faults`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRule {
+    /// An HTTP method or `*` (default).
+    pub method: Option<String>,
+    /// A path glob.
+    pub path: String,
+    /// The status answered (400-599); absent: delay only.
+    pub status: Option<u16>,
+    /// Delay before the answer, in milliseconds (default 0).
+    pub latency_ms: Option<u64>,
+    /// Chance that a matching request is hit, 0 to 1 (default 1).
+    pub probability: Option<f64>,
+    /// Hits before the rule stops (default: no limit).
+    pub times: Option<i64>,
+    /// Seed of the rule's draws (default: a random one, shown in the rule).
+    pub seed: Option<u64>,
+}
+
+/// A stored rule.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rule {
+    /// Rule id, e.g. `flt_3f2a...`; answered in the `X-Sandbox-Fault` header.
+    pub id: String,
+    /// Method or `*`.
+    pub method: String,
+    /// Path glob.
+    pub path: String,
+    /// Status answered; `None`: delay only.
+    pub status: Option<u16>,
+    /// Delay in milliseconds.
+    pub latency_ms: u64,
+    /// Chance of a hit.
+    pub probability: f64,
+    /// Hits it was created with (`None`: no limit).
+    pub times: Option<i64>,
+    /// Hits left (`None`: no limit).
+    pub remaining: Option<i64>,
+    /// Seed of its draws.
+    pub seed: u64,
+    /// Creation time (real time, UTC).
+    pub created_at: String,
+}
+
+impl NewRule {
+    /// Checks every field against its bounds and answers the rule to store.
+    fn check(&self) -> Result<Rule> {
+        let method = self
+            .method
+            .as_deref()
+            .unwrap_or("*")
+            .trim()
+            .to_ascii_uppercase();
+        if method != "*" && !METHODS.contains(&method.as_str()) {
+            return Err(Error::bad_request(format!(
+                "method: '{method}' is not * or one of {}",
+                METHODS.join(", ")
+            )));
+        }
+        let chars = self.path.chars().count();
+        if !self.path.starts_with('/') && !self.path.starts_with('*') {
+            return Err(Error::bad_request("path: a glob starts with / or *"));
+        }
+        if chars > MAX_PATH_CHARS || self.path.chars().any(char::is_control) {
+            return Err(Error::bad_request(format!(
+                "path: at most {MAX_PATH_CHARS} characters, no control characters"
+            )));
+        }
+        if let Some(s) = self.status.filter(|s| !(400..=599).contains(s)) {
+            return Err(Error::bad_request(format!(
+                "status: {s} is not between 400 and 599"
+            )));
+        }
+        let latency_ms = self.latency_ms.unwrap_or(0);
+        if latency_ms > MAX_LATENCY_MS {
+            return Err(Error::bad_request(format!(
+                "latency_ms: {latency_ms} is over {MAX_LATENCY_MS}"
+            )));
+        }
+        if self.status.is_none() && latency_ms == 0 {
+            return Err(Error::bad_request(
+                "a rule needs a status, a latency_ms, or both",
+            ));
+        }
+        let probability = self.probability.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&probability) {
+            return Err(Error::bad_request(format!(
+                "probability: {probability} is not between 0 and 1"
+            )));
+        }
+        if let Some(t) = self.times.filter(|t| !(1..=MAX_TIMES).contains(t)) {
+            return Err(Error::bad_request(format!(
+                "times: {t} is not between 1 and {MAX_TIMES}"
+            )));
+        }
+        let seed = match self.seed {
+            Some(s) if s > MAX_SEED => {
+                return Err(Error::bad_request(format!("seed: {s} is over {MAX_SEED}")))
+            }
+            Some(s) => s,
+            None => rand::random::<u64>() & MAX_SEED,
+        };
+        Ok(Rule {
+            id: format!("flt_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]),
+            method,
+            path: self.path.clone(),
+            status: self.status,
+            latency_ms,
+            probability,
+            times: self.times,
+            remaining: self.times,
+            seed,
+            created_at: crate::time::to_storage(crate::time::now()),
+        })
+    }
+}
+
+const COLUMNS: &str =
+    "rule_id, method, path, status, latency_ms, probability, times, remaining, seed, created_at";
+
+fn rule_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Rule> {
+    Ok(Rule {
+        id: r.get(0)?,
+        method: r.get(1)?,
+        path: r.get(2)?,
+        status: r.get(3)?,
+        latency_ms: r.get(4)?,
+        probability: r.get(5)?,
+        times: r.get(6)?,
+        remaining: r.get(7)?,
+        seed: r.get(8)?,
+        created_at: r.get(9)?,
+    })
+}
+
+/// Creates a rule (400 past a bound or past [`MAX_RULES`]).
+pub fn create(tx: &Transaction<'_>, new: &NewRule) -> Result<Rule> {
+    let rule = new.check()?;
+    let count: i64 = tx.query_row("SELECT COUNT(*) FROM sandbox_faults", [], |r| r.get(0))?;
+    if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_RULES {
+        return Err(Error::bad_request(format!(
+            "a tenant holds at most {MAX_RULES} fault rules; delete some first"
+        )));
+    }
+    tx.execute(
+        &format!("INSERT INTO sandbox_faults ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        rusqlite::params![
+            rule.id,
+            rule.method,
+            rule.path,
+            rule.status,
+            rule.latency_ms,
+            rule.probability,
+            rule.times,
+            rule.remaining,
+            rule.seed,
+            rule.created_at
+        ],
+    )?;
+    Ok(rule)
+}
+
+/// Every rule, in creation order.
+pub fn list(conn: &Connection) -> Result<Vec<Rule>> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sandbox_faults ORDER BY id"))?;
+    let rules = stmt
+        .query_map([], rule_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rules)
+}
+
+/// One rule (404 when unknown).
+pub fn get(conn: &Connection, id: &str) -> Result<Rule> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM sandbox_faults WHERE rule_id = ?1"
+    ))?
+    .query_row([id], rule_row)
+    .optional()?
+    .ok_or_else(|| Error::not_found(format!("fault rule {id} does not exist")))
+}
+
+/// Deletes one rule (404 when unknown).
+pub fn delete(tx: &Transaction<'_>, id: &str) -> Result<()> {
+    if tx.execute("DELETE FROM sandbox_faults WHERE rule_id = ?1", [id])? == 0 {
+        return Err(Error::not_found(format!("fault rule {id} does not exist")));
+    }
+    Ok(())
+}
+
+/// Deletes every rule; answers how many there were.
+pub fn delete_all(tx: &Transaction<'_>) -> Result<usize> {
+    Ok(tx.execute("DELETE FROM sandbox_faults", [])?)
+}
+
+/// The rules with hits left whose method and glob match, in creation order.
+pub fn matching(conn: &Connection, method: &str, path: &str) -> Result<Vec<Rule>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM sandbox_faults
+         WHERE (remaining IS NULL OR remaining > 0) AND (method = '*' OR method = ?1)
+         ORDER BY id"
+    ))?;
+    let rules = stmt
+        .query_map([method], rule_row)?
+        .filter(|r| r.as_ref().map_or(true, |r| glob_match(&r.path, path)))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rules)
+}
+
+/// Takes one of a limited rule's hits; false when none is left (another environment took
+/// the last one).
+pub fn take_hit(tx: &Transaction<'_>, id: &str) -> Result<bool> {
+    Ok(tx.execute(
+        "UPDATE sandbox_faults SET remaining = remaining - 1 WHERE rule_id = ?1 AND remaining > 0",
+        [id],
+    )? > 0)
+}
+
+/// Whether `text` matches `pattern` (`*` any run, `?` one character). Linear time: the
+/// classic two-pointer match with backtracking to the last star only.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(c) if *c == '?' || *c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// Draw `n` of a rule seeded `seed`: a number in [0, 1) (SplitMix64 of the pair).
+pub fn draw(seed: u64, n: u64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(n.wrapping_add(1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// This environment's draw counters, per (tenant, rule).
+#[derive(Default)]
+pub struct Draws {
+    next: Mutex<HashMap<(String, String), u64>>,
+}
+
+impl Draws {
+    /// Whether the next matching request of `rule` (tenant `tenant`) is hit.
+    pub fn hit(&self, tenant: &str, rule: &Rule) -> bool {
+        if rule.probability >= 1.0 {
+            return true;
+        }
+        if rule.probability <= 0.0 {
+            return false;
+        }
+        let n = {
+            let mut next = crate::store::lock(&self.next);
+            let counter = next
+                .entry((tenant.to_string(), rule.id.clone()))
+                .or_insert(0);
+            let n = *counter;
+            *counter += 1;
+            n
+        };
+        draw(rule.seed, n) < rule.probability
+    }
+
+    /// Forgets a tenant's counters (its rules were deleted).
+    pub fn forget(&self, tenant: &str) {
+        crate::store::lock(&self.next).retain(|(t, _), _| t != tenant);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_runs_and_single_characters() {
+        assert!(glob_match("/billing/2/*", "/billing/2/invoices/5"));
+        assert!(glob_match("*", "/anything"));
+        assert!(glob_match(
+            "/t/s/r/1.28/invoices/?",
+            "/t/s/r/1.28/invoices/7"
+        ));
+        assert!(!glob_match(
+            "/t/s/r/1.28/invoices/?",
+            "/t/s/r/1.28/invoices/17"
+        ));
+        assert!(glob_match("*/invoices*", "/billing/2/invoices?x"));
+        assert!(!glob_match("/revenue/*", "/billing/2/x"));
+        assert!(glob_match("/a*b*c", "/aXbYbZc"));
+        assert!(!glob_match("/a*b*c", "/aXbYbZ"));
+    }
+
+    #[test]
+    fn draws_are_a_function_of_seed_and_index() {
+        let a: Vec<f64> = (0..100).map(|n| draw(42, n)).collect();
+        let b: Vec<f64> = (0..100).map(|n| draw(42, n)).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, (0..100).map(|n| draw(43, n)).collect::<Vec<_>>());
+        assert!(a.iter().all(|x| (0.0..1.0).contains(x)));
+        let hits = (0..10_000).filter(|n| draw(7, *n) < 0.3).count();
+        assert!((2_700..3_300).contains(&hits), "{hits}");
+    }
+}
