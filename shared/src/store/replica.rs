@@ -449,7 +449,7 @@ impl Replica {
         deadline: Instant,
         catch_up_first: bool,
     ) -> Result<(T, bool)> {
-        self.write_entry(conn, f, &Entry::Changes, deadline)
+        self.write_entry(conn, f, &Entry::Changes, deadline, catch_up_first)
             .map(|(out, due, _)| (out, due))
     }
 
@@ -465,7 +465,7 @@ impl Replica {
     ) -> Result<u64> {
         let replace = |tx: &Transaction<'_>| capture::replace_rows(tx, capture::SOURCE);
         let ((), _, seq) =
-            self.write_entry(conn, &replace, &Entry::Restore(reference), deadline)?;
+            self.write_entry(conn, &replace, &Entry::Restore(reference), deadline, true)?;
         // A snapshot at the new version, copied by S3 itself: cold starts skip the replay
         // (and its download). Only a shortcut: on failure the log still has everything.
         let snapshotted = self
@@ -486,6 +486,7 @@ impl Replica {
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         entry: &Entry<'_>,
         deadline: Instant,
+        catch_up_first: bool,
     ) -> Result<(T, bool, u64)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
