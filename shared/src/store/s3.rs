@@ -200,16 +200,39 @@ fn unavailable<E: std::error::Error + 'static>(
 
 impl Bucket {
     /// Builds a client for `config` (region and credentials from the standard AWS chain;
-    /// `us-east-1` when no region is configured).
+    /// `us-east-1` when no region is configured; HTTPS through rustls with ring).
     pub fn connect(config: S3Config) -> Result<Bucket, S3Error> {
         let endpoint = config.endpoint.clone();
         let attempt_timeout = config.attempt_timeout;
         let operation_timeout = attempt_timeout.saturating_mul(5) / 2;
         let (client, bulk) = block_on(async move {
-            let region = aws_config::meta::region::RegionProviderChain::default_provider()
-                .or_else("us-east-1");
+            // rustls over ring: the SDK's default client would link aws-lc (see Cargo.toml).
+            let https = aws_smithy_http_client::Builder::new()
+                .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                    aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+                ))
+                .build_https();
+            // The SDK's default region chain (environment, profile, IMDS), built here because
+            // its IMDS step needs the HTTP client (there is no default one to fall back on).
+            let providers = aws_config::provider_config::ProviderConfig::default()
+                .with_http_client(https.clone());
+            let region = aws_config::meta::region::RegionProviderChain::first_try(
+                aws_config::environment::region::EnvironmentVariableRegionProvider::new(),
+            )
+            .or_else(
+                aws_config::profile::region::ProfileFileRegionProvider::builder()
+                    .configure(&providers)
+                    .build(),
+            )
+            .or_else(
+                aws_config::imds::region::ImdsRegionProvider::builder()
+                    .configure(&providers)
+                    .build(),
+            )
+            .or_else("us-east-1");
             let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
                 .region(region)
+                .http_client(https)
                 .load()
                 .await;
             let mut builder = aws_sdk_s3::config::Builder::from(&shared).retry_config(
