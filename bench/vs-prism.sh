@@ -15,7 +15,7 @@
 #   PROFILE=release      cargo profile of the sandbox binary (built under `nice -n 15`)
 #   SANDBOX_BIN=path     use this binary instead of building one
 #   PRISM_DIR=dir        scratch folder of the npm install (default ~/.cache/vs-prism)
-#   DURATION=8s ROUNDS=3 CONNECTIONS=4 SANDBOX_PORT=18080 PRISM_PORT=14010
+#   DURATION=8s WARMUP=2s ROUNDS=3 CONNECTIONS=4 SANDBOX_PORT=18080 PRISM_PORT=14010
 #   CALLS="bulk agreements agreement agreement-services"   a subset of the calls
 # Needs: cargo, wrk, node and npm (Prism is installed into PRISM_DIR when missing), curl.
 set -euo pipefail
@@ -24,6 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 profile="${PROFILE:-release}"
 duration="${DURATION:-8s}"
+warmup="${WARMUP:-2s}"
 rounds="${ROUNDS:-3}"
 connections="${CONNECTIONS:-4}"
 sandbox_port="${SANDBOX_PORT:-18080}"
@@ -96,12 +97,12 @@ body="$(curl -fsS -H "X-Api-Key: $key" -H 'Content-Type: application/json' "$sb/
 [[ "$body" == *'"erred_events":[]'* ]] || { echo "vs-prism: the bench event is not rated: $body" >&2; exit 1; }
 
 # One wrk run: prints requests/s; any non-2xx answer or socket error fails the bench.
-run() { # url lua|-  header
-  local out
+run() { # url lua|-  header [duration]
+  local out d="${4:-$duration}"
   if [[ "$2" != - ]]; then
-    out="$(wrk -t1 -c"$connections" -d"$duration" -s "$2" "$1" 2>&1)"
+    out="$(wrk -t1 -c"$connections" -d"$d" -s "$2" "$1" 2>&1)"
   else
-    out="$(wrk -t1 -c"$connections" -d"$duration" -H "$3" "$1" 2>&1)"
+    out="$(wrk -t1 -c"$connections" -d"$d" -H "$3" "$1" 2>&1)"
   fi
   if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
     echo "vs-prism: errors against $1:" >&2; echo "$out" >&2; exit 1
@@ -109,7 +110,7 @@ run() { # url lua|-  header
   awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out"
 }
 
-echo "vs-prism: wrk -t1 -c$connections -d$duration, $rounds rounds (sandbox then Prism each round); $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "vs-prism: wrk -t1 -c$connections -d$duration after a $warmup warm-up, $rounds rounds (sandbox then Prism each round); $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-20s %5s %12s %12s %8s\n' call round sandbox prism ratio
 for call in $calls; do
   case "$call" in
@@ -119,6 +120,8 @@ for call in $calls; do
     agreement-services) a=("$sb/agreement-services?$filter" - "X-Api-Key: $key"); b=("$pr/agreement-services?$filter" - "X-Api-Key: k") ;;
     *) echo "vs-prism: unknown call $call" >&2; exit 2 ;;
   esac
+  # Warm-up of both (Node's JIT, SQLite's page cache), not counted.
+  run "${a[@]}" "$warmup" >/dev/null; run "${b[@]}" "$warmup" >/dev/null
   ratios=()
   for round in $(seq 1 "$rounds"); do
     x="$(run "${a[@]}")"; y="$(run "${b[@]}")"
