@@ -86,8 +86,14 @@ impl AppState {
         crate::store::blocking(move || open_tenant(&store, record)).await
     }
 
-    /// The tenant an API key opens (see [`AppState::tenant`]).
+    /// The tenant an API key opens (see [`AppState::tenant`]). A key seen before, of a tenant
+    /// already open, is answered here without a hand-off to the blocking pool (no I/O to do).
     pub async fn tenant_by_api_key(&self, key: &str) -> crate::Result<Option<Tenant>> {
+        if let Some(record) = self.store.registry().recall_api_key(key) {
+            if let Some(db) = self.store.open_tenant_db(&record.id) {
+                return Ok(Some(Tenant::of(record, db)));
+            }
+        }
         let (store, key) = (self.store.clone(), key.to_string());
         crate::store::blocking(move || match store.registry().find_by_api_key(&key)? {
             Some(record) => open_tenant(&store, record),
@@ -135,9 +141,8 @@ impl AppState {
 /// Opens a registered tenant's database (blocking). Not found means deleted: the store has
 /// forgotten it and its cached credentials, so the caller answers 401.
 fn open_tenant(store: &Store, record: TenantRecord) -> crate::Result<Option<Tenant>> {
-    let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
     match store.tenant_db(&record.id) {
-        Ok(db) => Ok(Some(Tenant { record, tz, db })),
+        Ok(db) => Ok(Some(Tenant::of(record, db))),
         Err(Error::NotFound(_)) => Ok(None),
         Err(e) => Err(e),
     }
@@ -159,6 +164,12 @@ impl Tenant {
     /// handlers that need it before their transaction (defaults parsed from the request).
     pub async fn now(&self) -> crate::Result<chrono::DateTime<chrono::Utc>> {
         self.db.read(crate::time::now_for).await
+    }
+
+    /// The tenant of a registry entry and its open database (an unknown zone reads as UTC).
+    fn of(record: TenantRecord, db: Arc<TenantDb>) -> Tenant {
+        let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
+        Tenant { record, tz, db }
     }
 }
 

@@ -17,7 +17,9 @@ use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 use shared::domain::{agreements as agreement_rules, bill_batches as bill_batch_rules, require};
 use shared::query::ListSource;
-use shared::web::listing::{preference_of, read_shape, record_response, to_raw, Listing};
+use shared::web::listing::{
+    preference_of, read_shape, record_answer, record_response, to_raw, Answer, Listing,
+};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant};
 use shared::{Error, Result};
 use std::collections::HashMap;
@@ -125,11 +127,12 @@ fn path_id(noun: &str, raw: &str) -> Result<i64> {
 }
 
 /// The parts of a Surface B request every handler uses: the tenant, the query parameters
-/// and the headers.
+/// and the headers, and the request's path and query (what a read's memo key starts with).
 pub struct Req {
     tenant: Tenant,
     params: HashMap<String, String>,
     headers: HeaderMap,
+    target: String,
 }
 
 impl<S> FromRequestParts<S> for Req
@@ -146,11 +149,30 @@ where
             tenant,
             params,
             headers: parts.headers.clone(),
+            target: parts
+                .uri
+                .path_and_query()
+                .map_or_else(|| parts.uri.path().to_string(), ToString::to_string),
         })
     }
 }
 
 impl Req {
+    /// The key of a read's answer in the tenant's memo: everything the answer depends on
+    /// besides the data (If-None-Match only picks 200 or 304 from the kept answer).
+    fn memo_key(&self, kind: &str) -> String {
+        let prefer: Vec<&str> = self
+            .headers
+            .get_all("prefer")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        format!(
+            "billing {kind} {} tz={} prefer={prefer:?}",
+            self.target, self.tenant.tz
+        )
+    }
+
     fn context<T>(&self, resource: &Resource<T>) -> Result<RenderContext> {
         let mut ctx = RenderContext::plain(self.tenant.tz);
         if resource.expandable {
@@ -161,6 +183,10 @@ impl Req {
 
     /// Answers one page of `resource` within `scope`.
     async fn list<T: Serialize + 'static>(self, resource: Resource<T>, scope: Scope) -> Reply {
+        let key = self.memo_key("list");
+        if let Some(answer) = self.tenant.db.recall::<Answer>(&key) {
+            return Ok(answer.respond(&self.headers));
+        }
         let ctx = self.context(&resource)?;
         let mut listing = Listing::read(
             &self.params,
@@ -172,23 +198,21 @@ impl Req {
         for (sql, values) in scope.conditions(&resource) {
             listing = listing.scope(sql, values);
         }
-        let query = listing.query.clone();
-        let shape = listing.shape;
         let Resource { source, load, .. } = resource;
-        let (records, total) = self
+        let answer = self
             .tenant
             .db
-            .read(move |conn| {
+            .read_memo(key, move |conn| {
                 scope.check_parent(conn)?;
-                let (ids, total) = query.fetch_ids(conn, source)?;
+                let (ids, total) = listing.query.fetch_ids(conn, source)?;
                 let records = load(conn, &ids, &ctx)?
                     .iter()
-                    .map(|r| to_raw(r, shape))
+                    .map(|r| to_raw(r, listing.shape))
                     .collect::<Result<Vec<_>>>()?;
-                Ok((records, total))
+                Ok(listing.answer(records, total))
             })
             .await?;
-        Ok(listing.respond(records, total, &self.headers))
+        Ok(answer.respond(&self.headers))
     }
 
     /// Answers one record of `resource` by path id (404 unless it exists within `scope`).
@@ -198,16 +222,21 @@ impl Req {
         raw_id: &str,
         scope: Scope,
     ) -> Reply {
+        let key = self.memo_key("one");
+        if let Some(answer) = self.tenant.db.recall::<Answer>(&key) {
+            return Ok(answer.respond(&self.headers));
+        }
         let source = resource.source;
         let id = path_id(source.noun, raw_id)?;
         let ctx = self.context(&resource)?;
         let (shape, applied) = read_shape(&self.params, &self.headers)?;
         let conditions = scope.conditions(&resource);
         let load = resource.load;
-        let record = self
+        let not_found = format!("{} {raw_id} does not exist", source.noun);
+        let answer = self
             .tenant
             .db
-            .read(move |conn| {
+            .read_memo(key, move |conn| {
                 scope.check_parent(conn)?;
                 let mut sql = format!("SELECT 1 FROM {} WHERE {} = ?", source.from, source.id);
                 let mut values = vec![SqlValue::Integer(id)];
@@ -223,16 +252,14 @@ impl Req {
                 } else {
                     None
                 };
-                record.map(|r| to_raw(&r, shape)).transpose()
+                let record = record
+                    .map(|r| to_raw(&r, shape))
+                    .transpose()?
+                    .ok_or_else(|| Error::not_found(not_found))?;
+                Ok(record_answer(StatusCode::OK, &record, applied))
             })
-            .await?
-            .ok_or_else(|| Error::not_found(format!("{} {raw_id} does not exist", source.noun)))?;
-        Ok(record_response(
-            StatusCode::OK,
-            &record,
-            applied,
-            &self.headers,
-        ))
+            .await?;
+        Ok(answer.respond(&self.headers))
     }
 
     /// Runs `write` (answering the id of the record written) in one write transaction and

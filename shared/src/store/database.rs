@@ -1,17 +1,36 @@
 //! One SQLite database as the store uses it: a writer connection behind a lock, a small pool
 //! of read connections, and, in S3 mode, a [`Replica`] that makes S3 the source of truth.
 //! Tenant databases and the registry are both built on it, so both replicate the same way.
+//!
+//! Memo (issue 14): answers derived from the database can be kept per *version*, a counter
+//! bumped after every write transaction (committed or not) and every catch-up from S3, so an
+//! identical read at the same version is answered without running again. Invariants:
+//! - An entry is made under the version read *before* its read transaction began: if a
+//!   write commits meanwhile, the bump that follows its commit retires the entry, so an
+//!   entry is never served after a write that could change it has been acknowledged.
+//! - Local mode only: there this process's store is the only writer of its files, so the
+//!   counter sees every change without I/O. In S3 mode another environment may have written
+//!   to the bucket, which only a request to S3 can tell: [`Database::memo_version`] is `None`
+//!   and nothing is remembered.
+//! - The memo keeps the entries of one version, at most [`MAX_MEMO_ENTRIES`]; a full memo
+//!   is emptied rather than managed (a read that misses is only as slow as without memo).
 
 use super::replica::{self, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Most idle read connections kept per database.
 const MAX_IDLE_READERS: usize = 4;
+
+/// Most answers the memo keeps (see the module doc).
+const MAX_MEMO_ENTRIES: usize = 512;
 
 /// A local or replicated SQLite database. Cloning shares it.
 #[derive(Clone)]
@@ -24,6 +43,16 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     replica: Option<Replica>,
+    /// Bumped after every write and catch-up (see the module doc).
+    version: AtomicU64,
+    memo: Mutex<Memo>,
+}
+
+/// Answers kept for one version of the database, by key.
+#[derive(Default)]
+struct Memo {
+    version: u64,
+    entries: HashMap<String, Arc<dyn Any + Send + Sync>>,
 }
 
 impl Database {
@@ -50,6 +79,8 @@ impl Database {
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
                 replica,
+                version: AtomicU64::new(0),
+                memo: Mutex::new(Memo::default()),
             }),
         })
     }
@@ -69,16 +100,22 @@ impl Database {
     ) -> Result<T> {
         let Some(replica) = &self.inner.replica else {
             let mut conn = lock(&self.inner.writer);
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let before = tx.total_changes();
-            let out = f(&tx)?;
-            if tx.total_changes() != before {
-                // Local mode has no log; the header still counts the writes that changed
-                // something, so that a checkpoint can name the version it was taken at.
-                capture::set_seq(&tx, capture::seq(&tx)? + 1)?;
-            }
-            tx.commit()?;
-            return Ok(out);
+            let out = (|| {
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let before = tx.total_changes();
+                let out = f(&tx)?;
+                if tx.total_changes() != before {
+                    // Local mode has no log; the header still counts the writes that changed
+                    // something, so that a checkpoint can name the version it was taken at.
+                    capture::set_seq(&tx, capture::seq(&tx)? + 1)?;
+                }
+                tx.commit()?;
+                Ok(out)
+            })();
+            // Under the writer lock, before the write is acknowledged: retires the memo.
+            self.bump();
+            return out;
         };
         // One deadline for the whole write, the wait for the writer lock included: a write
         // stuck behind a slow one answers 503 in time instead of queueing without bound.
@@ -89,7 +126,9 @@ impl Database {
                     .into(),
             ));
         };
-        let (out, snapshot_due) = replica.write(&mut conn, &f, deadline, check)?;
+        let written = replica.write(&mut conn, &f, deadline, check);
+        self.bump();
+        let (out, snapshot_due) = written?;
         drop(conn);
         if snapshot_due && replica.begin_compaction() {
             let db = self.clone();
@@ -113,7 +152,9 @@ impl Database {
     ) -> Result<T> {
         if let Some(replica) = self.inner.replica.as_ref().filter(|_| check) {
             if replica.has_newer()? {
-                replica.catch_up(&mut lock(&self.inner.writer))?;
+                let caught_up = replica.catch_up(&mut lock(&self.inner.writer));
+                self.bump();
+                caught_up?;
             }
         }
         let conn = match lock(&self.inner.readers).pop() {
@@ -129,6 +170,45 @@ impl Database {
             pool.push(conn);
         }
         out
+    }
+
+    /// Marks a change of the database's content: memo entries made before are retired.
+    fn bump(&self) {
+        self.inner.version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The version a memo entry made now would be valid for: `Some` in local mode only (see
+    /// the module doc). Read it before the read transaction whose answer is remembered.
+    pub fn memo_version(&self) -> Option<u64> {
+        self.inner
+            .replica
+            .is_none()
+            .then(|| self.inner.version.load(Ordering::SeqCst))
+    }
+
+    /// The answer remembered under `key` at the current version, if any (never blocks on I/O:
+    /// fit for async code).
+    pub fn recall<T: Any + Send + Sync>(&self, key: &str) -> Option<Arc<T>> {
+        let version = self.memo_version()?;
+        let memo = lock(&self.inner.memo);
+        if memo.version != version {
+            return None;
+        }
+        memo.entries.get(key)?.clone().downcast::<T>().ok()
+    }
+
+    /// Remembers `value` under `key` for `version` (from [`Database::memo_version`], read
+    /// before the read that made `value`); ignored when the database has moved on since.
+    pub fn remember<T: Any + Send + Sync>(&self, version: u64, key: String, value: Arc<T>) {
+        let mut memo = lock(&self.inner.memo);
+        if self.memo_version() != Some(version) {
+            return;
+        }
+        if memo.version != version || memo.entries.len() >= MAX_MEMO_ENTRIES {
+            memo.entries.clear();
+            memo.version = version;
+        }
+        memo.entries.insert(key, value);
     }
 
     /// Makes a snapshot: SQLite writes a copy of the database (`VACUUM INTO`, on the writer
@@ -207,6 +287,8 @@ impl Database {
                 Ok(seq)
             })(),
         };
+        // Under the writer lock, before the restore is acknowledged: retires the memo.
+        self.bump();
         capture::detach(&conn, capture::SOURCE);
         replaced
     }
@@ -260,5 +342,40 @@ fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_write_retires_what_the_memo_kept() {
+        let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = Database::open(
+            &dir.join("t.db"),
+            |c| Ok(c.execute_batch("CREATE TABLE t (x INTEGER)")?),
+            None,
+        )
+        .expect("open");
+        let v = db.memo_version().expect("local mode");
+        db.remember(v, "k".into(), Arc::new(1_i64));
+        assert_eq!(db.recall::<i64>("k").as_deref(), Some(&1));
+        assert!(db.recall::<String>("k").is_none(), "another type is a miss");
+        db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (1)", [])?))
+            .expect("write");
+        assert!(db.recall::<i64>("k").is_none(), "a write retires the entry");
+        db.remember(v, "k".into(), Arc::new(2_i64));
+        assert!(
+            db.recall::<i64>("k").is_none(),
+            "an answer read before the write is not kept after it"
+        );
+        let v = db.memo_version().expect("local mode");
+        db.remember(v, "k".into(), Arc::new(3_i64));
+        let failed = db.write(|_| -> Result<()> { Err(Error::Internal("refused".into())) });
+        assert!(failed.is_err());
+        assert!(db.recall::<i64>("k").is_none(), "so does a failed write");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

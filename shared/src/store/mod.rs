@@ -220,6 +220,18 @@ impl Store {
         }
     }
 
+    /// The database of a tenant this process has open, without waiting or I/O (fit for async
+    /// code): `None` when it is not open yet, is being opened right now, failed, or its
+    /// tombstone was seen; then [`Store::tenant_db`] decides, on the blocking pool.
+    pub fn open_tenant_db(&self, tenant_id: &str) -> Option<Arc<TenantDb>> {
+        let slot = lock(&self.inner.open).get(tenant_id)?.clone();
+        let state = slot.state.try_lock().ok()?;
+        match &*state {
+            SlotState::Open(db) if !db.db.is_deleted() => Some(db.clone()),
+            _ => None,
+        }
+    }
+
     /// Forgets an open tenant and its cached credentials, and removes its local cache files
     /// (after its tombstone was seen, or its deletion here).
     fn forget_tenant(&self, tenant_id: &str) {
@@ -439,6 +451,37 @@ impl TenantDb {
         let out = blocking(move || db.db.read_checking(!checked, f)).await?;
         self.mark_fresh_in_request();
         Ok(out)
+    }
+
+    /// The answer [`TenantDb::read_memo`] remembered under `key` at the database's current
+    /// version, if any. Never blocks on I/O, so async code calls it directly (no hand-off to
+    /// the blocking pool); `key` must name everything the answer depends on.
+    pub fn recall<T: std::any::Any + Send + Sync>(&self, key: &str) -> Option<Arc<T>> {
+        self.db.recall(key)
+    }
+
+    /// [`TenantDb::read`], remembering the answer under `key` for the database's current
+    /// version (local mode; see `database.rs`): the same read at the same version is then
+    /// answered by [`TenantDb::recall`]. Errors are not remembered.
+    pub async fn read_memo<T, F>(self: &Arc<Self>, key: String, f: F) -> Result<Arc<T>>
+    where
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        T: std::any::Any + Send + Sync,
+    {
+        if let Some(hit) = self.recall(&key) {
+            return Ok(hit);
+        }
+        let db = self.clone();
+        blocking(move || {
+            // Read before the read transaction begins (see the memo's invariants).
+            let version = db.db.memo_version();
+            let value = Arc::new(db.db.read(f)?);
+            if let Some(version) = version {
+                db.db.remember(version, key, value.clone());
+            }
+            Ok(value)
+        })
+        .await
     }
 
     /// [`TenantDb::read`] for callers already off the async runtime.

@@ -21,7 +21,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A tenant as the registry knows it (no secrets).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -231,6 +231,19 @@ impl Registry {
         Ok(found)
     }
 
+    /// The tenant an API key opens when this process can tell without I/O or waiting (a key
+    /// seen before: in S3 mode among the known tenants, locally in the registry's memo at its
+    /// current version); `None` means ask [`Registry::find_by_api_key`].
+    pub fn recall_api_key(&self, api_key: &str) -> Option<TenantRecord> {
+        let hash = auth::hash_secret(api_key);
+        if let Some(t) = self.recall(|k| k.by_key.get(&hash).cloned()) {
+            return Some(t);
+        }
+        self.db
+            .recall::<TenantRecord>(&api_key_memo(&hash))
+            .map(|t| (*t).clone())
+    }
+
     /// The tenant an API key opens. The lookup is by the key's hash, so timing reveals
     /// nothing about stored keys; the final comparison is constant-time all the same.
     pub fn find_by_api_key(&self, api_key: &str) -> Result<Option<TenantRecord>> {
@@ -238,6 +251,8 @@ impl Registry {
         if let Some(t) = self.recall(|k| k.by_key.get(&hash).cloned()) {
             return Ok(Some(t));
         }
+        // Read before the lookup (see the memo's invariants in database.rs).
+        let version = self.db.memo_version();
         let found = self.db.read(|conn| {
             Ok(conn
                 .query_row(
@@ -251,6 +266,10 @@ impl Registry {
                 .optional()?)
         })?;
         let found = found.and_then(|(t, stored)| auth::ct_eq(&stored, &hash).then_some(t));
+        if let (Some(t), Some(version)) = (&found, version) {
+            self.db
+                .remember(version, api_key_memo(&hash), Arc::new(t.clone()));
+        }
         if let Some(t) = &found {
             self.remember(|k| {
                 k.by_key.insert(hash, t.clone());
@@ -294,4 +313,9 @@ impl Registry {
             }
         }
     }
+}
+
+/// The registry memo's key of the tenant an API key (by its hash) opens.
+fn api_key_memo(hash: &str) -> String {
+    format!("api-key {hash}")
 }

@@ -301,17 +301,93 @@ impl Listing {
         total: Option<i64>,
         headers: &HeaderMap,
     ) -> Response {
+        self.answer(records, total).respond(headers)
+    }
+
+    /// [`Listing::respond`] before If-None-Match is looked at: what a memo keeps.
+    pub fn answer(&self, records: Vec<Box<RawValue>>, total: Option<i64>) -> Answer {
         let count = records.len();
         let bytes = serde_json::to_vec(&records).unwrap_or_default();
-        let mut response = json_with_etag(StatusCode::OK, bytes, &format!("{total:?}"), headers);
-        add_count_headers(
-            &mut response,
-            &BILLING_PAGING,
-            count,
-            total,
-            self.query.page,
+        let mut answer = Answer::json(
+            StatusCode::OK,
+            bytes,
+            &format!("{total:?}"),
+            self.preference_applied,
         );
-        with_preference(response, self.preference_applied)
+        if let Some(names) = BILLING_PAGING.headers {
+            answer
+                .headers
+                .push((names.elements, HeaderValue::from(count)));
+            if let Some(total) = total {
+                answer.headers.push((names.total, HeaderValue::from(total)));
+                answer.headers.push((
+                    names.pages,
+                    HeaderValue::from(self.query.page.total_pages(total)),
+                ));
+            }
+        }
+        answer
+    }
+}
+
+/// A JSON answer with its ETag and other headers, ready to send to any request that asks
+/// for it: [`Answer::respond`] turns it into a 304 when the request's If-None-Match matches.
+/// Reads keep it per tenant and database version (`TenantDb::read_memo`), so the same read
+/// at the same version costs neither a query, nor JSON rendering, nor hashing.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    status: StatusCode,
+    body: axum::body::Bytes,
+    etag: String,
+    headers: Vec<(&'static str, HeaderValue)>,
+}
+
+impl Answer {
+    /// A JSON body with a strong ETag over it and `extra` (what the answer's other headers
+    /// say, e.g. the total, so that it changes the tag), and Preference-Applied when given.
+    pub fn json(
+        status: StatusCode,
+        bytes: Vec<u8>,
+        extra: &str,
+        applied: Option<&'static str>,
+    ) -> Answer {
+        let etag = etag_of(&bytes, extra);
+        let headers = applied
+            .map(|a| ("Preference-Applied", HeaderValue::from_static(a)))
+            .into_iter()
+            .collect();
+        Answer {
+            status,
+            body: bytes.into(),
+            etag,
+            headers,
+        }
+    }
+
+    /// The response to a request with `headers`: 304 without a body when the status is 200
+    /// and If-None-Match matches the ETag (pass empty `headers` for writes).
+    pub fn respond(&self, headers: &HeaderMap) -> Response {
+        let mut response = if self.status == StatusCode::OK && none_match(headers, &self.etag) {
+            StatusCode::NOT_MODIFIED.into_response()
+        } else {
+            (
+                self.status,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                self.body.clone(),
+            )
+                .into_response()
+        };
+        let h = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&self.etag) {
+            h.insert(header::ETAG, v);
+        }
+        for (name, value) in &self.headers {
+            h.insert(*name, value.clone());
+        }
+        response
     }
 }
 
@@ -323,8 +399,16 @@ pub fn record_response(
     applied: Option<&'static str>,
     headers: &HeaderMap,
 ) -> Response {
-    let response = json_with_etag(status, record.get().as_bytes().to_vec(), "", headers);
-    with_preference(response, applied)
+    record_answer(status, record, applied).respond(headers)
+}
+
+/// [`record_response`] before If-None-Match is looked at: what a memo keeps.
+pub fn record_answer(
+    status: StatusCode,
+    record: &RawValue,
+    applied: Option<&'static str>,
+) -> Answer {
+    Answer::json(status, record.get().as_bytes().to_vec(), "", applied)
 }
 
 /// Reduces a record to its SIMPLE form: nested references keep only `id`, nested
@@ -417,24 +501,7 @@ pub fn json_with_etag(
     extra: &str,
     headers: &HeaderMap,
 ) -> Response {
-    let etag = etag_of(&bytes, extra);
-    let mut response = if status == StatusCode::OK && none_match(headers, &etag) {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            bytes,
-        )
-            .into_response()
-    };
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        response.headers_mut().insert(header::ETAG, v);
-    }
-    response
+    Answer::json(status, bytes, extra, None).respond(headers)
 }
 
 /// Adds `Preference-Applied` when a Prefer return preference was honoured.

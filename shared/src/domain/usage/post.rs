@@ -5,10 +5,9 @@
 //! Simulation is the same inside a savepoint that is rolled back.
 
 use super::rate_plan::RatePlans;
-use super::read::fetch_by_ids;
 use super::{
-    BulkOutcome, BulkRequest, ErredCode, ErredEvent, Mode, EVENT_FIELDS, MAX_ID_LEN,
-    RATEABLE_STATUSES,
+    BulkOutcome, BulkRequest, ChargeCategoryRef, ErredCode, ErredEvent, EventCharge, IdRef, Mode,
+    RatedEvent, EVENT_FIELDS, MAX_ID_LEN, RATEABLE_STATUSES,
 };
 use crate::domain::catalog::USAGE_UOMS;
 use crate::money::canonical;
@@ -91,6 +90,11 @@ struct Caches {
     plans: RatePlans,
     /// Billing periods per service: (start, end, id), stored text.
     periods: HashMap<i64, Vec<(String, String, i64)>>,
+    /// Stored pending charges per billing account: they change only at the end of the call
+    /// ([`add_to_pending_charges`]), so one read per account serves every event.
+    pending_totals: HashMap<i64, Decimal>,
+    /// Charge categories by id, as a rated event's charges embed them.
+    categories: HashMap<i64, ChargeCategoryRef>,
 }
 
 fn process(
@@ -103,7 +107,7 @@ fn process(
     let mut caches = Caches::default();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut pending: HashMap<i64, Decimal> = HashMap::new();
-    let mut stored = Vec::new();
+    let mut rated_events = Vec::new();
     let mut erred_events = Vec::new();
     for raw in &req.usage_events {
         let result = parse_event(raw, tz).and_then(|ev| {
@@ -126,11 +130,12 @@ fn process(
                 request_id,
                 &now,
                 &mut pending,
+                tz,
             )?,
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(id) => stored.push(id),
+            Ok(event) => rated_events.push(event),
             Err((code, message)) => erred_events.push(ErredEvent {
                 unrated_event: raw.clone(),
                 code,
@@ -141,7 +146,6 @@ fn process(
     for (account, delta) in pending {
         add_to_pending_charges(tx, account, delta)?;
     }
-    let rated_events = fetch_by_ids(tx, &stored, tz)?;
     Ok(BulkOutcome {
         rated_events,
         erred_events,
@@ -236,8 +240,11 @@ fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed, Erred> {
     })
 }
 
-/// Rates one valid event and stores it; the inner error is the event's erred reason, the
-/// outer one a storage failure that aborts the call.
+/// Rates one valid event and stores it, answering it as stored (what reading it back by id
+/// would answer: the answer is built from the values just inserted instead of read back);
+/// the inner error is the event's erred reason, the outer one a storage failure that aborts
+/// the call.
+#[allow(clippy::too_many_arguments)]
 fn rate_and_store(
     tx: &Transaction<'_>,
     caches: &mut Caches,
@@ -246,7 +253,8 @@ fn rate_and_store(
     request_id: &str,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
-) -> Result<std::result::Result<i64, Erred>> {
+    tz: Tz,
+) -> Result<std::result::Result<RatedEvent, Erred>> {
     let live = match ev.pair() {
         Some((r, s)) => live_event(tx, r, s)?,
         None => None,
@@ -295,7 +303,10 @@ fn rate_and_store(
     // The account's pending total after this event (the stored total, what this call added
     // so far, and this charge) must stay within the bound: refused here, as this event's
     // error, so that nothing out of bounds is ever stored.
-    let account_total = pending_total(tx, service.billing_account_id)?;
+    let account_total = match caches.pending_totals.entry(service.billing_account_id) {
+        Entry::Occupied(e) => *e.get(),
+        Entry::Vacant(e) => *e.insert(pending_total(tx, service.billing_account_id)?),
+    };
     let so_far = pending
         .get(&service.billing_account_id)
         .copied()
@@ -334,6 +345,9 @@ fn rate_and_store(
         }
         None => 0,
     };
+    let end = crate::time::to_storage(ev.end);
+    let amount = canonical(ev.amount);
+    let total = canonical(charge.charge);
     tx.prepare_cached(
         "INSERT INTO usage_events (request_id, service_resource_identifier, service_resource_id,
             agreement_service_id, billing_account_id, service_period_id, start_time, end_time,
@@ -349,12 +363,12 @@ fn rate_and_store(
         service.billing_account_id,
         period_id,
         start,
-        crate::time::to_storage(ev.end),
+        end,
         ev.uom,
-        canonical(ev.amount),
+        amount,
         ev.reference_id,
         ev.sequence_id,
-        canonical(charge.charge),
+        total,
         counter,
         now,
     ])?;
@@ -368,15 +382,68 @@ fn rate_and_store(
         event_id,
         charge.usage_rule_id,
         charge.charge_category_id,
-        canonical(charge.charge),
+        total,
         canonical(charge.rate),
         charge.usage_uom,
         canonical(charge.usage_amount),
     ])?;
+    let charge_id = tx.last_insert_rowid();
     let entry = pending.entry(service.billing_account_id).or_default();
     // Checked above: the sum is within bounds.
     *entry = entry.saturating_add(charge.charge);
-    Ok(Ok(event_id))
+    // The event as `read::fetch_by_ids` would read it back: the same stored texts (times
+    // rendered from their stored form; decimals are rendered canonically, as stored).
+    let category = charge_category(tx, caches, charge.charge_category_id)?;
+    Ok(Ok(RatedEvent {
+        id: Some(event_id.to_string()),
+        total_charge: charge.charge,
+        start_time: crate::time::render(&start, tz),
+        end_time: crate::time::render(&end, tz),
+        service_resource_identifier: ev.srid.clone(),
+        usage_uom: ev.uom.clone(),
+        usage_amount: ev.amount,
+        reference_id: ev.reference_id.clone(),
+        sequence_id: ev.sequence_id.clone(),
+        request_id: Some(request_id.to_string()),
+        event_charges: vec![EventCharge {
+            id: Some(charge_id.to_string()),
+            charge: charge.charge,
+            rate: charge.rate,
+            usage_rule: IdRef {
+                id: charge.usage_rule_id.to_string(),
+            },
+            charge_category: category,
+            usage_uom: charge.usage_uom,
+            usage_amount: charge.usage_amount,
+        }],
+        service_period: IdRef {
+            id: period_id.to_string(),
+        },
+        overwrite_counter: counter,
+        voided: false,
+    }))
+}
+
+/// A charge category as a rated event's charges embed it; loaded once per call.
+fn charge_category(
+    tx: &Transaction<'_>,
+    caches: &mut Caches,
+    id: i64,
+) -> Result<ChargeCategoryRef> {
+    if let Some(c) = caches.categories.get(&id) {
+        return Ok(c.clone());
+    }
+    let found = tx
+        .prepare_cached("SELECT charge_category_type, name FROM charge_categories WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok(ChargeCategoryRef {
+                charge_category_type: r.get(0)?,
+                id: id.to_string(),
+                name: r.get(1)?,
+            })
+        })?;
+    caches.categories.insert(id, found.clone());
+    Ok(found)
 }
 
 fn rating_erred(e: RatingError) -> Erred {
