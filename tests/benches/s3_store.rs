@@ -127,21 +127,30 @@ fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
     // Baseline: the same tenant file, opened in local mode, same small writes.
     let local_dir = tempfile::tempdir().expect("dir");
     std::fs::create_dir_all(local_dir.path().join("tenants")).expect("dir");
-    let cached = cold_dir
-        .path()
-        .join("s3-cache")
-        .join(std::process::id().to_string())
-        .join("tenants")
-        .join(format!("{}.db", tenant.id));
+    // The S3 store's private cache (`s3-cache/<uuid>/`, removed when the store is dropped):
+    // the database and its WAL are copied while the store is still open, and SQLite replays
+    // the WAL when the local store opens the copy.
+    let cache_root = cold_dir.path().join("s3-cache");
+    let cache_dir = std::fs::read_dir(&cache_root)
+        .expect("s3-cache")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.is_dir())
+        .expect("the store's cache directory");
+    let db_name = format!("{}.db", tenant.id);
+    for suffix in ["", "-wal"] {
+        let from = cache_dir.join("tenants").join(format!("{db_name}{suffix}"));
+        if from.exists() {
+            std::fs::copy(
+                &from,
+                local_dir
+                    .path()
+                    .join("tenants")
+                    .join(format!("{db_name}{suffix}")),
+            )
+            .expect("copy cache");
+        }
+    }
     drop(cold);
-    std::fs::copy(
-        &cached,
-        local_dir
-            .path()
-            .join("tenants")
-            .join(format!("{}.db", tenant.id)),
-    )
-    .expect("copy cache");
     let local = Store::open_with(local_dir.path(), None).expect("local store");
     let local_write_ms = small_writes(&local, &tenant.id);
 
