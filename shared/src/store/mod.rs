@@ -472,16 +472,20 @@ impl TenantDb {
             return Ok(hit);
         }
         let db = self.clone();
-        blocking(move || {
+        // Like `read`: only the request's first read of the tenant asks S3 for newer entries.
+        let checked = self.fresh_in_request();
+        let value = blocking(move || {
             // Read before the read transaction begins (see the memo's invariants).
             let version = db.db.memo_version();
-            let value = Arc::new(db.db.read(f)?);
+            let value = Arc::new(db.db.read_checking(!checked, f)?);
             if let Some(version) = version {
                 db.db.remember(version, key, value.clone());
             }
             Ok(value)
         })
-        .await
+        .await?;
+        self.mark_fresh_in_request();
+        Ok(value)
     }
 
     /// [`TenantDb::read`] for callers already off the async runtime.
