@@ -231,18 +231,26 @@ pub fn delete_all(tx: &Transaction<'_>) -> Result<usize> {
     Ok(tx.execute("DELETE FROM sandbox_faults", [])?)
 }
 
-/// The rules with hits left whose method and glob match, in creation order.
-pub fn matching(conn: &Connection, method: &str, path: &str) -> Result<Vec<Rule>> {
+/// The rules with hits left, in creation order: what a request is matched against (see
+/// [`Rule::applies_to`]). It depends on the database alone, so the serving layer keeps it per
+/// database version instead of querying it for every request.
+pub fn live(conn: &Connection) -> Result<Vec<Rule>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM sandbox_faults
-         WHERE (remaining IS NULL OR remaining > 0) AND (method = '*' OR method = ?1)
+         WHERE remaining IS NULL OR remaining > 0
          ORDER BY id"
     ))?;
     let rules = stmt
-        .query_map([method], rule_row)?
-        .filter(|r| r.as_ref().map_or(true, |r| glob_match(&r.path, path)))
+        .query_map([], rule_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rules)
+}
+
+impl Rule {
+    /// Whether the rule's method (`*` for any) and path glob match a request.
+    pub fn applies_to(&self, method: &str, path: &str) -> bool {
+        (self.method == "*" || self.method == method) && glob_match(&self.path, path)
+    }
 }
 
 /// Takes one of a limited rule's hits; false when none is left (another environment took

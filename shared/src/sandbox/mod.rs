@@ -224,16 +224,21 @@ async fn fault_for(
     method: &str,
     path: &str,
 ) -> Option<faults::Rule> {
-    let (m, p) = (method.to_string(), path.to_string());
-    let rules = match tenant.db.read(move |c| faults::matching(c, &m, &p)).await {
+    // Kept per database version (see `store::TenantDb::read_memo`): with no write since, a
+    // request finds the rules without a query or a hand-off to the blocking pool.
+    let rules = match tenant
+        .db
+        .read_memo("sandbox fault rules".to_string(), faults::live)
+        .await
+    {
         Ok(rules) => rules,
         Err(e) => {
             tracing::warn!(error = %e, "fault rules not read; none applied");
             return None;
         }
     };
-    for rule in rules {
-        if !app.powers.draws.hit(tenant.db.tenant_id(), &rule) {
+    for rule in rules.iter().filter(|r| r.applies_to(method, path)) {
+        if !app.powers.draws.hit(tenant.db.tenant_id(), rule) {
             continue;
         }
         if rule.remaining.is_some() {
@@ -247,7 +252,7 @@ async fn fault_for(
                 }
             }
         }
-        return Some(rule);
+        return Some(rule.clone());
     }
     None
 }
