@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p e2e --bench checkpoints --profile dev` (add `-- <MB>` for another size).
 
-use e2e::s3::{free_port, Moto};
+use e2e::s3::{fill_reasons, free_port, try_insert_reason, Moto};
 use shared::store::{S3Config, Store, TenantRecord};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,8 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-const ROW_BYTES: usize = 1000;
-const ROWS_PER_FILL_WRITE: usize = 5000;
 /// Forks and cold loads measured in S3 mode (their medians are compared).
 const REPEAT: usize = 5;
 
@@ -74,36 +72,6 @@ fn counting_proxy(upstream: &str, traffic: Arc<Traffic>) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-fn fill(store: &Store, tenant: &str, size_mb: usize) {
-    let db = store.tenant_db(tenant).expect("db");
-    let rows = size_mb * 1_000_000 / ROW_BYTES;
-    let mut start = 0;
-    while start < rows {
-        let end = (start + ROWS_PER_FILL_WRITE).min(rows);
-        db.write_blocking(|tx| {
-            let mut stmt = tx.prepare("INSERT INTO reasons (name) VALUES (?1)")?;
-            for i in start..end {
-                stmt.execute([format!("{i:09}-{}", "x".repeat(ROW_BYTES - 10))])?;
-            }
-            Ok(())
-        })
-        .expect("fill");
-        start = end;
-    }
-}
-
-fn one_write(store: &Store, tenant: &str, name: &str) {
-    let name = name.to_string();
-    store
-        .tenant_db(tenant)
-        .expect("db")
-        .write_blocking(move |tx| {
-            tx.execute("INSERT INTO reasons (name) VALUES (?1)", [&name])?;
-            Ok(())
-        })
-        .expect("write");
-}
-
 fn rows(store: &Store, tenant: &str) -> i64 {
     store
         .tenant_db(tenant)
@@ -142,7 +110,7 @@ fn local(size_mb: usize) -> Vec<Row> {
         .registry()
         .create_tenant("golden", "UTC")
         .expect("tenant");
-    fill(&store, &t.id, size_mb);
+    fill_reasons(&store, &t.id, size_mb);
     let db_file = dir.path().join("tenants").join(format!("{}.db", t.id));
     let expected = rows(&store, &t.id);
     let cp_dir = dir
@@ -158,7 +126,7 @@ fn local(size_mb: usize) -> Vec<Row> {
             store.create_checkpoint(&t.id, "cp").expect("checkpoint");
         },
     ));
-    one_write(&store, &t.id, "after the checkpoint");
+    try_insert_reason(&store, &t.id, "after the checkpoint").expect("write");
     let size = dir_size(&cp_dir);
     let mut restore = timed(
         "restore",
@@ -223,7 +191,7 @@ fn s3(moto: &Moto, size_mb: usize) -> Vec<Row> {
     };
     let (a, _a_dir) = open();
     let (t, _) = a.registry().create_tenant("golden", "UTC").expect("tenant");
-    fill(&a, &t.id, size_mb);
+    fill_reasons(&a, &t.id, size_mb);
     let expected = rows(&a, &t.id);
     let (b, _b_dir) = open();
     assert_eq!(rows(&b, &t.id), expected, "B has the tenant open");
@@ -235,7 +203,7 @@ fn s3(moto: &Moto, size_mb: usize) -> Vec<Row> {
     out.push(timed("checkpoint (same version: S3 copy)", bytes, || {
         a.create_checkpoint(&t.id, "cp2").expect("checkpoint");
     }));
-    one_write(&a, &t.id, "after the checkpoint");
+    try_insert_reason(&a, &t.id, "after the checkpoint").expect("write");
     assert_eq!(rows(&b, &t.id), expected + 1);
     out.push(timed("restore", bytes, || {
         a.restore_checkpoint(&t.id, "cp").expect("restore");

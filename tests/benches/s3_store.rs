@@ -7,14 +7,12 @@
 //!
 //! Run: `cargo bench -p e2e --bench s3_store` (add `-- 1` to skip the 100 MB tenant).
 
-use e2e::s3::{free_port, Moto, AWS_ENV};
+use e2e::s3::{fill_reasons, free_port, Moto, AWS_ENV, FILL_ROWS_PER_WRITE, FILL_ROW_BYTES};
 use shared::store::{S3Config, Store};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ROW_BYTES: usize = 1000;
-const ROWS_PER_FILL_WRITE: usize = 5000;
 const SMALL_WRITES: usize = 50;
 
 struct Measured {
@@ -24,29 +22,6 @@ struct Measured {
     bytes_per_write: f64,
     snapshot_bytes: u64,
     cold_load_ms: f64,
-}
-
-fn fill_row(i: usize) -> String {
-    format!("{i:09}-{}", "x".repeat(ROW_BYTES - 10))
-}
-
-/// Fills `tenant` with `size_mb` MB of rows in writes of at most 5 MB.
-fn fill(store: &Store, tenant: &str, size_mb: usize) {
-    let db = store.tenant_db(tenant).expect("db");
-    let rows = size_mb * 1_000_000 / ROW_BYTES;
-    let mut start = 0;
-    while start < rows {
-        let end = (start + ROWS_PER_FILL_WRITE).min(rows);
-        db.write_blocking(|tx| {
-            let mut stmt = tx.prepare("INSERT INTO reasons (name) VALUES (?1)")?;
-            for i in start..end {
-                stmt.execute([fill_row(i)])?;
-            }
-            Ok(())
-        })
-        .expect("fill");
-        start = end;
-    }
 }
 
 /// Median milliseconds of `SMALL_WRITES` one-row writes (the median, because the machine's
@@ -72,7 +47,7 @@ fn small_writes(store: &Store, tenant: &str) -> f64 {
 }
 
 fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
-    let fill_writes = (size_mb * 1_000_000 / ROW_BYTES).div_ceil(ROWS_PER_FILL_WRITE);
+    let fill_writes = (size_mb * 1_000_000 / FILL_ROW_BYTES).div_ceil(FILL_ROWS_PER_WRITE);
     let mut config = S3Config::new(bucket, &format!("mb{size_mb}"), Some(moto.endpoint.clone()));
     // The last fill write makes a snapshot; the small writes then only add log entries.
     config.compact_every = fill_writes as u64 + 1;
@@ -91,7 +66,7 @@ fn measure(moto: &Moto, bucket: &str, size_mb: usize) -> Measured {
             Ok(())
         })
         .expect("first write");
-    fill(&store, &tenant.id, size_mb);
+    fill_reasons(&store, &tenant.id, size_mb);
     let snapshots = format!("{}tenants/{}/snapshots/", config.prefix, tenant.id);
     let deadline = Instant::now() + Duration::from_secs(600);
     while moto.objects(bucket, &snapshots).is_empty() {

@@ -574,3 +574,28 @@ pub fn reason_names(store: &shared::store::Store, tenant: &str) -> Vec<String> {
     })
     .expect("reasons")
 }
+
+/// Size of one row [`fill_reasons`] writes, in bytes (about).
+pub const FILL_ROW_BYTES: usize = 1000;
+/// Rows per write of [`fill_reasons`] (5 MB per log entry).
+pub const FILL_ROWS_PER_WRITE: usize = 5000;
+
+/// Fills a tenant's `reasons` table with `size_mb` MB of rows, in writes of at most
+/// [`FILL_ROWS_PER_WRITE`] rows (the benches' large tenants).
+pub fn fill_reasons(store: &shared::store::Store, tenant: &str, size_mb: usize) {
+    let db = store.tenant_db(tenant).expect("db");
+    let rows = size_mb * 1_000_000 / FILL_ROW_BYTES;
+    let mut start = 0;
+    while start < rows {
+        let end = (start + FILL_ROWS_PER_WRITE).min(rows);
+        db.write_blocking(|tx| {
+            let mut stmt = tx.prepare("INSERT INTO reasons (name) VALUES (?1)")?;
+            for i in start..end {
+                stmt.execute([format!("{i:09}-{}", "x".repeat(FILL_ROW_BYTES - 10))])?;
+            }
+            Ok(())
+        })
+        .expect("fill");
+        start = end;
+    }
+}
