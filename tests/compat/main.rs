@@ -381,28 +381,95 @@ async fn surface_b_filters_of_the_platform_facts() {
         assert!(start > chrono::DateTime::parse_from_rfc3339("2025-06-01T00:00:00+00:00").unwrap());
     }
 
-    // accountnum GT '15' AND (name LIKE 'Acme%' OR status EQ 'ACTIVE'): the grammar (AND,
-    // a parenthesised OR, LIKE with %) on a list whose fields include name and status; the
-    // sandbox names the account number field account_num, so `accountnum` is an unknown
-    // field here, answered 400 naming it and its position.
+    // accountnum GT '15' AND (name LIKE 'Acme%' OR status EQ 'ACTIVE'), verbatim, on the
+    // bill batch list (fields name, status and account_num: `accountnum` is the platform's
+    // spelling of account_num, as names match ignoring case and underscores). account_num
+    // is many-valued on a batch (its accounts), so the predicate holds when some account of
+    // the batch has a greater number. A new batch named Acme has no accounts: the account
+    // predicate must exclude it although its name matches.
+    let acme = billing::call(
+        &s,
+        &t,
+        Method::POST,
+        "/bill-batches",
+        Some(&json!({"bill_batch_type": "adhoc", "name": "Acme Q4"})),
+    )
+    .await;
+    assert_eq!(acme.status, 200, "{}", acme.body);
     let example = "accountnum GT '15' AND (name LIKE 'Acme%' OR status EQ 'ACTIVE')";
-    let refused = billing::get(&s, &t, "/agreements", &[("filter", example)]).await;
+    let matched = get(&s, &t, "/bill-batches", &[("filter", example)]).await;
+    // The expectation, computed from every batch and its accounts.
+    let every = get(
+        &s,
+        &t,
+        "/bill-batches",
+        &[("filter", "status IN ('ACTIVE','SUSPENDED','CANCELED')")],
+    )
+    .await;
+    let mut expected = Vec::new();
+    for b in every.items() {
+        let id = b["id"].as_str().unwrap();
+        let accounts = get(&s, &t, &format!("/bill-batches/{id}/billing-accounts"), &[]).await;
+        let numbered = accounts
+            .items()
+            .iter()
+            .any(|a| a["account_num"].as_str().unwrap() > "15");
+        let named = b["name"].as_str().unwrap().starts_with("Acme");
+        if numbered && (named || b["status"] == "ACTIVE") {
+            expected.push(id.parse::<i64>().unwrap());
+        }
+    }
+    assert!(
+        !expected.is_empty() && expected.len() < every.items().len(),
+        "the example must select some batches and not all: {}",
+        every.body
+    );
+    assert!(!expected.contains(&acme.body["id"].as_str().unwrap().parse().unwrap()));
+    assert_eq!(ids(&matched), expected, "{}", matched.body);
+    assert_eq!(matched.total(), expected.len() as i64);
+    for b in matched.items() {
+        assert_eq!(b["status"], "ACTIVE", "{b}");
+    }
+    // The platform's camel case spelling names the same field, in filters and in sort.
+    let camel = get(
+        &s,
+        &t,
+        "/bill-batches",
+        &[
+            (
+                "filter",
+                "accountNum GT '15' AND (Name LIKE 'Acme%' OR STATUS EQ 'ACTIVE')",
+            ),
+            ("sort", "-billBatchType"),
+        ],
+    )
+    .await;
+    let mut same_set = expected.clone();
+    same_set.sort();
+    let mut camel_ids = ids(&camel);
+    camel_ids.sort();
+    assert_eq!(camel_ids, same_set, "{}", camel.body);
+    let types: Vec<&str> = camel
+        .items()
+        .iter()
+        .map(|b| b["bill_batch_type"].as_str().unwrap())
+        .collect();
+    assert!(types.windows(2).all(|w| w[0] >= w[1]), "{types:?}");
+    // A name that resolves to no field is still refused, naming it and its position.
+    let refused = billing::get(
+        &s,
+        &t,
+        "/bill-batches",
+        &[("filter", "accountnumber GT '15'")],
+    )
+    .await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     let (code, message) = refused.error();
     assert_eq!(code, "BAD_REQUEST");
     assert!(
-        message.contains("accountnum") && message.contains("position 1"),
+        message.contains("accountnumber") && message.contains("position 1"),
         "{message}"
     );
-    let same_shape = "id GT '0' AND (name LIKE 'Acme%' OR status EQ 'ACTIVE')";
-    let agreements = get(&s, &t, "/agreements", &[("filter", same_shape)]).await;
-    assert!(!agreements.items().is_empty());
-    for a in agreements.items() {
-        assert!(
-            a["name"].as_str().unwrap().starts_with("Acme") || a["status"] == "ACTIVE",
-            "{a}"
-        );
-    }
 
     // IN takes at most 50 values
     let fifty: Vec<String> = (1..=50).map(|i| format!("'{i}'")).collect();

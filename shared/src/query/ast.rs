@@ -107,13 +107,14 @@ impl Expr {
         Expr::And(Box::new(a), Box::new(b))
     }
 
-    /// Whether the expression mentions the field `name` anywhere.
+    /// Whether the expression mentions the field `name` anywhere (in any spelling that
+    /// resolves to it: `crate::query::compile::same_name`).
     pub fn mentions(&self, name: &str) -> bool {
         match self {
             Expr::And(a, b) | Expr::Or(a, b) => a.mentions(name) || b.mentions(name),
             Expr::Not(e) => e.mentions(name),
             Expr::Compare { field, .. } | Expr::IsNull { field, .. } | Expr::In { field, .. } => {
-                field.name.eq_ignore_ascii_case(name)
+                super::compile::same_name(&field.name, name)
             }
         }
     }

@@ -124,11 +124,41 @@ impl SqlFragment {
     }
 }
 
-/// Looks a field up in the whitelist (names match in any case).
+/// Whether a name as a client wrote it names the field `name`: the platform spells field
+/// names without underscores and in camel case (`accountnum GT '15'` in its own filter
+/// example, `accountNum` in its objects) where we write `account_num`, so names match when
+/// they are equal ignoring ASCII case and underscores. This is the one rule of name
+/// resolution: filters, sorts and `Expr::mentions` all use it, and
+/// [`name_collisions`] keeps it unambiguous.
+pub fn same_name(written: &str, name: &str) -> bool {
+    let key = |s: &str| {
+        s.bytes()
+            .filter(|b| *b != b'_')
+            .map(|b| b.to_ascii_lowercase())
+            .collect::<Vec<u8>>()
+    };
+    key(written) == key(name)
+}
+
+/// The pairs of fields of a whitelist that [`same_name`] cannot tell apart (a whitelist must
+/// have none: a name written by a client must resolve to one field).
+pub fn name_collisions(fields: &[FieldSpec]) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for (i, a) in fields.iter().enumerate() {
+        for b in &fields[i + 1..] {
+            if same_name(a.name, b.name) {
+                out.push((a.name, b.name));
+            }
+        }
+    }
+    out
+}
+
+/// Looks a field up in the whitelist (names match by [`same_name`]).
 pub fn find_field<'a>(fields: &'a [FieldSpec], field: &Field) -> Result<&'a FieldSpec, QueryError> {
     fields
         .iter()
-        .find(|f| f.name.eq_ignore_ascii_case(&field.name))
+        .find(|f| same_name(&field.name, f.name))
         .ok_or_else(|| {
             let known: Vec<&str> = fields.iter().map(|f| f.name).collect();
             QueryError::at(

@@ -313,3 +313,59 @@ proptest! {
 }
 
 mod fuzz;
+
+#[test]
+fn names_match_ignoring_ascii_case_and_underscores() {
+    // The platform's spelling (accountnum, accountNum) names our account_num.
+    for written in [
+        "account_num",
+        "accountnum",
+        "accountNum",
+        "ACCOUNT_NUM",
+        "_account__num_",
+    ] {
+        assert!(compile::same_name(written, "account_num"), "{written}");
+    }
+    for written in [
+        "account-num",
+        "accountnumber",
+        "account.num",
+        "accóuntnum",
+        "",
+    ] {
+        assert!(!compile::same_name(written, "account_num"), "{written}");
+    }
+    // Filters, sorts and `mentions` resolve through the same rule.
+    let c = db();
+    assert_eq!(
+        matching(&c, "Owner_.ID IS NULL"),
+        matching(&c, "owner.id IS NULL")
+    );
+    assert_eq!(matching(&c, "NA_ME LIKE 'acme%'"), [1, 2]);
+    assert_eq!(matching(&c, "T_a_G EQ 'eu'"), [1, 3]);
+    assert_eq!(
+        compile_sort("-A_mount,Name", FIELDS, "t.id").unwrap(),
+        compile_sort("-amount,name", FIELDS, "t.id").unwrap()
+    );
+    let e = compile_sort("name,NA_ME", FIELDS, "t.id").unwrap_err();
+    assert!(e.message.contains("'name' is named twice"), "{e}");
+    assert!(parse("colo_r EQ 'RED'").unwrap().mentions("color"));
+    assert!(!parse("colors EQ 'RED'").unwrap().mentions("color"));
+    // A name that does not resolve is still refused, as written.
+    let err = compile_filter(&parse("owner_idx EQ '1'").unwrap(), FIELDS, tz()).unwrap_err();
+    assert!(err.message.contains("unknown field 'owner_idx'"), "{err}");
+}
+
+#[test]
+fn name_collisions_are_found() {
+    assert!(compile::name_collisions(FIELDS).is_empty());
+    static CLASH: &[FieldSpec] = &[
+        FieldSpec::new("account_num", "a", FieldKind::Text),
+        FieldSpec::new("id", "b", FieldKind::Integer),
+        FieldSpec::new("AccountNum", "c", FieldKind::Text),
+    ];
+    assert_eq!(
+        compile::name_collisions(CLASH),
+        [("account_num", "AccountNum")]
+    );
+}

@@ -268,3 +268,32 @@ pub fn load_children<T>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::query::compile::name_collisions;
+    use shared::query::ListSource;
+
+    /// Every list source of the service (Surface B's lists here, the usage event list of
+    /// `shared`): filters and sorts resolve names ignoring ASCII case and underscores, so no
+    /// two fields of one resource may differ only in those.
+    #[test]
+    fn no_two_fields_of_a_resource_share_a_name_in_the_platform_spelling() {
+        let sources: [&ListSource; 9] = [
+            &actions::SOURCE,
+            &adjustment_applications::SOURCE,
+            &adjustment_categories::SOURCE,
+            &agreements::SOURCE,
+            &agreement_services::SOURCE,
+            &bill_batches::SOURCE,
+            &bill_batches::ACCOUNTS_SOURCE,
+            &true_ups::SOURCE,
+            &shared::domain::usage::EVENT_LIST,
+        ];
+        for source in sources {
+            assert!(!source.fields.is_empty(), "{}", source.noun);
+            assert_eq!(name_collisions(source.fields), [], "{}", source.noun);
+        }
+    }
+}
