@@ -782,7 +782,9 @@ def revenue_doc():
         "replicated_at": DT,
     }, required=("replication_id", "status", "views"))
 
-    P = "/revenue/3"
+    # Surface C is served under two base paths, ours and the platform's (`/calypso/3`): the
+    # paths are relative and each base path is a server entry, the docs' one first.
+    P = ""
     L, Y = f"{P}/ledgers/{{id}}", f"{P}/ledgers/{{id}}/calendar/years/{{yid}}"
     PER = f"{Y}/accounting-periods/{{pid}}"
     year_ids = [cid("id"), cid("yid")]
@@ -917,7 +919,11 @@ def revenue_doc():
             "description": "AR ledgers, calendars, ledger and collector runs, charge info, "
             "replication. Behaviour: docs/revenue.md. Identifiers are int64 numbers.",
         },
-        "servers": [{"url": "/"}],
+        "servers": [
+            {"url": "/revenue/3", "description": "The sandbox's base path (the docs use it)"},
+            {"url": "/calypso/3",
+             "description": "The production platform's base path: the same operations"},
+        ],
         "security": [{"ApiKey": []}],
         "paths": paths,
         "components": {

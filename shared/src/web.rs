@@ -23,8 +23,19 @@ pub mod listing;
 pub const LEGACY_PREFIX: &str = "/t/s/r/1.28";
 /// Route prefix of Surface B (billing API v2).
 pub const BILLING_PREFIX: &str = "/billing/2";
-/// Route prefix of Surface C (revenue management).
+/// Route prefix of Surface C (revenue management), the one the docs use.
 pub const REVENUE_PREFIX: &str = "/revenue/3";
+/// The production platform's base path of Surface C (platform-facts.md: `/calypso/3/`);
+/// the same routes are served under it, so a client written against the platform works
+/// unchanged.
+pub const REVENUE_ALIAS_PREFIX: &str = "/calypso/3";
+/// Every prefix Surface C is served under.
+pub const REVENUE_PREFIXES: [&str; 2] = [REVENUE_PREFIX, REVENUE_ALIAS_PREFIX];
+
+/// Whether a path belongs to Surface C (under any of [`REVENUE_PREFIXES`]).
+pub fn is_revenue_path(path: &str) -> bool {
+    REVENUE_PREFIXES.iter().any(|p| path.starts_with(p))
+}
 /// Route prefix of the sandbox admin API.
 pub const ADMIN_PREFIX: &str = "/sandbox/v1";
 
@@ -492,7 +503,7 @@ fn credential_of(path: &str, headers: &HeaderMap) -> u64 {
     use std::hash::{Hash, Hasher};
     let names: &[&str] = if path.starts_with(BILLING_PREFIX) {
         &["x-api-key", "authorization"]
-    } else if path.starts_with(REVENUE_PREFIX) {
+    } else if is_revenue_path(path) {
         &["x-api-key"]
     } else if path.starts_with(ADMIN_PREFIX) {
         &["x-admin-key"]

@@ -37,7 +37,8 @@ async fn check_routes(s: &TestServer, doc: &Document) {
     let json = doc.json();
     let ops = operations(&json);
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
-    // As many paths as the routers declare routes (each `.route(` is one path)...
+    // As many paths as the routers declare routes (each `.route(` is one path; a route
+    // table mounted under several base paths declares each once)...
     assert_eq!(
         paths.len(),
         doc.declared_routes(),
@@ -45,10 +46,16 @@ async fn check_routes(s: &TestServer, doc: &Document) {
         doc.file,
         doc.routers
     );
-    // ...and on each documented path exactly the documented methods are routed (unknown ids
-    // and missing credentials reach a handler or its extractor, never the fallbacks).
-    for path in paths {
-        let url = s.url(&fill(path, "1"));
+    // ...and on each documented path, under every server base path, exactly the documented
+    // methods are routed (unknown ids and missing credentials reach a handler or its
+    // extractor, never the fallbacks).
+    let served: Vec<(String, &String)> = doc
+        .bases()
+        .into_iter()
+        .flat_map(|base| paths.iter().map(move |p| (base.clone(), *p)))
+        .collect();
+    for (base, path) in served {
+        let url = s.url(&format!("{base}{}", fill(path, "1")));
         for method in METHODS {
             let m: Method = method.to_uppercase().parse().expect("method");
             let r = s
@@ -60,9 +67,9 @@ async fn check_routes(s: &TestServer, doc: &Document) {
             let documented = ops.contains(&(m.to_string(), path.clone()));
             match unrouted(r).await {
                 Some(answer) if documented => {
-                    panic!("{m} {path} is documented, not served: {answer}")
+                    panic!("{m} {base}{path} is documented, not served: {answer}")
                 }
-                None if !documented => panic!("{m} {path} is served, not documented"),
+                None if !documented => panic!("{m} {base}{path} is served, not documented"),
                 _ => {}
             }
         }
@@ -93,6 +100,13 @@ async fn documents_and_routers_describe_the_same_operations() {
 async fn documents_are_served_without_credentials_as_shipped() {
     let s = TestServer::start().await;
     for doc in &DOCUMENTS {
+        // Under every base path of its servers, the same document.
+        for base in doc.bases().iter().skip(1) {
+            let alias = format!("{base}{}", doc.own_path());
+            let r = s.client.get(s.url(&alias)).send().await.expect("request");
+            assert_eq!(r.status(), 200, "{alias}");
+            assert_eq!(r.text().await.expect("body"), doc.text(), "{alias}");
+        }
         let r = s
             .client
             .get(s.url(doc.served_at))
@@ -118,7 +132,7 @@ async fn documents_are_served_without_credentials_as_shipped() {
         assert_eq!(json["openapi"], "3.1.0");
         // The document's own operation says it needs no credentials.
         assert_eq!(
-            json["paths"][doc.served_at]["get"]["security"],
+            json["paths"][doc.own_path()]["get"]["security"],
             serde_json::json!([])
         );
     }
@@ -160,14 +174,14 @@ fn security_schemes_ids_and_the_error_shape_are_as_the_spec_types_them() {
     );
     let c_schemas = &c["components"]["schemas"];
     assert_eq!(c_schemas["Ledger"]["properties"]["id"]["format"], "int64");
-    let ledger = &c["paths"]["/revenue/3/ledgers/{id}"]["get"]["parameters"][0];
+    let ledger = &c["paths"]["/ledgers/{id}"]["get"]["parameters"][0];
     assert_eq!(ledger["schema"]["format"], "int64");
     // Paging and ETag headers.
     let b_list = &b["paths"]["/billing/2/agreements"]["get"]["responses"]["200"]["headers"];
     for h in ["ETag", "X-total-count", "X-element-count", "X-total-pages"] {
         assert!(b_list.get(h).is_some(), "{h}");
     }
-    let c_list = &c["paths"]["/revenue/3/ledgers"]["get"]["responses"]["200"]["headers"];
+    let c_list = &c["paths"]["/ledgers"]["get"]["responses"]["200"]["headers"];
     for h in ["X-Total-Count", "X-Elements-Count", "X-Total-Pages"] {
         assert!(c_list.get(h).is_some(), "{h}");
     }

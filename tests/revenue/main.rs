@@ -1,7 +1,8 @@
-//! Surface C (`/revenue/3`) end to end: ledgers and calendars, the revenue chain, and the
-//! chain fed by usage posted over Surface B. The client bound to one tenant is
-//! `e2e::revenue`.
+//! Surface C (`/revenue/3`, also served at the platform's `/calypso/3`) end to end: both
+//! base paths, ledgers and calendars, the revenue chain, and the chain fed by usage posted
+//! over Surface B. The client bound to one tenant is `e2e::revenue`.
 
+mod base_paths;
 mod chain;
 mod chargeinfo;
 mod collector_names;

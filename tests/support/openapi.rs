@@ -59,6 +59,31 @@ impl Document {
         serde_json::from_str(&self.text()).expect("document is JSON")
     }
 
+    /// The base paths of the document's `servers` entries, without a trailing slash (`""`
+    /// for `/`): its paths are served under each. Surface C has two, `/revenue/3` (first,
+    /// the docs' one) and the platform's `/calypso/3`; the others one, `/`.
+    pub fn bases(&self) -> Vec<String> {
+        let json = self.json();
+        let servers = json["servers"].as_array().expect("servers");
+        assert!(!servers.is_empty(), "{}: no server entry", self.file);
+        servers
+            .iter()
+            .map(|s| {
+                let url = s["url"].as_str().expect("server url");
+                url.trim_end_matches('/').to_string()
+            })
+            .collect()
+    }
+
+    /// The document's own path in its `paths` (`served_at` less the first base path).
+    pub fn own_path(&self) -> String {
+        let bases = self.bases();
+        self.served_at
+            .strip_prefix(bases[0].as_str())
+            .expect("served under the first base path")
+            .to_string()
+    }
+
     /// Number of `.route(` calls in the `routes()` functions of the document's routers: each
     /// call declares one path (axum refuses a path declared twice).
     pub fn declared_routes(&self) -> usize {
@@ -147,8 +172,8 @@ pub fn schemathesis(
     first
 }
 
-/// Runs `st run <base><served_at>` with `headers` and the conformance checks, in a temporary
-/// directory, with at most `max_examples` cases per operation and phase.
+/// Runs `st run <base><served_at>` against `<base>` plus the document's first base path, with
+/// `headers` and the conformance checks, in a temporary directory, with at most `max_examples` cases per operation and phase.
 fn schemathesis_once(
     base: &str,
     doc: &Document,
@@ -162,7 +187,7 @@ fn schemathesis_once(
         .env("NO_COLOR", "1")
         .arg("run")
         .arg(format!("{base}{}", doc.served_at))
-        .args(["--url", base])
+        .args(["--url", &format!("{base}{}", doc.bases()[0])])
         .args([
             "--checks",
             "not_a_server_error,status_code_conformance,content_type_conformance,\

@@ -1,4 +1,5 @@
-//! Route group `revenue`: Surface C, the revenue management API under `/revenue/3`.
+//! Route group `revenue`: Surface C, the revenue management API under `/revenue/3` and,
+//! the same routes, under the platform's own base path `/calypso/3`.
 //! Handlers parse HTTP into the domain's typed inputs ([`query`] for query strings), call
 //! the shared domain, and render. Behaviour: docs/revenue.md.
 
@@ -18,61 +19,68 @@ use shared::domain::ledgers::{self, LedgerFields};
 use shared::domain::{chargeinfo, glrun, replication};
 use shared::query::{Page, Paged};
 use shared::web::listing::{self, int_param, REVENUE_PAGING};
-use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, REVENUE_PREFIX};
+use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, REVENUE_PREFIXES};
 
-/// This group's routes, unbound (the local server merges them with the other groups).
+/// This group's routes, unbound (the local server merges them with the other groups): one
+/// route table mounted under each of [`REVENUE_PREFIXES`] (ours, `/revenue/3`, and the
+/// platform's, `/calypso/3`), so both answer alike.
 pub fn routes() -> Router<AppState> {
-    let p = |path: &str| format!("{REVENUE_PREFIX}{path}");
-    let year = "/ledgers/{id}/calendar/years/{yid}";
-    let period = "/ledgers/{id}/calendar/years/{yid}/accounting-periods/{pid}";
-    Router::new()
-        .route(&p("/openapi.json"), get(openapi_document))
-        .route(&p("/collectors"), get(list_collectors))
-        .route(
-            &p("/collector-runs"),
-            get(list_collector_runs).post(start_collector_run),
-        )
-        .route(&p("/collector-runs/{id}"), get(get_collector_run))
-        .route(&p("/collector-runs/{id}/errors"), get(collector_run_errors))
-        .route(&p("/glruns"), get(list_gl_runs).post(start_gl_run))
-        .route(&p("/glruns/{id}"), get(get_gl_run).delete(delete_gl_run))
-        .route(&p("/glruns/{id}/errors"), get(gl_run_errors))
-        .route(&p("/glruns/{id}/journal-entries"), get(gl_run_entries))
-        .route(&p("/replication/svs"), axum::routing::post(replicate_svs))
-        .route(&p("/ledgers"), get(list_ledgers).post(create_ledger))
-        .route(
-            &p("/ledgers/chargeinfos"),
-            get(list_charge_infos).delete(delete_charge_infos),
-        )
-        .route(
-            &p("/ledgers/merged-chargeinfos"),
-            get(list_merged_charge_infos),
-        )
-        .route(
-            &p("/ledgers/{id}"),
-            get(get_ledger).put(update_ledger).delete(delete_ledger),
-        )
-        .route(&p("/ledgers/{id}/glruns"), get(ledger_gl_runs))
-        .route(&p("/ledgers/{id}/chargeinfos"), get(ledger_charge_infos))
-        .route(
-            &p("/ledgers/{id}/chargeinfos/state"),
-            axum::routing::delete(delete_charge_info_states),
-        )
-        .route(
-            &p("/ledgers/{id}/calendar/years"),
-            axum::routing::post(create_year),
-        )
-        .route(&p(year), get(get_year).put(update_year).delete(delete_year))
-        .route(&p(&format!("{period}/open")), put(open_period))
-        .route(&p(&format!("{period}/close")), put(close_period))
-        .route(&p(&format!("{period}/history")), get(period_history))
+    let table = |prefix: &str| {
+        let p = |path: &str| format!("{prefix}{path}");
+        let year = "/ledgers/{id}/calendar/years/{yid}";
+        let period = "/ledgers/{id}/calendar/years/{yid}/accounting-periods/{pid}";
+        Router::new()
+            .route(&p("/openapi.json"), get(openapi_document))
+            .route(&p("/collectors"), get(list_collectors))
+            .route(
+                &p("/collector-runs"),
+                get(list_collector_runs).post(start_collector_run),
+            )
+            .route(&p("/collector-runs/{id}"), get(get_collector_run))
+            .route(&p("/collector-runs/{id}/errors"), get(collector_run_errors))
+            .route(&p("/glruns"), get(list_gl_runs).post(start_gl_run))
+            .route(&p("/glruns/{id}"), get(get_gl_run).delete(delete_gl_run))
+            .route(&p("/glruns/{id}/errors"), get(gl_run_errors))
+            .route(&p("/glruns/{id}/journal-entries"), get(gl_run_entries))
+            .route(&p("/replication/svs"), axum::routing::post(replicate_svs))
+            .route(&p("/ledgers"), get(list_ledgers).post(create_ledger))
+            .route(
+                &p("/ledgers/chargeinfos"),
+                get(list_charge_infos).delete(delete_charge_infos),
+            )
+            .route(
+                &p("/ledgers/merged-chargeinfos"),
+                get(list_merged_charge_infos),
+            )
+            .route(
+                &p("/ledgers/{id}"),
+                get(get_ledger).put(update_ledger).delete(delete_ledger),
+            )
+            .route(&p("/ledgers/{id}/glruns"), get(ledger_gl_runs))
+            .route(&p("/ledgers/{id}/chargeinfos"), get(ledger_charge_infos))
+            .route(
+                &p("/ledgers/{id}/chargeinfos/state"),
+                axum::routing::delete(delete_charge_info_states),
+            )
+            .route(
+                &p("/ledgers/{id}/calendar/years"),
+                axum::routing::post(create_year),
+            )
+            .route(&p(year), get(get_year).put(update_year).delete(delete_year))
+            .route(&p(&format!("{period}/open")), put(open_period))
+            .route(&p(&format!("{period}/close")), put(close_period))
+            .route(&p(&format!("{period}/history")), get(period_history))
+    };
+    REVENUE_PREFIXES
+        .iter()
+        .fold(Router::new(), |router, prefix| router.merge(table(prefix)))
 }
 
 /// Surface C's OpenAPI 3.1 document (docs/openapi/revenue.json, written by
 /// docs/openapi/generate.py), embedded so what is served is what is shipped.
 pub const OPENAPI_DOCUMENT: &str = include_str!("../../../docs/openapi/revenue.json");
 
-/// `GET /revenue/3/openapi.json`, without credentials.
+/// `GET /revenue/3/openapi.json` (and `/calypso/3/openapi.json`), without credentials.
 async fn openapi_document() -> Response {
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],

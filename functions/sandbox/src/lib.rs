@@ -44,7 +44,7 @@ pub async fn ensure_demo_tenant(
 /// The start-up banner: where each surface listens, the credentials, and a curl line each.
 pub fn banner(base: &str, admin_key: &str, demo: Option<&(TenantRecord, Credentials)>) -> String {
     let mut out = format!(
-        "billing sandbox listening on {base}\n  Surface A (XML):     {base}/t/s/r/1.28\n  Surface B (JSON v2): {base}/billing/2\n  Surface C (revenue): {base}/revenue/3\n  Admin API:           {base}/sandbox/v1   (X-Admin-Key: {admin_key})\n"
+        "billing sandbox listening on {base}\n  Surface A (XML):     {base}/t/s/r/1.28\n  Surface B (JSON v2): {base}/billing/2\n  Surface C (revenue): {base}/revenue/3   (also {base}/calypso/3)\n  Admin API:           {base}/sandbox/v1   (X-Admin-Key: {admin_key})\n"
     );
     if let Some((tenant, creds)) = demo {
         out.push_str(&format!(

@@ -17,7 +17,7 @@ pub mod journal;
 use crate::config::Config;
 use crate::web::{
     header_str, ApiError, AppState, Authenticated, PathErrors, Tenant, ADMIN_PREFIX,
-    BILLING_PREFIX, LEGACY_PREFIX, REVENUE_PREFIX,
+    BILLING_PREFIX, LEGACY_PREFIX,
 };
 use axum::body::Body;
 use axum::extract::Request;
@@ -61,7 +61,7 @@ impl Surface {
             Some(Surface::A)
         } else if path.starts_with(BILLING_PREFIX) {
             Some(Surface::B)
-        } else if path.starts_with(REVENUE_PREFIX) {
+        } else if crate::web::is_revenue_path(path) {
             Some(Surface::C)
         } else if path.starts_with(ADMIN_PREFIX) {
             Some(Surface::Admin)
