@@ -836,7 +836,8 @@ def revenue_doc():
         f"{PER}/close": {"put": c_op("closePeriod", "Close a period", 200, ref("Ledger"), per_ids)},
         f"{PER}/history": {"get": c_op("periodHistory", "Open/close history of a period", 200,
                                        arr(ref("PeriodHistoryEntry")), per_ids, paged=True)},
-        f"{P}/collectors": {"get": c_op("listCollectors", "Collector catalogue", 200,
+        f"{P}/collectors": {"get": c_op("listCollectors", "Collectors a run can name: the catalogue, then the "
+                                        "platform operations (INSERT_SERVICES, ...; group PLATFORM)", 200,
                                         arr(ref("Collector")), [param("group", "query", STR),
                                                                 param("category", "query", STR)],
                                         errors=(400, 401, 503), paged=True)},

@@ -119,14 +119,16 @@ async fn surface_c_auth_matrix() {
         let (status, _, message) = error_body(r).await;
         assert_eq!((status, message.as_str()), (401, "Authentication failed."));
     }
+    // Each key sees its own tenant: the five platform collector operations every tenant
+    // lists, plus the demo seed's catalogue of four.
     let r = s.get_with_key(C_PATH, &other.api_key).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(r.headers()["x-total-count"], "0");
+    assert_eq!(r.headers()["x-total-count"], "5");
     let r = s.get_with_key(C_PATH, &t.api_key).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(r.headers()["x-total-count"], "4");
+    assert_eq!(r.headers()["x-total-count"], "9");
     let v: Value = r.json().await.unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 4);
+    assert_eq!(v.as_array().unwrap().len(), 9);
 }
 
 #[tokio::test]
@@ -204,9 +206,10 @@ async fn admin_lists_gets_resets_and_deletes() {
     assert!(one.get("api_key").is_none());
 
     // reset to empty: data gone, credentials kept; reset to demo: data back
-    // (seed, X-Total-Count of the collectors, status of an adjustment category)
+    // (seed, X-Total-Count of the collectors: the five platform operations, plus the demo
+    // catalogue's four; status of an adjustment category)
     let reset = format!("{tenant}/reset");
-    for (seed, collectors, category) in [("empty", "0", 404), ("demo", "4", 200)] {
+    for (seed, collectors, category) in [("empty", "5", 404), ("demo", "9", 200)] {
         let body = json!({ "seed": seed });
         let r = s.admin_call(Method::POST, &reset, Some(&body)).await;
         assert_eq!(r.status(), 200, "{seed}");

@@ -5,6 +5,7 @@
 mod base_paths;
 mod chain;
 mod chargeinfo;
+mod collector_listing;
 mod collector_names;
 mod ids;
 mod ledgers;

@@ -1,8 +1,10 @@
 //! The collector catalogue: the collectors a run can name, each with the category that picks
-//! the source it reads (see [`super`]).
+//! the source it reads (see [`super`]). Listing shows the tenant's catalogue and, after it,
+//! the platform's collector operations every run accepts.
 
 use super::super::insert;
-use crate::query::{Page, Paged, Selection};
+use super::{PLATFORM_GROUP, PLATFORM_OPERATIONS};
+use crate::query::{Page, Paged};
 use crate::Result;
 use rusqlite::{Connection, Transaction};
 use serde::{Deserialize, Serialize};
@@ -55,29 +57,55 @@ pub struct Collector {
     pub category: String,
 }
 
-/// One page of the collector catalogue, optionally of one group and/or category.
+/// One page of the collectors a run can name, optionally of one group and/or category: the
+/// tenant's catalogue (by id), then the platform operations ([`PLATFORM_OPERATIONS`], group
+/// [`PLATFORM_GROUP`]) in their order, less any whose name the catalogue already uses (a run
+/// resolves such a name to the catalogue's collector). The catalogue is seed data of a few
+/// rows, so the two are joined and paged here rather than in SQL.
 pub fn list_collectors(
     conn: &Connection,
     group: Option<String>,
     category: Option<String>,
     page: Page,
 ) -> Result<Paged<Collector>> {
-    Selection::new("id")
-        .scope_if("\"group\" = ?", group)
-        .scope_if("category = ?", category)
-        .page(page)
-        .fetch_paged(
-            conn,
-            "name, friendly_name, description, \"group\", category",
-            "collectors",
-            |r| {
-                Ok(Collector {
-                    name: r.get(0)?,
-                    friendly_name: r.get(1)?,
-                    description: r.get(2)?,
-                    group: r.get(3)?,
-                    category: r.get(4)?,
-                })
-            },
-        )
+    let catalogue: Vec<Collector> = conn
+        .prepare_cached(
+            "SELECT name, friendly_name, description, \"group\", category FROM collectors
+             ORDER BY id",
+        )?
+        .query_map([], |r| {
+            Ok(Collector {
+                name: r.get(0)?,
+                friendly_name: r.get(1)?,
+                description: r.get(2)?,
+                group: r.get(3)?,
+                category: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let platform: Vec<Collector> = PLATFORM_OPERATIONS
+        .iter()
+        .filter(|op| !catalogue.iter().any(|c| c.name == op.name))
+        .map(|op| Collector {
+            name: op.name.to_string(),
+            friendly_name: op.friendly_name.to_string(),
+            description: Some(op.description.to_string()),
+            group: PLATFORM_GROUP.to_string(),
+            category: op.category.to_string(),
+        })
+        .collect();
+    let matching: Vec<Collector> = catalogue
+        .into_iter()
+        .chain(platform)
+        .filter(|c| group.as_ref().is_none_or(|g| *g == c.group))
+        .filter(|c| category.as_ref().is_none_or(|k| *k == c.category))
+        .collect();
+    let total = i64::try_from(matching.len()).unwrap_or(i64::MAX);
+    let (limit, offset) = page.limit_offset();
+    let items = matching
+        .into_iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(0))
+        .collect();
+    Ok(Paged { items, total, page })
 }

@@ -16,6 +16,7 @@
 //! `collector_operations` names catalogue collectors or, as the platform names its
 //! operations, one of [`PLATFORM_OPERATIONS`] (INSERT_SERVICES, ...), which collects the
 //! source of its category whatever the catalogue holds; the run keeps the names as sent.
+//! `GET /collectors` lists both kinds, so every name a run accepts is listed.
 //!
 //! `UNIQUE(source_kind, source_id)` keeps a source record from being collected twice, so
 //! overlapping windows are harmless. A record that cannot be collected (a usage event without
@@ -43,16 +44,59 @@ use sources::{collect_category, RunContext};
 
 /// Collector run types.
 pub const COLLECTOR_RUN_TYPES: &[&str] = &["AUTO", "MANUAL"];
-/// The platform's collector operation names, each with the category whose source it
-/// collects. Only INSERT_SERVICES is documented (platform-facts.md); the others follow its
-/// pattern (our reading). The sandbox's services are charged by rated usage, so
-/// INSERT_SERVICES and INSERT_USAGE both collect USAGE.
-pub const PLATFORM_OPERATIONS: &[(&str, &str)] = &[
-    ("INSERT_SERVICES", "USAGE"),
-    ("INSERT_USAGE", "USAGE"),
-    ("INSERT_INVOICES", "INVOICE"),
-    ("INSERT_PAYMENTS", "PAYMENT"),
-    ("INSERT_ADJUSTMENTS", "ADJUSTMENT"),
+/// A collector operation of the platform (`INSERT_SERVICES`, ...): a built-in collector of
+/// every tenant, listed by `GET /collectors` after the tenant's catalogue (group
+/// [`PLATFORM_GROUP`]) and accepted by `collector_operations`; it collects the source of its
+/// category whatever the catalogue holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlatformOperation {
+    /// The name runs give in `collector_operations`.
+    pub name: &'static str,
+    /// The category whose source it collects.
+    pub category: &'static str,
+    /// Display name.
+    pub friendly_name: &'static str,
+    /// What it collects.
+    pub description: &'static str,
+}
+
+/// The `group` the platform operations are listed under.
+pub const PLATFORM_GROUP: &str = "PLATFORM";
+
+/// The platform's collector operations. Only INSERT_SERVICES is documented
+/// (platform-facts.md); the others follow its pattern (our reading). The sandbox's services
+/// are charged by rated usage, so INSERT_SERVICES and INSERT_USAGE both collect USAGE.
+pub const PLATFORM_OPERATIONS: &[PlatformOperation] = &[
+    PlatformOperation {
+        name: "INSERT_SERVICES",
+        category: "USAGE",
+        friendly_name: "Insert services",
+        description: "Platform operation: the services' rated usage charges",
+    },
+    PlatformOperation {
+        name: "INSERT_USAGE",
+        category: "USAGE",
+        friendly_name: "Insert usage",
+        description: "Platform operation: rated usage event charges",
+    },
+    PlatformOperation {
+        name: "INSERT_INVOICES",
+        category: "INVOICE",
+        friendly_name: "Insert invoices",
+        description: "Platform operation: issued invoices",
+    },
+    PlatformOperation {
+        name: "INSERT_PAYMENTS",
+        category: "PAYMENT",
+        friendly_name: "Insert payments",
+        description: "Platform operation: received payments",
+    },
+    PlatformOperation {
+        name: "INSERT_ADJUSTMENTS",
+        category: "ADJUSTMENT",
+        friendly_name: "Insert adjustments",
+        description: "Platform operation: account adjustments",
+    },
 ];
 /// Longest accepted overlap_fetch_time: 31 days, in seconds.
 pub const MAX_OVERLAP_SECONDS: i64 = 31 * 24 * 3600;
@@ -121,7 +165,7 @@ pub struct RunError {
 }
 
 /// Creates and executes a collector run; answers its id. 400 bad input, 409 another
-/// collector run unfinished, 412 an empty collector catalogue.
+/// collector run unfinished, 412 an empty collector catalogue and no collector named.
 pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Result<i64> {
     check_enum("type", &r.run_type, COLLECTOR_RUN_TYPES)?;
     if !(0..=MAX_OVERLAP_SECONDS).contains(&r.overlap_fetch_time) {
@@ -134,9 +178,13 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
         .prepare("SELECT name, category FROM collectors ORDER BY id")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    if catalogue.is_empty() {
+    // A run naming platform operations needs no catalogue; one naming nothing runs the
+    // catalogue, so there must be one.
+    if catalogue.is_empty() && r.collector_operations.is_empty() {
         return Err(Error::PreconditionFailed(
-            "the collector catalogue is empty, so there is nothing to run".into(),
+            "the collector catalogue is empty, so a run naming no collector has nothing to run \
+             (name platform operations such as INSERT_SERVICES in collector_operations)"
+                .into(),
         ));
     }
     let mut chosen: Vec<(String, String)> = Vec::new();
@@ -148,8 +196,8 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
             .or_else(|| {
                 PLATFORM_OPERATIONS
                     .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(n, category)| (n.to_string(), category.to_string()))
+                    .find(|op| op.name == name)
+                    .map(|op| (op.name.to_string(), op.category.to_string()))
             });
         let Some(entry) = entry else {
             return Err(Error::bad_request(format!(
@@ -161,7 +209,7 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
                     .join(", "),
                 PLATFORM_OPERATIONS
                     .iter()
-                    .map(|(n, _)| *n)
+                    .map(|op| op.name)
                     .collect::<Vec<_>>()
                     .join(", ")
             )));
