@@ -9,3 +9,4 @@ mod cross_surface;
 mod roundtrip;
 mod safety;
 mod wadl;
+mod wadl_paging;

@@ -54,8 +54,11 @@ pub struct Route {
     pub path: &'static str,
     /// One line on what it does.
     pub doc: &'static str,
-    /// For a collection GET: the entity whose query keys it takes.
+    /// For a collection GET: the entity whose paging and query keys it takes.
     pub lists: Option<&'static Entity>,
+    /// Query keys of [`Route::lists`] the path sets (`billingAccounts/{eid}/notes` sets
+    /// `billingAccountEid`): not taken from the query, so not described.
+    pub path_keys: &'static [&'static str],
     /// Root element of the request body, when it takes one.
     pub request: Option<&'static str>,
     /// Whether the request body may be left out.
@@ -74,6 +77,7 @@ macro_rules! query {
             path: $path,
             doc: "One page of the collection; query keys narrow it.",
             lists: Some(&$entity),
+            path_keys: &[],
             request: None,
             request_optional: false,
             response: $entity.collection,
@@ -90,6 +94,7 @@ macro_rules! read_one {
             path: $path,
             doc: "One object by eid.",
             lists: None,
+            path_keys: &[],
             request: None,
             request_optional: false,
             response: $entity.element,
@@ -106,6 +111,7 @@ macro_rules! status_command {
             path: $path,
             doc: $doc,
             lists: None,
+            path_keys: &[],
             request: Some($command.name()),
             request_optional: true,
             response: "commandResponse",
@@ -131,6 +137,7 @@ fn write(
         path,
         doc,
         lists: None,
+        path_keys: &[],
         request: Some(request),
         request_optional: false,
         response,
@@ -172,7 +179,8 @@ pub fn table() -> Vec<Route> {
             verb: Verb::Get,
             path: "billingAccounts/{eid}/notes",
             doc: "One page of the account's notes, oldest first.",
-            lists: None,
+            lists: Some(&notes::ENTITY),
+            path_keys: &["billingAccountEid"],
             request: None,
             request_optional: false,
             response: notes::ENTITY.collection,
@@ -215,6 +223,7 @@ pub fn table() -> Vec<Route> {
             path: "users/current",
             doc: "The user of the credentials.",
             lists: None,
+            path_keys: &[],
             request: None,
             request_optional: false,
             response: "user",

@@ -87,7 +87,13 @@ fn method(route: &Route) -> Node {
                 "xs:int",
                 Some(LEGACY_PAGING.rules.default_size.to_string()),
             ))
-            .children(entity.filters.iter().map(filter_param));
+            .children(
+                entity
+                    .filters
+                    .iter()
+                    .filter(|f| !route.path_keys.contains(&f.key))
+                    .map(filter_param),
+            );
     }
     if let Some(element) = route.request {
         let mut representation = Node::new("representation")
