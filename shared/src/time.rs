@@ -12,7 +12,9 @@ pub fn now() -> DateTime<Utc> {
 }
 
 /// The current time of the tenant whose database `conn` is: its test clock (see
-/// [`crate::sandbox::clock`]). Every time stamped into tenant data is read here.
+/// [`crate::sandbox::clock`]). Every time stamped into tenant data is read here, on the
+/// transaction that stores it (a value read before it could predate a clock change that
+/// committed in between).
 pub fn now_for(conn: &rusqlite::Connection) -> crate::Result<DateTime<Utc>> {
     crate::sandbox::clock::now_for(conn)
 }

@@ -171,12 +171,6 @@ pub struct Tenant {
 }
 
 impl Tenant {
-    /// The tenant's current time (its test clock, see [`crate::sandbox::clock`]), for
-    /// handlers that need it before their transaction (defaults parsed from the request).
-    pub async fn now(&self) -> crate::Result<chrono::DateTime<chrono::Utc>> {
-        self.db.read(crate::time::now_for).await
-    }
-
     /// The tenant of a registry entry and its open database (an unknown zone reads as UTC).
     fn of(record: TenantRecord, db: Arc<TenantDb>) -> Tenant {
         let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);

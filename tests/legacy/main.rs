@@ -3,6 +3,7 @@
 
 mod account_num;
 mod api;
+mod command_clock;
 mod commands;
 mod commands_more;
 mod cross_surface;

@@ -34,10 +34,10 @@ struct ApplyRequest {
     invoices: Vec<i64>,
 }
 
-fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
+fn read_apply(body: &Element) -> Result<ApplyRequest, Fault> {
     if body.name == "payment" {
         return Ok(ApplyRequest {
-            payment: read_payment(body, now)?,
+            payment: read_payment(body)?,
             invoices: Vec::new(),
         });
     }
@@ -45,7 +45,7 @@ fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
     let payment = f
         .child("payment")
         .ok_or_else(|| Fault::validation("<applyPayment> needs a <payment> element"))?;
-    let payment = read_payment(payment, now)?;
+    let payment = read_payment(payment)?;
     let mut invoices = Vec::new();
     if let Some(list) = f.child("invoices") {
         let mut inner = Fields::new(list, "invoices")?;
@@ -60,14 +60,14 @@ fn read_apply(body: &Element, now: &str) -> Result<ApplyRequest, Fault> {
 
 /// `<payment eid="..."/>` names a recorded payment (other attributes a GET rendered are
 /// ignored); a payment without eid is a new one.
-fn read_payment(body: &Element, now: &str) -> Result<PaymentSource, Fault> {
+fn read_payment(body: &Element) -> Result<PaymentSource, Fault> {
     match body.attrs.iter().find(|(k, _)| k == "eid") {
         Some((_, v)) => {
             v.trim().parse().map(PaymentSource::Recorded).map_err(|_| {
                 Fault::validation(format!("payment eid '{v}' is not a 64-bit integer"))
             })
         }
-        None => read_draft(body, now).map(PaymentSource::New),
+        None => read_draft(body).map(PaymentSource::New),
     }
 }
 
@@ -90,17 +90,19 @@ fn apply_answer(
     Ok(answer)
 }
 
-/// Runs an `applyPayment` command and answers the payment with what went where.
+/// Runs an `applyPayment` command and answers the payment with what went where. The time
+/// of the command (the applications' date, and a new payment's when it names none) is read
+/// from the tenant clock inside the write transaction.
 async fn apply(
     tenant: shared::web::Tenant,
     target: CommandTarget,
     request: ApplyRequest,
-    now: String,
 ) -> Result<Response, Fault> {
     let tz = tenant.tz;
     let node = tenant
         .db
         .write(move |tx| {
+            let now = shared::time::to_storage(shared::time::now_for(tx)?);
             let (payment, applied) = apply_for_command(tx, &target, &request.payment, &now, tz)?;
             apply_answer(tx, payment, &applied, tz)
         })
@@ -116,14 +118,13 @@ pub async fn apply_to_invoice(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(tenant.now().await?);
-    let request = read_apply(&body, &now)?;
+    let request = read_apply(&body)?;
     if !request.invoices.is_empty() {
         return Err(Fault::validation(
             "invoices/{eid}/applyPayment pays the invoice in its path; <invoices> is for billingAccounts/{eid}/applyPayment",
         ));
     }
-    apply(tenant, CommandTarget::Invoice(eid), request, now).await
+    apply(tenant, CommandTarget::Invoice(eid), request).await
 }
 
 /// `POST billingAccounts/{eid}/applyPayment`: applies a payment to the listed invoices, or
@@ -133,13 +134,12 @@ pub async fn apply_to_account(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(tenant.now().await?);
-    let request = read_apply(&body, &now)?;
+    let request = read_apply(&body)?;
     let target = CommandTarget::Account {
         account_id: eid,
         invoices: request.invoices.clone(),
     };
-    apply(tenant, target, request, now).await
+    apply(tenant, target, request).await
 }
 
 /// What a command made or changed: the eid of an object it created (shown on the answer)
@@ -200,7 +200,6 @@ pub async fn add_adjustment(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(tenant.now().await?);
     let mut f = Fields::new(&body, "addAdjustment")?;
     if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
         return Err(Fault::validation(format!(
@@ -213,7 +212,7 @@ pub async fn add_adjustment(
             .decimal("amount")?
             .ok_or_else(|| Fault::validation("attribute amount is required on <addAdjustment>"))?,
         description: f.text("description"),
-        occurred_on: f.text("occurredOn").unwrap_or_else(|| now.clone()),
+        occurred_on: f.text("occurredOn"),
         reason_id: f.reference("reason")?,
         invoice_id: f.reference("invoice")?,
         posted_by: Some(tenant.record.name.clone()),
@@ -223,6 +222,8 @@ pub async fn add_adjustment(
     let node = tenant
         .db
         .write(move |tx| {
+            // The time of the command, read inside its write as every command reads it.
+            let now = shared::time::to_storage(shared::time::now_for(tx)?);
             let outcome = add_credit(tx, &credit, &now, tz)?;
             Ok(Node::new("commandResponse")
                 .attr("successful", true)

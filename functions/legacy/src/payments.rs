@@ -60,9 +60,10 @@ const READ_ONLY: &[&str] = &[
     "status",
 ];
 
-/// Reads a `<payment>` element into the domain's draft; `now` (a stored instant) stands in
-/// for a missing `occurredOn`.
-pub fn read_draft(body: &Element, now: &str) -> Result<PaymentDraft, Fault> {
+/// Reads a `<payment>` element into the domain's draft; a missing `occurredOn` stays unset,
+/// to be dated by the write that records the payment (the tenant clock read inside its
+/// transaction, as every write reads it).
+pub fn read_draft(body: &Element) -> Result<PaymentDraft, Fault> {
     let mut f = Fields::new(body, "payment")?;
     let amount = f
         .decimal("amount")?
@@ -84,7 +85,7 @@ pub fn read_draft(body: &Element, now: &str) -> Result<PaymentDraft, Fault> {
         amount,
         description: f.text("description"),
         reference: f.text("reference"),
-        occurred_on: f.text("occurredOn").unwrap_or_else(|| now.to_string()),
+        occurred_on: f.text("occurredOn"),
         payment_method: methods.first().map(|m| m.to_string()),
     };
     f.ignore(READ_ONLY);
@@ -97,10 +98,10 @@ pub async fn create(
     BasicAuth(tenant): BasicAuth,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let now = shared::time::to_storage(tenant.now().await?);
-    let payment = read_draft(&body, &now)?.for_account(None)?;
+    let draft = read_draft(&body)?;
     create_and_answer(&ENTITY, &tenant, move |tx, tz| {
-        create_payment(tx, &payment, tz)
+        let now = shared::time::to_storage(shared::time::now_for(tx)?);
+        create_payment(tx, &draft.for_account(None, &now)?, tz)
     })
     .await
 }

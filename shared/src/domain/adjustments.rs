@@ -29,8 +29,9 @@ pub struct NewCredit {
     pub amount: Decimal,
     /// Description.
     pub description: Option<String>,
-    /// When it occurred (date or date-time).
-    pub occurred_on: String,
+    /// When it occurred (date or date-time); `None` means when it is added: the `now`
+    /// [`add_credit`] is given (read from the tenant clock inside its write transaction).
+    pub occurred_on: Option<String>,
     /// Reason id.
     pub reason_id: Option<i64>,
     /// An open invoice of the account to apply the credit to.
@@ -82,7 +83,7 @@ pub fn add_credit(tx: &Transaction<'_>, c: &NewCredit, now: &str, tz: Tz) -> Res
         &NewAdjustment {
             id: None,
             billing_account_id: c.billing_account_id,
-            occurred_on: c.occurred_on.clone(),
+            occurred_on: c.occurred_on.clone().unwrap_or_else(|| now.to_string()),
             amount: c.amount,
             description: c.description.clone(),
             invoiced: false,

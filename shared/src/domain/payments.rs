@@ -32,8 +32,9 @@ pub struct PaymentDraft {
     pub description: Option<String>,
     /// The payer's reference.
     pub reference: Option<String>,
-    /// When received (date or date-time).
-    pub occurred_on: String,
+    /// When received (date or date-time); `None` means when the payment is recorded: the
+    /// `now` its write transaction read from the tenant clock.
+    pub occurred_on: Option<String>,
     /// One of [`PAYMENT_METHODS`] (default cashPayment).
     pub payment_method: Option<String>,
 }
@@ -41,7 +42,9 @@ pub struct PaymentDraft {
 impl PaymentDraft {
     /// The payment to record. `named` is the account a command is for: an account named in
     /// the payment must then agree with it; without a command the payment must name one.
-    pub fn for_account(&self, named: Option<i64>) -> Result<NewPayment> {
+    /// `now` (a stored instant, read inside the write transaction) dates a draft without
+    /// `occurred_on`.
+    pub fn for_account(&self, named: Option<i64>, now: &str) -> Result<NewPayment> {
         let billing_account_id = match (self.billing_account_id, named) {
             (Some(given), Some(named)) if given != named => {
                 return Err(Error::bad_request(format!(
@@ -61,7 +64,7 @@ impl PaymentDraft {
             amount: self.amount,
             description: self.description.clone(),
             reference: self.reference.clone(),
-            occurred_on: self.occurred_on.clone(),
+            occurred_on: self.occurred_on.clone().unwrap_or_else(|| now.to_string()),
             payment_method: self.payment_method.clone(),
         })
     }
@@ -84,11 +87,14 @@ pub fn payment_for_account(
     tx: &Transaction<'_>,
     source: &PaymentSource,
     account_id: i64,
+    now: &str,
     tz: Tz,
 ) -> Result<i64> {
     match source {
         PaymentSource::Recorded(id) => payment_of_account(tx, *id, account_id),
-        PaymentSource::New(draft) => create_payment(tx, &draft.for_account(Some(account_id))?, tz),
+        PaymentSource::New(draft) => {
+            create_payment(tx, &draft.for_account(Some(account_id), now)?, tz)
+        }
     }
 }
 
@@ -134,7 +140,7 @@ pub fn apply_for_command(
             (*account_id, to)
         }
     };
-    let payment_id = payment_for_account(tx, source, account_id, tz)?;
+    let payment_id = payment_for_account(tx, source, account_id, applied_on, tz)?;
     let applied = apply_payment(tx, payment_id, &to, applied_on)?;
     Ok((payment_id, applied))
 }
@@ -462,24 +468,34 @@ mod tests {
             amount: dec("12.5"),
             description: None,
             reference: None,
-            occurred_on: "2026-03-01".into(),
+            occurred_on: Some("2026-03-01".into()),
             payment_method: None,
         };
+        let now = "2026-03-02T00:00:00.000Z";
         let new = PaymentSource::New(draft(None));
-        let pid = payment_for_account(&tx, &new, a, chrono_tz::UTC).unwrap();
+        let pid = payment_for_account(&tx, &new, a, now, chrono_tz::UTC).unwrap();
         assert_eq!(payment_account(&tx, pid).unwrap(), a);
         let mismatch = PaymentSource::New(draft(Some(b)));
-        let refused = payment_for_account(&tx, &mismatch, a, chrono_tz::UTC);
+        let refused = payment_for_account(&tx, &mismatch, a, now, chrono_tz::UTC);
         assert!(matches!(refused, Err(Error::BadRequest(_))), "{refused:?}");
-        let recorded = payment_for_account(&tx, &PaymentSource::Recorded(pid), b, chrono_tz::UTC);
+        let recorded =
+            payment_for_account(&tx, &PaymentSource::Recorded(pid), b, now, chrono_tz::UTC);
         assert!(
             matches!(recorded, Err(Error::BadRequest(_))),
             "{recorded:?}"
         );
         assert!(
-            draft(None).for_account(None).is_err(),
+            draft(None).for_account(None, now).is_err(),
             "a plain create names its account"
         );
+        // Given, occurred_on is kept; left out, the draft is dated `now`.
+        let dated = draft(None).for_account(Some(a), now).unwrap();
+        assert_eq!(dated.occurred_on, "2026-03-01");
+        let undated = PaymentDraft {
+            occurred_on: None,
+            ..draft(None)
+        };
+        assert_eq!(undated.for_account(Some(a), now).unwrap().occurred_on, now);
     }
 
     #[test]
@@ -494,7 +510,7 @@ mod tests {
             amount: dec("4"),
             description: None,
             reference: None,
-            occurred_on: "2026-03-01".into(),
+            occurred_on: Some("2026-03-01".into()),
             payment_method: None,
         });
         let on_newer = CommandTarget::Invoice(newer);
