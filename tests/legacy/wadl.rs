@@ -4,18 +4,28 @@
 use e2e::legacy::Legacy;
 use quick_xml::events::Event;
 use quick_xml::reader::NsReader;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const WADL_NS: &[u8] = b"http://wadl.dev.java.net/2009/02";
 
-/// (method, path) pairs and representation elements of a WADL document, read with a plain
-/// quick-xml reader (not the code under test).
-fn described(doc: &str) -> (BTreeSet<(String, String)>, Vec<String>, String) {
+/// What a WADL document describes, read with a plain quick-xml reader (not the code under
+/// test): each (method, path) with its query params (name -> default), the representation
+/// elements, and the resources' base.
+pub(crate) struct Described {
+    pub methods: BTreeMap<(String, String), BTreeMap<String, Option<String>>>,
+    pub elements: Vec<String>,
+    pub base: String,
+}
+
+pub(crate) fn described(doc: &str) -> Described {
     let mut reader = NsReader::from_str(doc);
     let mut paths: Vec<String> = Vec::new();
-    let mut out = BTreeSet::new();
-    let mut elements = Vec::new();
-    let mut base = String::new();
+    let mut out = Described {
+        methods: BTreeMap::new(),
+        elements: Vec::new(),
+        base: String::new(),
+    };
+    let mut method: Option<(String, String)> = None;
     loop {
         let (ns, ev) = reader.read_resolved_event().expect("well-formed WADL");
         let empty = matches!(ev, Event::Empty(_));
@@ -30,26 +40,39 @@ fn described(doc: &str) -> (BTreeSet<(String, String)>, Vec<String>, String) {
                         .map(|a| a.unescape_value().unwrap().into_owned())
                 };
                 match e.local_name().as_ref() {
-                    b"resources" => base = get("base").unwrap(),
+                    b"resources" => out.base = get("base").unwrap(),
                     b"resource" => paths.push(get("path").unwrap()),
                     b"method" => {
-                        out.insert((get("name").unwrap(), paths.last().unwrap().clone()));
+                        let key = (get("name").unwrap(), paths.last().unwrap().clone());
+                        out.methods.entry(key.clone()).or_default();
+                        method = Some(key);
                     }
-                    b"representation" => elements.push(get("element").unwrap()),
+                    b"param" if get("style").as_deref() == Some("query") => {
+                        let key = method.clone().expect("a query param inside a method");
+                        out.methods
+                            .entry(key)
+                            .or_default()
+                            .insert(get("name").unwrap(), get("default"));
+                    }
+                    b"representation" => out.elements.push(get("element").unwrap()),
                     _ => {}
                 }
                 if empty && e.local_name().as_ref() == b"resource" {
                     paths.pop();
                 }
             }
-            Event::End(e) if in_wadl && e.local_name().as_ref() == b"resource" => {
-                paths.pop();
-            }
+            Event::End(e) if in_wadl => match e.local_name().as_ref() {
+                b"resource" => {
+                    paths.pop();
+                }
+                b"method" => method = None,
+                _ => {}
+            },
             Event::Eof => break,
             _ => {}
         }
     }
-    (out, elements, base)
+    out
 }
 
 #[tokio::test]
@@ -63,7 +86,12 @@ async fn wadl_matches_the_route_table_and_every_method_is_served() {
         docs.push(r.text().await.unwrap());
     }
     assert_eq!(docs[0], docs[1]);
-    let (methods, elements, base) = described(&docs[0]);
+    let Described {
+        methods,
+        elements,
+        base,
+    } = described(&docs[0]);
+    let methods: BTreeSet<(String, String)> = methods.into_keys().collect();
     assert_eq!(base, format!("{}/t/s/r/1.28/", a.s.base));
     let table: BTreeSet<(String, String)> = legacy::routes::table()
         .iter()

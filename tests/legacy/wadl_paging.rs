@@ -4,59 +4,10 @@
 //! found by asking each described GET for page 2 of size 1, not from the route table, so a
 //! paged route the WADL forgets (as `billingAccounts/{eid}/notes` once was) fails here.
 
+use crate::wadl::described;
 use e2e::billing::send;
 use e2e::legacy::{attr, opt_attr, Legacy};
-use quick_xml::events::Event;
-use quick_xml::reader::NsReader;
 use serde_json::json;
-use std::collections::BTreeMap;
-
-const WADL_NS: &[u8] = b"http://wadl.dev.java.net/2009/02";
-
-/// The query params (name -> default) of each described (method, path), read with a plain
-/// quick-xml reader (not the code under test).
-type Described = BTreeMap<(String, String), BTreeMap<String, Option<String>>>;
-
-fn query_params(doc: &str) -> Described {
-    let mut reader = NsReader::from_str(doc);
-    let mut out: Described = BTreeMap::new();
-    let mut path = String::new();
-    let mut current: Option<(String, String)> = None;
-    loop {
-        let (ns, ev) = reader.read_resolved_event().expect("well-formed WADL");
-        let in_wadl =
-            matches!(ns, quick_xml::name::ResolveResult::Bound(n) if n.as_ref() == WADL_NS);
-        match ev {
-            Event::Start(e) | Event::Empty(e) if in_wadl => {
-                let get = |k: &str| {
-                    e.attributes()
-                        .flatten()
-                        .find(|a| a.key.as_ref() == k.as_bytes())
-                        .map(|a| a.unescape_value().unwrap().into_owned())
-                };
-                match e.local_name().as_ref() {
-                    b"resource" => path = get("path").unwrap(),
-                    b"method" => {
-                        let key = (get("name").unwrap(), path.clone());
-                        out.entry(key.clone()).or_default();
-                        current = Some(key);
-                    }
-                    b"param" if get("style").as_deref() == Some("query") => {
-                        let key = current.clone().expect("a query param inside a method");
-                        out.entry(key)
-                            .or_default()
-                            .insert(get("name").unwrap(), get("default"));
-                    }
-                    _ => {}
-                }
-            }
-            Event::End(e) if in_wadl && e.local_name().as_ref() == b"method" => current = None,
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    out
-}
 
 /// `path` with `{eid}` replaced by the eid of the first object of its collection.
 async fn with_eid(a: &Legacy, path: &str) -> String {
@@ -102,7 +53,7 @@ async fn every_paged_route_describes_page_number_and_page_size() {
             .await
             .unwrap();
     assert_eq!(r.status(), 200);
-    let described = query_params(&r.text().await.unwrap());
+    let described = described(&r.text().await.unwrap()).methods;
     let mut paged = Vec::new();
     for ((method, path), params) in &described {
         let lists_paging = params.contains_key("pageNumber") || params.contains_key("pageSize");
