@@ -646,17 +646,58 @@ pub fn init_tracing(lambda: bool) {
     };
 }
 
-/// Query parameters as a map (the last value wins for repeated names). Malformed encoding
-/// is a 400 in the `{code, message}` shape.
+/// Most parameters in one query string (repeated names count), on every surface: a list
+/// call uses a dozen at most.
+pub const MAX_QUERY_PARAMS: usize = 64;
+/// Longest query parameter name, in characters (the identifier bound).
+pub const MAX_QUERY_NAME_CHARS: usize = crate::domain::MAX_IDENTIFIER_CHARS;
+/// Longest query parameter value once decoded, in characters: the longest filter
+/// ([`crate::query::MAX_FILTER_CHARS`]), so no value a list accepts is cut off by it.
+pub const MAX_QUERY_VALUE_CHARS: usize = crate::query::MAX_FILTER_CHARS;
+
+/// Decodes a query string into a map (the last value wins for repeated names), within
+/// [`MAX_QUERY_PARAMS`], [`MAX_QUERY_NAME_CHARS`] and [`MAX_QUERY_VALUE_CHARS`]; the error
+/// says what is wrong, for each surface to answer in its own shape (400). Every surface's
+/// query extractor reads through it.
+pub fn parse_query(
+    query: &str,
+) -> std::result::Result<std::collections::HashMap<String, String>, String> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query).map_err(|e| format!("malformed query string: {e}"))?;
+    if pairs.len() > MAX_QUERY_PARAMS {
+        return Err(format!(
+            "the query string has {} parameters, at most {MAX_QUERY_PARAMS} are accepted",
+            pairs.len()
+        ));
+    }
+    for (name, value) in &pairs {
+        let shown: String = name.chars().take(64).collect();
+        if name.chars().count() > MAX_QUERY_NAME_CHARS {
+            return Err(format!(
+                "query parameter '{shown}...': a name has at most {MAX_QUERY_NAME_CHARS} characters"
+            ));
+        }
+        let found = value.chars().count();
+        if found > MAX_QUERY_VALUE_CHARS {
+            return Err(format!(
+                "{shown}: at most {MAX_QUERY_VALUE_CHARS} characters, found {found}"
+            ));
+        }
+    }
+    Ok(pairs.into_iter().collect())
+}
+
+/// Query parameters as a map (the last value wins for repeated names), read by
+/// [`parse_query`]: malformed encoding or a bound crossed is a 400 in the `{code, message}`
+/// shape.
 pub struct Params(pub std::collections::HashMap<String, String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or("");
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-            .map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
-        Ok(Params(pairs.into_iter().collect()))
+        parse_query(parts.uri.query().unwrap_or(""))
+            .map(Params)
+            .map_err(ApiError::bad_request)
     }
 }

@@ -112,17 +112,17 @@ fn unsupported(found: &str) -> Fault {
     )
 }
 
-/// Query parameters (the last value wins for a repeated name).
+/// Query parameters (the last value wins for a repeated name), read by
+/// `shared::web::parse_query`: malformed or past its bounds, a 400 `VALIDATION_FAILURE`.
 pub struct Query(pub HashMap<String, String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for Query {
     type Rejection = Fault;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or("");
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-            .map_err(|e| Fault::validation(format!("malformed query string: {e}")))?;
-        Ok(Query(pairs.into_iter().collect()))
+        shared::web::parse_query(parts.uri.query().unwrap_or(""))
+            .map(Query)
+            .map_err(Fault::validation)
     }
 }
 
