@@ -42,19 +42,42 @@ pub fn render(stored: &str, tz: Tz) -> String {
     }
 }
 
+/// Earliest year of a date a client submits (any surface): year 0 and before are refused.
+pub const MIN_YEAR: i32 = 1;
+/// Latest year of a date a client submits: the last of RFC 3339's four-digit years, so every
+/// stored instant keeps its fixed-width text (text order is time order) and renders as RFC
+/// 3339. `9999-12-31` stays usable as "no end".
+pub const MAX_YEAR: i32 = 9999;
+
+/// Whether a submitted calendar day is within [`MIN_YEAR`]..=[`MAX_YEAR`].
+pub fn within_years(d: NaiveDate) -> bool {
+    use chrono::Datelike;
+    (MIN_YEAR..=MAX_YEAR).contains(&d.year())
+}
+
 /// Parses a date-time with an offset (RFC 3339), or a date alone (midnight in `tz`), or a
-/// date-time without offset (local time in `tz`). `None` when it is none of these.
+/// date-time without offset (local time in `tz`). `None` when it is none of these, or when
+/// the date or its UTC instant lies outside years [`MIN_YEAR`]..=[`MAX_YEAR`].
 pub fn parse_date_or_datetime(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
+    parse_unbounded(s, tz).filter(|t| within_years(t.date_naive()))
+}
+
+/// [`parse_date_or_datetime`] without the year bound (the day as written is still checked).
+fn parse_unbounded(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Some(t.with_timezone(&Utc));
+        return within_years(t.date_naive()).then(|| t.with_timezone(&Utc));
     }
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return local_to_utc(d.and_hms_opt(0, 0, 0)?, tz);
+        return within_years(d)
+            .then(|| local_to_utc(d.and_hms_opt(0, 0, 0)?, tz))
+            .flatten();
     }
     for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
-            return local_to_utc(t, tz);
+            return within_years(t.date())
+                .then(|| local_to_utc(t, tz))
+                .flatten();
         }
     }
     None

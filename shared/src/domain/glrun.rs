@@ -182,6 +182,13 @@ fn posting_period(
 /// The exclusive upper bound of a run: a date alone covers that whole day in the ledger's zone.
 fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
     if let Ok(day) = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d") {
+        if !crate::time::within_years(day) {
+            return Err(Error::bad_request(format!(
+                "run_to_date: '{text}' is outside years {:04}..{}",
+                crate::time::MIN_YEAR,
+                crate::time::MAX_YEAR
+            )));
+        }
         let next = day
             .succ_opt()
             .and_then(|d| d.and_hms_opt(0, 0, 0))

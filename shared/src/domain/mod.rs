@@ -228,13 +228,16 @@ pub fn check_currency(field: &str, value: &str) -> Result<()> {
     check_enum(field, value, CURRENCY_CODES)
 }
 
-/// A stored date-time from input text (date or date-time), naming the field when invalid.
+/// A stored date-time from input text (date or date-time), naming the field when invalid
+/// or outside years [`crate::time::MIN_YEAR`]..=[`crate::time::MAX_YEAR`].
 pub fn parse_time(field: &str, value: &str, tz: chrono_tz::Tz) -> Result<String> {
     crate::time::parse_date_or_datetime(value, tz)
         .map(crate::time::to_storage)
         .ok_or_else(|| {
             Error::bad_request(format!(
-                "{field}: '{value}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+                "{field}: '{value}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+                crate::time::MIN_YEAR,
+                crate::time::MAX_YEAR
             ))
         })
 }

@@ -55,19 +55,25 @@ fn calendar_date<'de, D: serde::Deserializer<'de>>(
     let text = String::deserialize(d)?;
     parse_calendar_date(&text).ok_or_else(|| {
         serde::de::Error::custom(format!(
-            "'{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
+            "'{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            crate::time::MIN_YEAR,
+            crate::time::MAX_YEAR
         ))
     })
 }
 
-/// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day.
+/// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day; `None` outside years
+/// [`crate::time::MIN_YEAR`]..=[`crate::time::MAX_YEAR`].
 pub fn parse_calendar_date(text: &str) -> Option<NaiveDate> {
     let t = text.trim();
-    NaiveDate::parse_from_str(t, "%Y-%m-%d").ok().or_else(|| {
-        chrono::DateTime::parse_from_rfc3339(t)
-            .ok()
-            .map(|d| d.date_naive())
-    })
+    NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        .ok()
+        .or_else(|| {
+            chrono::DateTime::parse_from_rfc3339(t)
+                .ok()
+                .map(|d| d.date_naive())
+        })
+        .filter(|d| crate::time::within_years(*d))
 }
 
 /// An accounting year to add to a ledger's calendar, or the body of a year update. The
