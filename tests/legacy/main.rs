@@ -3,6 +3,7 @@
 
 mod account_num;
 mod api;
+mod bounds;
 mod command_clock;
 mod commands;
 mod commands_more;

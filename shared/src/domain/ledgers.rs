@@ -77,6 +77,14 @@ pub struct LedgerFields {
     pub timezone_name: Option<String>,
 }
 
+/// Longest `expected_customer_lifetime`, in months (100 years): a real ledger's is a few
+/// years; a negative one means nothing.
+pub const MAX_CUSTOMER_LIFETIME_MONTHS: i64 = 1200;
+/// Most `billing_account_category_ids` in one body (duplicates count; they collapse when
+/// stored): a tenant has a handful of categories, and the bound keeps a body from turning
+/// into a million lookups.
+pub const MAX_LEDGER_CATEGORIES: usize = 1000;
+
 impl LedgerFields {
     /// 400 for a status, conversion mode or currency no ledger can have (what the list
     /// filters check too). Absent fields are not checked.
@@ -91,6 +99,22 @@ impl LedgerFields {
         ] {
             if let Some(v) = value {
                 super::check_text(field, v)?;
+            }
+        }
+        if let Some(months) = self
+            .expected_customer_lifetime
+            .filter(|m| !(0..=MAX_CUSTOMER_LIFETIME_MONTHS).contains(m))
+        {
+            return Err(Error::bad_request(format!(
+                "expected_customer_lifetime: {months} is out of range 0..{MAX_CUSTOMER_LIFETIME_MONTHS} (months)"
+            )));
+        }
+        if let Some(ids) = &self.billing_account_category_ids {
+            if ids.len() > MAX_LEDGER_CATEGORIES {
+                return Err(Error::bad_request(format!(
+                    "billing_account_category_ids: at most {MAX_LEDGER_CATEGORIES}, found {}",
+                    ids.len()
+                )));
             }
         }
         if let Some(s) = &self.status {

@@ -266,6 +266,7 @@ pub fn check_year_free(
 /// The length rule ([`super::check_text`]) on a year's and its periods' names and
 /// descriptions: [`update_year`] writes them with its own UPDATEs.
 fn check_texts(y: &NewYear) -> Result<()> {
+    check_period_count(y)?;
     let mut texts = vec![
         ("name", Some(&y.name)),
         ("description", y.description.as_ref()),
@@ -282,8 +283,24 @@ fn check_texts(y: &NewYear) -> Result<()> {
     Ok(())
 }
 
+/// Most `accounting-periods` in one year body: a year of daily periods has 366, and a year
+/// may span two; the bound keeps one body from writing an unbounded number of rows.
+pub const MAX_PERIODS_PER_YEAR: usize = 1000;
+
+/// 400 past [`MAX_PERIODS_PER_YEAR`].
+fn check_period_count(y: &NewYear) -> Result<()> {
+    let n = y.accounting_periods.len();
+    if n > MAX_PERIODS_PER_YEAR {
+        return Err(Error::bad_request(format!(
+            "accounting-periods: at most {MAX_PERIODS_PER_YEAR} per year, found {n}"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks caller-given periods: inside the year, each well-formed, in order, not overlapping.
 pub fn check_periods(y: &NewYear) -> Result<()> {
+    check_period_count(y)?;
     let mut previous_end: Option<NaiveDate> = None;
     for (i, p) in y.accounting_periods.iter().enumerate() {
         if p.end_date < p.start_date {

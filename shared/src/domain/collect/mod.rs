@@ -100,6 +100,9 @@ pub const PLATFORM_OPERATIONS: &[PlatformOperation] = &[
 ];
 /// Longest accepted overlap_fetch_time: 31 days, in seconds.
 pub const MAX_OVERLAP_SECONDS: i64 = 31 * 24 * 3600;
+/// Most names in one run's `collector_operations` (duplicates count): a catalogue holds a
+/// handful of collectors and the platform five operations.
+pub const MAX_OPERATIONS: usize = 100;
 
 /// The body of `POST /collector-runs`.
 #[derive(Debug, Clone, Deserialize)]
@@ -186,6 +189,12 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
              (name platform operations such as INSERT_SERVICES in collector_operations)"
                 .into(),
         ));
+    }
+    if r.collector_operations.len() > MAX_OPERATIONS {
+        return Err(Error::bad_request(format!(
+            "collector_operations: at most {MAX_OPERATIONS} names, found {}",
+            r.collector_operations.len()
+        )));
     }
     let mut chosen: Vec<(String, String)> = Vec::new();
     for name in &r.collector_operations {
