@@ -712,8 +712,10 @@ def revenue_doc():
         "conversion_currency": null(cur), "chart_of_account_id": null(INT64),
         "rule_set_id": null(INT64), "run_mode_actuals_id": null(INT64),
         "conversion_rate_set_id": null(STR), "currency_exchange_version": null(STR),
-        "billing_account_category_ids": null(arr(INT64)),
-        "expected_customer_lifetime": null(INT64), "create_zero_amount_entries": null(BOOL),
+        "billing_account_category_ids": null(arr(INT64, maxItems=1000)),
+        "expected_customer_lifetime": null({**INT64, "minimum": 0, "maximum": 1200,
+                                            "description": "Months."}),
+        "create_zero_amount_entries": null(BOOL),
         "timezone_name": null({**STR, "description": "IANA zone; a new ledger without one "
                                "takes the tenant's zone."}),
     }, required=(), description="Ledger fields. POST needs name (status and id are ignored); "
@@ -729,7 +731,7 @@ def revenue_doc():
         "id": null({**INT64, "description": "PUT: when given, must equal the path's yid "
                     "(POST ignores it). Other members an AccountingYear renders are ignored."}),
         "name": STR, "description": null(STR), "start_date": DATE, "end_date": DATE,
-        "accounting-periods": arr(ref("NewAccountingPeriod")),
+        "accounting-periods": arr(ref("NewAccountingPeriod"), maxItems=1000),
     }, required=("name", "start_date", "end_date"))
     history = obj({"id": INT64, "open": BOOL, "start_date": DT, "end_date": null(DT)})
     gl_run = obj({
@@ -753,7 +755,7 @@ def revenue_doc():
         "data_fetch_to_date": null(DT), "overlap_fetch_time": INT64,
     })
     new_collector_run = obj({
-        "type": e("AUTO", "MANUAL"), "collector_operations": arr(STR),
+        "type": e("AUTO", "MANUAL"), "collector_operations": arr(STR, maxItems=100),
         "data_fetch_from_date": null(STR), "data_fetch_to_date": null(STR),
         "overlap_fetch_time": {"type": "integer", "minimum": 0, "maximum": 2678400},
     }, required=("type",))
