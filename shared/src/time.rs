@@ -49,6 +49,9 @@ pub const MIN_YEAR: i32 = 1;
 /// 3339. `9999-12-31` stays usable as "no end".
 pub const MAX_YEAR: i32 = 9999;
 
+/// The stored text of the last instant a submitted date can reach (see [`MAX_YEAR`]).
+pub const LATEST_STORED: &str = "9999-12-31T23:59:59.999Z";
+
 /// Whether a submitted calendar day is within [`MIN_YEAR`]..=[`MAX_YEAR`].
 pub fn within_years(d: NaiveDate) -> bool {
     use chrono::Datelike;

@@ -151,3 +151,34 @@ async fn query_strings_are_bounded() {
     let sixty_four: String = (0..63).map(|i| format!("p{i}=1&")).collect();
     c.paged(&format!("/ledgers?{sixty_four}page_size=1")).await;
 }
+
+/// `run_to_date` `9999-12-31` ("no end") covers everything: its exclusive bound (the next
+/// midnight in the ledger's zone) is in year 10000, which the run used to store as
+/// `+10000-...`, a text sorting before every date, so the run posted nothing.
+#[tokio::test]
+async fn a_ledger_run_to_the_last_day_posts_like_a_run_to_any_later_date() {
+    let s = TestServer::start().await;
+    let mut entries = Vec::new();
+    for (name, to) in [("near", "2100-01-01"), ("last", "9999-12-31")] {
+        let c = Rev::new(&s, name, "demo").await;
+        c.collect(json!({"type": "AUTO", "collector_operations": [],
+            "data_fetch_from_date": "2000-01-01T00:00:00Z",
+            "data_fetch_to_date": "2099-12-31T00:00:00Z", "overlap_fetch_time": 0}))
+            .await;
+        let run = c
+            .gl_run(json!({"gl_run_mode_id": 1, "ledger_id": 1, "run_to_date": to}))
+            .await;
+        assert!(
+            run["run_to_date"]
+                .as_str()
+                .is_some_and(|t| !t.starts_with('+')),
+            "{run}"
+        );
+        let (_, total, _, _) = c
+            .paged(&format!("/glruns/{}/journal-entries", run["id"]))
+            .await;
+        entries.push(total);
+    }
+    assert!(entries[0] > 0, "the demo data posts entries: {entries:?}");
+    assert_eq!(entries[0], entries[1], "{entries:?}");
+}

@@ -193,8 +193,15 @@ fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
             .succ_opt()
             .and_then(|d| d.and_hms_opt(0, 0, 0))
             .and_then(|t| ledger_tz.from_local_datetime(&t).earliest())
-            .ok_or_else(|| Error::bad_request(format!("run_to_date: '{text}' is out of range")))?;
-        return Ok(to_storage(next.with_timezone(&chrono::Utc)));
+            .ok_or_else(|| Error::bad_request(format!("run_to_date: '{text}' is out of range")))?
+            .with_timezone(&chrono::Utc);
+        // The end of 9999-12-31 lies in year 10000, which no stored text names (its `+10000`
+        // sorts before every stored instant, so such a run posted nothing): the bound is then
+        // the last instant a stored text can name, past every stored date.
+        if !crate::time::within_years(next.date_naive()) {
+            return Ok(crate::time::LATEST_STORED.to_string());
+        }
+        return Ok(to_storage(next));
     }
     super::parse_time("run_to_date", text, ledger_tz)
 }
