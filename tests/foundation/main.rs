@@ -3,6 +3,7 @@
 //! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
 //! clock, fault injection, request journal).
 
+mod bounds;
 mod clock;
 mod faults;
 mod journal;
