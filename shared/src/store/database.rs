@@ -442,6 +442,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_wal_past_the_threshold_is_checkpointed_off_the_write_path() {
+        let dir = std::env::temp_dir().join(format!("wal-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("t.db");
+        let db = Database::open(
+            &path,
+            |c| Ok(c.execute_batch("CREATE TABLE t (x BLOB)")?),
+            None,
+        )
+        .expect("open");
+        let autocheckpoint = |db: &Database| -> i64 {
+            // the writer's own automatic checkpoint is off
+            lock(&db.inner.writer)
+                .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+                .expect("pragma")
+        };
+        assert_eq!(autocheckpoint(&db), 0);
+        // about 1,300 pages of 4 KiB in one commit: past the threshold
+        let size = 5 * 1024 * 1024;
+        db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (zeroblob(?1))", [size])?))
+            .expect("write");
+        // the database file holds the rows only once a checkpoint copied them there
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) < size as u64 {
+            assert!(Instant::now() < deadline, "no checkpoint within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let rows: i64 = db
+            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .expect("read");
+        assert_eq!(rows, 1);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn every_write_retires_what_the_memo_kept() {
         let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("dir");
