@@ -14,6 +14,19 @@
 //!   and nothing is remembered.
 //! - The memo keeps the entries of one version, at most [`MAX_MEMO_ENTRIES`]; a full memo
 //!   is emptied rather than managed (a read that misses is only as slow as without memo).
+//!
+//! WAL checkpoints (issue 14, local mode): SQLite's automatic checkpoint runs on the writer
+//! right after the commit that takes the WAL past 1000 pages, so one write in every few
+//! dozen also copied the WAL into the database file and synced both before its answer.
+//! Here the writer's automatic checkpoint is off and a WAL hook records how many pages each
+//! commit left in the WAL (the file's size says nothing: SQLite rewrites a checkpointed WAL
+//! from its start without shrinking it). After a write, a WAL of [`CHECKPOINT_PAGES`] or
+//! more starts a PASSIVE checkpoint on a read connection in a thread of its own (one at a
+//! time per database), which never blocks the writer or readers. A WAL of
+//! [`INLINE_CHECKPOINT_PAGES`] (the background one cannot keep up, or readers keep it from
+//! finishing) is checkpointed on the writer again, so the WAL stays bounded. What a
+//! crash may lose is unchanged: see "Durability" in docs/storage.md. S3 mode keeps SQLite's
+//! own checkpoints (its writes wait for S3, not for the disk).
 
 use super::replica::{self, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
@@ -22,7 +35,7 @@ use rusqlite::{Connection, Transaction};
 use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -31,6 +44,25 @@ const MAX_IDLE_READERS: usize = 4;
 
 /// Most answers the memo keeps (see the module doc).
 const MAX_MEMO_ENTRIES: usize = 512;
+
+/// WAL pages that start a background checkpoint: SQLite's own automatic threshold.
+const CHECKPOINT_PAGES: i32 = 1000;
+
+/// WAL pages at which the writer checkpoints itself again (see the module doc).
+const INLINE_CHECKPOINT_PAGES: i32 = 16 * CHECKPOINT_PAGES;
+
+thread_local! {
+    /// Pages in the WAL after the last commit on this thread's writer connection, as the WAL
+    /// hook reports them (the hook is a plain function, so it reports through the thread
+    /// that committed; -1: no commit reported).
+    static WAL_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(-1) };
+}
+
+/// The writer's WAL hook: records the pages the commit left in the WAL.
+fn record_wal_pages(_: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.with(|p| p.set(pages));
+    Ok(())
+}
 
 /// A local or replicated SQLite database. Cloning shares it.
 #[derive(Clone)]
@@ -46,6 +78,8 @@ struct Inner {
     /// Bumped after every write and catch-up (see the module doc).
     version: AtomicU64,
     memo: Mutex<Memo>,
+    /// Whether a background WAL checkpoint is running (local mode; see the module doc).
+    checkpointing: AtomicBool,
 }
 
 /// Answers kept for one version of the database, by key.
@@ -72,6 +106,11 @@ impl Database {
         if let Some(r) = &replica {
             capture::install(&writer)?;
             r.catch_up(&mut writer)?;
+        } else {
+            // Checkpoints run off the write path (see the module doc). The pragma replaces the
+            // WAL hook, so it comes first.
+            writer.pragma_update(None, "wal_autocheckpoint", 0)?;
+            writer.wal_hook(Some(record_wal_pages));
         }
         Ok(Database {
             inner: Arc::new(Inner {
@@ -81,6 +120,7 @@ impl Database {
                 replica,
                 version: AtomicU64::new(0),
                 memo: Mutex::new(Memo::default()),
+                checkpointing: AtomicBool::new(false),
             }),
         })
     }
@@ -100,6 +140,7 @@ impl Database {
     ) -> Result<T> {
         let Some(replica) = &self.inner.replica else {
             let mut conn = lock(&self.inner.writer);
+            WAL_PAGES.with(|p| p.set(-1));
             let out = (|| {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -115,6 +156,7 @@ impl Database {
             })();
             // Under the writer lock, before the write is acknowledged: retires the memo.
             self.bump();
+            self.checkpoint_if_due(&conn);
             return out;
         };
         // One deadline for the whole write, the wait for the writer lock included: a write
@@ -170,6 +212,49 @@ impl Database {
             pool.push(conn);
         }
         out
+    }
+
+    /// Local mode, after a write, under the writer lock: starts a background checkpoint when
+    /// the commit left [`CHECKPOINT_PAGES`] or more in the WAL, or checkpoints on the writer
+    /// at [`INLINE_CHECKPOINT_PAGES`] (see the module doc). A failed checkpoint loses nothing
+    /// (the WAL still holds every commit) and is tried again after a later write, so it is
+    /// only logged.
+    fn checkpoint_if_due(&self, writer: &Connection) {
+        let pages = WAL_PAGES.with(|p| p.replace(-1));
+        if pages >= INLINE_CHECKPOINT_PAGES {
+            if let Err(e) = checkpoint(writer) {
+                tracing::warn!(error = %e, "WAL checkpoint on the writer failed");
+            }
+            return;
+        }
+        if pages < CHECKPOINT_PAGES || self.inner.checkpointing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let db = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("wal-checkpoint".into())
+            .spawn(move || {
+                let done = (|| {
+                    let conn = match lock(&db.inner.readers).pop() {
+                        Some(c) => c,
+                        None => sqlite::open(&db.inner.path)?,
+                    };
+                    let done = checkpoint(&conn);
+                    let mut pool = lock(&db.inner.readers);
+                    if pool.len() < MAX_IDLE_READERS {
+                        pool.push(conn);
+                    }
+                    done
+                })();
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "background WAL checkpoint failed");
+                }
+                db.inner.checkpointing.store(false, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            self.inner.checkpointing.store(false, Ordering::SeqCst);
+            tracing::warn!(error = %e, "could not start a WAL checkpoint thread");
+        }
     }
 
     /// Marks a change of the database's content: memo entries made before are retired.
@@ -326,6 +411,13 @@ impl Database {
     }
 }
 
+/// A PASSIVE checkpoint: copies what it can of the WAL into the database file without
+/// waiting for readers or the writer.
+fn checkpoint(conn: &Connection) -> Result<()> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+    Ok(())
+}
+
 /// Locks `m`, waiting at most until `deadline` (`None` then). Polls: std's mutex has no timed
 /// lock, and a write waits at most a few milliseconds longer than necessary.
 fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
@@ -348,6 +440,42 @@ fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wal_past_the_threshold_is_checkpointed_off_the_write_path() {
+        let dir = std::env::temp_dir().join(format!("wal-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("t.db");
+        let db = Database::open(
+            &path,
+            |c| Ok(c.execute_batch("CREATE TABLE t (x BLOB)")?),
+            None,
+        )
+        .expect("open");
+        let autocheckpoint = |db: &Database| -> i64 {
+            // the writer's own automatic checkpoint is off
+            lock(&db.inner.writer)
+                .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+                .expect("pragma")
+        };
+        assert_eq!(autocheckpoint(&db), 0);
+        // about 1,300 pages of 4 KiB in one commit: past the threshold
+        let size = 5 * 1024 * 1024;
+        db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (zeroblob(?1))", [size])?))
+            .expect("write");
+        // the database file holds the rows only once a checkpoint copied them there
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) < size as u64 {
+            assert!(Instant::now() < deadline, "no checkpoint within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let rows: i64 = db
+            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .expect("read");
+        assert_eq!(rows, 1);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn every_write_retires_what_the_memo_kept() {

@@ -22,6 +22,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("migrations/0005_ids_and_commands.sql"),
     ),
     ("0006_sandbox", include_str!("migrations/0006_sandbox.sql")),
+    (
+        "0007_usage_pair_index",
+        include_str!("migrations/0007_usage_pair_index.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

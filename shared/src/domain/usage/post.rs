@@ -52,14 +52,15 @@ pub fn simulate(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkO
 }
 
 /// A validated event.
-struct Parsed {
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    srid: String,
-    uom: String,
-    amount: Decimal,
-    reference_id: Option<String>,
-    sequence_id: Option<String>,
+#[derive(Debug)]
+pub(super) struct Parsed {
+    pub(super) start: DateTime<Utc>,
+    pub(super) end: DateTime<Utc>,
+    pub(super) srid: String,
+    pub(super) uom: String,
+    pub(super) amount: Decimal,
+    pub(super) reference_id: Option<String>,
+    pub(super) sequence_id: Option<String>,
 }
 
 impl Parsed {
@@ -88,8 +89,8 @@ struct ServiceRef {
 struct Caches {
     services: HashMap<String, std::result::Result<Vec<ServiceRef>, Erred>>,
     plans: RatePlans,
-    /// Billing periods per service: (start, end, id), stored text.
-    periods: HashMap<i64, Vec<(String, String, i64)>>,
+    /// The billing period holding a start (stored text) per service, or none.
+    periods: HashMap<(i64, String), Option<i64>>,
     /// Stored pending charges per billing account: they change only at the end of the call
     /// ([`add_to_pending_charges`]), so one read per account serves every event.
     pending_totals: HashMap<i64, Decimal>,
@@ -152,18 +153,94 @@ fn process(
     })
 }
 
+/// The fields of one submitted event, as raw JSON borrowed from the request: read in one
+/// pass into fixed slots (no per-field map), the first unknown name kept for the error. A
+/// repeated name keeps its last value, as a JSON object read into a map would.
+#[derive(Default)]
+struct EventFields<'a> {
+    /// By position in [`EVENT_FIELDS`].
+    slots: [Option<&'a RawValue>; EVENT_FIELDS.len()],
+    unknown: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for EventFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
+    type Value = EventFields<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a usage event object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut fields = EventFields::default();
+        while let Some(key) = map.next_key::<FieldName>()? {
+            let value: &'de RawValue = map.next_value()?;
+            match key {
+                FieldName::Known(i) => fields.slots[i] = Some(value),
+                FieldName::Unknown(name) => {
+                    fields.unknown.get_or_insert(name);
+                }
+            }
+        }
+        Ok(fields)
+    }
+}
+
+/// A key of a submitted event: its position in [`EVENT_FIELDS`], or the unknown name.
+enum FieldName {
+    Known(usize),
+    Unknown(String),
+}
+
+impl<'de> serde::Deserialize<'de> for FieldName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = FieldName;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<FieldName, E> {
+                Ok(match EVENT_FIELDS.iter().position(|f| *f == v) {
+                    Some(i) => FieldName::Known(i),
+                    None => FieldName::Unknown(v.to_string()),
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'a> EventFields<'a> {
+    /// The value of `name` (one of [`EVENT_FIELDS`]) unless absent or null.
+    fn present(&self, name: &str) -> Option<&'a RawValue> {
+        let i = EVENT_FIELDS.iter().position(|f| *f == name)?;
+        self.slots[i].filter(|v| v.get() != "null")
+    }
+}
+
 /// Validates one submitted event.
-fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed, Erred> {
+pub(super) fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed, Erred> {
     let invalid = |m: String| (ErredCode::InvalidField, m);
-    let fields: HashMap<String, Box<RawValue>> = serde_json::from_str(raw.get())
+    let fields: EventFields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| invalid("a usage event must be a JSON object".into()))?;
-    if let Some(unknown) = fields.keys().find(|k| !EVENT_FIELDS.contains(&k.as_str())) {
+    if let Some(unknown) = &fields.unknown {
         return Err(invalid(format!(
             "unknown field '{unknown}'; a usage event has {}",
             EVENT_FIELDS.join(", ")
         )));
     }
-    let present = |name: &str| fields.get(name).filter(|v| v.get() != "null");
+    let present = |name: &str| fields.present(name);
     let required = |name: &str| {
         present(name).ok_or_else(|| (ErredCode::MissingField, format!("{name} is required")))
     };
@@ -463,17 +540,20 @@ struct LiveEvent {
     total_charge: Decimal,
 }
 
+/// The live event of a pair. The CASE is usage_events_pair's third key (migration 0007),
+/// written the same so that SQLite looks the event up through the whole index key.
+pub(super) const LIVE_EVENT_SQL: &str =
+    "SELECT id, overwrite_counter, billing_account_id, total_charge FROM usage_events
+     WHERE reference_id = ?1 AND sequence_id = ?2
+       AND (CASE WHEN voided = 0 THEN 0 ELSE id END) = 0";
+
 fn live_event(
     tx: &Transaction<'_>,
     reference_id: &str,
     sequence_id: &str,
 ) -> Result<Option<LiveEvent>> {
     Ok(tx
-        .prepare_cached(
-            "SELECT id, overwrite_counter, billing_account_id, total_charge FROM usage_events
-             WHERE reference_id = ?1 AND sequence_id = ?2 AND voided = 0
-             ORDER BY id DESC LIMIT 1",
-        )?
+        .prepare_cached(LIVE_EVENT_SQL)?
         .query_row([reference_id, sequence_id], |r| {
             Ok(LiveEvent {
                 id: r.get(0)?,
@@ -589,28 +669,29 @@ fn load_services(
     Ok(Ok(active))
 }
 
-/// The billing period of a service holding `at` (stored text); periods load once per call.
+/// The billing period of a service holding `at` (stored text): the latest starting at or
+/// before `at` that ends after it. One indexed lookup (service_periods_service) per service
+/// and start, remembered for the call: a service may have years of periods, and a call
+/// rarely needs more than a few of them.
 fn service_period(
     tx: &Transaction<'_>,
     caches: &mut Caches,
     service_id: i64,
     at: &str,
 ) -> Result<Option<i64>> {
-    let periods = match caches.periods.entry(service_id) {
-        Entry::Occupied(e) => e.into_mut(),
-        Entry::Vacant(e) => e.insert(
-            tx.prepare_cached(
-                "SELECT start_date, end_date, id FROM service_periods WHERE service_id = ?1
-                 ORDER BY start_date DESC",
-            )?
-            .query_map([service_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?,
-        ),
-    };
-    Ok(periods
-        .iter()
-        .find(|(start, end, _)| start.as_str() <= at && at < end.as_str())
-        .map(|(_, _, id)| *id))
+    if let Some(found) = caches.periods.get(&(service_id, at.to_string())) {
+        return Ok(*found);
+    }
+    let found = tx
+        .prepare_cached(
+            "SELECT id FROM service_periods
+             WHERE service_id = ?1 AND start_date <= ?2 AND ?2 < end_date
+             ORDER BY start_date DESC LIMIT 1",
+        )?
+        .query_row(params![service_id, at], |r| r.get(0))
+        .optional()?;
+    caches.periods.insert((service_id, at.to_string()), found);
+    Ok(found)
 }
 
 /// Adds `delta` (exactly) to a billing account's pending charges.

@@ -226,3 +226,106 @@ fn the_answer_of_a_post_is_exactly_the_events_read_back() {
         );
     }
 }
+
+#[test]
+fn the_database_keeps_one_live_event_per_pair_and_posting_finds_it_through_the_index() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    post(
+        &tx,
+        &request("FAIL_ON_EXISTING", json!([hours(1, "2026-02-01")])),
+        tz(),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = post(
+            &tx,
+            &request("OVERWRITE_ON_EXISTING", json!([hours(2, "2026-02-01")])),
+            tz(),
+        )
+        .unwrap();
+        assert_eq!(out.rated_events.len(), 1);
+    }
+    let (live, voided): (i64, i64) = tx
+        .query_row(
+            "SELECT SUM(voided = 0), SUM(voided = 1) FROM usage_events
+             WHERE reference_id = 'ref-1' AND sequence_id = '1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((live, voided), (1, 2));
+    // a second live event of the pair is refused by the database itself
+    let copy = "INSERT INTO usage_events (request_id, service_resource_identifier, start_time,
+            end_time, usage_uom, usage_amount, reference_id, sequence_id, total_charge,
+            voided, created_at)
+        SELECT request_id, service_resource_identifier, start_time, end_time, usage_uom,
+            usage_amount, reference_id, sequence_id, total_charge, ?1, created_at
+        FROM usage_events WHERE reference_id = 'ref-1' LIMIT 1";
+    let refused = tx.execute(copy, [0]).unwrap_err().to_string();
+    assert!(refused.contains("UNIQUE"), "{refused}");
+    // voided ones, and events without both ids, never collide
+    tx.execute(copy, [1]).unwrap();
+    tx.execute(copy, [1]).unwrap();
+    tx.execute_batch(
+        "INSERT INTO usage_events (request_id, service_resource_identifier, start_time,
+            end_time, usage_uom, usage_amount, reference_id, total_charge, created_at)
+         VALUES ('r', 's', 't', 't', 'HOUR', '1', 'ref-2', '0', 't'),
+                ('r', 's', 't', 't', 'HOUR', '1', 'ref-2', '0', 't')",
+    )
+    .unwrap();
+    let plan: String = tx
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN {}",
+            super::post::LIVE_EVENT_SQL
+        ))
+        .unwrap()
+        .query_map(["ref-1", "1"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .unwrap()
+        .join("; ");
+    assert!(
+        plan.contains("usage_events_pair (reference_id=? AND sequence_id=? AND <expr>=?)"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn an_event_is_read_field_by_field_in_one_pass() {
+    let parse = |text: &str| {
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text).unwrap();
+        super::post::parse_event(&raw, tz())
+    };
+    // a key written with an escape is the same key; a repeated key keeps its last value;
+    // null is absent
+    let ev = parse(
+        r#"{"service_resource_identifier": "a", "usage\u005fuom": "HOUR", "usage_amount": 1,
+            "usage_amount": 2, "start_time": "2026-02-01", "reference_id": null}"#,
+    )
+    .unwrap();
+    assert_eq!((ev.uom.as_str(), ev.amount), ("HOUR", Decimal::from(2)));
+    assert_eq!(ev.reference_id, None);
+    let (code, message) = parse(r#"{"usage_uom": "HOUR", "colour": 1, "size": 2}"#).unwrap_err();
+    assert_eq!(code, ErredCode::InvalidField);
+    assert!(
+        message.starts_with("unknown field 'colour'; a usage event has"),
+        "{message}"
+    );
+    let (code, message) = parse(r#"{"usage_uom": "HOUR"}"#).unwrap_err();
+    assert_eq!(
+        (code, message.as_str()),
+        (ErredCode::MissingField, "start_time is required")
+    );
+    for not_an_object in ["42", "[1]", "\"x\"", "null"] {
+        let (code, message) = parse(not_an_object).unwrap_err();
+        assert_eq!(
+            (code, message.as_str()),
+            (
+                ErredCode::InvalidField,
+                "a usage event must be a JSON object"
+            ),
+            "{not_an_object}"
+        );
+    }
+}
