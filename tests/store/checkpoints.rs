@@ -3,8 +3,10 @@
 //! credentials; refusals in the admin API's shape), and across S3-mode environments on one
 //! bucket in moto, one of them its own OS process (`s3_server`): a restore made in one is
 //! seen by the next read in the other; a fork made in one is usable from the other; a cold
-//! environment starts from the restored state; a fork's base snapshot, named by its first
-//! log entry, survives compaction.
+//! environment starts from the restored state; a fork copies nothing (its first log entry
+//! names the checkpoint's file, which it holds): it survives the deletion of the checkpoint
+//! and of its source, replays from that file when its snapshots are gone, and the file goes
+//! with the last fork that holds it.
 
 use e2e::s3::Moto;
 use e2e::{TestServer, ADMIN_KEY};
@@ -438,6 +440,19 @@ async fn checkpoint_refusals_in_the_admin_shape() {
     assert_eq!(tenants.as_array().map(Vec::len), Some(2), "{tenants}");
 }
 
+/// The body of bucket key `key` (as moto lists it, with the prefix).
+async fn object(s3: &shared::store::S3Config, key: &str) -> Vec<u8> {
+    let (s3, key) = (s3.clone(), key.to_string());
+    tokio::task::spawn_blocking(move || {
+        let bucket = shared::store::s3::Bucket::connect(s3).expect("client");
+        bucket
+            .get(key.strip_prefix("sandbox/").expect("prefix"))
+            .expect("get")
+    })
+    .await
+    .expect("join")
+}
+
 #[tokio::test]
 async fn restores_and_forks_cross_s3_environments() {
     let moto = Moto::start();
@@ -524,15 +539,24 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(b.basic_status(user, password).await, 401);
     let fork_password = fork["basic"]["password"].as_str().expect("password");
     assert_eq!(b.basic_status(user, fork_password).await, 200);
-    // The fork's history is its own: entry 1 is a restore naming the fork's base, a copy
-    // S3 made of the checkpoint, which is also its snapshot 1 (one object, one copy).
+    // The fork copies nothing: its entry 1 is a restore naming the checkpoint's own file,
+    // which the fork holds with a marker beside it.
     let fork_keys =
         |prefix: &str| moto.keys("checkpoints", &format!("sandbox/tenants/{fid}/{prefix}"));
-    let base = format!("sandbox/tenants/{fid}/snapshots/{:020}.base.db", 1);
-    assert_eq!(fork_keys("snapshots/"), vec![base]);
+    assert!(fork_keys("snapshots/").is_empty(), "{:?}", fork_keys(""));
     assert!(fork_keys("restores/").is_empty());
     let first = fork_keys("log/");
     assert_eq!(first.len(), 2, "the restore entry and B's write");
+    let entry: Value = serde_json::from_slice(&object(&s3, &first[0]).await).expect("json");
+    let file = entry["restore"]["object"]
+        .as_str()
+        .expect("object")
+        .to_string();
+    assert_eq!(entry["restore"]["owner"], json!(format!("tenants/{gid}")));
+    assert!(file.starts_with("checkpoints/files/"), "{entry}");
+    let file_key = format!("sandbox/tenants/{gid}/{file}");
+    let marker = format!("{file_key}.refs/tenants/{fid}");
+    assert!(tenant_keys("checkpoints/files/").contains(&marker));
 
     // A checkpoint deleted in B: A cannot restore it (404); the restores made from it keep
     // their own copies (the log still names existing objects) and the fork reads on.
@@ -556,10 +580,42 @@ async fn restores_and_forks_cross_s3_environments() {
         "a new environment, after the deletion"
     );
     assert_eq!(d.relations(&fkey).await, 3);
+
+    // The checkpoint is gone but its file is not: the fork holds it. Deleting the source
+    // tenant keeps it too; a cold environment then loads the fork from it.
+    assert!(tenant_keys("checkpoints/files/").contains(&file_key));
+    let (status, _) = b
+        .admin(Method::DELETE, &format!("/tenants/{gid}"), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        tenant_keys("checkpoints/"),
+        vec![file_key.clone(), marker.clone()],
+        "only the held file and its marker are left of the source"
+    );
+    let (e_base, _e, _e_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let e = Api::new(&e_base);
+    assert_eq!(
+        e.relations(&fkey).await,
+        3,
+        "the fork, cold, after its source's deletion"
+    );
+    e.add_relation(&fkey, "CUSTOM_A").await;
+    assert_eq!(a.relations(&fkey).await, 4);
+    // The last holder lets go: deleting the fork deletes the file and its marker.
+    let (status, _) = e
+        .admin(Method::DELETE, &format!("/tenants/{fid}"), None)
+        .await;
+    assert_eq!(status, 204);
+    assert!(
+        tenant_keys("checkpoints/").is_empty(),
+        "{:?}",
+        tenant_keys("")
+    );
 }
 
 #[test]
-fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
+fn a_fork_replays_from_its_source_file_after_compaction_and_the_source_deletion() {
     let moto = Moto::start();
     let mut config = moto.bucket("fork-base");
     config.compact_every = 2;
@@ -572,25 +628,24 @@ fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
         e2e::s3::try_insert_reason(&a, &fork.id, name).expect("fork write");
     }
     let snapshots = format!("sandbox/tenants/{}/snapshots/", fork.id);
-    let base = format!("{snapshots}{:020}.base.db", 1);
     // Compaction runs in the background after the write that made it due.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let keys = loop {
         let keys = moto.keys("fork-base", &snapshots);
-        if keys.len() >= 2 || std::time::Instant::now() > deadline {
+        if !keys.is_empty() || std::time::Instant::now() > deadline {
             break keys;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    assert_eq!(keys.len(), 2, "the base and the newest snapshot: {keys:?}");
-    assert!(keys.contains(&base), "{keys:?}");
+    assert_eq!(keys.len(), 1, "the fork's own snapshot: {keys:?}");
     let expected = vec!["f-1", "f-2", "f-3", "seeded"];
     assert_eq!(e2e::s3::reason_names(&a, &fork.id), expected);
-    // A cold start takes the newest snapshot; with only the base left it takes the base.
+    // A cold start takes the snapshot; without it, the log from entry 1, which names the
+    // source's checkpoint file.
     let (b, _b_dir) = e2e::s3::open_store(&config);
     assert_eq!(e2e::s3::reason_names(&b, &fork.id), expected);
-    for key in keys.iter().filter(|k| **k != base) {
-        let bucket = shared::store::s3::Bucket::connect(config.clone()).expect("client");
+    let bucket = shared::store::s3::Bucket::connect(config.clone()).expect("client");
+    for key in &keys {
         bucket
             .delete(key.strip_prefix("sandbox/").expect("prefix"))
             .expect("delete");
@@ -598,4 +653,24 @@ fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
     let (c, _c_dir) = e2e::s3::open_store(&config);
     assert_eq!(e2e::s3::reason_names(&c, &fork.id), expected);
     assert_eq!(e2e::s3::reason_names(&c, &golden.id), vec!["seeded"]);
+    // The source goes (its checkpoint with it); the file the fork names stays, held.
+    a.tombstone_tenant(&golden.id).expect("tombstone");
+    a.registry().delete(&golden.id).expect("unregister");
+    a.drop_tenant_db(&golden.id).expect("erase");
+    let held = moto.keys(
+        "fork-base",
+        &format!("sandbox/tenants/{}/checkpoints/", golden.id),
+    );
+    assert_eq!(held.len(), 2, "the file and the fork's marker: {held:?}");
+    let (d, _d_dir) = e2e::s3::open_store(&config);
+    assert_eq!(e2e::s3::reason_names(&d, &fork.id), expected);
+    // A fork of the deleted source's checkpoint is refused, and leaves nothing behind.
+    assert!(a.fork_tenant(&golden, "cp", "late").is_err());
+    assert_eq!(
+        moto.keys(
+            "fork-base",
+            &format!("sandbox/tenants/{}/checkpoints/", golden.id)
+        ),
+        held
+    );
 }

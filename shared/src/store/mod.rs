@@ -327,7 +327,7 @@ impl Store {
         lock(&self.inner.open).remove(tenant_id);
         self.inner.registry.forget(tenant_id);
         let erased = match self.tenant_replica(tenant_id) {
-            Some(r) => r.erase(&self.inner.files_dir),
+            Some(r) => self.erase_tenant_objects(&r),
             None => Ok(()),
         };
         replica::remove_database_files(&self.tenant_path(tenant_id))?;
