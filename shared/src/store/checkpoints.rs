@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Longest checkpoint name accepted.
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = crate::names::MAX_LEN;
 /// Most checkpoints one tenant may keep (delete one to make room).
 pub const MAX_CHECKPOINTS: usize = 100;
 
@@ -72,22 +72,19 @@ impl From<Manifest> for Checkpoint {
     }
 }
 
-/// Checks a checkpoint name: 1 to 64 of `A-Z a-z 0-9 - _ .`, starting with a letter or
-/// digit (it becomes part of a file name and an S3 key).
+/// Checks a checkpoint name: [`crate::names::is_plain`], starting with a letter or digit
+/// (it becomes part of a file name and an S3 key).
 pub fn check_name(name: &str) -> Result<()> {
-    let ok = name.len() <= MAX_NAME_LEN
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    if crate::names::is_plain(name) && starts_well {
         Ok(())
     } else {
         Err(Error::bad_request(format!(
-            "checkpoint name must be 1 to {MAX_NAME_LEN} characters of A-Z, a-z, 0-9, '-', '_' or '.', starting with a letter or digit"
+            "checkpoint name must be {}, starting with a letter or digit",
+            crate::names::RULE
         )))
     }
 }
