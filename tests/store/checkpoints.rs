@@ -101,8 +101,8 @@ impl Api {
         v.as_array().expect("a list").len() as u64
     }
 
-    /// Adds one relation of `kind` for the tenant of `key`.
-    async fn add_relation(&self, key: &str, kind: &str) {
+    /// Adds one relation of `kind` for the tenant of `key`; answers its id.
+    async fn add_relation(&self, key: &str, kind: &str) -> i64 {
         let r = self
             .client
             .post(format!("{}{RELATIONS}", self.base))
@@ -111,7 +111,13 @@ impl Api {
             .send()
             .await
             .expect("post");
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+        let status = r.status();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 201, "{body}");
+        body["id"]
+            .as_str()
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("an id in {body}"))
     }
 
     /// Status of `GET /users/current` on Surface A with HTTP Basic `user:password`.
@@ -201,7 +207,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     assert!(version >= 1, "the seed was a write: {cp}");
     assert!(cp["created_at"].as_str().is_some_and(|t| t.ends_with('Z')));
 
-    api.add_relation(&gkey, "ONE_TIME").await;
+    let seen = api.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(api.relations(&gkey).await, 3);
     let (status, restored) = api.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
@@ -212,9 +218,14 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     let user = golden["basic"]["username"].as_str().expect("user");
     let password = golden["basic"]["password"].as_str().expect("password");
     assert_eq!(api.basic_status(user, password).await, 200);
-    // The same write can be made again (the restored rows are whole, constraints included).
-    api.add_relation(&gkey, "ONE_TIME").await;
+    // The same write can be made again (the restored rows are whole, constraints included),
+    // under a new id: the id a client saw before the restore never names another record.
+    let again = api.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(api.relations(&gkey).await, 3);
+    assert!(
+        again > seen,
+        "id {again} after the restore, {seen} seen before it"
+    );
 
     // Listing and reading one.
     let (status, list) = api
@@ -482,7 +493,7 @@ async fn restores_and_forks_cross_s3_environments() {
 
     // B writes twice; A restores; B's next read sees the restored state.
     b.add_relation(&gkey, "ONE_TIME").await;
-    b.add_relation(&gkey, "CUSTOM_A").await;
+    let seen = b.add_relation(&gkey, "CUSTOM_A").await;
     assert_eq!(a.relations(&gkey).await, 4);
     let (status, restored) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
@@ -495,8 +506,13 @@ async fn restores_and_forks_cross_s3_environments() {
     );
     assert_eq!(a.relations(&gkey).await, 2);
     // A restore in B made before B saw one made in A: B's catch-up replays A's restore
-    // (with its own checkpoint attached), then appends its own.
-    a.add_relation(&gkey, "ONE_TIME").await;
+    // (with its own checkpoint attached), then appends its own. The first id after the
+    // restore is above every id seen before it.
+    let first = a.add_relation(&gkey, "ONE_TIME").await;
+    assert!(
+        first > seen,
+        "id {first} after the restore, {seen} seen before it"
+    );
     let (status, again) = b.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{again}");
     let after = again["version"].as_u64().expect("version");
@@ -514,16 +530,27 @@ async fn restores_and_forks_cross_s3_environments() {
         "{:?}",
         tenant_keys("snapshots/")
     );
-    // Writes go on from the restored state, in either environment.
-    b.add_relation(&gkey, "ONE_TIME").await;
+    // Writes go on from the restored state, in either environment, with new ids (B
+    // replayed both restores, each carrying the writer's id sequences).
+    let after_both = b.add_relation(&gkey, "ONE_TIME").await;
+    assert!(after_both > first, "{after_both} vs {first}");
     assert_eq!(a.relations(&gkey).await, 3);
 
     // A cold environment starts from the restore's snapshot (copied from the checkpoint,
-    // whose own header names the older version) and sees exactly what the others see.
+    // whose own header names the older version, and whose id sequences are the
+    // checkpoint's: the restore entry's raise them) and sees exactly what the others see.
+    // B's last write came after the snapshot, so C also replays it: restore again first.
+    let (status, third) = a.restore(&gid, "seeded").await;
+    assert_eq!(status, 200, "{third}");
     let (c_base, _c, _c_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
     let c = Api::new(&c_base);
-    assert_eq!(c.relations(&gkey).await, 3);
-    c.add_relation(&gkey, "CUSTOM_A").await;
+    assert_eq!(c.relations(&gkey).await, 2);
+    let cold = c.add_relation(&gkey, "CUSTOM_A").await;
+    assert!(
+        cold > after_both,
+        "a cold environment gave id {cold}, {after_both} was seen"
+    );
+    c.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(b.relations(&gkey).await, 4);
 
     // A fork made in A is usable from B with its own credentials; the source is untouched.
@@ -570,7 +597,7 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(status, 204);
     let (status, _) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 404);
-    assert_eq!(tenant_keys("restores/").len(), 2);
+    assert_eq!(tenant_keys("restores/").len(), 3);
     assert_eq!(a.relations(&fkey).await, 3);
     let (d_base, _d, _d_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
     let d = Api::new(&d_base);

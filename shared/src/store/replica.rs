@@ -95,6 +95,10 @@ struct EntryHead {
     /// A restore entry: the rows of this object replace the database's (see [`RestoreRef`]).
     #[serde(default)]
     restore: Option<RestoreRef>,
+    /// A restore entry's id sequences after the restore (table, highest id ever used): the
+    /// object's own are older and lower, and ids are never reused.
+    #[serde(default)]
+    sequences: Vec<(String, i64)>,
 }
 
 /// What a restore entry points at: a database file in the bucket, written once before the
@@ -142,14 +146,21 @@ pub fn holders_prefix(object: &str) -> String {
 /// "unreadable") instead of replaying it as an empty change and serving stale rows.
 const RESTORE_FORMAT: u32 = 2;
 
-/// The body of a restore entry: no row changes, the reference, the attempt id.
-fn restore_body(reference: &RestoreRef, attempt: &str, schema: i64) -> Vec<u8> {
+/// The body of a restore entry: no row changes, the reference, the attempt id, and the id
+/// sequences after the restore (none for a fork: its ids are the checkpoint's).
+fn restore_body(
+    reference: &RestoreRef,
+    attempt: &str,
+    schema: i64,
+    sequences: &[(String, i64)],
+) -> Vec<u8> {
     serde_json::json!({
         "format": RESTORE_FORMAT,
         "attempt": attempt,
         "schema": schema,
         "tables": [],
         "restore": reference,
+        "sequences": sequences,
     })
     .to_string()
     .into_bytes()
@@ -253,7 +264,9 @@ impl Replica {
                 Err(e) => return Err(e.into()),
             }
             std::fs::rename(&tmp, path)?;
-            stamp_version(path, seq)?;
+            if stamp_version(path, seq)? {
+                self.settle_copied_snapshot(path, seq)?;
+            }
             self.snapshot_seq.store(seq, Ordering::SeqCst);
             tracing::info!(root = %self.root, seq, "restored snapshot");
             return Ok(());
@@ -262,6 +275,25 @@ impl Replica {
             "{}: snapshots kept disappearing during a cold start",
             self.root
         )))
+    }
+
+    /// A snapshot S3 copied from a checkpoint after restore entry `seq` holds the
+    /// checkpoint's id sequences, older than the restore's: raise them to the entry's (one
+    /// GET), so that this environment never hands out an id a client saw before the restore.
+    fn settle_copied_snapshot(&self, path: &Path, seq: u64) -> Result<()> {
+        let body = match self.bucket.get(&self.log_key(seq)) {
+            Ok(body) => body,
+            Err(S3Error::NotFound) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let sequences = serde_json::from_slice::<EntryHead>(&body)
+            .map(|head| head.sequences)
+            .unwrap_or_default();
+        if !sequences.is_empty() {
+            let conn = Connection::open(path)?;
+            capture::raise_sequences(&conn, &sequences)?;
+        }
+        Ok(())
     }
 
     /// Cold start without a snapshot: when entry 1 is a restore (a fork's first entry), the
@@ -347,7 +379,7 @@ impl Replica {
             return Err(self.deleted_error());
         }
         if let Some(reference) = head.restore {
-            return self.apply_restore(conn, n, &reference);
+            return self.apply_restore(conn, n, &reference, &head.sequences);
         }
         let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if head.schema > mine {
@@ -368,7 +400,13 @@ impl Replica {
 
     /// Replays restore entry `n`: downloads the database file it names beside the local
     /// file and replaces every row with its rows, in one transaction that records `n`.
-    fn apply_restore(&self, conn: &mut Connection, n: u64, reference: &RestoreRef) -> Result<()> {
+    fn apply_restore(
+        &self,
+        conn: &mut Connection,
+        n: u64,
+        reference: &RestoreRef,
+        sequences: &[(String, i64)],
+    ) -> Result<()> {
         let local = conn
             .path()
             .map(std::path::PathBuf::from)
@@ -378,7 +416,7 @@ impl Replica {
             .bucket
             .get_to_file(&self.reference_key(reference), &tmp)
             .map_err(|e| self.missing_restore(e, n, reference))
-            .and_then(|()| capture::apply_file(conn, &tmp, n));
+            .and_then(|()| capture::apply_file(conn, &tmp, n, sequences));
         let _ = remove_database_files(&tmp);
         tracing::info!(root = %self.root, seq = n, checkpoint = %reference.checkpoint, "replayed a restore");
         applied
@@ -410,10 +448,10 @@ impl Replica {
     /// file entry 1 names. A slot already taken is a conflict.
     pub fn start_fork(&self, reference: &RestoreRef, schema: i64) -> Result<()> {
         let attempt = uuid::Uuid::new_v4().to_string();
-        match self
-            .bucket
-            .put_if_absent(&self.log_key(1), restore_body(reference, &attempt, schema))
-        {
+        match self.bucket.put_if_absent(
+            &self.log_key(1),
+            restore_body(reference, &attempt, schema, &[]),
+        ) {
             Ok(()) => Ok(()),
             Err(S3Error::Exists) => {
                 Err(Error::conflict(format!("{} already has a log", self.root)))
@@ -586,8 +624,9 @@ impl Replica {
                 Entry::Restore(reference) => {
                     let attempt_id = uuid::Uuid::new_v4().to_string();
                     let schema: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                    let sequences = capture::sequences(&tx, "main")?;
                     (
-                        restore_body(reference, &attempt_id, schema),
+                        restore_body(reference, &attempt_id, schema, &sequences),
                         attempt_id,
                         schema,
                     )
@@ -840,12 +879,14 @@ fn backoff(attempt: u32) -> Duration {
 /// Makes the header of the snapshot file at `path` say version `seq`, the version its key
 /// names. A snapshot made here by `VACUUM INTO` says so already; one copied by S3 from a
 /// checkpoint (after a restore or a fork) still carries the checkpointed database's version.
-fn stamp_version(path: &Path, seq: u64) -> Result<()> {
+/// Answers whether it had to (the file is such a copy).
+fn stamp_version(path: &Path, seq: u64) -> Result<bool> {
     let conn = Connection::open(path)?;
-    if capture::seq(&conn)? != seq {
+    let copied = capture::seq(&conn)? != seq;
+    if copied {
         capture::set_seq(&conn, seq)?;
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// Removes a database file and its WAL and shared-memory files.
