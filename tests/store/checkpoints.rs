@@ -6,7 +6,8 @@
 //! environment starts from the restored state; a fork copies nothing (its first log entry
 //! names the checkpoint's file, which it holds): it survives the deletion of the checkpoint
 //! and of its source, replays from that file when its snapshots are gone, and the file goes
-//! with the last fork that holds it.
+//! with the last fork that holds it. A checkpoint holds the clock and the fault rules (a
+//! restore brings them back, a fork starts with them), not the journal.
 
 use e2e::s3::Moto;
 use e2e::{TestServer, ADMIN_KEY};
@@ -290,6 +291,85 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
         .await;
     assert_eq!(status, 204);
     assert_eq!(api.relations(&fkey).await, 4);
+}
+
+/// docs/sandbox.md: the clock and the fault rules are tenant data, so a checkpoint holds
+/// them (a restore brings them back, a fork starts with them); the journal is not (a
+/// restore leaves it as it is, a fork starts with none).
+#[tokio::test]
+async fn a_checkpoint_holds_the_clock_and_the_rules_but_not_the_journal() {
+    let s = TestServer::start().await;
+    let api = Api::new(&s.base);
+    let golden = api.tenant("golden").await;
+    let (gid, gkey) = (id(&golden), key(&golden));
+    let clock = format!("/tenants/{gid}/clock");
+    let frozen = json!({"frozen_at": "2030-01-01T00:00:00Z"});
+    let (status, _) = api.admin(Method::PUT, &clock, Some(frozen)).await;
+    assert_eq!(status, 200);
+    let rule = json!({"method": "GET", "path": "/billing/2/agreements*", "status": 503});
+    let (status, rule) = api
+        .admin(Method::POST, &format!("/tenants/{gid}/faults"), Some(rule))
+        .await;
+    assert_eq!(status, 201, "{rule}");
+    assert_eq!(api.relations(&gkey).await, 2);
+    let (status, cp) = api.checkpoint(&gid, "cp").await;
+    assert_eq!(status, 201, "{cp}");
+
+    // After the checkpoint: the clock runs in real time again, the rule is gone.
+    let (status, _) = api
+        .admin(Method::PUT, &clock, Some(json!({"mode": "real"})))
+        .await;
+    assert_eq!(status, 200);
+    let rule_path = format!("/tenants/{gid}/faults/{}", rule["id"].as_str().expect("id"));
+    let (status, _) = api.admin(Method::DELETE, &rule_path, None).await;
+    assert_eq!(status, 204);
+    let journal = |tenant: &str| format!("/tenants/{tenant}/requests?page_size=100");
+    let (_, before) = api.admin(Method::GET, &journal(&gid), None).await;
+    let before = before.as_array().expect("entries").clone();
+    assert!(before.len() >= 6, "{before:?}");
+
+    let rules_of = |tenant: &str| format!("/tenants/{tenant}/faults");
+    let (status, _) = api.restore(&gid, "cp").await;
+    assert_eq!(status, 200);
+    let (_, now) = api.admin(Method::GET, &clock, None).await;
+    assert_eq!(
+        (now["mode"].as_str(), now["frozen_at"].as_str()),
+        (Some("frozen"), Some("2030-01-01T00:00:00+00:00")),
+        "{now}"
+    );
+    let (_, rules) = api.admin(Method::GET, &rules_of(&gid), None).await;
+    assert_eq!(rules, json!([rule]), "the rule of the checkpoint's moment");
+    // The journal kept every entry from before the restore (and recorded the restore).
+    let (_, after) = api.admin(Method::GET, &journal(&gid), None).await;
+    let after = after.as_array().expect("entries").clone();
+    for entry in &before {
+        assert!(after.contains(entry), "{entry} lost by the restore");
+    }
+    assert!(after
+        .iter()
+        .any(|e| e["path"] == json!(format!("/sandbox/v1/tenants/{gid}/restore"))));
+
+    // A fork starts with the clock and the rule, and with an empty journal.
+    let (status, fork) = api.fork("job", &gid, "cp").await;
+    assert_eq!(status, 201, "{fork}");
+    let fid = id(&fork);
+    let (status, journal_of_fork) = api.admin(Method::GET, &journal(&fid), None).await;
+    assert_eq!((status, journal_of_fork), (200, json!([])));
+    let (_, fork_clock) = api
+        .admin(Method::GET, &format!("/tenants/{fid}/clock"), None)
+        .await;
+    assert_eq!(fork_clock["frozen_at"], now["frozen_at"], "{fork_clock}");
+    let (_, fork_rules) = api.admin(Method::GET, &rules_of(&fid), None).await;
+    assert_eq!(fork_rules.as_array().map(Vec::len), Some(1), "{fork_rules}");
+    assert_eq!(fork_rules[0]["path"], rule["path"]);
+    let r = api
+        .client
+        .get(format!("{}/billing/2/agreements", api.base))
+        .header("X-Api-Key", key(&fork))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(r.status(), 503, "the fork's copy of the rule applies");
 }
 
 #[tokio::test]
