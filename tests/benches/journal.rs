@@ -4,7 +4,10 @@
 //! median of the on-minus-off differences over the median off), for a read (a Surface B GET
 //! of one record) and a bulk post (50 usage events, Surface B). Target: under 10%.
 //!
-//! Run: `cargo bench -p e2e --bench journal --profile dev` (add `-- ROUNDS`, default 8).
+//! Run: `cargo bench -p e2e --bench journal --profile profiling -- 30` (ROUNDS, default 8).
+//! The servers run in this process, so the profile decides what is measured: `profiling`
+//! is release code without LTO (minutes to build); `--profile dev` runs too, but a debug
+//! build says little about a cost of a few microseconds.
 
 use e2e::{TestServer, TestTenant, ADMIN_KEY};
 use serde_json::{json, Value};
