@@ -636,6 +636,44 @@ mod tests {
     }
 
     #[test]
+    fn entries_are_made_from_the_parts_when_read_with_the_same_rules() {
+        let j = Journal::new(crate::config::DEFAULT_JOURNAL, None);
+        let mut long = format!(
+            "{{\"password\": \"p\", \"pad\": \"{}",
+            "x".repeat(BODY_LIMIT)
+        );
+        long.push_str("\"}");
+        let mut headers = http::HeaderMap::new();
+        headers.insert("authorization", http::HeaderValue::from_static("Basic abc"));
+        let mut raw = entry("/p?q=1", 201, "");
+        raw.headers = headers;
+        raw.request_body = None;
+        raw.response_body = Bytes::from(long);
+        j.record("t", raw);
+        let read = j.read("t", &Filter::default()).unwrap();
+        let e = &read[0];
+        assert_eq!((e.path.as_str(), e.query.as_deref()), ("/p", Some("q=1")));
+        assert_eq!(
+            (e.request_body.as_str(), e.request_body_truncated),
+            ("", true)
+        );
+        assert!(e.response_body_truncated);
+        assert!(
+            e.response_body.starts_with(REDACTED),
+            "{}",
+            &e.response_body[..40]
+        );
+        assert_eq!(
+            e.request_headers,
+            vec![("authorization".into(), REDACTED.into())]
+        );
+        assert!(e.id.contains(j.environment()) && e.time.ends_with('Z'));
+        // Made once: a second read answers the same entry.
+        let again = j.read("t", &Filter::default()).unwrap();
+        assert!(Arc::ptr_eq(&read[0], &again[0]));
+    }
+
+    #[test]
     fn every_secret_field_has_an_ending_scanned_for() {
         for name in SECRET_FIELDS {
             assert!(
