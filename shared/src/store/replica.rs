@@ -306,11 +306,11 @@ impl Replica {
             Err(S3Error::NotFound) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        let reference = serde_json::from_slice::<EntryHead>(&body)
+        let head = serde_json::from_slice::<EntryHead>(&body)
             .ok()
-            .filter(|head| !head.tombstone)
-            .and_then(|head| head.restore);
-        let Some(reference) = reference else {
+            .filter(|head| !head.tombstone);
+        let Some((reference, sequences)) = head.and_then(|h| Some((h.restore?, h.sequences)))
+        else {
             *super::lock(&self.probed) = Some((1, body));
             return Ok(());
         };
@@ -320,6 +320,10 @@ impl Replica {
             .map_err(|e| self.missing_restore(e, 1, &reference))?;
         std::fs::rename(&tmp, path)?;
         stamp_version(path, 1)?;
+        // A restore made as a tenant's first write (a fork's entry carries none).
+        if !sequences.is_empty() {
+            capture::raise_sequences(&Connection::open(path)?, &sequences)?;
+        }
         tracing::info!(root = %self.root, checkpoint = %reference.checkpoint, "cold start from the file entry 1 names");
         Ok(())
     }
