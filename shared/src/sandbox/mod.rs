@@ -316,7 +316,12 @@ impl Recording {
             Some(n) => n <= app.config.max_body_bytes,
             None => !chunked,
         };
-        let (kept, body) = if readable {
+        // No length and no chunks, or a zero length: HTTP gives the request no body, so there
+        // is nothing to read (most reads).
+        let empty = !chunked && length.unwrap_or(0) == 0;
+        let (kept, body) = if empty {
+            (Some(axum::body::Bytes::new()), body)
+        } else if readable {
             match axum::body::to_bytes(body, app.config.max_body_bytes).await {
                 // Shared, not copied: the handler reads the same bytes.
                 Ok(bytes) => (Some(bytes.clone()), Body::from(bytes)),
