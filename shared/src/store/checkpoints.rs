@@ -89,6 +89,13 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
+/// Whether bucket key `key`, listed under `dir` (a tenant's `checkpoints/`), is a manifest
+/// (`<name>.json` right in it; files and their markers are under `files/`).
+fn is_manifest(dir: &str, key: &str) -> bool {
+    key.strip_prefix(dir)
+        .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".json"))
+}
+
 fn manifest_rel(name: &str) -> String {
     format!("checkpoints/{name}.json")
 }
@@ -134,10 +141,7 @@ impl Store {
                 let dir = replica.object_key("checkpoints/");
                 let mut out = Vec::new();
                 for key in replica.bucket().list_after(&dir, &dir, usize::MAX)? {
-                    let Some(rest) = key.strip_prefix(&dir) else {
-                        continue;
-                    };
-                    if rest.contains('/') || !rest.ends_with(".json") {
+                    if !is_manifest(&dir, &key) {
                         continue;
                     }
                     match replica.bucket().get(&key) {
@@ -469,10 +473,7 @@ impl Store {
         let bucket = replica.bucket();
         let dir = replica.object_key("checkpoints/");
         for key in bucket.list_after(&dir, &dir, usize::MAX)? {
-            let manifest = key
-                .strip_prefix(&dir)
-                .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".json"));
-            if manifest {
+            if is_manifest(&dir, &key) {
                 bucket.delete(&key)?;
             }
         }
