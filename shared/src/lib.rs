@@ -18,13 +18,15 @@
 //!   here that uses axum; surface-specific pieces live in the surface crates.
 //!
 //! Beside them: [`config`] (every setting read from the environment), [`money`], [`time`],
-//! [`seed`] (the demo data, loaded through the domain) and [`tenants`].
+//! [`seed`] (the demo data, loaded through the domain), [`tenants`] and [`names`] (the
+//! character rule of tenant and checkpoint names).
 
 pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod money;
+pub mod names;
 pub mod query;
 pub mod rating;
 pub mod sandbox;

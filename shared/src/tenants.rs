@@ -12,24 +12,20 @@ use crate::store::{blocking, Store, TenantRecord};
 use crate::{Error, Result};
 
 /// Longest tenant name accepted.
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = crate::names::MAX_LEN;
 /// Longest token lifetime the admin API issues: 30 days.
 pub const MAX_TOKEN_TTL_SECONDS: i64 = 30 * 24 * 3600;
 /// Token lifetime when none is asked for: one hour.
 pub const DEFAULT_TOKEN_TTL_SECONDS: i64 = 3600;
 
-/// Checks a tenant name: 1..64 of `A-Z a-z 0-9 - _ .`, so it is usable as a Basic username.
+/// Checks a tenant name: [`crate::names::is_plain`], so it is usable as a Basic username.
 pub fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if crate::names::is_plain(name) {
         Ok(())
     } else {
         Err(Error::bad_request(format!(
-            "name must be 1 to {MAX_NAME_LEN} characters of A-Z, a-z, 0-9, '-', '_' or '.'"
+            "name must be {}",
+            crate::names::RULE
         )))
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Forks and cold loads measured in S3 mode (their medians are compared).
-const REPEAT: usize = 5;
+const REPEAT: usize = 7;
 
 /// Bytes sent to S3 and received from it, through the proxy.
 #[derive(Default)]
@@ -259,6 +259,14 @@ fn s3(moto: &Moto, size_mb: usize) -> Vec<Row> {
         }));
         assert_eq!(rows(&c, &id), expected);
     }
+    // Round by round: a fork against the cold load of its source measured right after it.
+    let ratios: Vec<f64> = forks.iter().zip(&loads).map(|(f, l)| f.ms / l.ms).collect();
+    println!("\nS3 rounds (fork ms / cold load of the source ms = ratio):");
+    for ((f, l), r) in forks.iter().zip(&loads).zip(&ratios) {
+        println!("  {:>6.1} / {:>6.1} = {r:.2}", f.ms, l.ms);
+    }
+    let worst = ratios.iter().copied().fold(0.0, f64::max);
+    println!("  worst round {worst:.2}");
     out.push(median(forks));
     out.push(median(fork_loads));
     out.push(median(loads));
@@ -271,9 +279,9 @@ fn median(mut rows: Vec<Row>) -> Row {
     let n = rows.len();
     let mut m = rows.swap_remove(n / 2);
     m.what = match m.what {
-        "fork" => "fork (median of 5)",
-        "cold load (source)" => "cold load (source, median of 5)",
-        _ => "cold load (fork, first request, median of 5)",
+        "fork" => "fork (median of 7)",
+        "cold load (source)" => "cold load (source, median of 7)",
+        _ => "cold load (fork, first request, median of 7)",
     };
     m
 }
@@ -284,8 +292,8 @@ fn print(title: &str, rows: &[Row]) {
         println!("| {} | {:.0} | {} |", r.what, r.ms, r.bytes);
     }
     let find = |w: &str| rows.iter().find(|r| r.what == w);
-    let fork = find("fork").or_else(|| find("fork (median of 5)"));
-    let load = find("cold load (source)").or_else(|| find("cold load (source, median of 5)"));
+    let fork = find("fork").or_else(|| find("fork (median of 7)"));
+    let load = find("cold load (source)").or_else(|| find("cold load (source, median of 7)"));
     if let (Some(fork), Some(load)) = (fork, load) {
         println!(
             "\nfork / cold load of the source: time {:.2}, bytes {:.2}",

@@ -3,8 +3,11 @@
 //! credentials; refusals in the admin API's shape), and across S3-mode environments on one
 //! bucket in moto, one of them its own OS process (`s3_server`): a restore made in one is
 //! seen by the next read in the other; a fork made in one is usable from the other; a cold
-//! environment starts from the restored state; a fork's base snapshot, named by its first
-//! log entry, survives compaction.
+//! environment starts from the restored state; a fork copies nothing (its first log entry
+//! names the checkpoint's file, which it holds): it survives the deletion of the checkpoint
+//! and of its source, replays from that file when its snapshots are gone, and the file goes
+//! with the last fork that holds it. A checkpoint holds the clock and the fault rules (a
+//! restore brings them back, a fork starts with them), not the journal.
 
 use e2e::s3::Moto;
 use e2e::{TestServer, ADMIN_KEY};
@@ -99,8 +102,8 @@ impl Api {
         v.as_array().expect("a list").len() as u64
     }
 
-    /// Adds one relation of `kind` for the tenant of `key`.
-    async fn add_relation(&self, key: &str, kind: &str) {
+    /// Adds one relation of `kind` for the tenant of `key`; answers its id.
+    async fn add_relation(&self, key: &str, kind: &str) -> i64 {
         let r = self
             .client
             .post(format!("{}{RELATIONS}", self.base))
@@ -109,7 +112,13 @@ impl Api {
             .send()
             .await
             .expect("post");
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+        let status = r.status();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 201, "{body}");
+        body["id"]
+            .as_str()
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("an id in {body}"))
     }
 
     /// Status of `GET /users/current` on Surface A with HTTP Basic `user:password`.
@@ -199,7 +208,7 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     assert!(version >= 1, "the seed was a write: {cp}");
     assert!(cp["created_at"].as_str().is_some_and(|t| t.ends_with('Z')));
 
-    api.add_relation(&gkey, "ONE_TIME").await;
+    let seen = api.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(api.relations(&gkey).await, 3);
     let (status, restored) = api.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
@@ -210,9 +219,14 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
     let user = golden["basic"]["username"].as_str().expect("user");
     let password = golden["basic"]["password"].as_str().expect("password");
     assert_eq!(api.basic_status(user, password).await, 200);
-    // The same write can be made again (the restored rows are whole, constraints included).
-    api.add_relation(&gkey, "ONE_TIME").await;
+    // The same write can be made again (the restored rows are whole, constraints included),
+    // under a new id: the id a client saw before the restore never names another record.
+    let again = api.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(api.relations(&gkey).await, 3);
+    assert!(
+        again > seen,
+        "id {again} after the restore, {seen} seen before it"
+    );
 
     // Listing and reading one.
     let (status, list) = api
@@ -277,6 +291,85 @@ async fn checkpoint_write_restore_and_fork_on_the_local_server() {
         .await;
     assert_eq!(status, 204);
     assert_eq!(api.relations(&fkey).await, 4);
+}
+
+/// docs/sandbox.md: the clock and the fault rules are tenant data, so a checkpoint holds
+/// them (a restore brings them back, a fork starts with them); the journal is not (a
+/// restore leaves it as it is, a fork starts with none).
+#[tokio::test]
+async fn a_checkpoint_holds_the_clock_and_the_rules_but_not_the_journal() {
+    let s = TestServer::start().await;
+    let api = Api::new(&s.base);
+    let golden = api.tenant("golden").await;
+    let (gid, gkey) = (id(&golden), key(&golden));
+    let clock = format!("/tenants/{gid}/clock");
+    let frozen = json!({"frozen_at": "2030-01-01T00:00:00Z"});
+    let (status, _) = api.admin(Method::PUT, &clock, Some(frozen)).await;
+    assert_eq!(status, 200);
+    let rule = json!({"method": "GET", "path": "/billing/2/agreements*", "status": 503});
+    let (status, rule) = api
+        .admin(Method::POST, &format!("/tenants/{gid}/faults"), Some(rule))
+        .await;
+    assert_eq!(status, 201, "{rule}");
+    assert_eq!(api.relations(&gkey).await, 2);
+    let (status, cp) = api.checkpoint(&gid, "cp").await;
+    assert_eq!(status, 201, "{cp}");
+
+    // After the checkpoint: the clock runs in real time again, the rule is gone.
+    let (status, _) = api
+        .admin(Method::PUT, &clock, Some(json!({"mode": "real"})))
+        .await;
+    assert_eq!(status, 200);
+    let rule_path = format!("/tenants/{gid}/faults/{}", rule["id"].as_str().expect("id"));
+    let (status, _) = api.admin(Method::DELETE, &rule_path, None).await;
+    assert_eq!(status, 204);
+    let journal = |tenant: &str| format!("/tenants/{tenant}/requests?page_size=100");
+    let (_, before) = api.admin(Method::GET, &journal(&gid), None).await;
+    let before = before.as_array().expect("entries").clone();
+    assert!(before.len() >= 6, "{before:?}");
+
+    let rules_of = |tenant: &str| format!("/tenants/{tenant}/faults");
+    let (status, _) = api.restore(&gid, "cp").await;
+    assert_eq!(status, 200);
+    let (_, now) = api.admin(Method::GET, &clock, None).await;
+    assert_eq!(
+        (now["mode"].as_str(), now["frozen_at"].as_str()),
+        (Some("frozen"), Some("2030-01-01T00:00:00+00:00")),
+        "{now}"
+    );
+    let (_, rules) = api.admin(Method::GET, &rules_of(&gid), None).await;
+    assert_eq!(rules, json!([rule]), "the rule of the checkpoint's moment");
+    // The journal kept every entry from before the restore (and recorded the restore).
+    let (_, after) = api.admin(Method::GET, &journal(&gid), None).await;
+    let after = after.as_array().expect("entries").clone();
+    for entry in &before {
+        assert!(after.contains(entry), "{entry} lost by the restore");
+    }
+    assert!(after
+        .iter()
+        .any(|e| e["path"] == json!(format!("/sandbox/v1/tenants/{gid}/restore"))));
+
+    // A fork starts with the clock and the rule, and with an empty journal.
+    let (status, fork) = api.fork("job", &gid, "cp").await;
+    assert_eq!(status, 201, "{fork}");
+    let fid = id(&fork);
+    let (status, journal_of_fork) = api.admin(Method::GET, &journal(&fid), None).await;
+    assert_eq!((status, journal_of_fork), (200, json!([])));
+    let (_, fork_clock) = api
+        .admin(Method::GET, &format!("/tenants/{fid}/clock"), None)
+        .await;
+    assert_eq!(fork_clock["frozen_at"], now["frozen_at"], "{fork_clock}");
+    let (_, fork_rules) = api.admin(Method::GET, &rules_of(&fid), None).await;
+    assert_eq!(fork_rules.as_array().map(Vec::len), Some(1), "{fork_rules}");
+    assert_eq!(fork_rules[0]["path"], rule["path"]);
+    let r = api
+        .client
+        .get(format!("{}/billing/2/agreements", api.base))
+        .header("X-Api-Key", key(&fork))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(r.status(), 503, "the fork's copy of the rule applies");
 }
 
 #[tokio::test]
@@ -438,6 +531,19 @@ async fn checkpoint_refusals_in_the_admin_shape() {
     assert_eq!(tenants.as_array().map(Vec::len), Some(2), "{tenants}");
 }
 
+/// The body of bucket key `key` (as moto lists it, with the prefix).
+async fn object(s3: &shared::store::S3Config, key: &str) -> Vec<u8> {
+    let (s3, key) = (s3.clone(), key.to_string());
+    tokio::task::spawn_blocking(move || {
+        let bucket = shared::store::s3::Bucket::connect(s3).expect("client");
+        bucket
+            .get(key.strip_prefix("sandbox/").expect("prefix"))
+            .expect("get")
+    })
+    .await
+    .expect("join")
+}
+
 #[tokio::test]
 async fn restores_and_forks_cross_s3_environments() {
     let moto = Moto::start();
@@ -467,7 +573,7 @@ async fn restores_and_forks_cross_s3_environments() {
 
     // B writes twice; A restores; B's next read sees the restored state.
     b.add_relation(&gkey, "ONE_TIME").await;
-    b.add_relation(&gkey, "CUSTOM_A").await;
+    let seen = b.add_relation(&gkey, "CUSTOM_A").await;
     assert_eq!(a.relations(&gkey).await, 4);
     let (status, restored) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{restored}");
@@ -480,8 +586,13 @@ async fn restores_and_forks_cross_s3_environments() {
     );
     assert_eq!(a.relations(&gkey).await, 2);
     // A restore in B made before B saw one made in A: B's catch-up replays A's restore
-    // (with its own checkpoint attached), then appends its own.
-    a.add_relation(&gkey, "ONE_TIME").await;
+    // (with its own checkpoint attached), then appends its own. The first id after the
+    // restore is above every id seen before it.
+    let first = a.add_relation(&gkey, "ONE_TIME").await;
+    assert!(
+        first > seen,
+        "id {first} after the restore, {seen} seen before it"
+    );
     let (status, again) = b.restore(&gid, "seeded").await;
     assert_eq!(status, 200, "{again}");
     let after = again["version"].as_u64().expect("version");
@@ -499,16 +610,27 @@ async fn restores_and_forks_cross_s3_environments() {
         "{:?}",
         tenant_keys("snapshots/")
     );
-    // Writes go on from the restored state, in either environment.
-    b.add_relation(&gkey, "ONE_TIME").await;
+    // Writes go on from the restored state, in either environment, with new ids (B
+    // replayed both restores, each carrying the writer's id sequences).
+    let after_both = b.add_relation(&gkey, "ONE_TIME").await;
+    assert!(after_both > first, "{after_both} vs {first}");
     assert_eq!(a.relations(&gkey).await, 3);
 
     // A cold environment starts from the restore's snapshot (copied from the checkpoint,
-    // whose own header names the older version) and sees exactly what the others see.
+    // whose own header names the older version, and whose id sequences are the
+    // checkpoint's: the restore entry's raise them) and sees exactly what the others see.
+    // B's last write came after the snapshot, so C also replays it: restore again first.
+    let (status, third) = a.restore(&gid, "seeded").await;
+    assert_eq!(status, 200, "{third}");
     let (c_base, _c, _c_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
     let c = Api::new(&c_base);
-    assert_eq!(c.relations(&gkey).await, 3);
-    c.add_relation(&gkey, "CUSTOM_A").await;
+    assert_eq!(c.relations(&gkey).await, 2);
+    let cold = c.add_relation(&gkey, "CUSTOM_A").await;
+    assert!(
+        cold > after_both,
+        "a cold environment gave id {cold}, {after_both} was seen"
+    );
+    c.add_relation(&gkey, "ONE_TIME").await;
     assert_eq!(b.relations(&gkey).await, 4);
 
     // A fork made in A is usable from B with its own credentials; the source is untouched.
@@ -524,15 +646,24 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(b.basic_status(user, password).await, 401);
     let fork_password = fork["basic"]["password"].as_str().expect("password");
     assert_eq!(b.basic_status(user, fork_password).await, 200);
-    // The fork's history is its own: entry 1 is a restore naming the fork's base, a copy
-    // S3 made of the checkpoint, which is also its snapshot 1 (one object, one copy).
+    // The fork copies nothing: its entry 1 is a restore naming the checkpoint's own file,
+    // which the fork holds with a marker beside it.
     let fork_keys =
         |prefix: &str| moto.keys("checkpoints", &format!("sandbox/tenants/{fid}/{prefix}"));
-    let base = format!("sandbox/tenants/{fid}/snapshots/{:020}.base.db", 1);
-    assert_eq!(fork_keys("snapshots/"), vec![base]);
+    assert!(fork_keys("snapshots/").is_empty(), "{:?}", fork_keys(""));
     assert!(fork_keys("restores/").is_empty());
     let first = fork_keys("log/");
     assert_eq!(first.len(), 2, "the restore entry and B's write");
+    let entry: Value = serde_json::from_slice(&object(&s3, &first[0]).await).expect("json");
+    let file = entry["restore"]["object"]
+        .as_str()
+        .expect("object")
+        .to_string();
+    assert_eq!(entry["restore"]["owner"], json!(format!("tenants/{gid}")));
+    assert!(file.starts_with("checkpoints/files/"), "{entry}");
+    let file_key = format!("sandbox/tenants/{gid}/{file}");
+    let marker = format!("{file_key}.refs/tenants/{fid}");
+    assert!(tenant_keys("checkpoints/files/").contains(&marker));
 
     // A checkpoint deleted in B: A cannot restore it (404); the restores made from it keep
     // their own copies (the log still names existing objects) and the fork reads on.
@@ -546,7 +677,7 @@ async fn restores_and_forks_cross_s3_environments() {
     assert_eq!(status, 204);
     let (status, _) = a.restore(&gid, "seeded").await;
     assert_eq!(status, 404);
-    assert_eq!(tenant_keys("restores/").len(), 2);
+    assert_eq!(tenant_keys("restores/").len(), 3);
     assert_eq!(a.relations(&fkey).await, 3);
     let (d_base, _d, _d_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
     let d = Api::new(&d_base);
@@ -556,10 +687,42 @@ async fn restores_and_forks_cross_s3_environments() {
         "a new environment, after the deletion"
     );
     assert_eq!(d.relations(&fkey).await, 3);
+
+    // The checkpoint is gone but its file is not: the fork holds it. Deleting the source
+    // tenant keeps it too; a cold environment then loads the fork from it.
+    assert!(tenant_keys("checkpoints/files/").contains(&file_key));
+    let (status, _) = b
+        .admin(Method::DELETE, &format!("/tenants/{gid}"), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        tenant_keys("checkpoints/"),
+        vec![file_key.clone(), marker.clone()],
+        "only the held file and its marker are left of the source"
+    );
+    let (e_base, _e, _e_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let e = Api::new(&e_base);
+    assert_eq!(
+        e.relations(&fkey).await,
+        3,
+        "the fork, cold, after its source's deletion"
+    );
+    e.add_relation(&fkey, "CUSTOM_A").await;
+    assert_eq!(a.relations(&fkey).await, 4);
+    // The last holder lets go: deleting the fork deletes the file and its marker.
+    let (status, _) = e
+        .admin(Method::DELETE, &format!("/tenants/{fid}"), None)
+        .await;
+    assert_eq!(status, 204);
+    assert!(
+        tenant_keys("checkpoints/").is_empty(),
+        "{:?}",
+        tenant_keys("")
+    );
 }
 
 #[test]
-fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
+fn a_fork_replays_from_its_source_file_after_compaction_and_the_source_deletion() {
     let moto = Moto::start();
     let mut config = moto.bucket("fork-base");
     config.compact_every = 2;
@@ -572,25 +735,24 @@ fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
         e2e::s3::try_insert_reason(&a, &fork.id, name).expect("fork write");
     }
     let snapshots = format!("sandbox/tenants/{}/snapshots/", fork.id);
-    let base = format!("{snapshots}{:020}.base.db", 1);
     // Compaction runs in the background after the write that made it due.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let keys = loop {
         let keys = moto.keys("fork-base", &snapshots);
-        if keys.len() >= 2 || std::time::Instant::now() > deadline {
+        if !keys.is_empty() || std::time::Instant::now() > deadline {
             break keys;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    assert_eq!(keys.len(), 2, "the base and the newest snapshot: {keys:?}");
-    assert!(keys.contains(&base), "{keys:?}");
+    assert_eq!(keys.len(), 1, "the fork's own snapshot: {keys:?}");
     let expected = vec!["f-1", "f-2", "f-3", "seeded"];
     assert_eq!(e2e::s3::reason_names(&a, &fork.id), expected);
-    // A cold start takes the newest snapshot; with only the base left it takes the base.
+    // A cold start takes the snapshot; without it, the log from entry 1, which names the
+    // source's checkpoint file.
     let (b, _b_dir) = e2e::s3::open_store(&config);
     assert_eq!(e2e::s3::reason_names(&b, &fork.id), expected);
-    for key in keys.iter().filter(|k| **k != base) {
-        let bucket = shared::store::s3::Bucket::connect(config.clone()).expect("client");
+    let bucket = shared::store::s3::Bucket::connect(config.clone()).expect("client");
+    for key in &keys {
         bucket
             .delete(key.strip_prefix("sandbox/").expect("prefix"))
             .expect("delete");
@@ -598,4 +760,24 @@ fn a_fork_base_outlives_compaction_and_cold_starts_agree() {
     let (c, _c_dir) = e2e::s3::open_store(&config);
     assert_eq!(e2e::s3::reason_names(&c, &fork.id), expected);
     assert_eq!(e2e::s3::reason_names(&c, &golden.id), vec!["seeded"]);
+    // The source goes (its checkpoint with it); the file the fork names stays, held.
+    a.tombstone_tenant(&golden.id).expect("tombstone");
+    a.registry().delete(&golden.id).expect("unregister");
+    a.drop_tenant_db(&golden.id).expect("erase");
+    let held = moto.keys(
+        "fork-base",
+        &format!("sandbox/tenants/{}/checkpoints/", golden.id),
+    );
+    assert_eq!(held.len(), 2, "the file and the fork's marker: {held:?}");
+    let (d, _d_dir) = e2e::s3::open_store(&config);
+    assert_eq!(e2e::s3::reason_names(&d, &fork.id), expected);
+    // A fork of the deleted source's checkpoint is refused, and leaves nothing behind.
+    assert!(a.fork_tenant(&golden, "cp", "late").is_err());
+    assert_eq!(
+        moto.keys(
+            "fork-base",
+            &format!("sandbox/tenants/{}/checkpoints/", golden.id)
+        ),
+        held
+    );
 }

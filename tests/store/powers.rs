@@ -3,7 +3,7 @@
 //! advance in the other runs the transitions both then serve, a fault rule created in one
 //! answers in the other and its `times` is shared, and the request journal of one
 //! environment is read through the other once uploaded; a clear hides every environment's
-//! entries.
+//! entries; deleting the tenant deletes its journal objects.
 
 use e2e::s3::Moto;
 use e2e::ADMIN_KEY;
@@ -175,4 +175,27 @@ async fn clock_faults_and_journal_reach_every_environment() {
     )
     .await;
     assert_eq!(entries, json!([]));
+
+    // Deleting the tenant deletes its journal objects with its other objects: a batch
+    // uploaded by B and the clear marker go; only the log keys stay (as tombstones).
+    assert_eq!(get_b(&b, &key).await.status(), 200);
+    let journal = format!("sandbox/tenants/{id}/journal/");
+    for _ in 0..50 {
+        if !moto.keys("powers", &journal).is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        !moto.keys("powers", &journal).is_empty(),
+        "B uploaded a batch"
+    );
+    let (status, _) = admin(&a, Method::DELETE, &tenant, None).await;
+    assert_eq!(status, 204);
+    let left = moto.keys("powers", &format!("sandbox/tenants/{id}/"));
+    let log = format!("sandbox/tenants/{id}/log/");
+    assert!(
+        !left.is_empty() && left.iter().all(|k| k.starts_with(&log)),
+        "{left:?}"
+    );
 }

@@ -13,12 +13,19 @@
 //! the batches and writes a marker (`tenants/<id>/journal-cleared`) that hides every entry
 //! older than it, including ones still in other environments' memory.
 //!
+//! Cost on the request path: the layer hands over the request's parts as they are ([`Raw`]:
+//! the header map, the URI, the bodies as shared `Bytes`, no copy below [`BODY_LIMIT`]) and
+//! one push under a lock. Everything else (the entry's id and time texts, the header list,
+//! the bodies' text and the redaction) is done once per entry, later, by whoever needs the
+//! entry first: a journal read or an upload ([`Item`]).
+//!
 //! Redaction: the headers `Authorization`, `Proxy-Authorization`, `X-Api-Key`,
 //! `X-Admin-Key` and `Cookie`/`Set-Cookie` are kept by name with the value `[redacted]`;
 //! in JSON bodies every member named like a secret ([`SECRET_FIELDS`], e.g. the
 //! `access_token` answered by the token endpoint, `api_key`, `password`) is replaced too.
 
 use crate::store::s3::{Bucket, S3Error};
+use axum::body::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -88,20 +95,163 @@ pub struct Entry {
     pub fault: Option<String>,
 }
 
-impl Entry {
-    /// What the entry costs in memory, roughly: its texts plus a fixed overhead.
-    fn size(&self) -> usize {
-        256 + self.path.len()
-            + self.query.as_ref().map_or(0, String::len)
-            + self.request_body.len()
-            + self.response_body.len()
-            + self
-                .request_headers
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+/// One request as the layer hands it over: its parts as they were, nothing converted.
+#[derive(Debug, Clone)]
+pub struct Raw {
+    /// When the request arrived (real time).
+    pub time: chrono::DateTime<chrono::Utc>,
+    /// `A`, `B`, `C` or `admin`.
+    pub surface: &'static str,
+    /// The request's method.
+    pub method: http::Method,
+    /// The request's URI (path and query).
+    pub uri: http::Uri,
+    /// The request's headers.
+    pub headers: http::HeaderMap,
+    /// The request body as read; `None` when it was not read (no length given, or over
+    /// the body limit).
+    pub request_body: Option<Bytes>,
+    /// The status answered.
+    pub status: u16,
+    /// Time to the answer, in milliseconds.
+    pub duration_ms: f64,
+    /// The response body.
+    pub response_body: Bytes,
+    /// The fault rule that answered (or delayed) it.
+    pub fault: Option<String>,
+}
+
+/// A body as kept until it is converted: at most [`BODY_LIMIT`] bytes (shared with the
+/// request or response when it is not longer, a copy of the first ones when it is), and
+/// whether it was longer.
+#[derive(Debug)]
+struct KeptBody {
+    bytes: Bytes,
+    truncated: bool,
+}
+
+impl KeptBody {
+    fn of(bytes: Option<Bytes>) -> KeptBody {
+        match bytes {
+            None => KeptBody {
+                bytes: Bytes::new(),
+                truncated: true,
+            },
+            Some(b) if b.len() > BODY_LIMIT => KeptBody {
+                bytes: Bytes::copy_from_slice(&b[..BODY_LIMIT]),
+                truncated: true,
+            },
+            Some(b) => KeptBody {
+                bytes: b,
+                truncated: false,
+            },
+        }
     }
 
+    fn text(&self) -> (String, bool) {
+        body_text(&self.bytes, self.truncated)
+    }
+}
+
+/// What a [`Raw`] becomes once recorded: the parts the entry is made of.
+#[derive(Debug)]
+struct Parts {
+    time: chrono::DateTime<chrono::Utc>,
+    surface: &'static str,
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    request_body: KeptBody,
+    status: u16,
+    duration_ms: f64,
+    response_body: KeptBody,
+    fault: Option<String>,
+}
+
+/// A recorded request: its parts until someone needs the entry, then the entry (made once;
+/// the parts are dropped then).
+#[derive(Debug)]
+pub struct Item {
+    /// The entry's id, `<ms since epoch, 13 digits>-<environment>-<sequence>`, made when
+    /// the entry is.
+    millis: i64,
+    sequence: u64,
+    /// Memory the item is counted for (what its entry will hold, roughly).
+    size: usize,
+    cell: Mutex<Cell>,
+}
+
+#[derive(Debug)]
+enum Cell {
+    Parts(Box<Parts>),
+    Entry(Arc<Entry>),
+}
+
+impl Item {
+    fn new(raw: Raw, sequence: u64) -> Item {
+        let request_body = KeptBody::of(raw.request_body);
+        let response_body = KeptBody::of(Some(raw.response_body));
+        let size = 256
+            + raw.uri.path().len()
+            + raw.uri.query().map_or(0, str::len)
+            + request_body.bytes.len()
+            + response_body.bytes.len()
+            + raw
+                .headers
+                .iter()
+                .map(|(k, v)| k.as_str().len() + v.len())
+                .sum::<usize>();
+        Item {
+            millis: raw.time.timestamp_millis().max(0),
+            sequence,
+            size,
+            cell: Mutex::new(Cell::Parts(Box::new(Parts {
+                time: raw.time,
+                surface: raw.surface,
+                method: raw.method,
+                uri: raw.uri,
+                headers: raw.headers,
+                request_body,
+                status: raw.status,
+                duration_ms: raw.duration_ms,
+                response_body,
+                fault: raw.fault,
+            }))),
+        }
+    }
+
+    /// The entry, made on first use (id and time texts, redacted headers and bodies).
+    fn entry(&self, environment: &str) -> Arc<Entry> {
+        let mut cell = crate::store::lock(&self.cell);
+        let parts = match &*cell {
+            Cell::Entry(e) => return e.clone(),
+            Cell::Parts(p) => p,
+        };
+        let (request_body, request_body_truncated) = parts.request_body.text();
+        let (response_body, response_body_truncated) = parts.response_body.text();
+        let entry = Arc::new(Entry {
+            id: format!("{:013}-{environment}-{:08}", self.millis, self.sequence),
+            time: crate::time::to_storage(parts.time),
+            environment: environment.to_string(),
+            surface: parts.surface.to_string(),
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_string(),
+            query: parts.uri.query().map(str::to_string),
+            status: parts.status,
+            duration_ms: parts.duration_ms,
+            request_headers: headers(&parts.headers),
+            request_body,
+            request_body_truncated,
+            response_body,
+            response_body_truncated,
+            fault: parts.fault.clone(),
+        });
+        *cell = Cell::Entry(entry.clone());
+        entry
+    }
+}
+
+impl Entry {
     /// The instant of the entry, in milliseconds since the epoch (from its id).
     fn millis(&self) -> i64 {
         self.id
@@ -161,10 +311,10 @@ impl Filter {
 /// One tenant's entries in this environment.
 #[derive(Default)]
 struct Kept {
-    entries: VecDeque<Arc<Entry>>,
+    entries: VecDeque<Arc<Item>>,
     bytes: usize,
     /// Entries not uploaded yet (S3 mode), with the time the oldest was added.
-    pending: Vec<Arc<Entry>>,
+    pending: Vec<Arc<Item>>,
     pending_since: Option<Instant>,
 }
 
@@ -174,7 +324,7 @@ pub enum Flush {
     /// Not now: nothing to upload, or an upload is scheduled already.
     Nothing,
     /// This full batch, at once.
-    Now(Vec<Arc<Entry>>),
+    Now(Vec<Arc<Item>>),
     /// Whatever is pending after this long ([`Journal::take_pending`]).
     After(Duration),
 }
@@ -210,31 +360,28 @@ impl Journal {
         &self.environment
     }
 
-    /// A new entry id for a request that arrived at `time` (this environment, next number).
-    pub fn next_id(&self, time: chrono::DateTime<chrono::Utc>) -> String {
-        let n = self
+    /// Records a request of `tenant` (nothing converted here: see [`Item`]), dropping its
+    /// oldest entries past the bounds, and says when its pending entries are to be uploaded
+    /// (S3 mode): the caller uploads off the request's path.
+    pub fn record(&self, tenant: &str, raw: Raw) -> Flush {
+        let sequence = self
             .sequence
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!(
-            "{:013}-{}-{n:08}",
-            time.timestamp_millis().max(0),
-            self.environment
-        )
-    }
-
-    /// Records an entry of `tenant`, dropping its oldest past the bounds, and says when its
-    /// pending entries are to be uploaded (S3 mode): the caller uploads off the request's path.
-    pub fn record(&self, tenant: &str, entry: Entry) -> Flush {
-        let entry = Arc::new(entry);
+        let entry = Arc::new(Item::new(raw, sequence));
         let mut tenants = crate::store::lock(&self.tenants);
-        let kept = tenants.entry(tenant.to_string()).or_default();
-        kept.bytes += entry.size();
+        if !tenants.contains_key(tenant) {
+            tenants.insert(tenant.to_string(), Kept::default());
+        }
+        let Some(kept) = tenants.get_mut(tenant) else {
+            return Flush::Nothing;
+        };
+        kept.bytes += entry.size;
         kept.entries.push_back(entry.clone());
         while kept.entries.len() > self.settings.max_entries
             || (kept.bytes > self.settings.max_bytes && kept.entries.len() > 1)
         {
             if let Some(old) = kept.entries.pop_front() {
-                kept.bytes = kept.bytes.saturating_sub(old.size());
+                kept.bytes = kept.bytes.saturating_sub(old.size);
             }
         }
         if self.bucket.is_none() {
@@ -255,12 +402,16 @@ impl Journal {
 
     /// Uploads a batch of `tenant`'s entries (blocking: one PUT). A failure loses the batch
     /// from the other environments' view only; this one still holds it in memory.
-    pub fn upload(&self, tenant: &str, batch: &[Arc<Entry>]) {
-        let (Some(bucket), Some(first)) = (&self.bucket, batch.first()) else {
+    pub fn upload(&self, tenant: &str, batch: &[Arc<Item>]) {
+        let Some(bucket) = &self.bucket else {
+            return;
+        };
+        let entries: Vec<Arc<Entry>> = batch.iter().map(|i| i.entry(&self.environment)).collect();
+        let Some(first) = entries.first() else {
             return;
         };
         let key = format!("tenants/{tenant}/journal/{}.json", first.id);
-        let entries: Vec<&Entry> = batch.iter().map(|e| e.as_ref()).collect();
+        let entries: Vec<&Entry> = entries.iter().map(|e| e.as_ref()).collect();
         let sent = serde_json::to_vec(&entries)
             .map_err(|e| S3Error::Unavailable(e.to_string()))
             .and_then(|body| bucket.put_if_absent(&key, body));
@@ -271,7 +422,7 @@ impl Journal {
 
     /// The entries of `tenant` not uploaded yet (S3 mode), taken from memory for an upload;
     /// at most the retention (older ones would be dropped anyway).
-    pub fn take_pending(&self, tenant: &str) -> Vec<Arc<Entry>> {
+    pub fn take_pending(&self, tenant: &str) -> Vec<Arc<Item>> {
         let mut tenants = crate::store::lock(&self.tenants);
         match tenants.get_mut(tenant) {
             Some(kept) if self.bucket.is_some() => {
@@ -288,15 +439,18 @@ impl Journal {
     /// merged (S3 mode) with the uploaded batches of every environment (blocking: one LIST
     /// and at most [`MAX_BATCHES_READ`] GETs), hidden before the last clear.
     pub fn read(&self, tenant: &str, filter: &Filter) -> crate::Result<Vec<Arc<Entry>>> {
-        let mut all: HashMap<String, Arc<Entry>> = HashMap::new();
-        {
-            let tenants = crate::store::lock(&self.tenants);
-            if let Some(kept) = tenants.get(tenant) {
-                for e in &kept.entries {
-                    all.insert(e.id.clone(), e.clone());
-                }
-            }
-        }
+        let mine: Vec<Arc<Item>> = crate::store::lock(&self.tenants)
+            .get(tenant)
+            .map(|kept| kept.entries.iter().cloned().collect())
+            .unwrap_or_default();
+        // Made outside the journal's lock (each item's entry once, then kept).
+        let mut all: HashMap<String, Arc<Entry>> = mine
+            .iter()
+            .map(|item| {
+                let e = item.entry(&self.environment);
+                (e.id.clone(), e)
+            })
+            .collect();
         let mut cleared_ms = 0;
         if let Some(bucket) = &self.bucket {
             cleared_ms = cleared_at(bucket, tenant)?;
@@ -379,9 +533,13 @@ pub fn headers(map: &http::HeaderMap) -> Vec<(String, String)> {
 /// A body as the journal keeps it: the first [`BODY_LIMIT`] bytes as text, JSON secrets
 /// redacted; answers whether it was cut.
 pub fn body(bytes: &[u8]) -> (String, bool) {
-    let truncated = bytes.len() > BODY_LIMIT;
     let cut = &bytes[..bytes.len().min(BODY_LIMIT)];
-    let text = String::from_utf8_lossy(cut).into_owned();
+    body_text(cut, bytes.len() > BODY_LIMIT)
+}
+
+/// [`body`] of the first [`BODY_LIMIT`] bytes of a body, `truncated` when it was longer.
+fn body_text(bytes: &[u8], truncated: bool) -> (String, bool) {
+    let text = String::from_utf8_lossy(bytes).into_owned();
     // Only a body that names a secret member is parsed: most bodies are copied as they are,
     // which keeps the journal's cost on large bodies to a copy and one scan.
     let secret = looks_secret(&text);
@@ -437,22 +595,17 @@ const SECRET_ENDINGS: &[&str] = &["token\"", "api_key\"", "password\"", "secret\
 mod tests {
     use super::*;
 
-    fn entry(journal: &Journal, path: &str, status: u16, body: &str) -> Entry {
-        Entry {
-            id: journal.next_id(crate::time::now()),
-            time: crate::time::to_storage(crate::time::now()),
-            environment: journal.environment().to_string(),
-            surface: "B".into(),
-            method: "GET".into(),
-            path: path.into(),
-            query: None,
+    fn entry(path: &str, status: u16, body: &str) -> Raw {
+        Raw {
+            time: crate::time::now(),
+            surface: "B",
+            method: http::Method::GET,
+            uri: path.parse().expect("uri"),
+            headers: http::HeaderMap::new(),
+            request_body: Some(Bytes::from(body.to_string())),
             status,
             duration_ms: 1.0,
-            request_headers: Vec::new(),
-            request_body: body.into(),
-            request_body_truncated: false,
-            response_body: String::new(),
-            response_body_truncated: false,
+            response_body: Bytes::new(),
             fault: None,
         }
     }
@@ -467,12 +620,12 @@ mod tests {
         };
         let j = Journal::new(settings, None);
         for i in 0..5 {
-            j.record("t", entry(&j, &format!("/p/{i}"), 200, ""));
+            j.record("t", entry(&format!("/p/{i}"), 200, ""));
         }
         let all = j.read("t", &Filter::default()).unwrap();
         let paths: Vec<&str> = all.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["/p/4", "/p/3", "/p/2"]);
-        j.record("t", entry(&j, "/big", 500, &"x".repeat(20_000)));
+        j.record("t", entry("/big", 500, &"x".repeat(20_000)));
         let all = j.read("t", &Filter::default()).unwrap();
         assert_eq!(all.len(), 1, "the byte bound keeps only the newest");
         let filter = Filter {
@@ -480,6 +633,44 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(j.read("t", &filter).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn entries_are_made_from_the_parts_when_read_with_the_same_rules() {
+        let j = Journal::new(crate::config::DEFAULT_JOURNAL, None);
+        let mut long = format!(
+            "{{\"password\": \"p\", \"pad\": \"{}",
+            "x".repeat(BODY_LIMIT)
+        );
+        long.push_str("\"}");
+        let mut headers = http::HeaderMap::new();
+        headers.insert("authorization", http::HeaderValue::from_static("Basic abc"));
+        let mut raw = entry("/p?q=1", 201, "");
+        raw.headers = headers;
+        raw.request_body = None;
+        raw.response_body = Bytes::from(long);
+        j.record("t", raw);
+        let read = j.read("t", &Filter::default()).unwrap();
+        let e = &read[0];
+        assert_eq!((e.path.as_str(), e.query.as_deref()), ("/p", Some("q=1")));
+        assert_eq!(
+            (e.request_body.as_str(), e.request_body_truncated),
+            ("", true)
+        );
+        assert!(e.response_body_truncated);
+        assert!(
+            e.response_body.starts_with(REDACTED),
+            "{}",
+            &e.response_body[..40]
+        );
+        assert_eq!(
+            e.request_headers,
+            vec![("authorization".into(), REDACTED.into())]
+        );
+        assert!(e.id.contains(j.environment()) && e.time.ends_with('Z'));
+        // Made once: a second read answers the same entry.
+        let again = j.read("t", &Filter::default()).unwrap();
+        assert!(Arc::ptr_eq(&read[0], &again[0]));
     }
 
     #[test]

@@ -283,18 +283,16 @@ fn error_response(
     }
 }
 
-/// A request being recorded: what was read of it before it went on.
+/// A request being recorded: what was read of it before it went on (kept as it is: the
+/// journal converts it later, off the request's path, see [`journal::Item`]).
 struct Recording {
-    id: String,
     time: chrono::DateTime<chrono::Utc>,
     started: std::time::Instant,
     surface: Surface,
-    method: String,
-    path: String,
-    query: Option<String>,
-    headers: Vec<(String, String)>,
-    body: String,
-    body_truncated: bool,
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Option<axum::body::Bytes>,
 }
 
 impl Recording {
@@ -318,28 +316,28 @@ impl Recording {
             Some(n) => n <= app.config.max_body_bytes,
             None => !chunked,
         };
-        let (text, truncated, body) = if readable {
+        // No length and no chunks, or a zero length: HTTP gives the request no body, so there
+        // is nothing to read (most reads).
+        let empty = !chunked && length.unwrap_or(0) == 0;
+        let (kept, body) = if empty {
+            (Some(axum::body::Bytes::new()), body)
+        } else if readable {
             match axum::body::to_bytes(body, app.config.max_body_bytes).await {
-                Ok(bytes) => {
-                    let (text, truncated) = journal::body(&bytes);
-                    (text, truncated, Body::from(bytes))
-                }
+                // Shared, not copied: the handler reads the same bytes.
+                Ok(bytes) => (Some(bytes.clone()), Body::from(bytes)),
                 Err(e) => return Err(format!("could not read the request body: {e}")),
             }
         } else {
-            (String::new(), true, body)
+            (None, body)
         };
         let recording = Recording {
-            id: app.powers.journal.next_id(time),
             time,
             started,
             surface,
-            method: parts.method.to_string(),
-            path: parts.uri.path().to_string(),
-            query: parts.uri.query().map(str::to_string),
-            headers: journal::headers(&parts.headers),
-            body: text,
-            body_truncated: truncated,
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            headers: parts.headers.clone(),
+            body: kept,
         };
         Ok((recording, Request::from_parts(parts, body)))
     }
@@ -356,31 +354,26 @@ impl Recording {
         let bytes = axum::body::to_bytes(body, usize::MAX)
             .await
             .unwrap_or_default();
-        let (response_body, response_truncated) = journal::body(&bytes);
-        let entry = journal::Entry {
-            id: self.id,
-            time: crate::time::to_storage(self.time),
-            environment: app.powers.journal.environment().to_string(),
-            surface: self.surface.name().to_string(),
+        let raw = journal::Raw {
+            time: self.time,
+            surface: self.surface.name(),
             method: self.method,
-            path: self.path,
-            query: self.query,
+            uri: self.uri,
+            headers: self.headers,
+            request_body: self.body,
             status: parts.status.as_u16(),
             duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
-            request_headers: self.headers,
-            request_body: self.body,
-            request_body_truncated: self.body_truncated,
-            response_body,
-            response_body_truncated: response_truncated,
+            response_body: bytes.clone(),
             fault,
         };
-        let (powers, tenant) = (app.powers.clone(), tenant.to_string());
-        match app.powers.journal.record(&tenant, entry) {
+        match app.powers.journal.record(tenant, raw) {
             journal::Flush::Nothing => {}
             journal::Flush::Now(batch) => {
+                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
                 tokio::task::spawn_blocking(move || powers.journal.upload(&tenant, &batch));
             }
             journal::Flush::After(wait) => {
+                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
                 // Off the request: a frozen Lambda runs this timer when it thaws.
                 tokio::spawn(async move {
                     tokio::time::sleep(wait).await;

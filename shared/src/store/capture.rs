@@ -382,7 +382,13 @@ pub fn detach(conn: &Connection, alias: &str) {
 /// source that `main` does not have is refused (migrations are additive, so a source of an
 /// older or equal schema never has one). Foreign keys are deferred to the commit, where the
 /// copy is as consistent as its source was.
+///
+/// Ids are never reused across a restore: every id sequence (`sqlite_sequence`) ends at the
+/// highest of its value before, its value in the source and the largest id copied, so an id
+/// a client saw before the restore is never given to another record after it.
 pub fn replace_rows(tx: &rusqlite::Transaction<'_>, alias: &str) -> Result<()> {
+    let before = sequences(tx, "main")?;
+    let source = sequences(tx, alias)?;
     sqlite::clear_all(tx)?;
     let mine = sqlite::user_tables(tx)?;
     let theirs: Vec<String> = {
@@ -415,16 +421,77 @@ pub fn replace_rows(tx: &rusqlite::Transaction<'_>, alias: &str) -> Result<()> {
             [],
         )?;
     }
+    raise_sequences(tx, &before)?;
+    raise_sequences(tx, &source)
+}
+
+/// The id sequences (`sqlite_sequence`: table name, highest id ever used) of database
+/// `alias`; none when it has no `AUTOINCREMENT` table.
+pub fn sequences(conn: &Connection, alias: &str) -> Result<Vec<(String, i64)>> {
+    let exists = conn
+        .prepare(&format!(
+            "SELECT 1 FROM {alias}.sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'"
+        ))?
+        .exists([])?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT name, seq FROM {alias}.sqlite_sequence ORDER BY name"
+    ))?;
+    let out = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(out)
+}
+
+/// Raises the id sequence of each named table of `main` to at least the given value (never
+/// lowers one). Tables `main` does not have, or a `main` without `AUTOINCREMENT` tables,
+/// are skipped.
+pub fn raise_sequences(conn: &Connection, sequences: &[(String, i64)]) -> Result<()> {
+    if sequences.is_empty() {
+        return Ok(());
+    }
+    let has_table = conn
+        .prepare(
+            "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'",
+        )?
+        .exists([])?;
+    if !has_table {
+        return Ok(());
+    }
+    let tables = sqlite::user_tables(conn)?;
+    for (name, seq) in sequences.iter().filter(|(n, _)| tables.contains(n)) {
+        let raised = conn.execute(
+            "UPDATE main.sqlite_sequence SET seq = ?2 WHERE name = ?1 AND seq < ?2",
+            rusqlite::params![name, seq],
+        )?;
+        if raised == 0 {
+            conn.execute(
+                "INSERT INTO main.sqlite_sequence (name, seq)
+                 SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?1)",
+                rusqlite::params![name, seq],
+            )?;
+        }
+    }
     Ok(())
 }
 
 /// Replays a restore entry: the rows of the database file at `path` replace the current ones
-/// in one transaction that also records `seq` (readers see the old state or the new one).
-pub fn apply_file(conn: &mut Connection, path: &Path, seq: u64) -> Result<()> {
+/// in one transaction that also records `seq` (readers see the old state or the new one) and
+/// raises the id sequences to at least the entry's (`sequences`, the writer's after the
+/// restore), so every environment numbers new rows alike.
+pub fn apply_file(
+    conn: &mut Connection,
+    path: &Path,
+    seq: u64,
+    sequences: &[(String, i64)],
+) -> Result<()> {
     attach(conn, path, REPLAYED)?;
     let applied = (|| {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         replace_rows(&tx, REPLAYED)?;
+        raise_sequences(&tx, sequences)?;
         clear(&tx)?;
         set_seq(&tx, seq)?;
         tx.commit()?;
@@ -578,5 +645,48 @@ mod tests {
         }
         let tx = a.transaction().expect("tx");
         assert!(collect(&tx).expect("collect").is_empty());
+    }
+
+    #[test]
+    fn a_replacement_never_lowers_an_id_sequence() {
+        let schema = "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT);";
+        // The checkpoint: ids 1 and 2 used, 2 deleted (its sequence says 2).
+        let path = std::env::temp_dir().join(format!("checkpoint-{}.db", uuid::Uuid::new_v4()));
+        let cp = Connection::open(&path).expect("open");
+        cp.execute_batch(schema).expect("schema");
+        cp.execute_batch(
+            "INSERT INTO note (body) VALUES ('a'), ('b'); DELETE FROM note WHERE id = 2;",
+        )
+        .expect("rows");
+        drop(cp);
+        // The live database went on to id 5 after the checkpoint.
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(schema).expect("schema");
+        install(&conn).expect("install");
+        conn.execute_batch("INSERT INTO note (body) VALUES ('a'), ('b'), ('c'), ('d'), ('e');")
+            .expect("rows");
+        apply_file(&mut conn, &path, 1, &[]).expect("restore");
+        let next = |conn: &Connection| -> i64 {
+            conn.execute("INSERT INTO note (body) VALUES ('new')", [])
+                .expect("insert");
+            conn.last_insert_rowid()
+        };
+        assert_eq!(next(&conn), 6, "ids 3 to 5 were seen before the restore");
+        // The entry's sequences (the writer's) win when higher; a lower one changes nothing.
+        apply_file(
+            &mut conn,
+            &path,
+            2,
+            &[("note".into(), 9), ("gone".into(), 4)],
+        )
+        .expect("restore");
+        assert_eq!(next(&conn), 10);
+        // A fresh database takes the checkpoint's own sequence: 2 was used there.
+        let mut fresh = Connection::open_in_memory().expect("open");
+        fresh.execute_batch(schema).expect("schema");
+        install(&fresh).expect("install");
+        apply_file(&mut fresh, &path, 1, &[]).expect("restore");
+        assert_eq!(next(&fresh), 3);
+        let _ = std::fs::remove_file(&path);
     }
 }

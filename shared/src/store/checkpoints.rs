@@ -16,11 +16,17 @@
 //!   deleted while the tenant lives, so the log stays replayable even after the checkpoint
 //!   is deleted.
 //! - A fork writes the new tenant's data (locally its database file; in S3 its first log
-//!   entry, a restore naming its base snapshot, which S3 copied from the checkpoint) before
-//!   the registry makes it reachable, so nobody ever sees it empty. Its credentials are its
-//!   own.
+//!   entry, a restore naming the checkpoint's file) before the registry makes it reachable,
+//!   so nobody ever sees it empty. Its credentials are its own.
+//! - S3 mode: a checkpoint file is shared, never copied, by the forks made from it. Each
+//!   fork holds it with a marker `<file>.refs/tenants/<fork id>` (see
+//!   [`super::replica::holder_key`]), put before the fork checks that the manifest still
+//!   names the file. The file is deleted only by [`collect`], when its manifest no longer
+//!   names it (checkpoint or source deleted) and no marker is left: deleting a checkpoint or
+//!   a tenant never deletes a file a fork still names (docs/storage.md, "Shared checkpoint
+//!   files", has the argument).
 
-use super::replica::{Replica, RestoreRef};
+use super::replica::{self, Replica, RestoreRef};
 use super::{Registry, Store, TenantRecord};
 use crate::auth::Credentials;
 use crate::{Error, Result};
@@ -28,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Longest checkpoint name accepted.
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = crate::names::MAX_LEN;
 /// Most checkpoints one tenant may keep (delete one to make room).
 pub const MAX_CHECKPOINTS: usize = 100;
 
@@ -66,24 +72,28 @@ impl From<Manifest> for Checkpoint {
     }
 }
 
-/// Checks a checkpoint name: 1 to 64 of `A-Z a-z 0-9 - _ .`, starting with a letter or
-/// digit (it becomes part of a file name and an S3 key).
+/// Checks a checkpoint name: [`crate::names::is_plain`], starting with a letter or digit
+/// (it becomes part of a file name and an S3 key).
 pub fn check_name(name: &str) -> Result<()> {
-    let ok = name.len() <= MAX_NAME_LEN
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    if crate::names::is_plain(name) && starts_well {
         Ok(())
     } else {
         Err(Error::bad_request(format!(
-            "checkpoint name must be 1 to {MAX_NAME_LEN} characters of A-Z, a-z, 0-9, '-', '_' or '.', starting with a letter or digit"
+            "checkpoint name must be {}, starting with a letter or digit",
+            crate::names::RULE
         )))
     }
+}
+
+/// Whether bucket key `key`, listed under `dir` (a tenant's `checkpoints/`), is a manifest
+/// (`<name>.json` right in it; files and their markers are under `files/`).
+fn is_manifest(dir: &str, key: &str) -> bool {
+    key.strip_prefix(dir)
+        .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".json"))
 }
 
 fn manifest_rel(name: &str) -> String {
@@ -131,10 +141,7 @@ impl Store {
                 let dir = replica.object_key("checkpoints/");
                 let mut out = Vec::new();
                 for key in replica.bucket().list_after(&dir, &dir, usize::MAX)? {
-                    let Some(rest) = key.strip_prefix(&dir) else {
-                        continue;
-                    };
-                    if rest.contains('/') || !rest.ends_with(".json") {
+                    if !is_manifest(&dir, &key) {
                         continue;
                     }
                     match replica.bucket().get(&key) {
@@ -312,9 +319,12 @@ impl Store {
                 super::replica::remove_database_files(&place.join(&manifest.file))
             }
             Some(replica) => {
-                let bucket = replica.bucket();
-                bucket.delete(&replica.object_key(&manifest_rel(name)))?;
-                Ok(bucket.delete(&replica.object_key(&manifest.file))?)
+                // The manifest first: from now on no fork can take hold of the file, and the
+                // file goes once no fork holds it.
+                replica
+                    .bucket()
+                    .delete(&replica.object_key(&manifest_rel(name)))?;
+                collect(replica.bucket(), &replica.object_key(&manifest.file), None)
             }
         }
     }
@@ -345,6 +355,7 @@ impl Store {
                     object: object.clone(),
                     checkpoint: name.to_string(),
                     version: manifest.version,
+                    owner: None,
                 };
                 let restored = bucket
                     .get_to_file(&replica.object_key(&object), &tmp)
@@ -366,7 +377,8 @@ impl Store {
 
     /// Creates tenant `name` (same time zone as the source, fresh credentials) holding a
     /// copy of checkpoint `checkpoint` of tenant `source`. 404 for an unknown source or
-    /// checkpoint, 409 for a name in use.
+    /// checkpoint, 409 for a name in use. In S3 mode nothing is copied: the fork's first
+    /// entry names the checkpoint's file, which the fork holds (module doc).
     pub fn fork_tenant(
         &self,
         source: &TenantRecord,
@@ -375,8 +387,8 @@ impl Store {
     ) -> Result<(TenantRecord, Credentials)> {
         let manifest = self.manifest(&source.id, checkpoint)?;
         // A name in use is found by the registration below (409); what was written under the
-        // unregistered id is then undone. No look-up first: a fork costs one copy, one entry
-        // and the registration.
+        // unregistered id is then undone. No look-up first: a fork costs a few small
+        // requests and the registration.
         let (record, creds) = Registry::new_tenant(name, &source.time_zone);
         let undo: Box<dyn Fn()> = match self.tenant_replica(&record.id) {
             None => {
@@ -388,19 +400,18 @@ impl Store {
                 })
             }
             Some(replica) => {
-                let from = self
-                    .tenant_replica(&source.id)
-                    .map(|r| r.object_key(&manifest.file))
-                    .ok_or_else(|| Error::Internal("S3 mode without a replica".into()))?;
+                let source_root = format!("tenants/{}", source.id);
+                let reference = RestoreRef {
+                    object: manifest.file.clone(),
+                    checkpoint: checkpoint.to_string(),
+                    version: manifest.version,
+                    owner: Some(source_root),
+                };
+                let started = self.start_s3_fork(&replica, &reference, &manifest);
                 let scratch = self.inner.files_dir.clone();
-                let started = replica.start_fork(
-                    &from,
-                    &format!("{}/{checkpoint}", source.id),
-                    manifest.version,
-                    manifest.schema,
-                );
                 let undo = move || {
                     let _ = replica.erase(&scratch);
+                    let _ = release(&replica, &reference);
                 };
                 if let Err(e) = started {
                     undo();
@@ -415,6 +426,106 @@ impl Store {
         }
         Ok((record, creds))
     }
+
+    /// S3 mode, a fork's data: the marker holding the checkpoint file and the fork's entry 1
+    /// naming it (both at once: nobody reaches the fork before it is registered), then the
+    /// check that the manifest still names the file. That check comes after the marker is
+    /// in: a deletion that removed the manifest before it is refused here (404), one that
+    /// removes it after it finds the marker and keeps the file.
+    fn start_s3_fork(
+        &self,
+        fork: &Replica,
+        reference: &RestoreRef,
+        manifest: &Manifest,
+    ) -> Result<()> {
+        let file = fork.reference_key(reference);
+        let (held, entry) = std::thread::scope(|scope| {
+            let held = scope.spawn(|| hold(fork, &file));
+            let entry = fork.start_fork(reference, manifest.schema);
+            let held = held
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("the marker thread panicked".into())));
+            (held, entry)
+        });
+        held?;
+        entry?;
+        let source_id = reference
+            .owner
+            .as_deref()
+            .and_then(|o| o.strip_prefix("tenants/"))
+            .unwrap_or_default();
+        match self.manifest(source_id, &reference.checkpoint) {
+            Ok(now) if now.file == manifest.file => Ok(()),
+            Ok(_) | Err(Error::NotFound(_)) => Err(not_found(source_id, &reference.checkpoint)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// S3 mode: deletes tenant `replica`'s objects after its tombstone (see
+    /// [`Replica::erase`]). A fork first lets go of the checkpoint file its first entry
+    /// names; then the tenant's checkpoint manifests go, before the listing that decides
+    /// which files forks still hold (a fork that took hold after that listing finds its
+    /// manifest gone and gives up).
+    pub(super) fn erase_tenant_objects(&self, replica: &Replica) -> Result<()> {
+        if let Some(reference) = replica.shared_reference()? {
+            release(replica, &reference)?;
+        }
+        let bucket = replica.bucket();
+        let dir = replica.object_key("checkpoints/");
+        for key in bucket.list_after(&dir, &dir, usize::MAX)? {
+            if is_manifest(&dir, &key) {
+                bucket.delete(&key)?;
+            }
+        }
+        replica.erase(&self.inner.files_dir)
+    }
+}
+
+/// Puts the marker by which fork `fork` holds the file at bucket key `file`.
+fn hold(fork: &Replica, file: &str) -> Result<()> {
+    match fork
+        .bucket()
+        .put_if_absent(&replica::holder_key(file, fork.root()), Vec::new())
+    {
+        Ok(()) | Err(super::s3::S3Error::Exists) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Fork `fork` lets go of the file `reference` names: its marker goes, and the file too
+/// when its manifest no longer names it and no other fork holds it.
+fn release(fork: &Replica, reference: &RestoreRef) -> Result<()> {
+    let Some(owner) = reference.owner.as_deref() else {
+        return Ok(());
+    };
+    let bucket = fork.bucket();
+    let file = fork.reference_key(reference);
+    bucket.delete(&replica::holder_key(&file, fork.root()))?;
+    let manifest = format!("{owner}/{}", manifest_rel(&reference.checkpoint));
+    collect(bucket, &file, Some((&manifest, owner)))
+}
+
+/// Deletes the checkpoint file at bucket key `file` unless the manifest at bucket key
+/// `manifest` (when given) still names it or a fork holds it. Runs after whatever let go of
+/// it (its manifest deleted, a marker deleted), so the last one to let go deletes it.
+fn collect(bucket: &super::s3::Bucket, file: &str, manifest: Option<(&str, &str)>) -> Result<()> {
+    if let Some((key, owner)) = manifest {
+        let named = match bucket.get(key) {
+            Ok(body) => serde_json::from_slice::<Manifest>(&body)
+                .map(|m| format!("{owner}/{}", m.file) == file)
+                .unwrap_or(false),
+            Err(super::s3::S3Error::NotFound) => false,
+            Err(e) => return Err(e.into()),
+        };
+        if named {
+            return Ok(());
+        }
+    }
+    let holders = replica::holders_prefix(file);
+    if bucket.list_after(&holders, &holders, 1)?.is_empty() {
+        bucket.delete(file)?;
+    }
+    Ok(())
 }
 
 /// Creates `path` holding `manifest`, only if it does not exist (a complete temporary file

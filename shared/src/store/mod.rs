@@ -322,12 +322,14 @@ impl Store {
     /// database files and exports (`<data_dir>/tenants/<id>/`); in S3 mode every object under
     /// `tenants/<id>/`: exports and snapshots are deleted, log entries are overwritten by
     /// tombstones (a deleted log key would read as "up to date" to an environment behind it,
-    /// see docs/storage.md). Call [`Store::tombstone_tenant`] first.
+    /// see docs/storage.md), and checkpoint files that forks still name stay until their
+    /// last fork lets go (a fork lets go of its own first). Call [`Store::tombstone_tenant`]
+    /// first.
     pub fn drop_tenant_db(&self, tenant_id: &str) -> Result<()> {
         lock(&self.inner.open).remove(tenant_id);
         self.inner.registry.forget(tenant_id);
         let erased = match self.tenant_replica(tenant_id) {
-            Some(r) => r.erase(&self.inner.files_dir),
+            Some(r) => self.erase_tenant_objects(&r),
             None => Ok(()),
         };
         replica::remove_database_files(&self.tenant_path(tenant_id))?;

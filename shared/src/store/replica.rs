@@ -11,8 +11,11 @@
 //!   writes it into the downloaded file's header.
 //! - `restores/<uuid>.db`: the database a restore entry (see [`RestoreRef`]) names; written
 //!   before the entry, never changed, deleted only with the tenant. A fork's first entry
-//!   names `snapshots/<1>.base.db` instead, which doubles as its snapshot 1 and is never
-//!   pruned.
+//!   names another database's object instead (its source's checkpoint file, with
+//!   [`RestoreRef::owner`]), held for the fork by a marker `<object>.refs/<fork root>` beside
+//!   it: [`Replica::erase`] never deletes an object that has markers (docs/storage.md,
+//!   "Shared checkpoint files"). Forks made by earlier builds name
+//!   `snapshots/<1>.base.db`, their own copy, which is never pruned.
 //!
 //! Invariants:
 //! 1. The local database never holds a version S3 does not have: a write's local transaction
@@ -92,37 +95,72 @@ struct EntryHead {
     /// A restore entry: the rows of this object replace the database's (see [`RestoreRef`]).
     #[serde(default)]
     restore: Option<RestoreRef>,
+    /// A restore entry's id sequences after the restore (table, highest id ever used): the
+    /// object's own are older and lower, and ids are never reused.
+    #[serde(default)]
+    sequences: Vec<(String, i64)>,
 }
 
-/// What a restore entry points at: a database file in the bucket, under this database's
-/// root, written once before the entry and never changed or deleted while the database
-/// lives (the log must stay replayable from its first entry).
+/// What a restore entry points at: a database file in the bucket, written once before the
+/// entry and never changed or deleted while the database lives (the log must stay
+/// replayable from its first entry). Usually under this database's root; a fork's first
+/// entry names its source's checkpoint file, under the source's root (`owner`), held for
+/// the fork by a marker (see [`holder_key`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestoreRef {
-    /// Key of the database file, relative to the root (`restores/<uuid>.db`).
+    /// Key of the database file, relative to its owner's root (`restores/<uuid>.db`,
+    /// `checkpoints/files/<uuid>.db`).
     pub object: String,
-    /// The checkpoint it is a copy of (for people reading the log).
+    /// The checkpoint it is a copy of: its name under the owner's root.
     pub checkpoint: String,
     /// The version of the checkpointed database (in its own log).
     pub version: u64,
+    /// Root of the database that owns `object` (`tenants/<source id>`), when it is not this
+    /// one (a fork). Absent in every other entry, and in forks made by earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
-/// How a fork base is named in `snapshots/`: `<seq 1>.base.db`. It parses as snapshot 1
-/// for cold starts and is never pruned (restore entry 1 of the fork names it).
+/// How a fork base of an earlier build is named in `snapshots/`: `<seq 1>.base.db`. It
+/// parses as snapshot 1 for cold starts and is never pruned (restore entry 1 of that fork
+/// names it). Forks are no longer made this way (they name their source's checkpoint
+/// file), but buckets written before keep them.
 const FORK_BASE_SUFFIX: &str = ".base.db";
+
+/// What marks a shared object as held: keys `<object>.refs/<holder root>`.
+const HOLDERS: &str = ".refs/";
+
+/// The key of the marker by which database `holder_root` holds `object` (relative to the
+/// prefix): `<object>.refs/<holder root>`. While a marker exists, nothing deletes the
+/// object.
+pub fn holder_key(object: &str, holder_root: &str) -> String {
+    format!("{object}{HOLDERS}{holder_root}")
+}
+
+/// The prefix of every holder marker of `object`.
+pub fn holders_prefix(object: &str) -> String {
+    format!("{object}{HOLDERS}")
+}
 
 /// Format of restore entries: 2, so that a build that predates them refuses the entry (503,
 /// "unreadable") instead of replaying it as an empty change and serving stale rows.
 const RESTORE_FORMAT: u32 = 2;
 
-/// The body of a restore entry: no row changes, the reference, the attempt id.
-fn restore_body(reference: &RestoreRef, attempt: &str, schema: i64) -> Vec<u8> {
+/// The body of a restore entry: no row changes, the reference, the attempt id, and the id
+/// sequences after the restore (none for a fork: its ids are the checkpoint's).
+fn restore_body(
+    reference: &RestoreRef,
+    attempt: &str,
+    schema: i64,
+    sequences: &[(String, i64)],
+) -> Vec<u8> {
     serde_json::json!({
         "format": RESTORE_FORMAT,
         "attempt": attempt,
         "schema": schema,
         "tables": [],
         "restore": reference,
+        "sequences": sequences,
     })
     .to_string()
     .into_bytes()
@@ -217,7 +255,7 @@ impl Replica {
                 .filter_map(|k| parse_seq(k).map(|s| (k, s)))
                 .max_by_key(|(_, s)| *s)
             else {
-                return Ok(());
+                return self.restore_first_entry(path);
             };
             let tmp = path.with_extension("download");
             match self.bucket.get_to_file(key, &tmp) {
@@ -226,7 +264,9 @@ impl Replica {
                 Err(e) => return Err(e.into()),
             }
             std::fs::rename(&tmp, path)?;
-            stamp_version(path, seq)?;
+            if stamp_version(path, seq)? {
+                self.settle_copied_snapshot(path, seq)?;
+            }
             self.snapshot_seq.store(seq, Ordering::SeqCst);
             tracing::info!(root = %self.root, seq, "restored snapshot");
             return Ok(());
@@ -235,6 +275,77 @@ impl Replica {
             "{}: snapshots kept disappearing during a cold start",
             self.root
         )))
+    }
+
+    /// A snapshot S3 copied from a checkpoint after restore entry `seq` holds the
+    /// checkpoint's id sequences, older than the restore's: raise them to the entry's (one
+    /// GET), so that this environment never hands out an id a client saw before the restore.
+    fn settle_copied_snapshot(&self, path: &Path, seq: u64) -> Result<()> {
+        let body = match self.bucket.get(&self.log_key(seq)) {
+            Ok(body) => body,
+            Err(S3Error::NotFound) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let sequences = serde_json::from_slice::<EntryHead>(&body)
+            .map(|head| head.sequences)
+            .unwrap_or_default();
+        if !sequences.is_empty() {
+            let conn = Connection::open(path)?;
+            capture::raise_sequences(&conn, &sequences)?;
+        }
+        Ok(())
+    }
+
+    /// Cold start without a snapshot: when entry 1 is a restore (a fork's first entry), the
+    /// file it names is the database at version 1 and becomes the local file, as a snapshot
+    /// would (one download, no replay). Any other entry 1 is kept for the catch-up that
+    /// follows, so it is not fetched twice.
+    fn restore_first_entry(&self, path: &Path) -> Result<()> {
+        let body = match self.bucket.get(&self.log_key(1)) {
+            Ok(body) => body,
+            Err(S3Error::NotFound) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let head = serde_json::from_slice::<EntryHead>(&body)
+            .ok()
+            .filter(|head| !head.tombstone);
+        let Some((reference, sequences)) = head.and_then(|h| Some((h.restore?, h.sequences)))
+        else {
+            *super::lock(&self.probed) = Some((1, body));
+            return Ok(());
+        };
+        let tmp = path.with_extension("download");
+        self.bucket
+            .get_to_file(&self.reference_key(&reference), &tmp)
+            .map_err(|e| self.missing_restore(e, 1, &reference))?;
+        std::fs::rename(&tmp, path)?;
+        stamp_version(path, 1)?;
+        // A restore made as a tenant's first write (a fork's entry carries none).
+        if !sequences.is_empty() {
+            capture::raise_sequences(&Connection::open(path)?, &sequences)?;
+        }
+        tracing::info!(root = %self.root, checkpoint = %reference.checkpoint, "cold start from the file entry 1 names");
+        Ok(())
+    }
+
+    /// The bucket key (relative to the prefix) of the file a restore entry names.
+    pub fn reference_key(&self, reference: &RestoreRef) -> String {
+        match &reference.owner {
+            Some(owner) => format!("{owner}/{}", reference.object),
+            None => self.object_key(&reference.object),
+        }
+    }
+
+    /// The error of a restore entry `n` whose file could not be fetched.
+    fn missing_restore(&self, e: S3Error, n: u64, reference: &RestoreRef) -> Error {
+        match e {
+            S3Error::NotFound => Error::Unavailable(format!(
+                "{}: log entry {n} restores {}, which is missing",
+                self.root,
+                self.reference_key(reference)
+            )),
+            e => e.into(),
+        }
     }
 
     /// Applies every log entry newer than the local version, in order: GET `log/<n+1>` until
@@ -272,7 +383,7 @@ impl Replica {
             return Err(self.deleted_error());
         }
         if let Some(reference) = head.restore {
-            return self.apply_restore(conn, n, &reference);
+            return self.apply_restore(conn, n, &reference, &head.sequences);
         }
         let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if head.schema > mine {
@@ -293,7 +404,13 @@ impl Replica {
 
     /// Replays restore entry `n`: downloads the database file it names beside the local
     /// file and replaces every row with its rows, in one transaction that records `n`.
-    fn apply_restore(&self, conn: &mut Connection, n: u64, reference: &RestoreRef) -> Result<()> {
+    fn apply_restore(
+        &self,
+        conn: &mut Connection,
+        n: u64,
+        reference: &RestoreRef,
+        sequences: &[(String, i64)],
+    ) -> Result<()> {
         let local = conn
             .path()
             .map(std::path::PathBuf::from)
@@ -301,15 +418,9 @@ impl Replica {
         let tmp = local.with_extension(format!("restore-{}", uuid::Uuid::new_v4()));
         let applied = self
             .bucket
-            .get_to_file(&self.object_key(&reference.object), &tmp)
-            .map_err(|e| match e {
-                S3Error::NotFound => Error::Unavailable(format!(
-                    "{}: log entry {n} restores {}, which is missing",
-                    self.root, reference.object
-                )),
-                e => e.into(),
-            })
-            .and_then(|()| capture::apply_file(conn, &tmp, n));
+            .get_to_file(&self.reference_key(reference), &tmp)
+            .map_err(|e| self.missing_restore(e, n, reference))
+            .and_then(|()| capture::apply_file(conn, &tmp, n, sequences));
         let _ = remove_database_files(&tmp);
         tracing::info!(root = %self.root, seq = n, checkpoint = %reference.checkpoint, "replayed a restore");
         applied
@@ -335,48 +446,41 @@ impl Replica {
         self.snapshot_key(seq)
     }
 
-    /// Starts a new database's log (a fork) from the database file at bucket key `source`
-    /// (a checkpoint of `checkpoint`, at `version` of its own log): S3 copies it to the fork
-    /// base `snapshots/<1>.base.db`, which is at once snapshot 1 (what cold starts load: one
-    /// download, no replay) and the object restore entry 1 names (never pruned, so the log
-    /// stays replayable); then entry 1 is created. One server-side copy, no byte through
-    /// this process. A slot already taken is a conflict.
-    pub fn start_fork(
-        &self,
-        source: &str,
-        checkpoint: &str,
-        version: u64,
-        schema: i64,
-    ) -> Result<()> {
-        let reference = RestoreRef {
-            object: format!("snapshots/{}{FORK_BASE_SUFFIX}", seq_name(1)),
-            checkpoint: checkpoint.to_string(),
-            version,
-        };
-        // Nobody can reach the fork before it is registered, so the entry need not wait for
-        // the copy: both go at once, and the registration waits for both.
+    /// Starts a new database's log (a fork): entry 1 is a restore entry naming `reference`
+    /// (a checkpoint file of another database, which the caller holds for this one with a
+    /// marker, see [`holder_key`]). No byte of the database is copied: cold starts load the
+    /// file entry 1 names. A slot already taken is a conflict.
+    pub fn start_fork(&self, reference: &RestoreRef, schema: i64) -> Result<()> {
         let attempt = uuid::Uuid::new_v4().to_string();
-        let (copied, entry) = std::thread::scope(|scope| {
-            let copy = scope.spawn(|| {
-                self.bucket
-                    .copy(source, &self.object_key(&reference.object))
-            });
-            let entry = self
-                .bucket
-                .put_if_absent(&self.log_key(1), restore_body(&reference, &attempt, schema));
-            let copied = copy
-                .join()
-                .unwrap_or_else(|_| Err(S3Error::Unavailable("the copy thread panicked".into())));
-            (copied, entry)
-        });
-        copied?;
-        match entry {
+        match self.bucket.put_if_absent(
+            &self.log_key(1),
+            restore_body(reference, &attempt, schema, &[]),
+        ) {
             Ok(()) => Ok(()),
             Err(S3Error::Exists) => {
                 Err(Error::conflict(format!("{} already has a log", self.root)))
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The root of this database in the bucket (`tenants/<id>`).
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The file another database owns that this one's log names (a fork's entry 1), if any:
+    /// one GET of `log/1`. A tombstone there (an erased database) names nothing.
+    pub fn shared_reference(&self) -> Result<Option<RestoreRef>> {
+        let body = match self.bucket.get(&self.log_key(1)) {
+            Ok(body) => body,
+            Err(S3Error::NotFound) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(serde_json::from_slice::<EntryHead>(&body)
+            .ok()
+            .and_then(|head| head.restore)
+            .filter(|r| r.owner.is_some()))
     }
 
     /// Whether S3 holds a version newer than the local one (one GET of `log/<local+1>`).
@@ -524,8 +628,9 @@ impl Replica {
                 Entry::Restore(reference) => {
                     let attempt_id = uuid::Uuid::new_v4().to_string();
                     let schema: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                    let sequences = capture::sequences(&tx, "main")?;
                     (
-                        restore_body(reference, &attempt_id, schema),
+                        restore_body(reference, &attempt_id, schema, &sequences),
                         attempt_id,
                         schema,
                     )
@@ -699,20 +804,30 @@ impl Replica {
 
     /// Erases a tombstoned database's objects: everything under its root is deleted
     /// (snapshots, exports such as `analytics/...`) except the log keys, which are overwritten
-    /// by tombstones: an environment still behind would take a missing `log/<n>` for "up to
-    /// date" and serve (or append to) the deleted tenant. `scratch` is a directory for the
-    /// tombstone file being uploaded.
+    /// by tombstones (an environment still behind would take a missing `log/<n>` for "up to
+    /// date" and serve, or append to, the deleted tenant), and except objects another
+    /// database holds (a checkpoint file forks name) with their holder markers: the last
+    /// holder deletes them when it lets go. `scratch` is a directory for the tombstone file
+    /// being uploaded.
     pub fn erase(&self, scratch: &Path) -> Result<()> {
         let prefix = format!("{}/", self.root);
         let log_dir = self.log_dir();
         let file = scratch.join(format!("tombstone-{}", uuid::Uuid::new_v4()));
         std::fs::write(&file, tombstone_body())?;
         let result = (|| -> Result<()> {
-            for key in self.bucket.list_after(&prefix, &prefix, usize::MAX)? {
+            let keys = self.bucket.list_after(&prefix, &prefix, usize::MAX)?;
+            let held: std::collections::HashSet<&str> = keys
+                .iter()
+                .filter_map(|k| k.split_once(HOLDERS).map(|(object, _)| object))
+                .collect();
+            for key in &keys {
+                if key.contains(HOLDERS) || held.contains(key.as_str()) {
+                    continue;
+                }
                 if key.starts_with(&log_dir) {
-                    self.bucket.put_file(&key, &file)?;
+                    self.bucket.put_file(key, &file)?;
                 } else {
-                    self.bucket.delete(&key)?;
+                    self.bucket.delete(key)?;
                 }
             }
             Ok(())
@@ -768,12 +883,14 @@ fn backoff(attempt: u32) -> Duration {
 /// Makes the header of the snapshot file at `path` say version `seq`, the version its key
 /// names. A snapshot made here by `VACUUM INTO` says so already; one copied by S3 from a
 /// checkpoint (after a restore or a fork) still carries the checkpointed database's version.
-fn stamp_version(path: &Path, seq: u64) -> Result<()> {
+/// Answers whether it had to (the file is such a copy).
+fn stamp_version(path: &Path, seq: u64) -> Result<bool> {
     let conn = Connection::open(path)?;
-    if capture::seq(&conn)? != seq {
+    let copied = capture::seq(&conn)? != seq;
+    if copied {
         capture::set_seq(&conn, seq)?;
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// Removes a database file and its WAL and shared-memory files.
