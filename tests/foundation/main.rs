@@ -8,6 +8,7 @@ mod clock;
 mod faults;
 mod journal;
 mod overload;
+mod year_edges;
 
 use base64::Engine;
 use e2e::{error_body, status_code, TestServer, ADMIN_KEY};
