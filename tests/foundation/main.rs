@@ -8,6 +8,7 @@ mod clock;
 mod faults;
 mod journal;
 mod overload;
+mod quoted;
 mod year_edges;
 
 use base64::Engine;

@@ -46,7 +46,8 @@ async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
 fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
     shared::time::parse_date_or_datetime(text, t.tz).ok_or_else(|| {
         ApiError::bad_request(format!(
-            "{field}: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            "{field}: {} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            shared::error::quoted(text),
             shared::time::MIN_YEAR,
             shared::time::MAX_YEAR
         ))
