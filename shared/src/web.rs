@@ -69,6 +69,7 @@ impl AppState {
     /// The state of a process serving `store` with `config` (the store already open).
     pub fn from_parts(store: Store, config: Config) -> AppState {
         let powers = crate::sandbox::Powers::new(&config, store.bucket());
+        store.registry().set_max_tenants(config.max_tenants);
         AppState {
             store,
             config: Arc::new(config),

@@ -9,6 +9,7 @@ mod faults;
 mod journal;
 mod overload;
 mod quoted;
+mod tenant_cap;
 mod year_edges;
 
 use base64::Engine;

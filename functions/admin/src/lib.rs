@@ -16,6 +16,7 @@ use shared::seed::Seed;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
+use shared::web::listing::{add_count_headers, read_page};
 use shared::web::{header_str, parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
@@ -180,11 +181,32 @@ async fn create_tenant(
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
+/// `GET /tenants`: a page of the tenants (oldest first), paged and counted as the journal is
+/// ([`powers::JOURNAL_PAGING`]); at most `SANDBOX_MAX_TENANTS` exist, so the page is cut from
+/// the whole list in memory.
 async fn list_tenants(
     _: AdminAuth,
     State(app): State<AppState>,
-) -> Result<Json<Vec<TenantRecord>>, ApiError> {
-    Ok(Json(tenants::list(&app.store).await?))
+    shared::web::Params(q): shared::web::Params,
+) -> Result<Response, ApiError> {
+    let page = read_page(&q, &powers::JOURNAL_PAGING)?;
+    let all: Vec<TenantRecord> = tenants::list(&app.store).await?;
+    let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
+    let (limit, offset) = page.limit_offset();
+    let items: Vec<&TenantRecord> = all
+        .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(0))
+        .collect();
+    let mut response = Json(&items).into_response();
+    add_count_headers(
+        &mut response,
+        &powers::JOURNAL_PAGING,
+        items.len(),
+        Some(total),
+        page,
+    );
+    Ok(response)
 }
 
 async fn get_tenant(
