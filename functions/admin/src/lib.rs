@@ -16,7 +16,6 @@ use shared::seed::Seed;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
-use shared::web::listing::{add_count_headers, read_page};
 use shared::web::{header_str, parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
@@ -189,24 +188,8 @@ async fn list_tenants(
     State(app): State<AppState>,
     shared::web::Params(q): shared::web::Params,
 ) -> Result<Response, ApiError> {
-    let page = read_page(&q, &powers::JOURNAL_PAGING)?;
     let all: Vec<TenantRecord> = tenants::list(&app.store).await?;
-    let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
-    let (limit, offset) = page.limit_offset();
-    let items: Vec<&TenantRecord> = all
-        .iter()
-        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-        .take(usize::try_from(limit).unwrap_or(0))
-        .collect();
-    let mut response = Json(&items).into_response();
-    add_count_headers(
-        &mut response,
-        &powers::JOURNAL_PAGING,
-        items.len(),
-        Some(total),
-        page,
-    );
-    Ok(response)
+    powers::page_response(&all, &q, |t| t)
 }
 
 async fn get_tenant(

@@ -282,17 +282,27 @@ async fn list_requests(
 ) -> Result<Response, ApiError> {
     let t = tenant(&app, &id).await?;
     let filter = journal_filter(&q, &t)?;
-    let page = read_page(&q, &JOURNAL_PAGING)?;
     let powers = app.powers.clone();
     let tenant_id = id.clone();
     let entries = shared::store::blocking(move || powers.journal.read(&tenant_id, &filter)).await?;
-    let total = i64::try_from(entries.len()).unwrap_or(i64::MAX);
+    page_response(&entries, &q, |e| e.as_ref())
+}
+
+/// One page of a whole admin list (the journal, the tenants), paged by [`JOURNAL_PAGING`]
+/// from `q`, each item answered as `view` shows it, with the count headers.
+pub fn page_response<'a, T, U: serde::Serialize>(
+    all: &'a [T],
+    q: &std::collections::HashMap<String, String>,
+    view: impl Fn(&'a T) -> U,
+) -> Result<Response, ApiError> {
+    let page = read_page(q, &JOURNAL_PAGING)?;
+    let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
     let (limit, offset) = page.limit_offset();
-    let items: Vec<&journal::Entry> = entries
+    let items: Vec<U> = all
         .iter()
         .skip(usize::try_from(offset).unwrap_or(usize::MAX))
         .take(usize::try_from(limit).unwrap_or(0))
-        .map(|e| e.as_ref())
+        .map(view)
         .collect();
     let mut response = Json(&items).into_response();
     add_count_headers(
