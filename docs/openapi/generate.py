@@ -1113,13 +1113,20 @@ def admin_doc():
                      required=("id", "name", "time_zone", "created_at", "seed"))
     P = "/sandbox/v1"
     tid = param("id", "path", STR)
+    list_tenants = a_op("listTenants", "A page of the tenants, oldest first", 200,
+                        arr(ref("Tenant")), [
+                            param("page_number", "query", {"type": "integer", "minimum": 1}),
+                            param("page_size", "query",
+                                  {"type": "integer", "minimum": 1, "maximum": 100}),
+                        ], errors=(400, 401, 503))
+    list_tenants["responses"]["200"]["headers"] = JOURNAL_COUNTS
     paths = {
         f"{P}/openapi.json": openapi_op("admin"),
         f"{P}/tenants": {
             "post": a_op("createTenant", "Create a tenant with credentials (or fork one)", 201,
                          ref("CreatedTenant"), body=ref("NewTenant"),
                          errors=(400, 401, 404, 409, 413, 415, 503)),
-            "get": a_op("listTenants", "Every tenant", 200, arr(ref("Tenant")), errors=(401, 503)),
+            "get": list_tenants,
         },
         f"{P}/tenants/{{id}}": {
             "get": a_op("getTenant", "One tenant", 200, ref("Tenant"), [tid], errors=(401, 404, 503)),

@@ -21,6 +21,9 @@ pub struct Config {
     /// Retry-After rather than queued, and one credential holds at most half of them
     /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
     pub max_concurrent_requests: usize,
+    /// Most tenants the sandbox holds (`SANDBOX_MAX_TENANTS`, default
+    /// [`crate::store::registry::DEFAULT_MAX_TENANTS`]): creating or forking one more is a 409.
+    pub max_tenants: usize,
     // -- Surface A (legacy XML) --
     /// The XML domain namespace of Surface A (`SANDBOX_XML_NAMESPACE`); `None` keeps the
     /// surface's documented default (`legacy::DEFAULT_XML_NAMESPACE`).
@@ -68,6 +71,8 @@ impl Config {
                 .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
             max_concurrent_requests: env_number("SANDBOX_MAX_CONCURRENT_REQUESTS")
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_REQUESTS),
+            max_tenants: env_number("SANDBOX_MAX_TENANTS")
+                .unwrap_or(crate::store::registry::DEFAULT_MAX_TENANTS),
             xml_namespace,
             s3: s3_from_env(),
             token_secret: var("SANDBOX_TOKEN_SECRET"),
@@ -85,6 +90,7 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_tenants: crate::store::registry::DEFAULT_MAX_TENANTS,
             xml_namespace: None,
             s3: None,
             token_secret: None,

@@ -52,6 +52,24 @@ impl Error {
     }
 }
 
+/// How many characters of a client's value an error message quotes (see [`quoted`]).
+pub const QUOTED_CHARS: usize = 100;
+
+/// A client's value as an error message quotes it: in single quotes, cut after
+/// [`QUOTED_CHARS`] characters with `…` and the full length, so that a message never echoes a
+/// long input whole (a 1 MiB body field would otherwise come back as a 1 MiB message). Every
+/// message that quotes client input goes through here.
+pub fn quoted(value: &str) -> String {
+    match value.char_indices().nth(QUOTED_CHARS) {
+        None => format!("'{value}'"),
+        Some((cut, _)) => format!(
+            "'{}…' ({} characters)",
+            &value[..cut],
+            value.chars().count()
+        ),
+    }
+}
+
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         match e {

@@ -49,7 +49,8 @@ pub fn within_bounds(d: Decimal) -> bool {
 /// Parses a submitted decimal (JSON number text or XML attribute) and checks its bound;
 /// the error says what is wrong, for the caller to prefix with the field's name.
 pub fn parse_amount(text: &str) -> Result<Decimal, String> {
-    let d = parse_decimal(text).ok_or_else(|| format!("'{text}' is not a decimal number"))?;
+    let d = parse_decimal(text)
+        .ok_or_else(|| format!("{} is not a decimal number", crate::error::quoted(text)))?;
     if !within_bounds(d) {
         return Err(format!(
             "{text} has more than {MAX_INTEGER_DIGITS} integer digits"

@@ -32,7 +32,8 @@ impl Seed {
             "demo" => Ok(Seed::Demo),
             "empty" => Ok(Seed::Empty),
             other => Err(Error::bad_request(format!(
-                "seed: '{other}' is not one of demo, empty"
+                "seed: {} is not one of demo, empty",
+                crate::error::quoted(other)
             ))),
         }
     }

@@ -55,7 +55,10 @@ pub async fn create(
 ) -> Result<(TenantRecord, Credentials)> {
     check_name(name)?;
     let tz = crate::time::parse_tz(time_zone).ok_or_else(|| {
-        Error::bad_request(format!("time_zone: '{time_zone}' is not an IANA time zone"))
+        Error::bad_request(format!(
+            "time_zone: {} is not an IANA time zone",
+            crate::error::quoted(time_zone)
+        ))
     })?;
     let (st, name, zone) = (store.clone(), name.to_string(), time_zone.to_string());
     let (record, creds) = blocking(move || st.registry().create_tenant(&name, &zone)).await?;

@@ -33,12 +33,24 @@ pub fn from_storage(s: &str) -> Option<DateTime<Utc>> {
 
 /// Renders a stored instant in the tenant's zone with its offset, e.g.
 /// `2018-12-25T00:00:00-06:00`. Text that is not a stored instant is returned unchanged.
+///
+/// The same instant renders in UTC (`...Z`) where the zone cannot show it as RFC 3339 says:
+/// when its local date leaves years [`MIN_YEAR`]..=[`MAX_YEAR`] (`9999-12-31T23:00Z` east of
+/// UTC would read `+10000-...`, `0001-01-01T00:00Z` west of it `0000-...`), or when the zone's
+/// offset then is not a whole number of minutes (local mean times before standard time, such
+/// as Chicago's -05:50:36, which RFC 3339 cannot write: rounded, the text would name another
+/// instant). Every rendered text is thus accepted back by [`parse_date_or_datetime`].
 pub fn render(stored: &str, tz: Tz) -> String {
-    match from_storage(stored) {
-        Some(t) => t
-            .with_timezone(&tz)
-            .to_rfc3339_opts(SecondsFormat::AutoSi, false),
-        None => stored.to_string(),
+    use chrono::Offset;
+    let Some(t) = from_storage(stored) else {
+        return stored.to_string();
+    };
+    let local = t.with_timezone(&tz);
+    let whole_minutes = local.offset().fix().local_minus_utc() % 60 == 0;
+    if whole_minutes && within_years(local.date_naive()) {
+        local.to_rfc3339_opts(SecondsFormat::AutoSi, false)
+    } else {
+        t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
     }
 }
 
@@ -112,6 +124,32 @@ mod tests {
         let t = parse_date_or_datetime("2018-12-25", tz).unwrap();
         assert_eq!(to_storage(t), "2018-12-25T06:00:00.000Z");
         assert_eq!(render(&to_storage(t), tz), "2018-12-25T00:00:00-06:00");
+    }
+
+    #[test]
+    fn instants_a_zone_cannot_write_render_in_utc() {
+        let east: Tz = "Pacific/Kiritimati".parse().unwrap();
+        let west: Tz = "America/Chicago".parse().unwrap();
+        for (stored, tz, shown) in [
+            ("9999-12-31T23:00:00.000Z", east, "9999-12-31T23:00:00Z"),
+            (
+                "9999-12-31T09:00:00.000Z",
+                east,
+                "9999-12-31T23:00:00+14:00",
+            ),
+            ("0001-01-01T00:00:00.000Z", west, "0001-01-01T00:00:00Z"),
+            ("1800-06-01T12:00:00.000Z", west, "1800-06-01T12:00:00Z"),
+            (
+                "1900-06-01T12:00:00.000Z",
+                west,
+                "1900-06-01T06:00:00-06:00",
+            ),
+        ] {
+            let text = render(stored, tz);
+            assert_eq!(text, shown, "{stored} in {tz}");
+            let back = parse_date_or_datetime(&text, tz).map(to_storage);
+            assert_eq!(back.as_deref(), Some(stored), "{text}");
+        }
     }
 
     #[test]

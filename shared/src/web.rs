@@ -69,6 +69,7 @@ impl AppState {
     /// The state of a process serving `store` with `config` (the store already open).
     pub fn from_parts(store: Store, config: Config) -> AppState {
         let powers = crate::sandbox::Powers::new(&config, store.bucket());
+        store.registry().set_max_tenants(config.max_tenants);
         AppState {
             store,
             config: Arc::new(config),
@@ -369,10 +370,51 @@ where
     }
 }
 
-/// Parses a JSON document into `T`, with a 400 that says what and where on failure.
+/// Deepest nesting of arrays and objects a JSON request body may have: far beyond any body
+/// the surfaces read, and checked before parsing, so that members the sandbox ignores or
+/// keeps raw (a usage event is echoed back when erred) cannot carry 500,000 levels.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Whether `bytes` nest arrays and objects deeper than `max` (brackets inside strings do not
+/// count); one pass, no recursion.
+fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parses a JSON document into `T`, with a 400 that says what and where on failure; a body
+/// nested deeper than [`MAX_JSON_DEPTH`] is refused first.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("a JSON request body is required"));
+    }
+    if nests_deeper_than(bytes, MAX_JSON_DEPTH) {
+        return Err(ApiError::bad_request(format!(
+            "invalid JSON body: arrays and objects nest deeper than {MAX_JSON_DEPTH} levels"
+        )));
     }
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))

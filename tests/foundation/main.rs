@@ -8,6 +8,9 @@ mod clock;
 mod faults;
 mod journal;
 mod overload;
+mod quoted;
+mod tenant_cap;
+mod year_edges;
 
 use base64::Engine;
 use e2e::{error_body, status_code, TestServer, ADMIN_KEY};

@@ -99,13 +99,18 @@ impl TestServer {
         format!("{}{}", self.base, path)
     }
 
-    /// Creates a tenant through the admin API (`seed`: demo or empty).
+    /// Creates a tenant through the admin API (`seed`: demo or empty), in America/Chicago.
     pub async fn create_tenant(&self, name: &str, seed: &str) -> TestTenant {
+        self.create_tenant_in(name, seed, "America/Chicago").await
+    }
+
+    /// [`TestServer::create_tenant`] in the IANA zone `time_zone`.
+    pub async fn create_tenant_in(&self, name: &str, seed: &str, time_zone: &str) -> TestTenant {
         let r = self
             .client
             .post(self.url("/sandbox/v1/tenants"))
             .header("X-Admin-Key", ADMIN_KEY)
-            .json(&json!({"name": name, "seed": seed, "time_zone": "America/Chicago"}))
+            .json(&json!({"name": name, "seed": seed, "time_zone": time_zone}))
             .send()
             .await
             .expect("create tenant");

@@ -2,6 +2,7 @@
 //! simulation and reading back.
 
 mod formula;
+mod nesting;
 mod posting;
 mod reading;
 mod sell;

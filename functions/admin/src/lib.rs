@@ -180,11 +180,16 @@ async fn create_tenant(
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
+/// `GET /tenants`: a page of the tenants (oldest first), paged and counted as the journal is
+/// ([`powers::JOURNAL_PAGING`]); at most `SANDBOX_MAX_TENANTS` exist, so the page is cut from
+/// the whole list in memory.
 async fn list_tenants(
     _: AdminAuth,
     State(app): State<AppState>,
-) -> Result<Json<Vec<TenantRecord>>, ApiError> {
-    Ok(Json(tenants::list(&app.store).await?))
+    shared::web::Params(q): shared::web::Params,
+) -> Result<Response, ApiError> {
+    let all: Vec<TenantRecord> = tenants::list(&app.store).await?;
+    powers::page_response(&all, &q, |t| t)
 }
 
 async fn get_tenant(

@@ -46,7 +46,8 @@ async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
 fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
     shared::time::parse_date_or_datetime(text, t.tz).ok_or_else(|| {
         ApiError::bad_request(format!(
-            "{field}: '{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            "{field}: {} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            shared::error::quoted(text),
             shared::time::MIN_YEAR,
             shared::time::MAX_YEAR
         ))
@@ -281,17 +282,27 @@ async fn list_requests(
 ) -> Result<Response, ApiError> {
     let t = tenant(&app, &id).await?;
     let filter = journal_filter(&q, &t)?;
-    let page = read_page(&q, &JOURNAL_PAGING)?;
     let powers = app.powers.clone();
     let tenant_id = id.clone();
     let entries = shared::store::blocking(move || powers.journal.read(&tenant_id, &filter)).await?;
-    let total = i64::try_from(entries.len()).unwrap_or(i64::MAX);
+    page_response(&entries, &q, |e| e.as_ref())
+}
+
+/// One page of a whole admin list (the journal, the tenants), paged by [`JOURNAL_PAGING`]
+/// from `q`, each item answered as `view` shows it, with the count headers.
+pub fn page_response<'a, T, U: serde::Serialize>(
+    all: &'a [T],
+    q: &std::collections::HashMap<String, String>,
+    view: impl Fn(&'a T) -> U,
+) -> Result<Response, ApiError> {
+    let page = read_page(q, &JOURNAL_PAGING)?;
+    let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
     let (limit, offset) = page.limit_offset();
-    let items: Vec<&journal::Entry> = entries
+    let items: Vec<U> = all
         .iter()
         .skip(usize::try_from(offset).unwrap_or(usize::MAX))
         .take(usize::try_from(limit).unwrap_or(0))
-        .map(|e| e.as_ref())
+        .map(view)
         .collect();
     let mut response = Json(&items).into_response();
     add_count_headers(

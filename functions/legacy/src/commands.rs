@@ -62,11 +62,12 @@ fn read_apply(body: &Element) -> Result<ApplyRequest, Fault> {
 /// ignored); a payment without eid is a new one.
 fn read_payment(body: &Element) -> Result<PaymentSource, Fault> {
     match body.attrs.iter().find(|(k, _)| k == "eid") {
-        Some((_, v)) => {
-            v.trim().parse().map(PaymentSource::Recorded).map_err(|_| {
-                Fault::validation(format!("payment eid '{v}' is not a 64-bit integer"))
-            })
-        }
+        Some((_, v)) => v.trim().parse().map(PaymentSource::Recorded).map_err(|_| {
+            Fault::validation(format!(
+                "payment eid {} is not a 64-bit integer",
+                shared::error::quoted(v)
+            ))
+        }),
         None => read_draft(body).map(PaymentSource::New),
     }
 }

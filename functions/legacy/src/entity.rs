@@ -148,7 +148,11 @@ fn filter_value(filter: &Filter, value: &str) -> Result<SqlValue> {
             .parse::<i64>()
             .map(SqlValue::Integer)
             .map_err(|_| {
-                Error::bad_request(format!("{}: '{value}' is not a 64-bit integer", filter.key))
+                Error::bad_request(format!(
+                    "{}: {} is not a 64-bit integer",
+                    filter.key,
+                    shared::error::quoted(value)
+                ))
             }),
         FilterKind::OneOf(allowed) => {
             shared::domain::check_enum(filter.key, value, allowed)?;

@@ -136,9 +136,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Eid {
         let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|e| Fault::validation(format!("bad path: {e}")))?;
-        raw.trim()
-            .parse()
-            .map(Eid)
-            .map_err(|_| Fault::validation(format!("eid '{raw}' is not a 64-bit integer")))
+        raw.trim().parse().map(Eid).map_err(|_| {
+            Fault::validation(format!(
+                "eid {} is not a 64-bit integer",
+                shared::error::quoted(&raw)
+            ))
+        })
     }
 }

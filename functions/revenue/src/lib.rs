@@ -96,9 +96,12 @@ pub fn router(state: AppState) -> Router {
 
 /// A Surface C path identifier: an int64, else a 400 naming it.
 fn id(name: &str, raw: &str) -> Result<i64, ApiError> {
-    raw.trim()
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("{name}: '{raw}' is not an int64 identifier")))
+    raw.trim().parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "{name}: {} is not an int64 identifier",
+            shared::error::quoted(raw)
+        ))
+    })
 }
 
 /// The page asked for and whether to count the total (`omit_total_count=TRUE` does not,

@@ -13,9 +13,12 @@ pub type Query = HashMap<String, String>;
 pub fn int(p: &Query, name: &str) -> Result<Option<i64>> {
     p.get(name)
         .map(|raw| {
-            raw.trim()
-                .parse::<i64>()
-                .map_err(|_| Error::bad_request(format!("{name}: '{raw}' is not an integer")))
+            raw.trim().parse::<i64>().map_err(|_| {
+                Error::bad_request(format!(
+                    "{name}: {} is not an integer",
+                    shared::error::quoted(raw)
+                ))
+            })
         })
         .transpose()
 }
@@ -27,7 +30,8 @@ pub fn boolean(p: &Query, name: &str) -> Result<Option<bool>> {
             "true" => Ok(true),
             "false" => Ok(false),
             _ => Err(Error::bad_request(format!(
-                "{name}: '{raw}' is not true or false"
+                "{name}: {} is not true or false",
+                shared::error::quoted(raw)
             ))),
         })
         .transpose()

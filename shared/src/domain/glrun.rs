@@ -184,7 +184,8 @@ fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
     if let Ok(day) = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d") {
         if !crate::time::within_years(day) {
             return Err(Error::bad_request(format!(
-                "run_to_date: '{text}' is outside years {:04}..{}",
+                "run_to_date: {} is outside years {:04}..{}",
+                crate::error::quoted(text),
                 crate::time::MIN_YEAR,
                 crate::time::MAX_YEAR
             )));
@@ -193,7 +194,12 @@ fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
             .succ_opt()
             .and_then(|d| d.and_hms_opt(0, 0, 0))
             .and_then(|t| ledger_tz.from_local_datetime(&t).earliest())
-            .ok_or_else(|| Error::bad_request(format!("run_to_date: '{text}' is out of range")))?
+            .ok_or_else(|| {
+                Error::bad_request(format!(
+                    "run_to_date: {} is out of range",
+                    crate::error::quoted(text)
+                ))
+            })?
             .with_timezone(&chrono::Utc);
         // The end of 9999-12-31 lies in year 10000, which no stored text names (its `+10000`
         // sorts before every stored instant, so such a run posted nothing): the bound is then

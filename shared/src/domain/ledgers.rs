@@ -136,7 +136,8 @@ impl LedgerFields {
         if let Some(tz) = &self.timezone_name {
             if crate::time::parse_tz(tz).is_none() {
                 return Err(Error::bad_request(format!(
-                    "timezone_name: '{tz}' is not an IANA time zone"
+                    "timezone_name: {} is not an IANA time zone",
+                    crate::error::quoted(tz)
                 )));
             }
         }

@@ -209,7 +209,8 @@ pub fn check_enum(field: &str, value: &str, allowed: &[&str]) -> Result<()> {
         Ok(())
     } else {
         Err(Error::bad_request(format!(
-            "{field}: '{value}' is not one of {}",
+            "{field}: {} is not one of {}",
+            crate::error::quoted(value),
             allowed.join(", ")
         )))
     }
@@ -235,7 +236,8 @@ pub fn parse_time(field: &str, value: &str, tz: chrono_tz::Tz) -> Result<String>
         .map(crate::time::to_storage)
         .ok_or_else(|| {
             Error::bad_request(format!(
-                "{field}: '{value}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+                "{field}: {} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+                crate::error::quoted(value),
                 crate::time::MIN_YEAR,
                 crate::time::MAX_YEAR
             ))

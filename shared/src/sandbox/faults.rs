@@ -91,7 +91,8 @@ impl NewRule {
             .to_ascii_uppercase();
         if method != "*" && !METHODS.contains(&method.as_str()) {
             return Err(Error::bad_request(format!(
-                "method: '{method}' is not * or one of {}",
+                "method: {} is not * or one of {}",
+                crate::error::quoted(&method),
                 METHODS.join(", ")
             )));
         }

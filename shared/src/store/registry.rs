@@ -21,6 +21,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A tenant as the registry knows it (no secrets).
@@ -42,7 +43,13 @@ pub struct Registry {
     /// Tenants whose credentials this process has seen (S3 mode only; `None` locally, where a
     /// lookup is a local SQLite query anyway).
     known: Option<Mutex<Known>>,
+    /// Most tenants registered at once (see [`Registry::register`]).
+    max_tenants: AtomicUsize,
 }
+
+/// Most tenants the sandbox holds unless `SANDBOX_MAX_TENANTS` says otherwise: far above a
+/// team's use, low enough that the registry and its list stay small.
+pub const DEFAULT_MAX_TENANTS: usize = 1000;
 
 /// Credentials seen before, by what a request presents.
 #[derive(Default)]
@@ -97,7 +104,11 @@ impl Registry {
     pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
         let known = replica.is_some().then(|| Mutex::new(Known::default()));
         let db = Database::open(path, |conn| Ok(conn.execute_batch(SCHEMA)?), replica)?;
-        Ok(Registry { db, known })
+        Ok(Registry {
+            db,
+            known,
+            max_tenants: AtomicUsize::new(DEFAULT_MAX_TENANTS),
+        })
     }
 
     /// Registers a tenant with fresh credentials; the clear-text secrets are returned once
@@ -126,11 +137,24 @@ impl Registry {
         (record, creds)
     }
 
+    /// Sets the most tenants [`Registry::register`] admits (the configured bound).
+    pub fn set_max_tenants(&self, max: usize) {
+        self.max_tenants.store(max, Ordering::Relaxed);
+    }
+
     /// Registers `record` with `creds` (only their hashes are stored). A name already in
-    /// use is a conflict.
+    /// use is a conflict, and so is a tenant beyond the configured most (counted on the
+    /// write's transaction, so concurrent creations cannot pass it together).
     pub fn register(&self, record: &TenantRecord, creds: &Credentials) -> Result<()> {
         let name = record.name.as_str();
+        let max = self.max_tenants.load(Ordering::Relaxed);
         self.db.write(|tx| {
+            let count: i64 = tx.query_row("SELECT COUNT(*) FROM tenants", [], |r| r.get(0))?;
+            if usize::try_from(count).unwrap_or(usize::MAX) >= max {
+                return Err(Error::conflict(format!(
+                    "the sandbox holds its most tenants ({max}, SANDBOX_MAX_TENANTS): delete one first"
+                )));
+            }
             let taken: bool = tx
                 .query_row("SELECT 1 FROM tenants WHERE name = ?1", [name], |_| {
                     Ok(true)

@@ -140,10 +140,12 @@ pub fn int_param(
     match params.get(name) {
         None => Ok(default),
         Some(raw) => {
-            let v: i64 = raw
-                .trim()
-                .parse()
-                .map_err(|_| Error::bad_request(format!("{name}: '{raw}' is not an integer")))?;
+            let v: i64 = raw.trim().parse().map_err(|_| {
+                Error::bad_request(format!(
+                    "{name}: {} is not an integer",
+                    crate::error::quoted(raw)
+                ))
+            })?;
             if v < min || v > max {
                 return Err(Error::bad_request(format!(
                     "{name}: {v} is out of range {min}..{max}"
@@ -162,7 +164,8 @@ pub fn read_omit_total_count(params: &HashMap<String, String>) -> Result<bool> {
         Some(v) if v.trim().eq_ignore_ascii_case("true") => Ok(true),
         Some(v) if v.trim().eq_ignore_ascii_case("false") => Ok(false),
         Some(v) => Err(Error::bad_request(format!(
-            "omit_total_count: '{v}' is not TRUE or FALSE"
+            "omit_total_count: {} is not TRUE or FALSE",
+            crate::error::quoted(v)
         ))),
     }
 }
@@ -223,8 +226,8 @@ pub fn read_shape(
         Some(v) if v == "FULL" => Some(Shape::Full),
         Some(_) => {
             return Err(Error::bad_request(format!(
-                "return: '{}' is not one of SIMPLE, FULL",
-                params.get("return").map(String::as_str).unwrap_or_default()
+                "return: {} is not one of SIMPLE, FULL",
+                crate::error::quoted(params.get("return").map(String::as_str).unwrap_or_default())
             )))
         }
     };

@@ -124,10 +124,12 @@ impl IdIn {
     fn value(&self, field: &str) -> Result<i64> {
         match self {
             IdIn::Number(n) => Ok(*n),
-            IdIn::Text(t) => t
-                .trim()
-                .parse()
-                .map_err(|_| Error::bad_request(format!("{field}.id: '{t}' is not an identifier"))),
+            IdIn::Text(t) => t.trim().parse().map_err(|_| {
+                Error::bad_request(format!(
+                    "{field}.id: {} is not an identifier",
+                    shared::error::quoted(t)
+                ))
+            }),
         }
     }
 }

@@ -55,7 +55,8 @@ fn calendar_date<'de, D: serde::Deserializer<'de>>(
     let text = String::deserialize(d)?;
     parse_calendar_date(&text).ok_or_else(|| {
         serde::de::Error::custom(format!(
-            "'{text}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            "{} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
+            crate::error::quoted(&text),
             crate::time::MIN_YEAR,
             crate::time::MAX_YEAR
         ))

@@ -210,7 +210,8 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
             });
         let Some(entry) = entry else {
             return Err(Error::bad_request(format!(
-                "collector_operations: '{name}' is not a collector of the catalogue ({}) nor a platform operation ({})",
+                "collector_operations: {} is not a collector of the catalogue ({}) nor a platform operation ({})",
+                crate::error::quoted(name),
                 catalogue
                     .iter()
                     .map(|(n, _)| n.as_str())
