@@ -131,13 +131,14 @@ impl SqlFragment {
 /// resolution: filters, sorts and `Expr::mentions` all use it, and
 /// [`name_collisions`] keeps it unambiguous.
 pub fn same_name(written: &str, name: &str) -> bool {
-    let key = |s: &str| {
+    // Compared byte by byte as the keys are made: `find_field` runs this against every field
+    // of a whitelist for every name of a filter or sort, so nothing is allocated.
+    fn key(s: &str) -> impl Iterator<Item = u8> + '_ {
         s.bytes()
             .filter(|b| *b != b'_')
             .map(|b| b.to_ascii_lowercase())
-            .collect::<Vec<u8>>()
-    };
-    key(written) == key(name)
+    }
+    key(written).eq(key(name))
 }
 
 /// The pairs of fields of a whitelist that [`same_name`] cannot tell apart (a whitelist must
