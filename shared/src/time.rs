@@ -77,6 +77,15 @@ pub fn parse_date_or_datetime(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
     parse_unbounded(s, tz).filter(|t| within_years(t.date_naive()))
 }
 
+/// The message for text [`parse_date_or_datetime`] refuses (the value quoted by its first
+/// characters, see [`crate::error::quoted`]); callers put the field's name before it.
+pub fn not_a_date(text: &str) -> String {
+    format!(
+        "{} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {MIN_YEAR:04}..{MAX_YEAR}",
+        crate::error::quoted(text)
+    )
+}
+
 /// [`parse_date_or_datetime`] without the year bound (the day as written is still checked).
 fn parse_unbounded(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
     let s = s.trim();

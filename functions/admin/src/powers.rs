@@ -45,12 +45,7 @@ async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
 /// A date or date-time of field `field` (a date is midnight in the tenant's time zone).
 fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
     shared::time::parse_date_or_datetime(text, t.tz).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "{field}: {} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
-            shared::error::quoted(text),
-            shared::time::MIN_YEAR,
-            shared::time::MAX_YEAR
-        ))
+        ApiError::bad_request(format!("{field}: {}", shared::time::not_a_date(text)))
     })
 }
 

@@ -234,14 +234,7 @@ pub fn check_currency(field: &str, value: &str) -> Result<()> {
 pub fn parse_time(field: &str, value: &str, tz: chrono_tz::Tz) -> Result<String> {
     crate::time::parse_date_or_datetime(value, tz)
         .map(crate::time::to_storage)
-        .ok_or_else(|| {
-            Error::bad_request(format!(
-                "{field}: {} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
-                crate::error::quoted(value),
-                crate::time::MIN_YEAR,
-                crate::time::MAX_YEAR
-            ))
-        })
+        .ok_or_else(|| Error::bad_request(format!("{field}: {}", crate::time::not_a_date(value))))
 }
 
 /// [`parse_time`] for an optional field.

@@ -53,14 +53,8 @@ fn calendar_date<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<NaiveDate, D::Error> {
     let text = String::deserialize(d)?;
-    parse_calendar_date(&text).ok_or_else(|| {
-        serde::de::Error::custom(format!(
-            "{} is not a date (YYYY-MM-DD) or an RFC 3339 date-time of years {:04}..{}",
-            crate::error::quoted(&text),
-            crate::time::MIN_YEAR,
-            crate::time::MAX_YEAR
-        ))
-    })
+    parse_calendar_date(&text)
+        .ok_or_else(|| serde::de::Error::custom(crate::time::not_a_date(&text)))
 }
 
 /// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day; `None` outside years

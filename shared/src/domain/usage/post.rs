@@ -259,11 +259,8 @@ pub(super) fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed,
     };
     let time = |name: &str, v: &RawValue| {
         let s = string(name, v)?;
-        crate::time::parse_date_or_datetime(&s, tz).ok_or_else(|| {
-            invalid(format!(
-                "{name}: '{s}' is not a date (YYYY-MM-DD) or an RFC 3339 date-time"
-            ))
-        })
+        crate::time::parse_date_or_datetime(&s, tz)
+            .ok_or_else(|| invalid(format!("{name}: {}", crate::time::not_a_date(&s))))
     };
 
     let start = time("start_time", required("start_time")?)?;
