@@ -13,7 +13,8 @@ const B_PATH: &str = "/billing/2/adjustment-categories/5";
 const C_PATH: &str = "/revenue/3/collectors";
 const A_PATH: &str = "/t/s/r/1.28/users/current";
 
-async fn add_rule(s: &TestServer, t: &TestTenant, rule: Value) -> String {
+/// Creates the fault rule `rule` on tenant `t` (201 asserted); answers its id.
+pub(crate) async fn add_rule(s: &TestServer, t: &TestTenant, rule: Value) -> String {
     let r = s
         .admin_call(
             Method::POST,

@@ -70,17 +70,7 @@ async fn requests_are_recorded_redacted_filtered_and_paged() {
         200
     );
     let rule = json!({"path": "/revenue/3/collectors", "status": 502, "times": 1});
-    let r = s
-        .admin_call(
-            Method::POST,
-            &format!("/sandbox/v1/tenants/{}/faults", t.id),
-            Some(&rule),
-        )
-        .await;
-    let rule_id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let rule_id = super::faults::add_rule(&s, &t, rule).await;
     assert_eq!(
         s.get_with_key("/revenue/3/collectors", &t.api_key)
             .await
