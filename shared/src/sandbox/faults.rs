@@ -233,8 +233,8 @@ pub fn delete_all(tx: &Transaction<'_>) -> Result<usize> {
 }
 
 /// The rules with hits left, in creation order: what a request is matched against (see
-/// [`Rule::applies_to`]). It depends on the database alone, so the serving layer keeps it per
-/// database version instead of querying it for every request.
+/// [`Rule::applies_to`]). It depends on the table `sandbox_faults` alone, so the serving layer
+/// keeps it until a write changes that table instead of querying it for every request.
 pub fn live(conn: &Connection) -> Result<Vec<Rule>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM sandbox_faults

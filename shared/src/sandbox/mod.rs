@@ -224,11 +224,16 @@ async fn fault_for(
     method: &str,
     path: &str,
 ) -> Option<faults::Rule> {
-    // Kept per database version (see `store::TenantDb::read_memo`): with no write since, a
-    // request finds the rules without a query or a hand-off to the blocking pool.
+    // Kept until a write changes the rules table (see `store::TenantDb::read_memo_scoped`):
+    // a request finds the rules without a query or a hand-off to the blocking pool, even
+    // right after another request's write (a stream of usage posts).
     let rules = match tenant
         .db
-        .read_memo("sandbox fault rules".to_string(), faults::live)
+        .read_memo_scoped(
+            crate::store::MemoScope::Watched,
+            "sandbox fault rules".to_string(),
+            faults::live,
+        )
         .await
     {
         Ok(rules) => rules,

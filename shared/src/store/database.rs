@@ -14,6 +14,15 @@
 //!   and nothing is remembered.
 //! - The memo keeps the entries of one version, at most [`MAX_MEMO_ENTRIES`]; a full memo
 //!   is emptied rather than managed (a read that misses is only as slow as without memo).
+//! - Answers that depend on the [`WATCHED_TABLES`] alone (the sandbox's fault rules, which
+//!   every request of a tenant reads) are kept in a second memo ([`MemoScope::Watched`])
+//!   under a second counter, bumped only after a write that changed a row of those tables:
+//!   a stream of usage posts no longer retires them at every call. The writer connection
+//!   carries TEMP triggers on those tables that call a function setting a flag; the flag is
+//!   read and cleared where the version is bumped (after the write, under the writer lock),
+//!   so the same invariant holds. A trigger on a table also turns off SQLite's truncate
+//!   optimisation, so a `DELETE` without `WHERE` (a reset) is seen row by row too. A write
+//!   that rolls back may set the flag: it only retires the entries early.
 //!
 //! WAL checkpoints (issue 14, local mode): SQLite's automatic checkpoint runs on the writer
 //! right after the commit that takes the WAL past 1000 pages, so one write in every few
@@ -22,9 +31,17 @@
 //! commit left in the WAL (the file's size says nothing: SQLite rewrites a checkpointed WAL
 //! from its start without shrinking it). After a write, a WAL of [`CHECKPOINT_PAGES`] or
 //! more starts a PASSIVE checkpoint on a read connection in a thread of its own (one at a
-//! time per database), which never blocks the writer or readers. A WAL of
-//! [`INLINE_CHECKPOINT_PAGES`] (the background one cannot keep up, or readers keep it from
-//! finishing) is checkpointed on the writer again, so the WAL stays bounded. What a
+//! time per database), which never blocks the writer or readers. SQLite rewrites the WAL from
+//! its start only when every frame in it is in the database file, which a background pass
+//! under a steady stream of writes never achieves (frames keep arriving while it copies): the
+//! WAL then grew to the inline bound, and every commit started another pass. So the
+//! background thread makes up to [`BACKGROUND_PASSES`] passes, each copying the frames written
+//! during the one before, and stops once every frame is copied (the next write then restarts
+//! the WAL); if writes kept ahead of it, the next write that finds the WAL still past the
+//! threshold copies the few frames left itself (PASSIVE, on the writer, between
+//! transactions), and the write after it starts the WAL again from its beginning. A WAL of
+//! [`INLINE_CHECKPOINT_PAGES`] (readers keep the passes from finishing) is checkpointed on the
+//! writer again, so the WAL stays bounded. What a
 //! crash may lose is unchanged: see "Durability" in docs/storage.md. S3 mode keeps SQLite's
 //! own checkpoints (its writes wait for S3, not for the disk).
 
@@ -44,6 +61,21 @@ const MAX_IDLE_READERS: usize = 4;
 
 /// Most answers the memo keeps (see the module doc).
 const MAX_MEMO_ENTRIES: usize = 512;
+
+/// Tables whose rows [`MemoScope::Watched`] entries may depend on (see the module doc).
+const WATCHED_TABLES: &[&str] = &["sandbox_faults"];
+
+/// The SQL function the watch triggers call (see the module doc).
+const WATCH_FUNCTION: &str = "sbx_watched_table_changed";
+
+/// What a memo entry depends on (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoScope {
+    /// Any table: retired by every write.
+    Data,
+    /// The [`WATCHED_TABLES`] alone: retired by a write that changed one of their rows.
+    Watched,
+}
 
 /// WAL pages that start a background checkpoint: SQLite's own automatic threshold.
 const CHECKPOINT_PAGES: i32 = 1000;
@@ -78,8 +110,16 @@ struct Inner {
     /// Bumped after every write and catch-up (see the module doc).
     version: AtomicU64,
     memo: Mutex<Memo>,
+    /// Bumped after a write or catch-up that changed a row of the [`WATCHED_TABLES`].
+    watched_version: AtomicU64,
+    /// Set by the watch triggers during a write; cleared where the versions are bumped.
+    watched_touched: Arc<AtomicBool>,
+    watched_memo: Mutex<Memo>,
     /// Whether a background WAL checkpoint is running (local mode; see the module doc).
     checkpointing: AtomicBool,
+    /// Whether a background checkpoint finished since the writer last checkpointed: the
+    /// writer then copies the rest itself (see the module doc).
+    backfilled: AtomicBool,
 }
 
 /// Answers kept for one version of the database, by key.
@@ -103,6 +143,7 @@ impl Database {
         }
         let mut writer = sqlite::open(path)?;
         prepare(&mut writer)?;
+        let watched_touched = Arc::new(AtomicBool::new(false));
         if let Some(r) = &replica {
             capture::install(&writer)?;
             r.catch_up(&mut writer)?;
@@ -111,6 +152,7 @@ impl Database {
             // WAL hook, so it comes first.
             writer.pragma_update(None, "wal_autocheckpoint", 0)?;
             writer.wal_hook(Some(record_wal_pages));
+            watch_tables(&writer, &watched_touched)?;
         }
         Ok(Database {
             inner: Arc::new(Inner {
@@ -120,7 +162,11 @@ impl Database {
                 replica,
                 version: AtomicU64::new(0),
                 memo: Mutex::new(Memo::default()),
+                watched_version: AtomicU64::new(0),
+                watched_touched,
+                watched_memo: Mutex::new(Memo::default()),
                 checkpointing: AtomicBool::new(false),
+                backfilled: AtomicBool::new(false),
             }),
         })
     }
@@ -215,8 +261,9 @@ impl Database {
     }
 
     /// Local mode, after a write, under the writer lock: starts a background checkpoint when
-    /// the commit left [`CHECKPOINT_PAGES`] or more in the WAL, or checkpoints on the writer
-    /// at [`INLINE_CHECKPOINT_PAGES`] (see the module doc). A failed checkpoint loses nothing
+    /// the commit left [`CHECKPOINT_PAGES`] or more in the WAL, copies the rest on the writer
+    /// once one has finished, or checkpoints on the writer at [`INLINE_CHECKPOINT_PAGES`]
+    /// (see the module doc). A failed checkpoint loses nothing
     /// (the WAL still holds every commit) and is tried again after a later write, so it is
     /// only logged.
     fn checkpoint_if_due(&self, writer: &Connection) {
@@ -227,7 +274,18 @@ impl Database {
             }
             return;
         }
-        if pages < CHECKPOINT_PAGES || self.inner.checkpointing.swap(true, Ordering::SeqCst) {
+        if pages < CHECKPOINT_PAGES || self.inner.checkpointing.load(Ordering::SeqCst) {
+            return;
+        }
+        if self.inner.backfilled.swap(false, Ordering::SeqCst) {
+            // A background pass copied the WAL as it was when it began; the frames written
+            // since are few. Copying them here lets the next write restart the WAL.
+            if let Err(e) = checkpoint(writer) {
+                tracing::warn!(error = %e, "WAL checkpoint on the writer failed");
+            }
+            return;
+        }
+        if self.inner.checkpointing.swap(true, Ordering::SeqCst) {
             return;
         }
         let db = self.clone();
@@ -239,15 +297,24 @@ impl Database {
                         Some(c) => c,
                         None => sqlite::open(&db.inner.path)?,
                     };
-                    let done = checkpoint(&conn);
+                    let mut done = Ok(false);
+                    for _ in 0..BACKGROUND_PASSES {
+                        done = checkpoint_pass(&conn);
+                        if !matches!(done, Ok(false)) {
+                            break;
+                        }
+                    }
                     let mut pool = lock(&db.inner.readers);
                     if pool.len() < MAX_IDLE_READERS {
                         pool.push(conn);
                     }
                     done
                 })();
-                if let Err(e) = done {
-                    tracing::warn!(error = %e, "background WAL checkpoint failed");
+                match done {
+                    // Every frame copied: the next write restarts the WAL by itself.
+                    Ok(true) => {}
+                    Ok(false) => db.inner.backfilled.store(true, Ordering::SeqCst),
+                    Err(e) => tracing::warn!(error = %e, "background WAL checkpoint failed"),
                 }
                 db.inner.checkpointing.store(false, Ordering::SeqCst);
             });
@@ -259,23 +326,51 @@ impl Database {
 
     /// Marks a change of the database's content: memo entries made before are retired.
     fn bump(&self) {
+        if self.inner.watched_touched.swap(false, Ordering::SeqCst) {
+            self.inner.watched_version.fetch_add(1, Ordering::SeqCst);
+        }
         self.inner.version.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The version a memo entry made now would be valid for: `Some` in local mode only (see
     /// the module doc). Read it before the read transaction whose answer is remembered.
     pub fn memo_version(&self) -> Option<u64> {
+        self.scoped_version(MemoScope::Data)
+    }
+
+    /// [`Database::memo_version`] for entries of `scope`.
+    pub fn scoped_version(&self, scope: MemoScope) -> Option<u64> {
+        let counter = match scope {
+            MemoScope::Data => &self.inner.version,
+            MemoScope::Watched => &self.inner.watched_version,
+        };
         self.inner
             .replica
             .is_none()
-            .then(|| self.inner.version.load(Ordering::SeqCst))
+            .then(|| counter.load(Ordering::SeqCst))
+    }
+
+    fn memo_of(&self, scope: MemoScope) -> &Mutex<Memo> {
+        match scope {
+            MemoScope::Data => &self.inner.memo,
+            MemoScope::Watched => &self.inner.watched_memo,
+        }
     }
 
     /// The answer remembered under `key` at the current version, if any (never blocks on I/O:
     /// fit for async code).
     pub fn recall<T: Any + Send + Sync>(&self, key: &str) -> Option<Arc<T>> {
-        let version = self.memo_version()?;
-        let memo = lock(&self.inner.memo);
+        self.recall_scoped(MemoScope::Data, key)
+    }
+
+    /// [`Database::recall`] among the entries of `scope`.
+    pub fn recall_scoped<T: Any + Send + Sync>(
+        &self,
+        scope: MemoScope,
+        key: &str,
+    ) -> Option<Arc<T>> {
+        let version = self.scoped_version(scope)?;
+        let memo = lock(self.memo_of(scope));
         if memo.version != version {
             return None;
         }
@@ -285,8 +380,20 @@ impl Database {
     /// Remembers `value` under `key` for `version` (from [`Database::memo_version`], read
     /// before the read that made `value`); ignored when the database has moved on since.
     pub fn remember<T: Any + Send + Sync>(&self, version: u64, key: String, value: Arc<T>) {
-        let mut memo = lock(&self.inner.memo);
-        if self.memo_version() != Some(version) {
+        self.remember_scoped(MemoScope::Data, version, key, value)
+    }
+
+    /// [`Database::remember`] among the entries of `scope` (`version` from
+    /// [`Database::scoped_version`] of the same scope).
+    pub fn remember_scoped<T: Any + Send + Sync>(
+        &self,
+        scope: MemoScope,
+        version: u64,
+        key: String,
+        value: Arc<T>,
+    ) {
+        let mut memo = lock(self.memo_of(scope));
+        if self.scoped_version(scope) != Some(version) {
             return;
         }
         if memo.version != version || memo.entries.len() >= MAX_MEMO_ENTRIES {
@@ -413,10 +520,51 @@ impl Database {
 
 /// A PASSIVE checkpoint: copies what it can of the WAL into the database file without
 /// waiting for readers or the writer.
-fn checkpoint(conn: &Connection) -> Result<()> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+/// Installs the watch triggers on the [`WATCHED_TABLES`] the database has (a tenant's; the
+/// registry has none): each changed row calls [`WATCH_FUNCTION`], which sets `touched`.
+fn watch_tables(writer: &Connection, touched: &Arc<AtomicBool>) -> Result<()> {
+    let flag = touched.clone();
+    writer.create_scalar_function(
+        WATCH_FUNCTION,
+        0,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+        move |_| {
+            flag.store(true, Ordering::SeqCst);
+            Ok(0)
+        },
+    )?;
+    for table in sqlite::user_tables(writer)? {
+        if !WATCHED_TABLES.contains(&table.as_str()) {
+            continue;
+        }
+        for event in ["INSERT", "UPDATE", "DELETE"] {
+            writer.execute_batch(&format!(
+                "CREATE TEMP TRIGGER IF NOT EXISTS sbx_watch_{kind}_{table}
+                 AFTER {event} ON main.{table} BEGIN SELECT {WATCH_FUNCTION}(); END;",
+                kind = event.to_lowercase()
+            ))?;
+        }
+    }
     Ok(())
 }
+
+fn checkpoint(conn: &Connection) -> Result<()> {
+    checkpoint_pass(conn).map(|_| ())
+}
+
+/// One PASSIVE checkpoint: whether every frame of the WAL is now in the database file.
+fn checkpoint_pass(conn: &Connection) -> Result<bool> {
+    // (busy, frames in the WAL, frames copied)
+    let (_, frames, copied): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    Ok(frames == copied)
+}
+
+/// Passes a background checkpoint makes at most, each copying the frames written during the
+/// one before (see the module doc).
+const BACKGROUND_PASSES: usize = 3;
 
 /// Locks `m`, waiting at most until `deadline` (`None` then). Polls: std's mutex has no timed
 /// lock, and a write waits at most a few milliseconds longer than necessary.
@@ -504,6 +652,57 @@ mod tests {
         let failed = db.write(|_| -> Result<()> { Err(Error::Internal("refused".into())) });
         assert!(failed.is_err());
         assert!(db.recall::<i64>("k").is_none(), "so does a failed write");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_watched_answer_outlives_writes_to_other_tables_only() {
+        let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = Database::open(
+            &dir.join("t.db"),
+            |c| {
+                Ok(c.execute_batch(
+                    "CREATE TABLE t (x INTEGER); CREATE TABLE sandbox_faults (x INTEGER);",
+                )?)
+            },
+            None,
+        )
+        .expect("open");
+        let watched = MemoScope::Watched;
+        let keep = |value: i64| {
+            let v = db.scoped_version(watched).expect("local mode");
+            db.remember_scoped(watched, v, "rules".into(), Arc::new(value));
+        };
+        let kept = || db.recall_scoped::<i64>(watched, "rules").map(|v| *v);
+        keep(1);
+        db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (1)", [])?))
+            .expect("write");
+        assert_eq!(kept(), Some(1), "a write to another table keeps it");
+        db.write(|tx| Ok(tx.execute("INSERT INTO sandbox_faults VALUES (1)", [])?))
+            .expect("write");
+        assert_eq!(kept(), None, "an insert into a watched table retires it");
+        keep(2);
+        db.write(|tx| Ok(tx.execute("UPDATE sandbox_faults SET x = 2", [])?))
+            .expect("write");
+        assert_eq!(kept(), None, "so does an update");
+        keep(3);
+        // A DELETE without WHERE (a reset) would skip row-by-row work in SQLite without the
+        // trigger (the truncate optimisation): it must retire the answer all the same.
+        db.write(|tx| Ok(tx.execute("DELETE FROM sandbox_faults", [])?))
+            .expect("write");
+        assert_eq!(kept(), None, "so does a delete of every row");
+        keep(4);
+        let failed = db.write(|tx| -> Result<()> {
+            tx.execute("INSERT INTO sandbox_faults VALUES (9)", [])?;
+            Err(Error::Internal("refused".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            kept(),
+            None,
+            "a rolled-back change retires it too (early is safe)"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

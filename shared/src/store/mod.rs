@@ -26,6 +26,7 @@ mod cache;
 pub mod capture;
 pub mod checkpoints;
 mod database;
+pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
 pub mod s3;
@@ -470,7 +471,22 @@ impl TenantDb {
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
         T: std::any::Any + Send + Sync,
     {
-        if let Some(hit) = self.recall(&key) {
+        self.read_memo_scoped(MemoScope::Data, key, f).await
+    }
+
+    /// [`TenantDb::read_memo`] for an answer that depends on what `scope` names only (see
+    /// `database.rs`): a [`MemoScope::Watched`] answer outlives writes to other tables.
+    pub async fn read_memo_scoped<T, F>(
+        self: &Arc<Self>,
+        scope: MemoScope,
+        key: String,
+        f: F,
+    ) -> Result<Arc<T>>
+    where
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        T: std::any::Any + Send + Sync,
+    {
+        if let Some(hit) = self.db.recall_scoped(scope, &key) {
             return Ok(hit);
         }
         let db = self.clone();
@@ -478,10 +494,10 @@ impl TenantDb {
         let checked = self.fresh_in_request();
         let value = blocking(move || {
             // Read before the read transaction begins (see the memo's invariants).
-            let version = db.db.memo_version();
+            let version = db.db.scoped_version(scope);
             let value = Arc::new(db.db.read_checking(!checked, f)?);
             if let Some(version) = version {
-                db.db.remember(version, key, value.clone());
+                db.db.remember_scoped(scope, version, key, value.clone());
             }
             Ok(value)
         })
