@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
-use shared::domain::usage::{self, BulkOutcome, BulkRequest};
+use shared::domain::usage::{self, BulkOutcome, BulkRequest, CheckedEvents};
 use shared::web::listing::{read_shape, record_response, to_raw, Listing};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant, BILLING_PREFIX};
 
@@ -42,7 +42,7 @@ async fn post_bulk(
     State(_): State<AppState>,
     JsonBody(req): JsonBody<BulkRequest>,
 ) -> Result<Json<BulkOutcome>, ApiError> {
-    run_bulk(tenant, req, usage::post).await
+    run_bulk(tenant, req, usage::post_checked).await
 }
 
 async fn simulate_bulk(
@@ -50,18 +50,26 @@ async fn simulate_bulk(
     State(_): State<AppState>,
     JsonBody(req): JsonBody<BulkRequest>,
 ) -> Result<Json<BulkOutcome>, ApiError> {
-    run_bulk(tenant, req, usage::simulate).await
+    run_bulk(tenant, req, usage::simulate_checked).await
 }
 
-/// Checks the request's limits, then runs `process` (posting or simulation) in one write.
+/// A bulk call's processing inside its write: posting or simulation.
+type Process =
+    fn(&Transaction<'_>, &BulkRequest, &CheckedEvents, Tz) -> shared::Result<BulkOutcome>;
+
+/// Checks the request's limits and its events (before the write: that work needs nothing
+/// stored, so it does not hold the tenant's writer), then runs `process` in one write.
 async fn run_bulk(
     tenant: Tenant,
     req: BulkRequest,
-    process: fn(&Transaction<'_>, &BulkRequest, Tz) -> shared::Result<BulkOutcome>,
+    process: Process,
 ) -> Result<Json<BulkOutcome>, ApiError> {
-    req.check()?;
     let tz = tenant.tz;
-    let outcome = tenant.db.write(move |tx| process(tx, &req, tz)).await?;
+    let events = usage::check_events(&req, tz)?;
+    let outcome = tenant
+        .db
+        .write(move |tx| process(tx, &req, &events, tz))
+        .await?;
     Ok(Json(outcome))
 }
 

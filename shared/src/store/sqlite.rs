@@ -26,6 +26,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_usage_pair_index",
         include_str!("migrations/0007_usage_pair_index.sql"),
     ),
+    (
+        "0008_usage_one_row",
+        include_str!("migrations/0008_usage_one_row.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

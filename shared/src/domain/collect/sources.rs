@@ -221,7 +221,7 @@ fn collect_usage_pass(ctx: &RunContext<'_>, pass: &UsagePass) -> Result<()> {
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut charges = ctx.tx.prepare(
-        "SELECT c.id, c.charge, cc.name FROM usage_event_charges c
+        "SELECT c.id, c.charge, cc.name FROM usage_charges c
          JOIN charge_categories cc ON cc.id = c.charge_category_id
          WHERE c.usage_event_id = ?1 ORDER BY c.id",
     )?;

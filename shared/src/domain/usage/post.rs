@@ -15,18 +15,17 @@ use crate::rating::{self, Attributes, RatingError, Usage};
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, CachedStatement, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde_json::value::RawValue;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Posts a bulk call: rates and stores every event that can be rated. Run it inside
 /// [`crate::store::TenantDb::write`]; a re-run is harmless (the request id is new each time).
 pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
-    req.check()?;
-    let request_id = uuid::Uuid::new_v4().to_string();
-    process(tx, req, tz, &request_id)
+    post_checked(tx, req, &check_events(req, tz)?, tz)
 }
 
 /// Simulates a bulk call: the same processing as [`post`] inside a savepoint that is rolled
@@ -34,9 +33,56 @@ pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutco
 /// answer is `-n`, and the answer's charges are numbered `-1`, `-2`, ... likewise. Stored ids
 /// are positive, so a simulated id is int64 text that never names a stored record.
 pub fn simulate(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
+    simulate_checked(tx, req, &check_events(req, tz)?, tz)
+}
+
+/// The events of a bulk call as [`check_events`] found them, in submission order: each
+/// validated, or erred (invalid, or a pair an earlier event of the call has).
+pub struct CheckedEvents(Vec<std::result::Result<Parsed, Erred>>);
+
+/// Validates a bulk call's limits (a 400 when broken) and each of its events, and checks the
+/// events against each other: the part of posting that reads nothing stored, so the serving
+/// layer runs it before the write, without holding the tenant's writer.
+pub fn check_events(req: &BulkRequest, tz: Tz) -> Result<CheckedEvents> {
     req.check()?;
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut events = Vec::with_capacity(req.usage_events.len());
+    for raw in &req.usage_events {
+        events.push(parse_event(raw, tz).and_then(|ev| {
+            if let Some((r, s)) = ev.pair() {
+                if !seen.insert((r.to_string(), s.to_string())) {
+                    return Err((
+                        ErredCode::DuplicateInRequest,
+                        format!("an earlier event of this call has reference_id '{r}' and sequence_id '{s}'"),
+                    ));
+                }
+            }
+            Ok(ev)
+        }));
+    }
+    Ok(CheckedEvents(events))
+}
+
+/// [`post`] of events checked before the write ([`check_events`] of the same `req`).
+pub fn post_checked(
+    tx: &Transaction<'_>,
+    req: &BulkRequest,
+    events: &CheckedEvents,
+    tz: Tz,
+) -> Result<BulkOutcome> {
+    let request_id = uuid::Uuid::new_v4().to_string();
+    process(tx, req, events, tz, &request_id)
+}
+
+/// [`simulate`] of events checked before the write ([`check_events`] of the same `req`).
+pub fn simulate_checked(
+    tx: &Transaction<'_>,
+    req: &BulkRequest,
+    events: &CheckedEvents,
+    tz: Tz,
+) -> Result<BulkOutcome> {
     tx.execute_batch("SAVEPOINT usage_simulation")?;
-    let outcome = process(tx, req, tz, "simulation");
+    let outcome = process(tx, req, events, tz, "simulation");
     tx.execute_batch("ROLLBACK TO usage_simulation; RELEASE usage_simulation")?;
     let mut outcome = outcome?;
     let mut charges = 0usize;
@@ -69,10 +115,10 @@ impl Parsed {
     }
 }
 
+/// Why an event was erred: its code and message.
 type Erred = (ErredCode, String);
 
 /// The service an SRID rates against.
-#[derive(Clone)]
 struct ServiceRef {
     service_id: i64,
     agreement_service_id: i64,
@@ -87,7 +133,8 @@ struct ServiceRef {
 /// What one call has looked up already.
 #[derive(Default)]
 struct Caches {
-    services: HashMap<String, std::result::Result<Vec<ServiceRef>, Erred>>,
+    /// Shared, so that an event takes its service without copying its texts.
+    services: HashMap<String, std::result::Result<Vec<Rc<ServiceRef>>, Erred>>,
     plans: RatePlans,
     /// The billing period holding a start (stored text) per service, or none.
     periods: HashMap<(i64, String), Option<i64>>,
@@ -101,39 +148,35 @@ struct Caches {
 fn process(
     tx: &Transaction<'_>,
     req: &BulkRequest,
+    events: &CheckedEvents,
     tz: Tz,
     request_id: &str,
 ) -> Result<BulkOutcome> {
+    if events.0.len() != req.usage_events.len() {
+        return Err(Error::Internal(
+            "the checked events are not those of the bulk call".into(),
+        ));
+    }
     let now = crate::time::to_storage(crate::time::now_for(tx)?);
     let mut caches = Caches::default();
-    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut stmts = Statements::prepare(tx)?;
     let mut pending: HashMap<i64, Decimal> = HashMap::new();
     let mut rated_events = Vec::new();
     let mut erred_events = Vec::new();
-    for raw in &req.usage_events {
-        let result = parse_event(raw, tz).and_then(|ev| {
-            if let Some((r, s)) = ev.pair() {
-                if !seen.insert((r.to_string(), s.to_string())) {
-                    return Err((
-                        ErredCode::DuplicateInRequest,
-                        format!("an earlier event of this call has reference_id '{r}' and sequence_id '{s}'"),
-                    ));
-                }
-            }
-            Ok(ev)
-        });
-        let outcome = match result {
+    for (raw, checked) in req.usage_events.iter().zip(&events.0) {
+        let outcome = match checked {
             Ok(ev) => rate_and_store(
                 tx,
+                &mut stmts,
                 &mut caches,
-                &ev,
+                ev,
                 req.mode,
                 request_id,
                 &now,
                 &mut pending,
                 tz,
             )?,
-            Err(e) => Err(e),
+            Err(e) => Err(e.clone()),
         };
         match outcome {
             Ok(event) => rated_events.push(event),
@@ -314,13 +357,85 @@ pub(super) fn parse_event(raw: &RawValue, tz: Tz) -> std::result::Result<Parsed,
     })
 }
 
+/// The statements posting runs for every event, prepared once per call (the statement
+/// cache would otherwise hash each statement's text for every event).
+struct Statements<'t> {
+    live_event: CachedStatement<'t>,
+    insert_event: CachedStatement<'t>,
+}
+
+impl<'t> Statements<'t> {
+    fn prepare(tx: &'t Transaction<'_>) -> Result<Statements<'t>> {
+        Ok(Statements {
+            live_event: tx.prepare_cached(LIVE_EVENT_SQL)?,
+            // One row per event, its one charge included (migration 0008): the charge is
+            // total_charge, its id the event's.
+            insert_event: tx.prepare_cached(
+                "INSERT INTO usage_events (request_id, service_resource_identifier,
+                    service_resource_id, agreement_service_id, billing_account_id,
+                    service_period_id, start_time, end_time, usage_uom, usage_amount,
+                    reference_id, sequence_id, total_charge, overwrite_counter, voided,
+                    created_at, usage_rule_id, charge_category_id, charge_rate,
+                    charge_usage_uom, charge_usage_amount)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15,
+                    ?16, ?17, ?18, ?19, ?20)",
+            )?,
+        })
+    }
+
+    /// The live event of a pair.
+    fn live_event(&mut self, reference_id: &str, sequence_id: &str) -> Result<Option<LiveEvent>> {
+        Ok(self
+            .live_event
+            .query_row([reference_id, sequence_id], |r| {
+                Ok(LiveEvent {
+                    id: r.get(0)?,
+                    overwrite_counter: r.get(1)?,
+                    billing_account_id: r.get(2)?,
+                    total_charge: crate::money::from_sql_text(r.get_ref(3)?)?,
+                })
+            })
+            .optional()?)
+    }
+}
+
+/// Why an event with a live pair is refused under FAIL_ON_EXISTING.
+fn duplicate_event(live: &LiveEvent, ev: &Parsed) -> Erred {
+    (
+        ErredCode::DuplicateEvent,
+        format!(
+            "usage event {} already has reference_id '{}' and sequence_id '{}'; post with mode OVERWRITE_ON_EXISTING to replace it",
+            live.id,
+            ev.reference_id.as_deref().unwrap_or_default(),
+            ev.sequence_id.as_deref().unwrap_or_default()
+        ),
+    )
+}
+
+/// Whether a storage error is the pair index refusing a second live event of a pair.
+fn is_pair_conflict(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    )
+}
+
 /// Rates one valid event and stores it, answering it as stored (what reading it back by id
 /// would answer: the answer is built from the values just inserted instead of read back);
 /// the inner error is the event's erred reason, the outer one a storage failure that aborts
 /// the call.
+///
+/// Under FAIL_ON_EXISTING the pair is not looked up first: the insert itself meets a live
+/// event of the pair in the unique index usage_events_pair (the lookup cost an index probe
+/// per event, and a client rarely resends). A refused insert changes nothing (SQLite undoes
+/// the one statement), and the event is answered DUPLICATE_EVENT as before. An event that
+/// errs for another reason is checked against the live events first, so that a duplicate is
+/// reported as one whatever else is wrong with it, as when the lookup came first.
 #[allow(clippy::too_many_arguments)]
 fn rate_and_store(
     tx: &Transaction<'_>,
+    stmts: &mut Statements<'_>,
     caches: &mut Caches,
     ev: &Parsed,
     mode: Mode,
@@ -329,26 +444,41 @@ fn rate_and_store(
     pending: &mut HashMap<i64, Decimal>,
     tz: Tz,
 ) -> Result<std::result::Result<RatedEvent, Erred>> {
-    let live = match ev.pair() {
-        Some((r, s)) => live_event(tx, r, s)?,
-        None => None,
+    let live = match (ev.pair(), mode) {
+        (Some((r, s)), Mode::OverwriteOnExisting) => stmts.live_event(r, s)?,
+        _ => None,
     };
-    if let (Some(l), Mode::FailOnExisting) = (&live, mode) {
-        return Ok(Err((
-            ErredCode::DuplicateEvent,
-            format!(
-                "usage event {} already has reference_id '{}' and sequence_id '{}'; post with mode OVERWRITE_ON_EXISTING to replace it",
-                l.id,
-                ev.reference_id.as_deref().unwrap_or_default(),
-                ev.sequence_id.as_deref().unwrap_or_default()
-            ),
-        )));
+    let outcome = rate_and_store_found(tx, stmts, caches, ev, live, request_id, now, pending, tz)?;
+    match (outcome, ev.pair(), mode) {
+        (Err(erred), Some((r, s)), Mode::FailOnExisting) => {
+            Ok(Err(match stmts.live_event(r, s)? {
+                Some(l) => duplicate_event(&l, ev),
+                None => erred,
+            }))
+        }
+        (outcome, _, _) => Ok(outcome),
     }
-    let service = match resolve_service(tx, caches, &ev.srid, ev.start)? {
+}
+
+/// [`rate_and_store`] once the live event of the pair is known (under OVERWRITE_ON_EXISTING)
+/// or left to the insert to find (FAIL_ON_EXISTING, `live` None).
+#[allow(clippy::too_many_arguments)]
+fn rate_and_store_found(
+    tx: &Transaction<'_>,
+    stmts: &mut Statements<'_>,
+    caches: &mut Caches,
+    ev: &Parsed,
+    live: Option<LiveEvent>,
+    request_id: &str,
+    now: &str,
+    pending: &mut HashMap<i64, Decimal>,
+    tz: Tz,
+) -> Result<std::result::Result<RatedEvent, Erred>> {
+    let start = crate::time::to_storage(ev.start);
+    let service = match resolve_service(tx, caches, &ev.srid, &start)? {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
     };
-    let start = crate::time::to_storage(ev.start);
     let Some(period_id) = service_period(tx, caches, service.service_id, &start)? else {
         return Ok(Err((
             ErredCode::NoServicePeriod,
@@ -410,26 +540,18 @@ fn rate_and_store(
         Some(l) => {
             tx.prepare_cached("UPDATE usage_events SET voided = 1, voided_at = ?1 WHERE id = ?2")?
                 .execute(params![now, l.id])?;
-            if let Some(account) = l.billing_account_id {
-                let entry = pending.entry(account).or_default();
-                // Within bounds: both are totals of accepted charges.
-                *entry = entry.saturating_sub(l.total_charge);
-            }
             l.overwrite_counter + 1
         }
         None => 0,
     };
-    let end = crate::time::to_storage(ev.end);
+    let end = if ev.end == ev.start {
+        None
+    } else {
+        Some(crate::time::to_storage(ev.end))
+    };
     let amount = canonical(ev.amount);
     let total = canonical(charge.charge);
-    tx.prepare_cached(
-        "INSERT INTO usage_events (request_id, service_resource_identifier, service_resource_id,
-            agreement_service_id, billing_account_id, service_period_id, start_time, end_time,
-            usage_uom, usage_amount, reference_id, sequence_id, total_charge, overwrite_counter,
-            voided, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15)",
-    )?
-    .execute(params![
+    let inserted = stmts.insert_event.execute(params![
         request_id,
         ev.srid,
         service.service_resource_id,
@@ -437,7 +559,7 @@ fn rate_and_store(
         service.billing_account_id,
         period_id,
         start,
-        end,
+        end.as_deref().unwrap_or(&start),
         ev.uom,
         amount,
         ev.reference_id,
@@ -445,34 +567,47 @@ fn rate_and_store(
         total,
         counter,
         now,
-    ])?;
-    let event_id = tx.last_insert_rowid();
-    tx.prepare_cached(
-        "INSERT INTO usage_event_charges (usage_event_id, usage_rule_id, charge_category_id,
-            charge, rate, usage_uom, usage_amount)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        event_id,
         charge.usage_rule_id,
         charge.charge_category_id,
-        total,
         canonical(charge.rate),
         charge.usage_uom,
         canonical(charge.usage_amount),
-    ])?;
-    let charge_id = tx.last_insert_rowid();
+    ]);
+    match inserted {
+        Ok(_) => {}
+        // FAIL_ON_EXISTING and the pair is live: rate_and_store answers DUPLICATE_EVENT.
+        Err(e) if live.is_none() && is_pair_conflict(&e) => {
+            return Ok(Err((
+                ErredCode::DuplicateEvent,
+                "a live usage event already has this reference_id and sequence_id".into(),
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let event_id = tx.last_insert_rowid();
+    if let Some(l) = &live {
+        if let Some(account) = l.billing_account_id {
+            let entry = pending.entry(account).or_default();
+            // Within bounds: both are totals of accepted charges.
+            *entry = entry.saturating_sub(l.total_charge);
+        }
+    }
     let entry = pending.entry(service.billing_account_id).or_default();
     // Checked above: the sum is within bounds.
     *entry = entry.saturating_add(charge.charge);
     // The event as `read::fetch_by_ids` would read it back: the same stored texts (times
     // rendered from their stored form; decimals are rendered canonically, as stored).
     let category = charge_category(tx, caches, charge.charge_category_id)?;
+    let start_time = crate::time::render(&start, tz);
+    let end_time = match &end {
+        Some(end) => crate::time::render(end, tz),
+        None => start_time.clone(),
+    };
     Ok(Ok(RatedEvent {
         id: Some(event_id.to_string()),
         total_charge: charge.charge,
-        start_time: crate::time::render(&start, tz),
-        end_time: crate::time::render(&end, tz),
+        start_time,
+        end_time,
         service_resource_identifier: ev.srid.clone(),
         usage_uom: ev.uom.clone(),
         usage_amount: ev.amount,
@@ -480,7 +615,8 @@ fn rate_and_store(
         sequence_id: ev.sequence_id.clone(),
         request_id: Some(request_id.to_string()),
         event_charges: vec![EventCharge {
-            id: Some(charge_id.to_string()),
+            // A charge is numbered by its event (migration 0008).
+            id: Some(event_id.to_string()),
             charge: charge.charge,
             rate: charge.rate,
             usage_rule: IdRef {
@@ -544,31 +680,13 @@ pub(super) const LIVE_EVENT_SQL: &str =
      WHERE reference_id = ?1 AND sequence_id = ?2
        AND (CASE WHEN voided = 0 THEN 0 ELSE id END) = 0";
 
-fn live_event(
-    tx: &Transaction<'_>,
-    reference_id: &str,
-    sequence_id: &str,
-) -> Result<Option<LiveEvent>> {
-    Ok(tx
-        .prepare_cached(LIVE_EVENT_SQL)?
-        .query_row([reference_id, sequence_id], |r| {
-            Ok(LiveEvent {
-                id: r.get(0)?,
-                overwrite_counter: r.get(1)?,
-                billing_account_id: r.get(2)?,
-                total_charge: crate::money::from_sql_text(r.get_ref(3)?)?,
-            })
-        })
-        .optional()?)
-}
-
 /// The agreement service an event of `srid` starting at `start` rates against.
 fn resolve_service(
     tx: &Transaction<'_>,
     caches: &mut Caches,
     srid: &str,
-    start: DateTime<Utc>,
-) -> Result<std::result::Result<ServiceRef, Erred>> {
+    at: &str,
+) -> Result<std::result::Result<Rc<ServiceRef>, Erred>> {
     if !caches.services.contains_key(srid) {
         let found = load_services(tx, srid)?;
         caches.services.insert(srid.to_string(), found);
@@ -578,16 +696,16 @@ fn resolve_service(
         Some(Err(e)) => return Ok(Err(e.clone())),
         None => return Err(Error::Internal("service cache lost an entry".into())),
     };
-    let at = crate::time::to_storage(start);
-    let holds = |s: &ServiceRef| s.start <= at && s.end.as_ref().is_none_or(|e| at < *e);
+    let holds =
+        |s: &Rc<ServiceRef>| s.start.as_str() <= at && s.end.as_deref().is_none_or(|e| at < e);
     if let Some(s) = candidates.iter().find(|s| holds(s)) {
         return Ok(Ok(s.clone()));
     }
     // Candidates are ordered by start, latest first: report against the nearest one.
-    let before = candidates.iter().all(|s| at < s.start);
+    let before = candidates.iter().all(|s| at < s.start.as_str());
     let Some(nearest) = candidates
         .iter()
-        .find(|s| at >= s.start)
+        .find(|s| at >= s.start.as_str())
         .or(candidates.last())
     else {
         return Err(Error::Internal("no candidate service".into()));
@@ -611,7 +729,7 @@ fn resolve_service(
 fn load_services(
     tx: &Transaction<'_>,
     srid: &str,
-) -> Result<std::result::Result<Vec<ServiceRef>, Erred>> {
+) -> Result<std::result::Result<Vec<Rc<ServiceRef>>, Erred>> {
     let mut stmt = tx.prepare_cached(
         "SELECT sr.status, a.status, s.id, a.id, sr.id, s.billing_account_id, s.product_id,
                 ba.currency_code, a.start_date, a.end_date
@@ -649,10 +767,10 @@ fn load_services(
             format!("no service carries the service_resource_identifier '{srid}'"),
         )));
     }
-    let active: Vec<ServiceRef> = rows
+    let active: Vec<Rc<ServiceRef>> = rows
         .into_iter()
         .filter(|(a, _)| *a)
-        .map(|(_, s)| s)
+        .map(|(_, s)| Rc::new(s))
         .collect();
     if active.is_empty() {
         return Ok(Err((

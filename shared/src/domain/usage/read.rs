@@ -57,7 +57,7 @@ fn attach_charges(conn: &Connection, events: &mut [RatedEvent]) -> Result<()> {
     let sql = format!(
         "SELECT c.usage_event_id, c.id, c.charge, c.rate, c.usage_rule_id, cc.charge_category_type,
                 cc.id, cc.name, c.usage_uom, c.usage_amount
-         FROM usage_event_charges c JOIN charge_categories cc ON cc.id = c.charge_category_id
+         FROM usage_charges c JOIN charge_categories cc ON cc.id = c.charge_category_id
          WHERE c.usage_event_id IN ({marks}) ORDER BY c.id"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -201,19 +201,19 @@ pub const EVENT_FIELDS_WHITELIST: &[FieldSpec] = &[
         "c.charge COLLATE DECIMAL",
         FieldKind::Decimal,
     )
-    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+    .via("usage_charges c WHERE c.usage_event_id = e.id"),
     FieldSpec::new(
         "event_charges.usage_rule.id",
         "c.usage_rule_id",
         FieldKind::Integer,
     )
-    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+    .via("usage_charges c WHERE c.usage_event_id = e.id"),
     FieldSpec::new(
         "event_charges.charge_category.id",
         "c.charge_category_id",
         FieldKind::Integer,
     )
-    .via("usage_event_charges c WHERE c.usage_event_id = e.id"),
+    .via("usage_charges c WHERE c.usage_event_id = e.id"),
 ];
 
 /// What the usage event list reads: every event of the tenant, voided ones included.
