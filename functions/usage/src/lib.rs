@@ -8,11 +8,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono_tz::Tz;
 use rusqlite::Transaction;
-use shared::domain::usage::{self, BulkOutcome, BulkRequest, CheckedEvents};
+use shared::domain::usage::{self, BulkOutcome, BulkRequest, CheckedEvents, Stored};
 use shared::web::listing::{read_shape, record_response, to_raw, Listing};
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant, BILLING_PREFIX};
+use std::sync::Arc;
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -54,11 +54,11 @@ async fn simulate_bulk(
 }
 
 /// A bulk call's processing inside its write: posting or simulation.
-type Process =
-    fn(&Transaction<'_>, &BulkRequest, &CheckedEvents, Tz) -> shared::Result<BulkOutcome>;
+type Process = fn(&Transaction<'_>, &BulkRequest, &CheckedEvents) -> shared::Result<Stored>;
 
-/// Checks the request's limits and its events (before the write: that work needs nothing
-/// stored, so it does not hold the tenant's writer), then runs `process` in one write.
+/// Checks the request's limits and its events, runs `process` in one write, and renders the
+/// answer. Only `process` holds the tenant's writer: checking needs nothing stored, and the
+/// answer is rendered from what the write returned.
 async fn run_bulk(
     tenant: Tenant,
     req: BulkRequest,
@@ -66,11 +66,13 @@ async fn run_bulk(
 ) -> Result<Json<BulkOutcome>, ApiError> {
     let tz = tenant.tz;
     let events = usage::check_events(&req, tz)?;
-    let outcome = tenant
+    let call = Arc::new((req, events));
+    let in_write = call.clone();
+    let stored = tenant
         .db
-        .write(move |tx| process(tx, &req, &events, tz))
+        .write(move |tx| process(tx, &in_write.0, &in_write.1))
         .await?;
-    Ok(Json(outcome))
+    Ok(Json(stored.render(&call.0, &call.1, tz)))
 }
 
 async fn list_events(

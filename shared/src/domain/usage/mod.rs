@@ -23,7 +23,9 @@ mod read;
 #[cfg(test)]
 mod tests;
 
-pub use post::{check_events, post, post_checked, simulate, simulate_checked, CheckedEvents};
+pub use post::{
+    check_events, post, post_checked, simulate, simulate_checked, CheckedEvents, Stored,
+};
 pub use read::{
     fetch_by_ids, get, list, require_narrowing, EVENT_FIELDS_WHITELIST, EVENT_LIST,
     NARROWING_PARAMETERS,

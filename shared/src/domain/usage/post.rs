@@ -21,11 +21,13 @@ use serde_json::value::RawValue;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Posts a bulk call: rates and stores every event that can be rated. Run it inside
 /// [`crate::store::TenantDb::write`]; a re-run is harmless (the request id is new each time).
 pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
-    post_checked(tx, req, &check_events(req, tz)?, tz)
+    let events = check_events(req, tz)?;
+    Ok(post_checked(tx, req, &events)?.render(req, &events, tz))
 }
 
 /// Simulates a bulk call: the same processing as [`post`] inside a savepoint that is rolled
@@ -33,7 +35,8 @@ pub fn post(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutco
 /// answer is `-n`, and the answer's charges are numbered `-1`, `-2`, ... likewise. Stored ids
 /// are positive, so a simulated id is int64 text that never names a stored record.
 pub fn simulate(tx: &Transaction<'_>, req: &BulkRequest, tz: Tz) -> Result<BulkOutcome> {
-    simulate_checked(tx, req, &check_events(req, tz)?, tz)
+    let events = check_events(req, tz)?;
+    Ok(simulate_checked(tx, req, &events)?.render(req, &events, tz))
 }
 
 /// The events of a bulk call as [`check_events`] found them, in submission order: each
@@ -63,38 +66,136 @@ pub fn check_events(req: &BulkRequest, tz: Tz) -> Result<CheckedEvents> {
     Ok(CheckedEvents(events))
 }
 
-/// [`post`] of events checked before the write ([`check_events`] of the same `req`).
+/// What a bulk call stored (or, simulated, would have), event by event in submission order:
+/// the write's part of the answer. [`Stored::render`] makes the answer from it after the
+/// write, so rendering (times in the tenant's zone, texts copied into every event) does not
+/// hold the tenant's writer.
+pub struct Stored {
+    /// The call's request id; none in a simulation, whose ids are then numbered `-n`.
+    request_id: Option<String>,
+    events: Vec<std::result::Result<StoredEvent, Erred>>,
+}
+
+/// One rated event as stored: what the answer needs beyond the submitted event.
+struct StoredEvent {
+    id: i64,
+    period_id: i64,
+    /// The stored start and, when it differs, end (instants as stored text).
+    start: String,
+    end: Option<String>,
+    overwrite_counter: i64,
+    charge: rating::Charge,
+    category: Arc<ChargeCategoryRef>,
+}
+
+/// [`post`] of events checked before the write ([`check_events`] of the same `req`); the
+/// answer is [`Stored::render`] of what it returns, with the same `req` and `events`.
 pub fn post_checked(
     tx: &Transaction<'_>,
     req: &BulkRequest,
     events: &CheckedEvents,
-    tz: Tz,
-) -> Result<BulkOutcome> {
+) -> Result<Stored> {
     let request_id = uuid::Uuid::new_v4().to_string();
-    process(tx, req, events, tz, &request_id)
+    let events = process(tx, req, events, &request_id)?;
+    Ok(Stored {
+        request_id: Some(request_id),
+        events,
+    })
 }
 
-/// [`simulate`] of events checked before the write ([`check_events`] of the same `req`).
+/// [`simulate`] of events checked before the write, as [`post_checked`].
 pub fn simulate_checked(
     tx: &Transaction<'_>,
     req: &BulkRequest,
     events: &CheckedEvents,
-    tz: Tz,
-) -> Result<BulkOutcome> {
+) -> Result<Stored> {
     tx.execute_batch("SAVEPOINT usage_simulation")?;
-    let outcome = process(tx, req, events, tz, "simulation");
+    let outcome = process(tx, req, events, "simulation");
     tx.execute_batch("ROLLBACK TO usage_simulation; RELEASE usage_simulation")?;
-    let mut outcome = outcome?;
-    let mut charges = 0usize;
-    for (n, e) in outcome.rated_events.iter_mut().enumerate() {
-        e.id = Some(format!("-{}", n + 1));
-        e.request_id = None;
-        for c in &mut e.event_charges {
-            charges += 1;
-            c.id = Some(format!("-{charges}"));
+    Ok(Stored {
+        request_id: None,
+        events: outcome?,
+    })
+}
+
+impl Stored {
+    /// The answer of the call: every rated event as reading it back by id would answer it
+    /// (the stored texts: times rendered from their stored form, decimals canonical as
+    /// stored), every erred one as submitted. `req` and `events` are those the call was
+    /// stored from.
+    pub fn render(self, req: &BulkRequest, events: &CheckedEvents, tz: Tz) -> BulkOutcome {
+        let mut rated_events = Vec::new();
+        let mut erred_events = Vec::new();
+        let submitted = req.usage_events.iter().zip(&events.0);
+        for ((raw, checked), stored) in submitted.zip(self.events) {
+            match (stored, checked) {
+                (Ok(stored), Ok(ev)) => {
+                    let n = rated_events.len() + 1;
+                    rated_events.push(stored.render(ev, self.request_id.as_deref(), n, tz));
+                }
+                (Err((code, message)), _) => erred_events.push(ErredEvent {
+                    unrated_event: raw.clone(),
+                    code,
+                    message,
+                }),
+                // `process` rates checked events only.
+                (Ok(_), Err((code, message))) => erred_events.push(ErredEvent {
+                    unrated_event: raw.clone(),
+                    code: *code,
+                    message: message.clone(),
+                }),
+            }
+        }
+        BulkOutcome {
+            rated_events,
+            erred_events,
         }
     }
-    Ok(outcome)
+}
+
+impl StoredEvent {
+    /// The rated event answered for `ev`, the `n`-th rated one of its call (its id in a
+    /// simulation, which has no `request_id`: `-n`, and so is its one charge's).
+    fn render(self, ev: &Parsed, request_id: Option<&str>, n: usize, tz: Tz) -> RatedEvent {
+        let id = match request_id {
+            Some(_) => self.id.to_string(),
+            None => format!("-{n}"),
+        };
+        let start_time = crate::time::render(&self.start, tz);
+        let end_time = match &self.end {
+            Some(end) => crate::time::render(end, tz),
+            None => start_time.clone(),
+        };
+        RatedEvent {
+            id: Some(id.clone()),
+            total_charge: self.charge.charge,
+            start_time,
+            end_time,
+            service_resource_identifier: ev.srid.clone(),
+            usage_uom: ev.uom.clone(),
+            usage_amount: ev.amount,
+            reference_id: ev.reference_id.clone(),
+            sequence_id: ev.sequence_id.clone(),
+            request_id: request_id.map(str::to_string),
+            event_charges: vec![EventCharge {
+                // A charge is numbered by its event (migration 0008).
+                id: Some(id),
+                charge: self.charge.charge,
+                rate: self.charge.rate,
+                usage_rule: IdRef {
+                    id: self.charge.usage_rule_id.to_string(),
+                },
+                charge_category: (*self.category).clone(),
+                usage_uom: self.charge.usage_uom,
+                usage_amount: self.charge.usage_amount,
+            }],
+            service_period: IdRef {
+                id: self.period_id.to_string(),
+            },
+            overwrite_counter: self.overwrite_counter,
+            voided: false,
+        }
+    }
 }
 
 /// A validated event.
@@ -142,16 +243,15 @@ struct Caches {
     /// ([`add_to_pending_charges`]), so one read per account serves every event.
     pending_totals: HashMap<i64, Decimal>,
     /// Charge categories by id, as a rated event's charges embed them.
-    categories: HashMap<i64, ChargeCategoryRef>,
+    categories: HashMap<i64, Arc<ChargeCategoryRef>>,
 }
 
 fn process(
     tx: &Transaction<'_>,
     req: &BulkRequest,
     events: &CheckedEvents,
-    tz: Tz,
     request_id: &str,
-) -> Result<BulkOutcome> {
+) -> Result<Vec<std::result::Result<StoredEvent, Erred>>> {
     if events.0.len() != req.usage_events.len() {
         return Err(Error::Internal(
             "the checked events are not those of the bulk call".into(),
@@ -161,10 +261,9 @@ fn process(
     let mut caches = Caches::default();
     let mut stmts = Statements::prepare(tx)?;
     let mut pending: HashMap<i64, Decimal> = HashMap::new();
-    let mut rated_events = Vec::new();
-    let mut erred_events = Vec::new();
-    for (raw, checked) in req.usage_events.iter().zip(&events.0) {
-        let outcome = match checked {
+    let mut stored = Vec::with_capacity(events.0.len());
+    for checked in &events.0 {
+        stored.push(match checked {
             Ok(ev) => rate_and_store(
                 tx,
                 &mut stmts,
@@ -174,26 +273,14 @@ fn process(
                 request_id,
                 &now,
                 &mut pending,
-                tz,
             )?,
             Err(e) => Err(e.clone()),
-        };
-        match outcome {
-            Ok(event) => rated_events.push(event),
-            Err((code, message)) => erred_events.push(ErredEvent {
-                unrated_event: raw.clone(),
-                code,
-                message,
-            }),
-        }
+        });
     }
     for (account, delta) in pending {
         add_to_pending_charges(tx, account, delta)?;
     }
-    Ok(BulkOutcome {
-        rated_events,
-        erred_events,
-    })
+    Ok(stored)
 }
 
 /// The fields of one submitted event, as raw JSON borrowed from the request: read in one
@@ -442,13 +529,12 @@ fn rate_and_store(
     request_id: &str,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
-    tz: Tz,
-) -> Result<std::result::Result<RatedEvent, Erred>> {
+) -> Result<std::result::Result<StoredEvent, Erred>> {
     let live = match (ev.pair(), mode) {
         (Some((r, s)), Mode::OverwriteOnExisting) => stmts.live_event(r, s)?,
         _ => None,
     };
-    let outcome = rate_and_store_found(tx, stmts, caches, ev, live, request_id, now, pending, tz)?;
+    let outcome = rate_and_store_found(tx, stmts, caches, ev, live, request_id, now, pending)?;
     match (outcome, ev.pair(), mode) {
         (Err(erred), Some((r, s)), Mode::FailOnExisting) => {
             Ok(Err(match stmts.live_event(r, s)? {
@@ -472,8 +558,7 @@ fn rate_and_store_found(
     request_id: &str,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
-    tz: Tz,
-) -> Result<std::result::Result<RatedEvent, Erred>> {
+) -> Result<std::result::Result<StoredEvent, Erred>> {
     let start = crate::time::to_storage(ev.start);
     let service = match resolve_service(tx, caches, &ev.srid, &start)? {
         Ok(s) => s,
@@ -595,42 +680,15 @@ fn rate_and_store_found(
     let entry = pending.entry(service.billing_account_id).or_default();
     // Checked above: the sum is within bounds.
     *entry = entry.saturating_add(charge.charge);
-    // The event as `read::fetch_by_ids` would read it back: the same stored texts (times
-    // rendered from their stored form; decimals are rendered canonically, as stored).
     let category = charge_category(tx, caches, charge.charge_category_id)?;
-    let start_time = crate::time::render(&start, tz);
-    let end_time = match &end {
-        Some(end) => crate::time::render(end, tz),
-        None => start_time.clone(),
-    };
-    Ok(Ok(RatedEvent {
-        id: Some(event_id.to_string()),
-        total_charge: charge.charge,
-        start_time,
-        end_time,
-        service_resource_identifier: ev.srid.clone(),
-        usage_uom: ev.uom.clone(),
-        usage_amount: ev.amount,
-        reference_id: ev.reference_id.clone(),
-        sequence_id: ev.sequence_id.clone(),
-        request_id: Some(request_id.to_string()),
-        event_charges: vec![EventCharge {
-            // A charge is numbered by its event (migration 0008).
-            id: Some(event_id.to_string()),
-            charge: charge.charge,
-            rate: charge.rate,
-            usage_rule: IdRef {
-                id: charge.usage_rule_id.to_string(),
-            },
-            charge_category: category,
-            usage_uom: charge.usage_uom,
-            usage_amount: charge.usage_amount,
-        }],
-        service_period: IdRef {
-            id: period_id.to_string(),
-        },
+    Ok(Ok(StoredEvent {
+        id: event_id,
+        period_id,
+        start,
+        end,
         overwrite_counter: counter,
-        voided: false,
+        charge,
+        category,
     }))
 }
 
@@ -639,19 +697,22 @@ fn charge_category(
     tx: &Transaction<'_>,
     caches: &mut Caches,
     id: i64,
-) -> Result<ChargeCategoryRef> {
+) -> Result<Arc<ChargeCategoryRef>> {
     if let Some(c) = caches.categories.get(&id) {
         return Ok(c.clone());
     }
-    let found = tx
-        .prepare_cached("SELECT charge_category_type, name FROM charge_categories WHERE id = ?1")?
+    let found = Arc::new(
+        tx.prepare_cached(
+            "SELECT charge_category_type, name FROM charge_categories WHERE id = ?1",
+        )?
         .query_row([id], |r| {
             Ok(ChargeCategoryRef {
                 charge_category_type: r.get(0)?,
                 id: id.to_string(),
                 name: r.get(1)?,
             })
-        })?;
+        })?,
+    );
     caches.categories.insert(id, found.clone());
     Ok(found)
 }
