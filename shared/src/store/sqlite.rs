@@ -128,6 +128,89 @@ mod tests {
     use super::*;
 
     /// A database as an older build left it: only the first `version` migrations applied.
+    #[test]
+    fn schema_8_keeps_the_charges_of_events_stored_before_it() {
+        let mut conn = at_version(7);
+        // An event and its charge as posting stored them before 0008 (both numbered 5).
+        conn.execute_batch(
+            "INSERT INTO billing_accounts (id, account_num, name) VALUES (1, 'A-1', 'A');
+             INSERT INTO products (id, name) VALUES (1, 'P');
+             INSERT INTO charge_categories (id, name, charge_category_type)
+                 VALUES (1, 'Usage', 'Usage');
+             INSERT INTO usage_rules (id, product_id, position, name, charge_category_id, uom,
+                 rate_kind) VALUES (1, 1, 1, 'r', 1, 'HOUR', 'FLAT');
+             INSERT INTO usage_events (id, request_id, service_resource_identifier,
+                 billing_account_id, start_time, end_time, usage_uom, usage_amount,
+                 reference_id, sequence_id, total_charge, created_at)
+                 VALUES (5, 'r', 's', 1, 't', 't', 'HOUR', '2', 'a', '1', '1.5', 't');
+             INSERT INTO usage_event_charges (id, usage_event_id, usage_rule_id,
+                 charge_category_id, charge, rate, usage_uom, usage_amount)
+                 VALUES (5, 5, 1, 1, '1.5', '0.75', 'HOUR', '2');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        // A new event carries its charge in its own row.
+        conn.execute(
+            "INSERT INTO usage_events (request_id, service_resource_identifier, start_time,
+                 end_time, usage_uom, usage_amount, reference_id, sequence_id, total_charge,
+                 created_at, usage_rule_id, charge_category_id, charge_rate, charge_usage_uom,
+                 charge_usage_amount)
+             VALUES ('r2', 's', 't', 't', 'HOUR', '4', 'a', '2', '3', 't', 1, 1, '0.75',
+                 'HOUR', '4')",
+            [],
+        )
+        .unwrap();
+        let charges: Vec<(i64, i64, String, String)> = conn
+            .prepare("SELECT id, usage_event_id, charge, rate FROM usage_charges ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            charges,
+            vec![
+                (5, 5, "1.5".to_string(), "0.75".to_string()),
+                (6, 6, "3".to_string(), "0.75".to_string())
+            ]
+        );
+        let references: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_foreign_key_list('usage_events')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(references, 0, "no foreign-key probes on usage events");
+        let indexes: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'usage_events'
+                 ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            indexes,
+            [
+                "usage_events_account",
+                "usage_events_pair",
+                "usage_events_period",
+                "usage_events_request"
+            ]
+        );
+        // The pair rule survived the rebuild: a second live event of ('a', '1') is refused.
+        let refused = conn.execute(
+            "INSERT INTO usage_events (request_id, service_resource_identifier, start_time,
+                 end_time, usage_uom, usage_amount, reference_id, sequence_id, total_charge,
+                 created_at) VALUES ('r3', 's', 't', 't', 'HOUR', '1', 'a', '1', '0', 't')",
+            [],
+        );
+        assert!(refused.is_err());
+    }
+
     fn at_version(version: usize) -> Connection {
         let old = Connection::open_in_memory().unwrap();
         configure(&old).unwrap();

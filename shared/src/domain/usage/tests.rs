@@ -329,3 +329,78 @@ fn an_event_is_read_field_by_field_in_one_pass() {
         );
     }
 }
+
+#[test]
+fn a_live_duplicate_is_reported_before_any_other_reason_the_event_errs() {
+    // FAIL_ON_EXISTING finds a live pair through the insert (migration 0008's row, the pair
+    // index); an event that errs before reaching the insert must still be DUPLICATE_EVENT.
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let first = post(
+        &tx,
+        &request("FAIL_ON_EXISTING", json!([hours(1, "2026-02-01")])),
+        tz(),
+    )
+    .unwrap();
+    let live_id = first.rated_events[0].id.clone().unwrap();
+    let mut unknown = hours(1, "2026-02-01");
+    unknown["service_resource_identifier"] = json!("no-such-srid");
+    let mut early = hours(1, "2001-01-01");
+    early["sequence_id"] = json!("1");
+    let fresh = {
+        let mut e = unknown.clone();
+        e["reference_id"] = json!("ref-fresh");
+        e
+    };
+    let out = post(
+        &tx,
+        &request(
+            "FAIL_ON_EXISTING",
+            json!([hours(2, "2026-02-02"), unknown, early, fresh]),
+        ),
+        tz(),
+    )
+    .unwrap();
+    assert!(out.rated_events.is_empty(), "{:?}", out.rated_events);
+    let codes: Vec<ErredCode> = out.erred_events.iter().map(|e| e.code).collect();
+    assert_eq!(
+        codes,
+        vec![
+            ErredCode::DuplicateEvent,
+            ErredCode::DuplicateInRequest,
+            ErredCode::DuplicateInRequest,
+            ErredCode::UnknownServiceResource,
+        ]
+    );
+    assert!(
+        out.erred_events[0]
+            .message
+            .contains(&format!("usage event {live_id} ")),
+        "{}",
+        out.erred_events[0].message
+    );
+    // The same events one per call: each meets the live pair, whatever else is wrong.
+    for event in [
+        {
+            let mut e = hours(1, "2026-02-01");
+            e["service_resource_identifier"] = json!("no-such-srid");
+            e
+        },
+        hours(1, "2001-01-01"),
+        hours(3, "2026-02-03"),
+    ] {
+        let out = post(&tx, &request("FAIL_ON_EXISTING", json!([event])), tz()).unwrap();
+        assert_eq!(out.erred_events.len(), 1, "{:?}", out.rated_events);
+        assert_eq!(out.erred_events[0].code, ErredCode::DuplicateEvent);
+        assert!(out.erred_events[0].message.contains(&live_id));
+    }
+    let stored: i64 = tx
+        .query_row(
+            "SELECT COUNT(*) FROM usage_events WHERE reference_id = 'ref-1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, 1, "a refused insert leaves nothing behind");
+    assert_eq!(pending(&tx), first.rated_events[0].total_charge);
+}
