@@ -404,3 +404,21 @@ fn a_live_duplicate_is_reported_before_any_other_reason_the_event_errs() {
     assert_eq!(stored, 1, "a refused insert leaves nothing behind");
     assert_eq!(pending(&tx), first.rated_events[0].total_charge);
 }
+
+#[test]
+fn a_call_is_named_by_a_time_ordered_uuid() {
+    // The spec's request_id is a UUID; version 7 puts a call's index entries at the end of the
+    // request-id index instead of a random page of it.
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let out = post(
+        &tx,
+        &request("FAIL_ON_EXISTING", json!([hours(1, "2026-02-01")])),
+        tz(),
+    )
+    .unwrap();
+    let id = out.rated_events[0].request_id.clone().unwrap();
+    let parsed = uuid::Uuid::parse_str(&id).unwrap();
+    assert_eq!(parsed.get_version_num(), 7, "{id}");
+    assert_eq!(parsed.to_string(), id, "hyphenated lower-case form");
+}
