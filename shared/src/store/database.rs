@@ -299,7 +299,7 @@ impl Database {
                     };
                     let mut done = Ok(false);
                     for _ in 0..BACKGROUND_PASSES {
-                        done = checkpoint_pass(&conn);
+                        done = checkpoint(&conn);
                         if !matches!(done, Ok(false)) {
                             break;
                         }
@@ -548,12 +548,8 @@ fn watch_tables(writer: &Connection, touched: &Arc<AtomicBool>) -> Result<()> {
     Ok(())
 }
 
-fn checkpoint(conn: &Connection) -> Result<()> {
-    checkpoint_pass(conn).map(|_| ())
-}
-
 /// One PASSIVE checkpoint: whether every frame of the WAL is now in the database file.
-fn checkpoint_pass(conn: &Connection) -> Result<bool> {
+fn checkpoint(conn: &Connection) -> Result<bool> {
     // (busy, frames in the WAL, frames copied)
     let (_, frames, copied): (i64, i64, i64) =
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
