@@ -13,14 +13,27 @@ pub struct Config {
     pub admin_key: Option<String>,
     /// Largest request body accepted, in bytes (`SANDBOX_MAX_BODY_BYTES`, default 1 MiB).
     pub max_body_bytes: usize,
-    // -- Overload (every served router, `shared::web::finish_with`) --
-    /// Longest a request may take before it is answered 503 with Retry-After
-    /// (`SANDBOX_REQUEST_TIMEOUT_MS`, default 30 000; 0 disables).
+    // -- The request pipeline (every served router, `shared::web::pipeline`) --
+    /// Longest a request may take, from its admission to its answer, before it is answered
+    /// 503 with Retry-After (`SANDBOX_REQUEST_TIMEOUT_MS`, default 30 000; 0 disables).
     pub request_timeout_ms: u64,
+    /// Longest an identified request's body may take to arrive in full before it is answered
+    /// 408 (`SANDBOX_BODY_TIMEOUT_MS`, default 10 000; 0 disables).
+    pub body_timeout_ms: u64,
     /// Requests served at once by the process; one more is shed at once with 503 and
-    /// Retry-After rather than queued, and one credential holds at most half of them
-    /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
+    /// Retry-After rather than queued. One tenant (whichever credential) or the admin key
+    /// holds at most half of them; requests without credentials together, and credential
+    /// lookups together, an eighth (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0
+    /// disables).
     pub max_concurrent_requests: usize,
+    // -- The local server's connections (`sandbox serve`; API Gateway's on Lambda) --
+    /// Longest a request head may take to arrive, and so how long an idle keep-alive
+    /// connection is kept, before the connection is closed (`SANDBOX_HEADER_TIMEOUT_MS`,
+    /// default 10 000).
+    pub header_timeout_ms: u64,
+    /// Most connections open at once; at the cap new ones wait in the listen backlog until
+    /// one closes (`SANDBOX_MAX_CONNECTIONS`, default 1024).
+    pub max_connections: usize,
     /// Most tenants the sandbox holds (`SANDBOX_MAX_TENANTS`, default
     /// [`crate::store::registry::DEFAULT_MAX_TENANTS`]): creating or forking one more is a 409.
     pub max_tenants: usize,
@@ -69,8 +82,16 @@ impl Config {
             max_body_bytes,
             request_timeout_ms: env_number("SANDBOX_REQUEST_TIMEOUT_MS")
                 .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
+            body_timeout_ms: env_number("SANDBOX_BODY_TIMEOUT_MS")
+                .unwrap_or(DEFAULT_BODY_TIMEOUT_MS),
             max_concurrent_requests: env_number("SANDBOX_MAX_CONCURRENT_REQUESTS")
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_REQUESTS),
+            header_timeout_ms: env_number("SANDBOX_HEADER_TIMEOUT_MS")
+                .filter(|ms| *ms > 0)
+                .unwrap_or(DEFAULT_HEADER_TIMEOUT_MS),
+            max_connections: env_number("SANDBOX_MAX_CONNECTIONS")
+                .filter(|n| *n > 0)
+                .unwrap_or(DEFAULT_MAX_CONNECTIONS),
             max_tenants: env_number("SANDBOX_MAX_TENANTS")
                 .unwrap_or(crate::store::registry::DEFAULT_MAX_TENANTS),
             xml_namespace,
@@ -89,7 +110,10 @@ impl Config {
             admin_key,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             max_tenants: crate::store::registry::DEFAULT_MAX_TENANTS,
             xml_namespace: None,
             s3: None,
@@ -113,6 +137,13 @@ impl std::fmt::Debug for Config {
             .finish()
     }
 }
+
+/// Default body deadline: 10 s, far above a 1 MiB body on any working link.
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 10_000;
+/// Default request-head deadline (and keep-alive idle time): 10 s.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
+/// Default cap on the local server's open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Shortest accepted `SANDBOX_TOKEN_SECRET`, in bytes (256 bits of hex or base64 is longer).
 pub const MIN_TOKEN_SECRET_LEN: usize = 32;

@@ -6,7 +6,7 @@
 pub mod powers;
 
 use axum::body::Bytes;
-use axum::extract::{FromRef, FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::{request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -16,7 +16,7 @@ use shared::seed::Seed;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
-use shared::web::{header_str, parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
+use shared::web::{parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -77,24 +77,20 @@ pub fn router(state: AppState) -> Router {
     shared::web::finish(routes(), state)
 }
 
-/// Proof that the request carried the configured admin key.
+/// Proof that the request carried the configured admin key (the pipeline checked it, in
+/// constant time, before the body was read).
 pub struct AdminAuth;
 
-impl<S> FromRequestParts<S> for AdminAuth
-where
-    AppState: FromRef<S>,
-    S: Send + Sync,
-{
+impl<S: Send + Sync> FromRequestParts<S> for AdminAuth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let app = AppState::from_ref(state);
-        let presented = header_str(&parts.headers, "x-admin-key");
-        match (presented, app.config.admin_key.as_deref()) {
-            (Some(p), Some(k)) if shared::auth::admin_key_matches(p, k) => Ok(AdminAuth),
-            _ => Err(ApiError::unauthorized(
-                "Missing or invalid admin key: send X-Admin-Key.",
-            )),
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        if shared::web::identified_admin(parts) {
+            Ok(AdminAuth)
+        } else {
+            Err(ApiError::unauthorized(
+                shared::web::surface::ADMIN_AUTH_MESSAGE,
+            ))
         }
     }
 }

@@ -262,7 +262,7 @@ fn journal_filter(
     }
     Ok(journal::Filter {
         method: q.get("method").cloned(),
-        path,
+        path: path.as_deref().map(shared::sandbox::glob::Glob::new),
         status,
         from_ms: time("from")?,
         to_ms: time("to")?,

@@ -1,7 +1,7 @@
 //! Surface A's error: an XML `fault` with an HTTP status, a failure reason (ALREADY_EXISTS,
 //! VALIDATION_FAILURE or GENERAL) and a message.
 
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 /// A Surface A error answer.
@@ -27,7 +27,7 @@ impl Fault {
         Fault::new(
             StatusCode::UNAUTHORIZED,
             "GENERAL",
-            "Authentication required: send HTTP Basic credentials of a sandbox tenant.",
+            shared::web::surface::LEGACY_AUTH_MESSAGE,
         )
     }
 
@@ -74,38 +74,11 @@ impl From<shared::Error> for Fault {
 
 impl IntoResponse for Fault {
     fn into_response(self) -> Response {
-        let mut response = xml_fault(self.status, self.reason, &self.message);
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"billing-sandbox\""),
-            );
-        }
-        response
+        // One renderer of Surface A's fault (also what the pipeline answers on A's paths);
+        // a 401 carries `WWW-Authenticate: Basic` there.
+        shared::web::Surface::Legacy.error(self.status, Some(self.reason), self.message)
     }
 }
 
 /// Surface A's error body: an XML `fault` with `failureReason` and `message`.
-pub fn xml_fault(status: StatusCode, failure_reason: &str, message: &str) -> Response {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<fault xmlns=\"{ns}\"><failureReason>{reason}</failureReason><message>{msg}</message></fault>",
-        ns = crate::xml_namespace(),
-        reason = quick_xml::escape::escape(failure_reason),
-        msg = quick_xml::escape::escape(message),
-    );
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/xml"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
-/// The answer to a Surface A path no route takes (unknown path, or a method it does not
-/// take): a GENERAL fault with that status.
-pub fn path_error(status: StatusCode, message: String) -> Response {
-    xml_fault(status, "GENERAL", &message)
-}
+pub use shared::web::surface::xml_fault;

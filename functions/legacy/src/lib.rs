@@ -26,38 +26,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::Router;
 use shared::config::Config;
-use shared::web::{AppState, PathErrors, LEGACY_PREFIX};
+use shared::web::{AppState, LEGACY_PREFIX};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use xml::Node;
 
 /// Default XML domain namespace of Surface A.
-pub const DEFAULT_XML_NAMESPACE: &str = "http://billing-sandbox.dev/xml/domain/1.28";
+pub use shared::web::surface::DEFAULT_XML_NAMESPACE;
 
-/// The namespace of this process, set once from [`Config::xml_namespace`] by [`configure`].
-static XML_NAMESPACE: OnceLock<String> = OnceLock::new();
-
-/// Takes Surface A's settings from `config`. A process serves one configuration: the first
-/// call wins, and a router built without one answers in [`DEFAULT_XML_NAMESPACE`].
+/// Takes Surface A's settings from `config` (its namespace; see
+/// [`shared::web::surface::set_xml_namespace`]: the first call wins).
 pub fn configure(config: &Config) {
-    if let Some(ns) = &config.xml_namespace {
-        let _ = XML_NAMESPACE.set(ns.clone());
-    }
+    shared::web::surface::set_xml_namespace(config.xml_namespace.as_deref());
 }
 
 /// The XML domain namespace of Surface A (from the configuration, else the default).
 pub fn xml_namespace() -> &'static str {
-    XML_NAMESPACE
-        .get()
-        .map(String::as_str)
-        .unwrap_or(DEFAULT_XML_NAMESPACE)
+    shared::web::surface::xml_namespace()
 }
-
-/// How the common fallback answers Surface A paths that no route takes: an XML fault.
-pub static PATH_ERRORS: &[PathErrors] = &[PathErrors {
-    prefix: LEGACY_PREFIX,
-    render: fault::path_error,
-}];
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -82,7 +67,7 @@ pub fn routes() -> Router<AppState> {
 /// This group's routes as a served router (what the Lambda binary runs).
 pub fn router(state: AppState) -> Router {
     configure(&state.config);
-    shared::web::finish_with(routes(), state, PATH_ERRORS)
+    shared::web::finish(routes(), state)
 }
 
 /// An XML answer: `root` in the domain namespace, with the XML content type.

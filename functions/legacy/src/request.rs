@@ -5,39 +5,21 @@
 use crate::fault::Fault;
 use crate::xml::{self, Element};
 use axum::body::Bytes;
-use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
-use axum::http::{header, request::Parts, StatusCode};
-use shared::web::{header_str, AppState, Tenant};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::{request::Parts, StatusCode};
+use shared::web::{header_str, Tenant};
 use std::collections::HashMap;
 
-/// The tenant of a Surface A request (HTTP Basic).
+/// The tenant of a Surface A request (HTTP Basic), as the pipeline identified it.
 pub struct BasicAuth(pub Tenant);
 
-impl<S> FromRequestParts<S> for BasicAuth
-where
-    AppState: FromRef<S>,
-    S: Send + Sync,
-{
+impl<S: Send + Sync> FromRequestParts<S> for BasicAuth {
     type Rejection = Fault;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let app = AppState::from_ref(state);
-        if let Some(found) = shared::web::Authenticated::of(parts, "A") {
-            return found.map(BasicAuth).ok_or_else(Fault::unauthorized);
-        }
-        let Some((user, pass)) = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(shared::auth::parse_basic)
-        else {
-            return Err(Fault::unauthorized());
-        };
-        let tenant = app
-            .tenant_by_basic(&user, &pass)
-            .await?
-            .ok_or_else(Fault::unauthorized)?;
-        Ok(BasicAuth(tenant))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        shared::web::identified_tenant(parts)
+            .map(BasicAuth)
+            .ok_or_else(Fault::unauthorized)
     }
 }
 

@@ -17,7 +17,7 @@ pub fn app(state: AppState) -> Router {
         .merge(billing::routes())
         .merge(revenue::routes())
         .merge(admin::routes());
-    shared::web::finish_with(routes, state, legacy::PATH_ERRORS)
+    shared::web::finish(routes, state)
 }
 
 /// Name of the tenant created on first start.

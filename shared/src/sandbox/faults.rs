@@ -15,6 +15,7 @@
 //! counter is per environment (kept in memory, never a write); `times` is shared (one
 //! conditional decrement in the tenant database per hit).
 
+use super::glob::Glob;
 use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
@@ -232,10 +233,11 @@ pub fn delete_all(tx: &Transaction<'_>) -> Result<usize> {
     Ok(tx.execute("DELETE FROM sandbox_faults", [])?)
 }
 
-/// The rules with hits left, in creation order: what a request is matched against (see
-/// [`Rule::applies_to`]). It depends on the table `sandbox_faults` alone, so the serving layer
-/// keeps it until a write changes that table instead of querying it for every request.
-pub fn live(conn: &Connection) -> Result<Vec<Rule>> {
+/// The rules with hits left, in creation order, their globs compiled: what a request is
+/// matched against (see [`LiveRules::matching`]). It depends on the table `sandbox_faults`
+/// alone, so the serving layer keeps it until a write changes that table instead of querying
+/// (and compiling) it for every request.
+pub fn live(conn: &Connection) -> Result<LiveRules> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM sandbox_faults
          WHERE remaining IS NULL OR remaining > 0
@@ -244,13 +246,32 @@ pub fn live(conn: &Connection) -> Result<Vec<Rule>> {
     let rules = stmt
         .query_map([], rule_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rules)
+    Ok(LiveRules(
+        rules
+            .into_iter()
+            .map(|r| {
+                let glob = Glob::new(&r.path);
+                (r, glob)
+            })
+            .collect(),
+    ))
 }
 
-impl Rule {
-    /// Whether the rule's method (`*` for any) and path glob match a request.
-    pub fn applies_to(&self, method: &str, path: &str) -> bool {
-        (self.method == "*" || self.method == method) && glob_match(&self.path, path)
+/// The live rules of a tenant with their compiled globs (see [`live`]).
+pub struct LiveRules(Vec<(Rule, Glob)>);
+
+impl LiveRules {
+    /// The rules whose method (`*` for any) and path glob match a request, in order. Each
+    /// glob match is linear in the path (see [`super::glob`]).
+    pub fn matching<'a>(
+        &'a self,
+        method: &'a str,
+        path: &'a str,
+    ) -> impl Iterator<Item = &'a Rule> + 'a {
+        self.0
+            .iter()
+            .filter(move |(r, glob)| (r.method == "*" || r.method == method) && glob.matches(path))
+            .map(|(r, _)| r)
     }
 }
 
@@ -261,36 +282,6 @@ pub fn take_hit(tx: &Transaction<'_>, id: &str) -> Result<bool> {
         "UPDATE sandbox_faults SET remaining = remaining - 1 WHERE rule_id = ?1 AND remaining > 0",
         [id],
     )? > 0)
-}
-
-/// Whether `text` matches `pattern` (`*` any run, `?` one character). Linear time: the
-/// classic two-pointer match with backtracking to the last star only.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            Some(c) if *c == '?' || *c == t[ti] => {
-                pi += 1;
-                ti += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// Draw `n` of a rule seeded `seed`: a number in [0, 1) (SplitMix64 of the pair).
@@ -340,24 +331,6 @@ impl Draws {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs_match_runs_and_single_characters() {
-        assert!(glob_match("/billing/2/*", "/billing/2/invoices/5"));
-        assert!(glob_match("*", "/anything"));
-        assert!(glob_match(
-            "/t/s/r/1.28/invoices/?",
-            "/t/s/r/1.28/invoices/7"
-        ));
-        assert!(!glob_match(
-            "/t/s/r/1.28/invoices/?",
-            "/t/s/r/1.28/invoices/17"
-        ));
-        assert!(glob_match("*/invoices*", "/billing/2/invoices?x"));
-        assert!(!glob_match("/revenue/*", "/billing/2/x"));
-        assert!(glob_match("/a*b*c", "/aXbYbZc"));
-        assert!(!glob_match("/a*b*c", "/aXbYbZ"));
-    }
 
     #[test]
     fn draws_are_a_function_of_seed_and_index() {

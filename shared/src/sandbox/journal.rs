@@ -25,7 +25,7 @@
 //! `access_token` answered by the token endpoint, `api_key`, `password`) is replaced too.
 
 use crate::store::s3::{Bucket, S3Error};
-use axum::body::Bytes;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -280,8 +280,8 @@ pub struct Settings {
 pub struct Filter {
     /// Method, any case.
     pub method: Option<String>,
-    /// Path glob (as fault rules use them).
-    pub path: Option<String>,
+    /// Path glob (as fault rules use them), compiled once per read.
+    pub path: Option<super::glob::Glob>,
     /// Exact status, or a class `1xx`..`5xx` as (low, high).
     pub status: Option<(u16, u16)>,
     /// From this instant on (ms since the epoch, inclusive).
@@ -296,10 +296,7 @@ impl Filter {
         self.method
             .as_ref()
             .is_none_or(|m| m.eq_ignore_ascii_case(&e.method))
-            && self
-                .path
-                .as_ref()
-                .is_none_or(|p| super::faults::glob_match(p, &e.path))
+            && self.path.as_ref().is_none_or(|glob| glob.matches(&e.path))
             && self
                 .status
                 .is_none_or(|(low, high)| (low..=high).contains(&e.status))

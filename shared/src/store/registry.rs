@@ -302,6 +302,20 @@ impl Registry {
         Ok(found)
     }
 
+    /// The tenant HTTP Basic credentials open when this process can tell without I/O or
+    /// waiting (as [`Registry::recall_api_key`]); `None` means ask
+    /// [`Registry::find_by_basic`]. A known username with a wrong password is not answered
+    /// here: the lookup refuses it.
+    pub fn recall_basic(&self, username: &str, password: &str) -> Option<TenantRecord> {
+        let given = auth::hash_secret(password);
+        if let Some((stored, t)) = self.recall(|k| k.by_user.get(username).cloned()) {
+            return auth::ct_eq(&stored, &given).then_some(t);
+        }
+        self.db
+            .recall::<TenantRecord>(&basic_memo(username, &given))
+            .map(|t| (*t).clone())
+    }
+
     /// The tenant HTTP Basic credentials open. An unknown username still costs one hash
     /// comparison, so response time does not tell which usernames exist.
     pub fn find_by_basic(&self, username: &str, password: &str) -> Result<Option<TenantRecord>> {
@@ -311,6 +325,8 @@ impl Registry {
             // to accept or refuse.
             return Ok(auth::ct_eq(&stored, &given).then_some(t));
         }
+        // Read before the lookup (see the memo's invariants in database.rs).
+        let version = self.db.memo_version();
         let found = self.db.read(|conn| {
             Ok(conn
                 .query_row(
@@ -326,6 +342,10 @@ impl Registry {
         match found {
             Some((t, stored)) => {
                 let accepted = auth::ct_eq(&stored, &given).then(|| t.clone());
+                if let (Some(t), Some(version)) = (&accepted, version) {
+                    self.db
+                        .remember(version, basic_memo(username, &given), Arc::new(t.clone()));
+                }
                 self.remember(|k| {
                     k.by_user.insert(username.to_string(), (stored, t));
                 });
@@ -337,6 +357,11 @@ impl Registry {
             }
         }
     }
+}
+
+/// The registry memo's key of the tenant a Basic username and password (by its hash) open.
+fn basic_memo(username: &str, password_hash: &str) -> String {
+    format!("basic {password_hash} {username}")
 }
 
 /// The registry memo's key of the tenant an API key (by its hash) opens.

@@ -1,0 +1,264 @@
+//! The HTTP side of the sandbox powers (their rules are in `crate::sandbox`): the pipeline's
+//! last step before the handler. For a request the pipeline identified as a tenant's, the
+//! first matching fault rule answers or delays it; every identified request about one tenant
+//! (a surface request, or an admin call on `/sandbox/v1/tenants/{id}/...` other than the
+//! journal's own) is recorded in that tenant's journal with its answer. Admin calls are
+//! never faulted, so a rule can always be deleted.
+//!
+//! Invariant: nothing here reads a body. The journal records the body the pipeline already
+//! read (bounded in size and time), so an unidentified request's body is never read or kept.
+
+use super::state::{AppState, Tenant};
+use super::surface::{Surface, ADMIN_PREFIX};
+use crate::sandbox::{faults, journal};
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+
+/// The header naming the fault rule that answered or delayed a request.
+pub const FAULT_HEADER: &str = "x-sandbox-fault";
+
+/// Whose powers apply to a request.
+pub(super) enum Subject {
+    /// A surface request of this tenant: its fault rules, then its journal.
+    Tenant(Tenant),
+    /// An admin call about the tenant of this id (decoded): its journal only.
+    AdminOf(String),
+}
+
+/// The tenant id of an admin call about one tenant's contents
+/// (`/sandbox/v1/tenants/{id}/...`), percent-decoded, except the journal's own reads and
+/// clears (which would otherwise fill the journal they read).
+pub(super) fn admin_subject(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(ADMIN_PREFIX)?.strip_prefix("/tenants/")?;
+    let (id, sub) = rest.split_once('/')?;
+    (!id.is_empty() && !sub.is_empty() && sub != "requests").then(|| percent_decode(id))
+}
+
+/// `%XX` sequences decoded (as the router decodes path parameters); text that does not
+/// decode to UTF-8 is kept as written (it names no tenant, and the handler answers 404).
+fn percent_decode(text: &str) -> String {
+    if !text.contains('%') {
+        return text.to_string();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied(),
+            bytes.get(i + 2).copied(),
+        ) {
+            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// Applies the powers of `subject` to a request whose body the pipeline read (`body`), then
+/// hands it to the handler.
+pub(super) async fn apply(
+    app: &AppState,
+    surface: Surface,
+    subject: Subject,
+    body: Bytes,
+    req: Request,
+    next: Next,
+) -> Response {
+    let journal = app.powers.journal.enabled();
+    let recording = journal.then(|| Recording::start(surface, &req, body));
+    let tenant = match subject {
+        Subject::AdminOf(id) => {
+            let response = next.run(req).await;
+            // An unknown tenant or a refused admin key is no request to a tenant.
+            return match recording {
+                Some(r) if !matches!(response.status().as_u16(), 401 | 404) => {
+                    r.finish(app, &id, response, None).await
+                }
+                _ => response,
+            };
+        }
+        Subject::Tenant(tenant) => tenant,
+    };
+    let path = req.uri().path().to_string();
+    let rule = fault_for(app, &tenant, req.method().as_str(), &path).await;
+    let mut response = match &rule {
+        Some(rule) => {
+            if rule.latency_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(rule.latency_ms)).await;
+            }
+            match rule.status.and_then(|s| StatusCode::from_u16(s).ok()) {
+                Some(status) => {
+                    let message = format!("Injected by sandbox fault rule {}.", rule.id);
+                    surface.error(status, None, message)
+                }
+                None => next.run(req).await,
+            }
+        }
+        None => next.run(req).await,
+    };
+    if let Some(rule) = &rule {
+        if let Ok(value) = HeaderValue::from_str(&rule.id) {
+            response.headers_mut().insert(FAULT_HEADER, value);
+        }
+    }
+    match recording {
+        Some(recording) => {
+            let fault = rule.map(|r| r.id);
+            recording
+                .finish(app, tenant.db.tenant_id(), response, fault)
+                .await
+        }
+        None => response,
+    }
+}
+
+/// The fault rule that takes this request, if any (see [`faults`] for the order). A store
+/// error applies no rule: the request is served as if there were none.
+async fn fault_for(
+    app: &AppState,
+    tenant: &Tenant,
+    method: &str,
+    path: &str,
+) -> Option<faults::Rule> {
+    // Kept until a write changes the rules table (see `store::TenantDb::read_memo_scoped`):
+    // a request finds the rules without a query or a hand-off to the blocking pool, even
+    // right after another request's write (a stream of usage posts).
+    let rules = match tenant
+        .db
+        .read_memo_scoped(
+            crate::store::MemoScope::Watched,
+            "sandbox fault rules".to_string(),
+            faults::live,
+        )
+        .await
+    {
+        Ok(rules) => rules,
+        Err(e) => {
+            tracing::warn!(error = %e, "fault rules not read; none applied");
+            return None;
+        }
+    };
+    for rule in rules.matching(method, path) {
+        if !app.powers.draws.hit(tenant.db.tenant_id(), rule) {
+            continue;
+        }
+        if rule.remaining.is_some() {
+            let id = rule.id.clone();
+            match tenant.db.write(move |tx| faults::take_hit(tx, &id)).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a fault rule's hit was not counted; not applied");
+                    continue;
+                }
+            }
+        }
+        return Some(rule.clone());
+    }
+    None
+}
+
+/// A request being recorded: its head and the body the pipeline read, kept as they are (the
+/// journal converts them later, off the request's path, see [`journal::Item`]).
+struct Recording {
+    time: chrono::DateTime<chrono::Utc>,
+    started: std::time::Instant,
+    surface: Surface,
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+impl Recording {
+    fn start(surface: Surface, req: &Request, body: Bytes) -> Recording {
+        Recording {
+            time: crate::time::now(),
+            started: std::time::Instant::now(),
+            surface,
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            headers: req.headers().clone(),
+            body,
+        }
+    }
+
+    /// Records the request with its answer, and answers it.
+    async fn finish(
+        self,
+        app: &AppState,
+        tenant: &str,
+        response: Response,
+        fault: Option<String>,
+    ) -> Response {
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap_or_default();
+        let raw = journal::Raw {
+            time: self.time,
+            surface: self.surface.name(),
+            method: self.method,
+            uri: self.uri,
+            headers: self.headers,
+            request_body: Some(self.body),
+            status: parts.status.as_u16(),
+            duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            response_body: bytes.clone(),
+            fault,
+        };
+        match app.powers.journal.record(tenant, raw) {
+            journal::Flush::Nothing => {}
+            journal::Flush::Now(batch) => {
+                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
+                tokio::task::spawn_blocking(move || powers.journal.upload(&tenant, &batch));
+            }
+            journal::Flush::After(wait) => {
+                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
+                // Off the request: a frozen Lambda runs this timer when it thaws.
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    let _ = tokio::task::spawn_blocking(move || {
+                        let batch = powers.journal.take_pending(&tenant);
+                        powers.journal.upload(&tenant, &batch);
+                    })
+                    .await;
+                });
+            }
+        }
+        Response::from_parts(parts, Body::from(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_subjects_are_decoded_and_skip_the_journal_itself() {
+        assert_eq!(
+            admin_subject("/sandbox/v1/tenants/t_1/clock").as_deref(),
+            Some("t_1")
+        );
+        assert_eq!(
+            admin_subject("/sandbox/v1/tenants/%74%5F1/clock").as_deref(),
+            Some("t_1")
+        );
+        assert_eq!(admin_subject("/sandbox/v1/tenants/t_1/requests"), None);
+        assert_eq!(admin_subject("/sandbox/v1/tenants/t_1"), None);
+        assert_eq!(admin_subject("/sandbox/v1/tenants"), None);
+        assert_eq!(percent_decode("%ff%fe"), "%ff%fe");
+    }
+}
