@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 /// A server with the overload settings `tune` applies; answers its base URL, address and the
 /// data directory (kept alive by the caller).
-async fn serve(tune: impl FnOnce(&mut Config)) -> (String, String, tempfile::TempDir) {
+pub(crate) async fn serve(tune: impl FnOnce(&mut Config)) -> (String, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     tune(&mut config);

@@ -62,10 +62,14 @@ pub async fn listen(state: AppState) -> String {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let limits = sandbox::server::Limits::of(&state.config);
     let app = sandbox::app(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    tokio::spawn(sandbox::server::serve(
+        listener,
+        app,
+        limits,
+        std::future::pending(),
+    ));
     base
 }
 

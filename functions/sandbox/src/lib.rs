@@ -1,6 +1,8 @@
 //! The whole sandbox as one router: every route group merged. The local server, the
 //! single-Lambda deployment and the black-box tests all serve this.
 
+pub mod server;
+
 use axum::Router;
 use shared::auth::Credentials;
 use shared::seed::Seed;

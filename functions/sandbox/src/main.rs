@@ -64,9 +64,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let base = format!("http://{}", listener.local_addr()?);
     say(&sandbox::banner(&base, &admin_key, demo.as_ref()));
-    axum::serve(listener, sandbox::app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let limits = sandbox::server::Limits::of(&state.config);
+    sandbox::server::serve(listener, sandbox::app(state), limits, shutdown_signal()).await;
     say("sandbox stopped");
     Ok(())
 }

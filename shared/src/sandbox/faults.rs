@@ -261,6 +261,12 @@ pub fn live(conn: &Connection) -> Result<LiveRules> {
 pub struct LiveRules(Vec<(Rule, Glob)>);
 
 impl LiveRules {
+    /// Most work [`LiveRules::matching`] may do for a path of `chars` characters (see
+    /// [`Glob::cost`]).
+    pub fn cost(&self, chars: usize) -> usize {
+        self.0.iter().map(|(_, g)| g.cost(chars)).sum()
+    }
+
     /// The rules whose method (`*` for any) and path glob match a request, in order. Each
     /// glob match is linear in the path (see [`super::glob`]).
     pub fn matching<'a>(

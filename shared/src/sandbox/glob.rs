@@ -13,6 +13,12 @@
 #[derive(Debug, Clone)]
 pub struct Glob {
     pattern: String,
+    /// The tokens before the first `*` and after the last one (`None`: no `*`), checked
+    /// first: most paths a glob names fail on them at once.
+    head: Vec<Option<char>>,
+    tail: Option<Vec<Option<char>>>,
+    /// Characters a matching text has at least (the tokens other than `*`).
+    min_chars: usize,
     /// Tokens of the pattern (consecutive `*` collapsed into one).
     len: usize,
     /// Words per state set (`len + 1` bits).
@@ -45,6 +51,18 @@ impl Glob {
         }
         let len = tokens.len();
         let words = (len + 1).div_ceil(64);
+        let single = |t: &Token| match t {
+            Token::Literal(c) => Some(*c),
+            _ => None,
+        };
+        let first_star = tokens.iter().position(|t| matches!(t, Token::Star));
+        let last_star = tokens.iter().rposition(|t| matches!(t, Token::Star));
+        let head = tokens[..first_star.unwrap_or(len)]
+            .iter()
+            .map(single)
+            .collect();
+        let tail = last_star.map(|at| tokens[at + 1..].iter().map(single).collect());
+        let min_chars = tokens.iter().filter(|t| !matches!(t, Token::Star)).count();
         let mut any = vec![0u64; words];
         let mut star = vec![0u64; words];
         let mut literals: Vec<(char, Vec<u64>)> = Vec::new();
@@ -67,6 +85,9 @@ impl Glob {
         }
         Glob {
             pattern: pattern.to_string(),
+            head,
+            tail,
+            min_chars,
             len,
             words,
             any,
@@ -80,8 +101,35 @@ impl Glob {
         &self.pattern
     }
 
+    /// How much work matching a text of `chars` characters costs at most, in state-set
+    /// words stepped (for callers that move long matches off the async workers).
+    pub fn cost(&self, chars: usize) -> usize {
+        chars.saturating_mul(self.words)
+    }
+
     /// Whether `text` matches the whole pattern.
     pub fn matches(&self, text: &str) -> bool {
+        // `None` in head or tail is `?`: any one character.
+        let fits = |want: &Option<char>, got: Option<char>| {
+            got.is_some_and(|g| want.is_none_or(|w| w == g))
+        };
+        let mut chars = text.chars();
+        if !self.head.iter().all(|want| fits(want, chars.next())) {
+            return false;
+        }
+        match &self.tail {
+            // No star: the text is the head exactly.
+            None => return chars.next().is_none(),
+            Some(tail) => {
+                let mut back = text.chars().rev();
+                if !tail.iter().rev().all(|want| fits(want, back.next())) {
+                    return false;
+                }
+            }
+        }
+        if text.chars().count() < self.min_chars {
+            return false;
+        }
         let mut live = vec![0u64; self.words];
         live[0] = 1;
         self.close(&mut live);
@@ -163,6 +211,11 @@ mod tests {
         assert!(!glob_match("/a*b*c", "/aXbYbZ"));
         assert!(glob_match("/é*ü?", "/éxxüy"));
         assert!(!glob_match("/a", "/a/"));
+        assert!(!glob_match("/a*a", "/a"));
+        assert!(glob_match("?*?", "ab"));
+        assert!(!glob_match("?*?", "a"));
+        assert!(glob_match("", ""));
+        assert!(!glob_match("", "x"));
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! 3. **Identify** ([`Surface::of`] the path, [`Surface::credential`] from the headers,
 //!    [`AppState::identify`] the tenant or the admin key), once, from headers only. A
 //!    credential this process has seen is answered from memory; one that needs a registry
-//!    read takes one of a few lookup places first, so made-up credentials hold no more than
-//!    that small share. A refused credential is answered 401 in the surface's shape here,
-//!    before its body is read.
+//!    read waits for one of a few lookup places first (an eighth of the limit), so made-up
+//!    credentials queue behind each other and hold nothing else. A refused credential is
+//!    answered 401 in the surface's shape here, before its body is read.
 //! 4. **Admission** ([`Admission`]): shares of the concurrency limit counted per principal
 //!    (a tenant, whichever credential or spelling it used; the admin key; every anonymous
 //!    request together on one small share), shed with 503 + `Retry-After: 1` past its share
@@ -49,8 +49,8 @@ enum Principal {
 
 /// The concurrency limit and its shares (one per process: every router of a process is
 /// finished over one [`AppState`]). A tenant, or the admin key, holds at most half the limit;
-/// anonymous requests together, and credential lookups together, an eighth each. Limit 0
-/// disables admission.
+/// anonymous requests together an eighth; credential lookups wait for one of an eighth as
+/// many places. Limit 0 disables admission.
 pub(crate) struct Admission {
     limit: usize,
     permits: Option<Arc<Semaphore>>,
@@ -140,14 +140,13 @@ impl Admission {
         }
     }
 
-    /// A place to look a credential up in the registry, or `Err` when the few are taken.
-    fn lookup(&self) -> Result<Option<OwnedSemaphorePermit>, String> {
+    /// A place to look a credential up in the registry: waited for (lookups take a registry
+    /// read, milliseconds), within the request timeout, so unrecognised credentials queue
+    /// behind each other instead of taking the server's places.
+    async fn lookup(&self) -> Option<OwnedSemaphorePermit> {
         match &self.lookups {
-            None => Ok(None),
-            Some(lookups) => lookups.clone().try_acquire_owned().map(Some).map_err(|_| {
-                "The server is checking its limit of unrecognised credentials; retry shortly."
-                    .to_string()
-            }),
+            None => None,
+            Some(lookups) => lookups.clone().acquire_owned().await.ok(),
         }
     }
 }
@@ -197,10 +196,7 @@ async fn identify_and_serve(
     let identity = match app.recall(&credential) {
         Some(known) => known,
         None => {
-            let _lookup = match app.admission.lookup() {
-                Ok(place) => place,
-                Err(message) => return unavailable(&path, message),
-            };
+            let _lookup = app.admission.lookup().await;
             match app.identify(&credential).await {
                 Ok(found) => found,
                 Err(e) => return surface.from_error(e),
