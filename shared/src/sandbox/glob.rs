@@ -163,9 +163,9 @@ impl Glob {
     /// pass suffices: collapsed stars are never adjacent.
     fn close(&self, live: &mut [u64]) {
         let mut carry = 0u64;
-        for w in 0..self.words {
-            let at_star = live[w] & self.star[w];
-            live[w] |= (at_star << 1) | carry;
+        for (word, star) in live.iter_mut().zip(&self.star) {
+            let at_star = *word & star;
+            *word |= (at_star << 1) | carry;
             carry = at_star >> 63;
         }
     }
