@@ -93,6 +93,9 @@ async function act(label, fn) {
   }
 }
 
+/// `2026-11-26T16:06:56.151Z` as `2026-11-26 16:06` (the full time in the cell's title).
+function shortTime(t) { return String(t).replace("T", " ").slice(0, 16); }
+
 function seg(text) { return encodeURIComponent(text); }
 function tenantPath(sub = "") { return `/tenants/${seg(state.tenant.id)}${sub}`; }
 
@@ -293,7 +296,7 @@ async function loadCheckpoints() {
   const list = await admin("GET", tenantPath("/checkpoints"));
   const t = state.tenant;
   $("#checkpoints tbody").replaceChildren(...list.map((c) => el("tr", { "data-checkpoint": c.name },
-    el("td", {}, c.name), el("td", {}, String(c.version)), el("td", {}, c.created_at),
+    el("td", {}, c.name), el("td", {}, String(c.version)), el("td", { title: c.created_at }, shortTime(c.created_at)),
     el("td", {},
       el("button", { type: "button", class: "restore", onclick: () => act(`restoring ${c.name}`, async () => {
         await admin("POST", tenantPath("/restore"), { checkpoint: c.name });
@@ -444,7 +447,7 @@ async function loadUsage() {
   }));
   events.sort((a, b) => b.eid - a.eid);
   $("#usage-recent tbody").replaceChildren(...events.slice(0, 10).map((e) => el("tr", { "data-eid": String(e.eid) },
-    el("td", {}, String(e.eid)), el("td", {}, e.srid), el("td", {}, e.start), el("td", {}, e.amount), el("td", {}, e.charge))));
+    el("td", {}, String(e.eid)), el("td", {}, e.srid), el("td", { title: e.start }, shortTime(e.start)), el("td", {}, e.amount), el("td", {}, e.charge))));
   drawChart(events.filter((e) => !e.voided));
 }
 
@@ -552,6 +555,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (made) { $("#checkpoint-form").reset(); await loadCheckpoints(); }
   });
   $("#fault-form").addEventListener("submit", addFault);
+  $("#data-refresh").addEventListener("click", () => act("refreshing", refreshTenant));
   $("#keys-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     rememberCredentials(state.tenant.id, { api_key: $("#keys-api-key").value.trim(), basic: $("#keys-basic").value.trim() });
