@@ -258,6 +258,13 @@ async fn admin(server: &Server, method: reqwest::Method, path: &str) -> reqwest:
         .expect("admin call")
 }
 
+/// The tenant's clock as the admin API answers it.
+async fn read_clock(server: &Server, tenant: &str) -> Value {
+    let path = format!("/tenants/{tenant}/clock");
+    let r = admin(server, reqwest::Method::GET, &path).await;
+    r.json().await.expect("clock JSON")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
     let server = Server::start();
@@ -323,15 +330,7 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
 
     // Post usage through the API: three events two days before the tenant clock, two ten
     // days before.
-    let clock: Value = admin(
-        &server,
-        reqwest::Method::GET,
-        &format!("/tenants/{tenant}/clock"),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let clock = read_clock(&server, &tenant).await;
     let now = chrono::DateTime::parse_from_rfc3339(clock["now"].as_str().unwrap()).unwrap();
     let at = |days: i64| (now - chrono::Duration::days(days)).to_rfc3339();
     let events: Vec<Value> = [(2, 3), (2, 5), (2, 7), (10, 11), (10, 13)]
@@ -435,15 +434,7 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
     let advanced = browser
         .wait("the advance", "document.querySelector('#clock-advanced') && document.querySelector('#clock-advanced').textContent")
         .await;
-    let clock: Value = admin(
-        &server,
-        reqwest::Method::GET,
-        &format!("/tenants/{tenant}/clock"),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let clock = read_clock(&server, &tenant).await;
     assert_eq!(clock["mode"], "offset", "a running clock runs on ahead");
     let before = chrono::DateTime::parse_from_rfc3339(before.as_str().unwrap()).unwrap();
     let after = chrono::DateTime::parse_from_rfc3339(clock["now"].as_str().unwrap()).unwrap();
@@ -472,15 +463,7 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
             "document.querySelector('#clock-mode').textContent === 'real'",
         )
         .await;
-    let clock: Value = admin(
-        &server,
-        reqwest::Method::GET,
-        &format!("/tenants/{tenant}/clock"),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let clock = read_clock(&server, &tenant).await;
     assert_eq!(clock["mode"], "real");
     browser
         .wait(

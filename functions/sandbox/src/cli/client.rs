@@ -192,6 +192,13 @@ impl Client {
         Ok(t["id"].as_str().unwrap_or(key).to_string())
     }
 
+    /// The id of the tenant named `key` and the admin path `/tenants/{id}{sub}` under it.
+    pub async fn tenant_path(&self, key: &str, sub: &str) -> Outcome<(String, String)> {
+        let id = self.tenant_id(key).await?;
+        let path = format!("/tenants/{}{sub}", segment(&id));
+        Ok((id, path))
+    }
+
     /// Every tenant, oldest first (all pages).
     pub async fn tenants(&self) -> Outcome<Vec<Value>> {
         let mut all = Vec::new();

@@ -126,11 +126,7 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
         }
         TenantCommand::List => {
             let all = c.tenants().await?;
-            if conn.json {
-                json(&Value::Array(all));
-            } else {
-                out(&object_table(&all, &TENANT_FIELDS));
-            }
+            show_list(conn, &Value::Array(all), &TENANT_FIELDS);
             Ok(())
         }
         TenantCommand::Show { tenant } => {
@@ -139,35 +135,32 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
             Ok(())
         }
         TenantCommand::Reset { tenant, seed } => {
-            let id = c.tenant_id(&tenant).await?;
+            let (id, path) = c.tenant_path(&tenant, "/reset").await?;
             let body = json!({ "seed": seed.as_str() });
-            let path = format!("/tenants/{}/reset", segment(&id));
             let done = c.admin(Method::POST, &path, Some(&body)).await?.body;
-            if conn.json {
-                json(&done);
-            } else {
-                out(&format!("tenant {id} reset to the {} seed", seed.as_str()));
-            }
+            report(
+                conn,
+                &done,
+                format!("tenant {id} reset to the {} seed", seed.as_str()),
+            );
             Ok(())
         }
         TenantCommand::Delete { tenant } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}", segment(&id));
+            let (id, path) = c.tenant_path(&tenant, "").await?;
             c.admin(Method::DELETE, &path, None).await?;
-            if conn.json {
-                json(&json!({ "deleted": id }));
-            } else {
-                out(&format!("tenant {id} deleted"));
-            }
+            report(
+                conn,
+                &json!({ "deleted": id }),
+                format!("tenant {id} deleted"),
+            );
             Ok(())
         }
         TenantCommand::Token {
             tenant,
             ttl_seconds,
         } => {
-            let id = c.tenant_id(&tenant).await?;
+            let (_, path) = c.tenant_path(&tenant, "/tokens").await?;
             let body = json!({ "ttl_seconds": ttl_seconds });
-            let path = format!("/tenants/{}/tokens", segment(&id));
             let token = c.admin(Method::POST, &path, Some(&body)).await?.body;
             if conn.json {
                 json(&token);
@@ -177,6 +170,24 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// The answer `answer` as `--json`, or `text` for a person.
+fn report(conn: &Conn, answer: &Value, text: String) {
+    if conn.json {
+        json(answer);
+    } else {
+        out(&text);
+    }
+}
+
+/// A list of objects as a table of `fields` (or `--json`).
+fn show_list(conn: &Conn, list: &Value, fields: &[&str]) {
+    if conn.json {
+        json(list);
+    } else {
+        out(&object_table(list.as_array().map_or(&[], |v| v), fields));
     }
 }
 
@@ -234,45 +245,38 @@ async fn checkpoint(conn: &Conn, command: CheckpointCommand) -> Outcome<()> {
     let fields = ["name", "version", "created_at"];
     match command {
         CheckpointCommand::Create { tenant, name } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/checkpoints", segment(&id));
+            let (_, path) = c.tenant_path(&tenant, "/checkpoints").await?;
             let body = json!({ "name": name });
             let made = c.admin(Method::POST, &path, Some(&body)).await?.body;
             show(conn, &made, &fields);
         }
         CheckpointCommand::List { tenant } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/checkpoints", segment(&id));
+            let (_, path) = c.tenant_path(&tenant, "/checkpoints").await?;
             let list = c.admin(Method::GET, &path, None).await?.body;
-            if conn.json {
-                json(&list);
-            } else {
-                out(&object_table(list.as_array().map_or(&[], |v| v), &fields));
-            }
+            show_list(conn, &list, &fields);
         }
         CheckpointCommand::Restore { tenant, name } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/restore", segment(&id));
+            let (id, path) = c.tenant_path(&tenant, "/restore").await?;
             let body = json!({ "checkpoint": name });
             let done = c.admin(Method::POST, &path, Some(&body)).await?.body;
-            if conn.json {
-                json(&done);
-            } else {
-                out(&format!(
+            report(
+                conn,
+                &done,
+                format!(
                     "tenant {id} restored to checkpoint '{name}' (version {})",
                     cell(&done["version"])
-                ));
-            }
+                ),
+            );
         }
         CheckpointCommand::Delete { tenant, name } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/checkpoints/{}", segment(&id), segment(&name));
+            let sub = format!("/checkpoints/{}", segment(&name));
+            let (id, path) = c.tenant_path(&tenant, &sub).await?;
             c.admin(Method::DELETE, &path, None).await?;
-            if conn.json {
-                json(&json!({ "deleted": name }));
-            } else {
-                out(&format!("checkpoint '{name}' of {id} deleted"));
-            }
+            report(
+                conn,
+                &json!({ "deleted": name }),
+                format!("checkpoint '{name}' of {id} deleted"),
+            );
         }
     }
     Ok(())
@@ -334,8 +338,7 @@ async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
     let clock_fields = ["mode", "now", "frozen_at", "offset_seconds"];
     let (tenant, body) = match command {
         ClockCommand::Show { tenant } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/clock", segment(&id));
+            let (_, path) = c.tenant_path(&tenant, "/clock").await?;
             let view = c.admin(Method::GET, &path, None).await?.body;
             show(conn, &view, &clock_fields);
             return Ok(());
@@ -346,8 +349,7 @@ async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
         },
         ClockCommand::Real { tenant } => (tenant, json!({ "mode": "real" })),
         ClockCommand::Advance { tenant, duration } => {
-            let id = c.tenant_id(&tenant).await?;
-            let path = format!("/tenants/{}/clock", segment(&id));
+            let (id, path) = c.tenant_path(&tenant, "/clock").await?;
             let body = match duration {
                 Advance::Seconds(n) => json!({ "seconds": n }),
                 Advance::Months(m) => {
@@ -377,8 +379,7 @@ async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
             return Ok(());
         }
     };
-    let id = c.tenant_id(&tenant).await?;
-    let path = format!("/tenants/{}/clock", segment(&id));
+    let (_, path) = c.tenant_path(&tenant, "/clock").await?;
     let view = c.admin(Method::PUT, &path, Some(&body)).await?.body;
     show(conn, &view, &clock_fields);
     Ok(())
@@ -411,7 +412,7 @@ async fn fault(conn: &Conn, command: FaultCommand) -> Outcome<()> {
             times,
             seed,
         } => {
-            let id = c.tenant_id(&tenant).await?;
+            let (_, url) = c.tenant_path(&tenant, "/faults").await?;
             let mut body = json!({ "path": path });
             let fields = [
                 ("status", status.map(Value::from)),
@@ -426,36 +427,27 @@ async fn fault(conn: &Conn, command: FaultCommand) -> Outcome<()> {
                     body[name] = value;
                 }
             }
-            let url = format!("/tenants/{}/faults", segment(&id));
             let rule = c.admin(Method::POST, &url, Some(&body)).await?.body;
             show(conn, &rule, &RULE_FIELDS);
         }
         FaultCommand::List { tenant } => {
-            let id = c.tenant_id(&tenant).await?;
-            let url = format!("/tenants/{}/faults", segment(&id));
+            let (_, url) = c.tenant_path(&tenant, "/faults").await?;
             let rules = c.admin(Method::GET, &url, None).await?.body;
-            if conn.json {
-                json(&rules);
-            } else {
-                out(&object_table(
-                    rules.as_array().map_or(&[], |v| v),
-                    &RULE_FIELDS,
-                ));
-            }
+            show_list(conn, &rules, &RULE_FIELDS);
         }
         FaultCommand::Remove { tenant, rule } => {
-            let id = c.tenant_id(&tenant).await?;
-            let url = if rule == "all" {
-                format!("/tenants/{}/faults", segment(&id))
+            let sub = if rule == "all" {
+                "/faults".to_string()
             } else {
-                format!("/tenants/{}/faults/{}", segment(&id), segment(&rule))
+                format!("/faults/{}", segment(&rule))
             };
+            let (id, url) = c.tenant_path(&tenant, &sub).await?;
             c.admin(Method::DELETE, &url, None).await?;
-            if conn.json {
-                json(&json!({ "removed": rule }));
-            } else {
-                out(&format!("fault rule {rule} of {id} removed"));
-            }
+            report(
+                conn,
+                &json!({ "removed": rule }),
+                format!("fault rule {rule} of {id} removed"),
+            );
         }
     }
     Ok(())
