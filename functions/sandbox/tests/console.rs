@@ -384,6 +384,23 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
         "pretty JSON: {answer}"
     );
     assert!(answer.contains("\n  "), "indented: {answer}");
+    // The page's own Surface A reads are journaled too: their XML answers come indented.
+    browser
+        .js(
+            "[...document.querySelectorAll('#journal tbody tr')].find(r => r.textContent.includes('/t/s/r/1.28/billingAccounts')).click()",
+            json!([]),
+        )
+        .await;
+    let xml = browser
+        .wait(
+            "the XML answer",
+            "document.querySelector('#detail-response').textContent.includes('<billingAccounts') && document.querySelector('#detail-response').textContent",
+        )
+        .await;
+    assert!(
+        xml.as_str().unwrap().contains("\n  <billingAccount "),
+        "indented XML: {xml}"
+    );
     browser.screenshot("02-journal", "#journal-card").await;
 
     // The chart's data: each day's bar is the sum of that day's charges.
