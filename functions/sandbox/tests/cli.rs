@@ -238,6 +238,16 @@ fn every_failure_has_its_exit_code() {
         2,
         "no unit",
     );
+    expect(
+        server.cli(&["tenant", "list", "--url", "ftp://127.0.0.1"]),
+        2,
+        "not an http:// or https:// URL",
+    );
+    expect(
+        server.cli(&["tenant", "create", "f", "--from", "demo"]),
+        2,
+        "TENANT:CHECKPOINT",
+    );
     // 3: nothing listens there; the URL is named.
     let dead = format!("http://127.0.0.1:{}", free_port());
     expect(

@@ -13,6 +13,9 @@ use std::time::Duration;
 pub enum Exit {
     /// Anything else: a server error, an answer that is not the sandbox's, a local file.
     Other = 1,
+    /// A wrong command line: clap's own exit code, also for values checked here (a URL that
+    /// is not http(s), `--from` without a colon, a rate that is not positive).
+    Usage = 2,
     /// The URL did not answer (connection refused, DNS, timeout).
     Unreachable = 3,
     /// The admin key (or the tenant's API key) was missing or refused: 401.
@@ -72,7 +75,7 @@ impl Client {
         let base = url.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(Failure::new(
-                Exit::Refused,
+                Exit::Usage,
                 format!("--url / SANDBOX_URL: '{url}' is not an http:// or https:// URL"),
             ));
         }

@@ -102,7 +102,7 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
             if let Some(from) = from {
                 let (source, checkpoint) = from.rsplit_once(':').ok_or_else(|| {
                     Failure::new(
-                        Exit::Refused,
+                        Exit::Usage,
                         format!("--from: '{from}' is not TENANT:CHECKPOINT"),
                     )
                 })?;

@@ -53,7 +53,7 @@ pub async fn run(conn: &Conn, plan: Plan) -> Outcome<()> {
     })?;
     if plan.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
         return Err(Failure::new(
-            Exit::Refused,
+            Exit::Usage,
             "--rate must be a positive number",
         ));
     }

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub const EXIT_CODES: &str = "Exit codes (every command but serve):
   0  done
   1  other failure (a server error, an answer that is not the sandbox's, a local file)
-  2  usage: a wrong command line (clap's message)
+  2  usage: a wrong command line (clap's message, or a value such as --url or --from)
   3  the URL did not answer (it is named)
   4  the admin key (or the tenant's API key) is missing or refused (401)
   5  unknown tenant, checkpoint or fault rule (404)
