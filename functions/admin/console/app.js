@@ -228,6 +228,9 @@ async function openTenant(t) {
   $("#tenant-title").textContent = `Tenant ${t.name} (${t.id})`;
   $("#journal-detail").replaceChildren(el("p", { class: "hint" }, "Select a request to see it and its answer."));
   $("#clock-transitions").replaceChildren();
+  // Nothing of the previous tenant stays on screen while this one's data loads.
+  $("#chart").replaceChildren();
+  for (const id of ["#usage-recent", "#accounts", "#chargeinfos", "#entries", "#journal", "#checkpoints", "#faults"]) $(`${id} tbody`).replaceChildren();
   for (const row of document.querySelectorAll("#tenants tbody tr")) row.classList.toggle("selected", row.dataset.tenantId === t.id);
   const creds = credentials(t.id);
   $("#keys-api-key").value = creds ? creds.api_key : "";

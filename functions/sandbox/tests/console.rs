@@ -489,6 +489,40 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
         )
         .await;
 
+    // Fork the checkpoint: a new tenant, opened, holding the checkpoint's five events.
+    browser
+        .click("#checkpoints tr[data-checkpoint=\"before-month\"] button.fork")
+        .await;
+    browser.type_into("#create-name", "console-fork").await;
+    browser.click("#create-submit").await;
+    let fork = browser
+        .wait(
+            "the fork opened",
+            &format!("(() => {{ const id = document.querySelector('#tenant-panel').dataset.tenantId; return id !== '{tenant}' && id; }})()"),
+        )
+        .await;
+    let fork = fork.as_str().unwrap().to_string();
+    let record: Value = admin(&server, reqwest::Method::GET, &format!("/tenants/{fork}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(record["name"], "console-fork");
+    browser
+        .wait("the fork's chart", "document.querySelector('#chart svg') && document.querySelector('#chart svg').dataset.events === '5'")
+        .await;
+    browser
+        .click(&format!(
+            "#tenants tr[data-tenant-id=\"{tenant}\"] button.open"
+        ))
+        .await;
+    browser
+        .wait(
+            "the tenant again",
+            &format!("document.querySelector('#tenant-panel').dataset.tenantId === '{tenant}'"),
+        )
+        .await;
+
     // Delete: two clicks (the second confirms), then the row and the tenant are gone.
     let delete = format!("#tenants tr[data-tenant-id=\"{tenant}\"] button.delete");
     browser.click(&delete).await;
