@@ -3,6 +3,7 @@
 //! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`);
 //! [`powers`] adds a tenant's test clock, fault rules and request journal.
 
+pub mod console;
 pub mod powers;
 
 use axum::body::Bytes;
@@ -57,6 +58,7 @@ pub fn routes() -> Router<AppState> {
             post(reset_tenant),
         )
         .merge(powers::routes())
+        .merge(console::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document (docs/openapi/admin.json, written by

@@ -1,5 +1,9 @@
 //! `sandbox`: the local server (all surfaces on one port, embedded SQLite, no cloud), or, when
-//! started by the Lambda runtime, one Lambda function serving every route group.
+//! started by the Lambda runtime, one Lambda function serving every route group; beside
+//! `serve`, the command line of a local or deployed sandbox (`cli`: tenants, checkpoints, the
+//! clock, faults, the journal, sample events, a usage load generator).
+
+mod cli;
 
 use clap::{Parser, Subcommand};
 
@@ -18,7 +22,9 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(
     name = "sandbox",
-    about = "Billing platform sandbox: Surfaces A, B and C plus the admin API"
+    about = "Billing platform sandbox: Surfaces A, B and C plus the admin API",
+    long_about = "Billing platform sandbox: Surfaces A, B and C plus the admin API.\n\n`sandbox serve` runs the local server; the other commands talk to a running sandbox (--url / SANDBOX_URL, default http://127.0.0.1:8080) through its admin API (--admin-key / SANDBOX_ADMIN_KEY). Web console: <url>/sandbox/console.",
+    after_help = cli::EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,21 +45,28 @@ enum Command {
         #[arg(long, env = "SANDBOX_ADMIN_KEY", hide_env_values = true)]
         admin_key: Option<String>,
     },
+    #[command(flatten)]
+    Client(cli::ClientCommand),
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut config = Config::from_env();
-    shared::web::init_tracing(config.lambda);
     if config.lambda {
+        shared::web::init_tracing(config.lambda);
         let state = AppState::new(config)?;
         return lambda_http::run(sandbox::app(state)).await;
     }
-    let Command::Serve {
-        listen,
-        data_dir,
-        admin_key,
-    } = Cli::parse().command;
+    let (listen, data_dir, admin_key) = match Cli::parse().command {
+        Command::Serve {
+            listen,
+            data_dir,
+            admin_key,
+        } => (listen, data_dir, admin_key),
+        // The client commands log nothing: their stdout is an answer a script reads.
+        Command::Client(command) => std::process::exit(i32::from(cli::run(command).await)),
+    };
+    shared::web::init_tracing(config.lambda);
     let admin_key = admin_key
         .filter(|k| !k.is_empty())
         .unwrap_or_else(|| format!("adm_{}", hex_token()));

@@ -1,0 +1,572 @@
+//! The web console in a real browser: headless Chromium driven by chromedriver over the W3C
+//! WebDriver protocol (plain HTTP + JSON, spoken here with reqwest), against the real
+//! `sandbox serve` binary. Open with the admin key in the fragment, create a tenant, post
+//! usage through the API and see it in the journal and in the chart's data, advance the
+//! clock, restore a checkpoint, delete the tenant. Screenshots go to
+//! target/console-screenshots/ for a person to look at.
+//!
+//! Chromium and chromedriver are Debian packages (`apt-get install chromium chromium-driver`,
+//! which .ci/run does); without them this test fails saying so, it never skips.
+
+mod common;
+
+use common::{Server, ADMIN_KEY};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The W3C name of an element reference in WebDriver answers.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The first of `names` found on PATH (or given by `var`), else a failure saying how to
+/// install it.
+fn program(var: &str, names: &[&str]) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in names {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "the console test needs {names:?} (or {var}=path): install Chromium and its driver, \
+         e.g. `apt-get update && apt-get install -y chromium chromium-driver` (what .ci/run does)"
+    );
+}
+
+/// A chromedriver process and one headless Chromium session.
+struct Browser {
+    driver: Child,
+    http: reqwest::Client,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let chromium = program(
+            "CHROMIUM",
+            &["chromium", "chromium-browser", "google-chrome"],
+        );
+        let chromedriver = program("CHROMEDRIVER", &["chromedriver"]);
+        let port = common::free_port();
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let profile = tempfile::tempdir().expect("profile dir");
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let ready = http.get(format!("{base}/status")).send().await;
+            if let Ok(r) = ready {
+                let v: Value = r.json().await.unwrap_or_default();
+                if v["value"]["ready"] == true {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,1400",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("--user-data-dir={}", profile.path().display())])
+        .collect::<Vec<_>>();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+        }}});
+        let r: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .expect("new session")
+            .json()
+            .await
+            .expect("session JSON");
+        let session = r["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {r}"))
+            .to_string();
+        Browser {
+            driver,
+            http,
+            session: format!("{base}/session/{session}"),
+            _profile: profile,
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.session));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let v: Value = req
+            .send()
+            .await
+            .expect("webdriver")
+            .json()
+            .await
+            .expect("json");
+        if v["value"]["error"].is_string() {
+            panic!("webdriver {path}: {}", v["value"]);
+        }
+        v["value"].clone()
+    }
+
+    async fn goto(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
+            .await;
+    }
+
+    /// Runs `script` (a function body; `arguments` as given) and answers its value.
+    async fn js(&self, script: &str, args: Value) -> Value {
+        let body = json!({ "script": script, "args": args });
+        self.call(reqwest::Method::POST, "/execute/sync", Some(body))
+            .await
+    }
+
+    /// Waits until `expr` (a JavaScript expression) is truthy; answers its value.
+    async fn wait(&self, what: &str, expr: &str) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let v = self
+                .js(
+                    &format!("try {{ return ({expr}); }} catch (e) {{ return null; }}"),
+                    json!([]),
+                )
+                .await;
+            if !(v.is_null() || v == false || v == "" || v == 0) {
+                return v;
+            }
+            if Instant::now() > deadline {
+                let status = self
+                    .js(
+                        "return document.querySelector('#status').textContent",
+                        json!([]),
+                    )
+                    .await;
+                panic!("waited {WAIT:?} for {what} ({expr}); status line: {status}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn element(&self, css: &str) -> String {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        v[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {v}"))
+            .to_string()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/clear"),
+            Some(json!({})),
+        )
+        .await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    }
+
+    /// Saves what the window shows, `css` scrolled to the top, as `<name>.png`.
+    async fn screenshot(&self, name: &str, css: &str) {
+        use base64::Engine;
+        let scroll = "document.querySelector(arguments[0]).scrollIntoView()";
+        self.js(scroll, json!([css])).await;
+        let v = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().expect("base64"))
+            .expect("png");
+        let dir = screenshots_dir();
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
+    }
+}
+
+/// target/console-screenshots/ (the test runs from target/<profile>/deps/).
+fn screenshots_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<exe>")
+        .to_path_buf();
+    target.join("console-screenshots")
+}
+
+/// An admin API call of the test itself (to check the page against the API).
+async fn admin(server: &Server, method: reqwest::Method, path: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .request(method, format!("{}/sandbox/v1{path}", server.base))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("admin call")
+}
+
+/// The tenant's clock as the admin API answers it.
+async fn read_clock(server: &Server, tenant: &str) -> Value {
+    let path = format!("/tenants/{tenant}/clock");
+    let r = admin(server, reqwest::Method::GET, &path).await;
+    r.json().await.expect("clock JSON")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
+    let server = Server::start();
+    let browser = Browser::start().await;
+
+    // The key in the fragment: kept in session storage, dropped from the address.
+    browser
+        .goto(&format!(
+            "{}/sandbox/console#admin_key={ADMIN_KEY}",
+            server.base
+        ))
+        .await;
+    browser
+        .wait(
+            "the tenant list",
+            "document.querySelector('#tenants tr[data-tenant-name=\"demo\"]')",
+        )
+        .await;
+    let (hash, stored) = {
+        let v = browser
+            .js(
+                "return [location.hash, sessionStorage.getItem('sandbox.admin_key')]",
+                json!([]),
+            )
+            .await;
+        (v[0].clone(), v[1].clone())
+    };
+    assert_eq!(hash, "", "the key leaves the address bar");
+    assert_eq!(stored, ADMIN_KEY);
+    browser.screenshot("01-tenants", "header").await;
+
+    // Create a tenant: credentials shown once, and the tenant opened.
+    browser.type_into("#create-name", "console-e2e").await;
+    browser.click("#create-submit").await;
+    let api_key = browser
+        .wait(
+            "the credentials",
+            "document.querySelector('#created-api-key').textContent",
+        )
+        .await;
+    let api_key = api_key.as_str().unwrap().to_string();
+    assert!(api_key.starts_with("sbx_"), "{api_key}");
+    let tenant = browser
+        .wait(
+            "the opened tenant",
+            "document.querySelector('#tenant-panel').dataset.tenantId",
+        )
+        .await;
+    let tenant = tenant.as_str().unwrap().to_string();
+    let curl = browser
+        .js(
+            "return document.querySelector('#created-curl').textContent",
+            json!([]),
+        )
+        .await;
+    assert!(curl.as_str().unwrap().contains(&api_key));
+    browser
+        .wait(
+            "the clock",
+            "document.querySelector('#clock-now').textContent",
+        )
+        .await;
+
+    // Post usage through the API: three events two days before the tenant clock, two ten
+    // days before.
+    let clock = read_clock(&server, &tenant).await;
+    let now = chrono::DateTime::parse_from_rfc3339(clock["now"].as_str().unwrap()).unwrap();
+    let at = |days: i64| (now - chrono::Duration::days(days)).to_rfc3339();
+    let events: Vec<Value> = [(2, 3), (2, 5), (2, 7), (10, 11), (10, 13)]
+        .iter()
+        .map(|(days, hours)| {
+            json!({"start_time": at(*days), "service_resource_identifier": "srv-compute-0001",
+                   "usage_uom": "HOUR", "usage_amount": hours})
+        })
+        .collect();
+    let posted: Value = reqwest::Client::new()
+        .post(format!("{}/billing/2/usage-events/bulk", server.base))
+        .header("X-Api-Key", &api_key)
+        .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rated = posted["rated_events"].as_array().expect("rated");
+    assert_eq!(rated.len(), 5, "{posted}");
+    // The expected bars: the answer's charges summed per start date (as the tenant renders it).
+    let mut per_day: std::collections::BTreeMap<String, Micros> = Default::default();
+    for e in rated {
+        let day = e["start_time"].as_str().unwrap()[..10].to_string();
+        per_day.entry(day).or_default().add(&e["total_charge"]);
+    }
+
+    // The journal shows the post; its row opens the request and the pretty answer.
+    browser
+        .wait(
+            "the post in the journal",
+            "[...document.querySelectorAll('#journal tbody tr')].find(r => r.textContent.includes('/billing/2/usage-events/bulk'))",
+        )
+        .await;
+    browser
+        .js(
+            "[...document.querySelectorAll('#journal tbody tr')].find(r => r.textContent.includes('/billing/2/usage-events/bulk')).click()",
+            json!([]),
+        )
+        .await;
+    let answer = browser
+        .wait(
+            "the answer",
+            "document.querySelector('#detail-response').textContent",
+        )
+        .await;
+    let answer = answer.as_str().unwrap();
+    assert!(
+        answer.contains("\"rated_events\": ["),
+        "pretty JSON: {answer}"
+    );
+    assert!(answer.contains("\n  "), "indented: {answer}");
+    // The page's own Surface A reads are journaled too: their XML answers come indented.
+    browser
+        .js(
+            "[...document.querySelectorAll('#journal tbody tr')].find(r => r.textContent.includes('/t/s/r/1.28/billingAccounts')).click()",
+            json!([]),
+        )
+        .await;
+    let xml = browser
+        .wait(
+            "the XML answer",
+            "document.querySelector('#detail-response').textContent.includes('<billingAccounts') && document.querySelector('#detail-response').textContent",
+        )
+        .await;
+    assert!(
+        xml.as_str().unwrap().contains("\n  <billingAccount "),
+        "indented XML: {xml}"
+    );
+    browser.screenshot("02-journal", "#journal-card").await;
+
+    // The chart's data: each day's bar is the sum of that day's charges.
+    browser.click("#data-refresh").await;
+    for (day, sum) in &per_day {
+        let expr = format!(
+            "(() => {{ const r = document.querySelector('#chart rect[data-day=\"{day}\"]'); return r && Number(r.dataset.events) > 0 ? r.dataset.total : null; }})()"
+        );
+        let total = browser.wait(&format!("the bar of {day}"), &expr).await;
+        assert_eq!(
+            sum.micros(),
+            micros(total.as_str().unwrap()),
+            "bar of {day}"
+        );
+    }
+    let events_in_chart = browser
+        .wait(
+            "the chart",
+            "document.querySelector('#chart svg').dataset.events",
+        )
+        .await;
+    assert_eq!(events_in_chart, "5");
+    let recent = browser
+        .js(
+            "return document.querySelectorAll('#usage-recent tbody tr').length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(recent, 5);
+    browser.screenshot("03-chart", "#tenant-panel").await;
+
+    // A checkpoint, then a month forward (the page computes the same wall time a month on).
+    browser.type_into("#checkpoint-name", "before-month").await;
+    browser.click("#checkpoint-create").await;
+    browser
+        .wait(
+            "the checkpoint",
+            "document.querySelector('#checkpoints tr[data-checkpoint=\"before-month\"]')",
+        )
+        .await;
+    let before = browser
+        .js(
+            "return document.querySelector('#clock-card').dataset.now",
+            json!([]),
+        )
+        .await;
+    browser.click("#clock-month").await;
+    let advanced = browser
+        .wait("the advance", "document.querySelector('#clock-advanced') && document.querySelector('#clock-advanced').textContent")
+        .await;
+    let clock = read_clock(&server, &tenant).await;
+    assert_eq!(clock["mode"], "offset", "a running clock runs on ahead");
+    let before = chrono::DateTime::parse_from_rfc3339(before.as_str().unwrap()).unwrap();
+    let after = chrono::DateTime::parse_from_rfc3339(clock["now"].as_str().unwrap()).unwrap();
+    let month = before.checked_add_months(chrono::Months::new(1)).unwrap();
+    assert!(
+        after >= month && after - month < chrono::Duration::minutes(5),
+        "{before} -> {after}"
+    );
+    let shown = browser
+        .js("return [document.querySelector('#clock-mode').textContent, document.querySelectorAll('#clock-transitions li').length]", json!([]))
+        .await;
+    assert_eq!(shown[0], "offset");
+    assert!(advanced
+        .as_str()
+        .unwrap()
+        .contains(&format!("{} transition(s)", shown[1])));
+    browser.screenshot("04-advanced", "#tenant-panel").await;
+
+    // Restore the checkpoint: the clock is back to real time, the usage still there.
+    browser
+        .click("#checkpoints tr[data-checkpoint=\"before-month\"] button.restore")
+        .await;
+    browser
+        .wait(
+            "the restored clock",
+            "document.querySelector('#clock-mode').textContent === 'real'",
+        )
+        .await;
+    let clock = read_clock(&server, &tenant).await;
+    assert_eq!(clock["mode"], "real");
+    browser
+        .wait(
+            "the chart after the restore",
+            "document.querySelector('#chart svg').dataset.events === '5'",
+        )
+        .await;
+
+    // Fork the checkpoint: a new tenant, opened, holding the checkpoint's five events.
+    browser
+        .click("#checkpoints tr[data-checkpoint=\"before-month\"] button.fork")
+        .await;
+    browser.type_into("#create-name", "console-fork").await;
+    browser.click("#create-submit").await;
+    let fork = browser
+        .wait(
+            "the fork opened",
+            &format!("(() => {{ const id = document.querySelector('#tenant-panel').dataset.tenantId; return id !== '{tenant}' && id; }})()"),
+        )
+        .await;
+    let fork = fork.as_str().unwrap().to_string();
+    let record: Value = admin(&server, reqwest::Method::GET, &format!("/tenants/{fork}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(record["name"], "console-fork");
+    browser
+        .wait("the fork's chart", "document.querySelector('#chart svg') && document.querySelector('#chart svg').dataset.events === '5'")
+        .await;
+    browser
+        .click(&format!(
+            "#tenants tr[data-tenant-id=\"{tenant}\"] button.open"
+        ))
+        .await;
+    browser
+        .wait(
+            "the tenant again",
+            &format!("document.querySelector('#tenant-panel').dataset.tenantId === '{tenant}'"),
+        )
+        .await;
+
+    // Delete: two clicks (the second confirms), then the row and the tenant are gone.
+    let delete = format!("#tenants tr[data-tenant-id=\"{tenant}\"] button.delete");
+    browser.click(&delete).await;
+    browser.click(&delete).await;
+    browser
+        .wait(
+            "the row gone",
+            &format!("!document.querySelector('#tenants tr[data-tenant-id=\"{tenant}\"]')"),
+        )
+        .await;
+    assert_eq!(
+        admin(&server, reqwest::Method::GET, &format!("/tenants/{tenant}"))
+            .await
+            .status(),
+        404
+    );
+    let hidden = browser
+        .js(
+            "return document.querySelector('#tenant-panel').hidden",
+            json!([]),
+        )
+        .await;
+    assert_eq!(hidden, true);
+    browser.screenshot("05-deleted", "header").await;
+}
+
+/// A decimal text as whole millionths (the chart sums so; the API's charges have at most 6
+/// decimals in these tests).
+fn micros(text: &str) -> i64 {
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    let frac = format!("{frac:0<6}");
+    int.parse::<i64>().unwrap() * 1_000_000 + frac[..6].parse::<i64>().unwrap()
+}
+
+/// A sum of JSON numbers in millionths, read from their text (no floating point).
+#[derive(Default)]
+struct Micros(i64);
+
+impl Micros {
+    fn add(&mut self, v: &Value) {
+        self.0 += micros(&v.to_string());
+    }
+
+    fn micros(&self) -> i64 {
+        self.0
+    }
+}
