@@ -33,6 +33,8 @@ pub mod sandbox;
 pub mod seed;
 pub mod store;
 pub mod tenants;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod time;
 pub mod web;
 
