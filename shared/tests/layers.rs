@@ -327,7 +327,7 @@ fn references(
     let tokens = tokens(code);
     let own = &module_path[0];
     let mut out = Vec::new();
-    let mut push = |name: &str, line: usize, out: &mut Vec<(String, usize)>| {
+    let push = |name: &str, line: usize, out: &mut Vec<(String, usize)>| {
         let target = if modules.iter().any(|m| m == name) {
             name.to_string()
         } else if let Some(m) = reexports.get(name) {

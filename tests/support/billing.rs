@@ -1,7 +1,7 @@
 //! Surface B helpers (`/billing/2`, JSON): requests sent with one tenant's API key, answers
 //! read whole (status, headers, JSON body), and list walking across pages.
 
-use crate::{status_code, Refusal, TestServer, TestTenant};
+use crate::{check_refusal, Refusal, TestServer, TestTenant};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
@@ -53,21 +53,7 @@ impl Answer {
 
     /// The `{code, message}` error of this answer, its shape checked: (code, message).
     pub fn error(&self) -> (String, String) {
-        let code = self.body["code"]
-            .as_str()
-            .unwrap_or_else(|| panic!("code is a string: {}", self.body))
-            .to_string();
-        let message = self.body["message"]
-            .as_str()
-            .unwrap_or_else(|| panic!("message is a string: {}", self.body))
-            .to_string();
-        assert_eq!(
-            self.body.as_object().map(|o| o.len()),
-            Some(2),
-            "only code and message: {}",
-            self.body
-        );
-        (code, message)
+        crate::error_fields(&self.body)
     }
 }
 
@@ -173,8 +159,6 @@ pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>
         let a = call(s, t, method.clone(), path, body.as_ref()).await;
         let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
         let (code, message) = a.error();
-        assert_eq!(a.status, *status, "{case}: {message}");
-        assert_eq!(code, status_code(*status), "{case}: {message}");
-        assert!(message.contains(needle), "{case}: {message}");
+        check_refusal(&case, (a.status, &code, &message), *status, needle);
     }
 }

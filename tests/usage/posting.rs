@@ -652,7 +652,9 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
         assert_eq!(r.status(), 200, "{path}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["rated_events"], json!([]), "{path}: {v}");
-        for e in v["erred_events"].as_array().unwrap() {
+        let erred = v["erred_events"].as_array().unwrap();
+        assert_eq!(erred.len(), 2, "both events are erred: {v}");
+        for e in erred {
             assert_eq!(e["code"], "INVALID_FIELD", "{v}");
             assert!(
                 e["message"].as_str().unwrap().contains("18 integer digits"),
