@@ -195,39 +195,32 @@ impl TestServer {
     /// Freezes the tenant's test clock at its current reading (`PUT .../clock`), so that
     /// every later stamp of its data moves only through [`TestServer::advance_clock`].
     pub async fn freeze_clock(&self, tenant: &TestTenant) {
-        let path = format!("/sandbox/v1/tenants/{}/clock", tenant.id);
-        let r = self
-            .admin_call(
-                reqwest::Method::PUT,
-                &path,
-                Some(&json!({"mode": "frozen"})),
-            )
+        let body = json!({"mode": "frozen"});
+        self.clock_call(tenant, reqwest::Method::PUT, "", body)
             .await;
-        assert_eq!(
-            r.status(),
-            200,
-            "freeze: {}",
-            r.text().await.unwrap_or_default()
-        );
     }
 
     /// Advances the tenant's test clock by `seconds` (`POST .../clock/advance`): stamps made
     /// after it are `seconds` later than those made before, without waiting.
     pub async fn advance_clock(&self, tenant: &TestTenant, seconds: i64) {
-        let path = format!("/sandbox/v1/tenants/{}/clock/advance", tenant.id);
-        let r = self
-            .admin_call(
-                reqwest::Method::POST,
-                &path,
-                Some(&json!({ "seconds": seconds })),
-            )
+        let body = json!({ "seconds": seconds });
+        self.clock_call(tenant, reqwest::Method::POST, "/advance", body)
             .await;
-        assert_eq!(
-            r.status(),
-            200,
-            "advance: {}",
-            r.text().await.unwrap_or_default()
-        );
+    }
+
+    /// Sends `method .../clock{suffix}` with `body` for `tenant`, asserting 200.
+    async fn clock_call(
+        &self,
+        tenant: &TestTenant,
+        method: reqwest::Method,
+        suffix: &str,
+        body: Value,
+    ) {
+        let path = format!("/sandbox/v1/tenants/{}/clock{suffix}", tenant.id);
+        let r = self.admin_call(method.clone(), &path, Some(&body)).await;
+        let status = r.status();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(status, 200, "{method} {path}: {text}");
     }
 
     /// A request builder for `method path` with the admin key.

@@ -3,9 +3,10 @@
 //! docs/storage.md; this is the contract the code keeps.
 //!
 //! Objects, under `<SANDBOX_S3_PREFIX>/<root>/` (root is `registry` or `tenants/<id>`):
-//! - `log/<seq, 20 digits>.json`: the [`Changeset`] of the transaction that made version
-//!   `seq` (1, 2, ...). Created only with `If-None-Match: *`, never overwritten, never deleted
-//!   by the protocol: the existence of key `n` is what decides who wrote version `n`.
+//! - `log/<seq, 20 digits>.json`: the [`Changeset`](capture::Changeset) of the transaction
+//!   that made version `seq` (1, 2, ...). Created only with `If-None-Match: *`, never
+//!   overwritten, never deleted by the protocol: the existence of key `n` is what decides who
+//!   wrote version `n`.
 //! - `snapshots/<seq, 20 digits>.db`: the whole database file at version `seq` (compaction,
 //!   or a copy S3 made of a restored checkpoint). The key names the version; a cold start
 //!   writes it into the downloaded file's header.

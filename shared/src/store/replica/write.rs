@@ -18,7 +18,7 @@ enum Entry<'a> {
     Restore(&'a RestoreRef),
 }
 
-/// Test hook ([`S3Config::crash_at`](super::S3Config::crash_at), `SANDBOX_S3_CRASH_AT`):
+/// Test hook ([`S3Config::crash_at`](crate::store::S3Config::crash_at), `SANDBOX_S3_CRASH_AT`):
 /// aborts the process at `stage` of a write when the bucket's settings say so.
 fn crash_point(bucket: &Bucket, stage: s3::CrashAt) {
     if bucket.crash_at() == Some(stage) {
