@@ -57,6 +57,11 @@ impl Answer {
     }
 }
 
+/// Surface B's usage posting (under [`B`]).
+pub const USAGE_BULK: &str = "/usage-events/bulk";
+/// Surface B's usage simulation (under [`B`]).
+pub const USAGE_SIMULATE: &str = "/usage-events/simulate/bulk";
+
 /// Query parameters of a table row.
 pub type Query<'a> = &'a [(&'a str, &'a str)];
 
@@ -138,6 +143,32 @@ pub async fn call(
         builder = builder.json(body);
     }
     send(builder, t).await
+}
+
+/// POSTs `body` to `B{path}` with the tenant's API key, asserts 200 and answers the body.
+pub async fn post_ok(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> Value {
+    let a = call(s, t, reqwest::Method::POST, path, Some(body)).await;
+    assert_eq!(a.status, 200, "POST {B}{path}: {}", a.body);
+    a.body
+}
+
+/// POSTs raw JSON text to `B{path}` with the tenant's API key, the answer left unread: for
+/// bodies `json!` cannot write (numbers beyond f64, nesting past serde_json's limit) and
+/// answers whose exact digits are checked in the text.
+pub async fn post_raw(
+    s: &TestServer,
+    t: &TestTenant,
+    path: &str,
+    body: String,
+) -> reqwest::Response {
+    s.client
+        .post(s.url(&format!("{B}{path}")))
+        .header("X-Api-Key", &t.api_key)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("request")
 }
 
 /// GET `B{path}` with one extra request header (`Prefer`, `If-None-Match`, ...).
