@@ -1,6 +1,7 @@
 //! Configuration read from the environment (every variable is listed in README.md). This is
 //! the one place that reads the store's and the server's environment variables.
 
+use crate::store::s3::CrashAt;
 use crate::store::S3Config;
 use std::path::PathBuf;
 
@@ -145,8 +146,9 @@ pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
 /// Default cap on the local server's open connections.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
-/// Shortest accepted `SANDBOX_TOKEN_SECRET`, in bytes (256 bits of hex or base64 is longer).
-pub const MIN_TOKEN_SECRET_LEN: usize = 32;
+/// Shortest accepted `SANDBOX_TOKEN_SECRET`, in bytes (a rule of the credentials, kept in
+/// [`crate::auth`]).
+pub use crate::auth::MIN_TOKEN_SECRET_LEN;
 
 /// A non-blank environment variable.
 fn var(name: &str) -> Option<String> {
@@ -155,7 +157,8 @@ fn var(name: &str) -> Option<String> {
 
 /// The S3 store of the environment, `None` when `SANDBOX_S3_BUCKET` is unset: bucket,
 /// `SANDBOX_S3_PREFIX`, `SANDBOX_S3_ENDPOINT` (an S3-compatible server, path-style) and
-/// `SANDBOX_S3_COMPACT_EVERY`, `SANDBOX_S3_ATTEMPT_TIMEOUT_MS`, `SANDBOX_S3_WRITE_DEADLINE_MS`.
+/// `SANDBOX_S3_COMPACT_EVERY`, `SANDBOX_S3_ATTEMPT_TIMEOUT_MS`, `SANDBOX_S3_WRITE_DEADLINE_MS`
+/// (and the test hook `SANDBOX_S3_CRASH_AT`).
 /// Region and credentials come from the standard AWS variables,
 /// which the SDK reads itself.
 pub fn s3_from_env() -> Option<S3Config> {
@@ -180,6 +183,7 @@ pub fn s3_from_env() -> Option<S3Config> {
     if let Some(t) = millis("SANDBOX_S3_WRITE_DEADLINE_MS") {
         config.write_deadline = t;
     }
+    config.crash_at = var("SANDBOX_S3_CRASH_AT").and_then(|v| CrashAt::parse(&v));
     Some(config)
 }
 

@@ -3,7 +3,8 @@
 //! (the crates under `functions/`) build their routers on top of it; nothing here routes
 //! requests of any surface.
 //!
-//! Layers, from the bottom (docs/architecture.md walks through them):
+//! Layers, from the bottom (docs/architecture.md, "Layers of `shared`", has the full table;
+//! `shared/tests/layers.rs` fails on any reference that points up it):
 //! - [`store`]: one SQLite database per tenant plus the registry of tenants and credentials,
 //!   optionally synced to S3.
 //! - [`query`]: Surface B's query language and the one paged-query engine every surface lists
@@ -17,9 +18,10 @@
 //!   paging parameters and count headers, Surface B's list requests, ETags). The only module
 //!   here that uses axum; surface-specific pieces live in the surface crates.
 //!
-//! Beside them: [`config`] (every setting read from the environment), [`money`], [`time`],
-//! [`seed`] (the demo data, loaded through the domain), [`tenants`] and [`names`] (the
-//! character rule of tenant and checkpoint names).
+//! Beside them: [`config`] (the composition root: every setting read from the environment
+//! and handed to the part it configures), [`money`], [`time`] (with the reading of a
+//! tenant's test clock), [`seed`] (the demo data, loaded through the domain), [`tenants`]
+//! and [`names`] (the character rule of tenant and checkpoint names).
 
 pub mod auth;
 pub mod config;
@@ -33,6 +35,8 @@ pub mod sandbox;
 pub mod seed;
 pub mod store;
 pub mod tenants;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod time;
 pub mod web;
 

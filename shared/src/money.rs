@@ -11,6 +11,14 @@ use serde_json::value::RawValue;
 use std::cmp::Ordering;
 use std::str::FromStr;
 
+/// ISO 4217 codes the platform accepts wherever a currency appears.
+pub const CURRENCY_CODES: &[&str] = &[
+    "USD", "GBP", "EUR", "SEK", "NOK", "DKK", "CAD", "AUD", "ZAR", "NZD", "MXN", "INR", "JPY",
+    "SAR", "QAR", "EGP", "AED", "BHD", "KWD", "OMR", "HKD", "CHF", "ILS", "CNY", "BRL", "PLN",
+    "COP", "PEN", "RUB", "SGD", "IDR", "MYR", "KRW", "TWD", "PKR", "ARS", "CLP", "CRC", "CZK",
+    "HUF", "ISK", "PHP", "RON", "THB", "TRY", "BWP", "NGN",
+];
+
 /// Parses a JSON number's text (or a plain decimal string) into an exact decimal.
 pub fn parse_decimal(text: &str) -> Option<Decimal> {
     let t = text.trim();

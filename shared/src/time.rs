@@ -11,12 +11,14 @@ pub fn now() -> DateTime<Utc> {
     Utc::now()
 }
 
-/// The current time of the tenant whose database `conn` is: its test clock (see
-/// [`crate::sandbox::clock`]). Every time stamped into tenant data is read here, on the
+pub mod clock;
+
+/// The current time of the tenant whose database `conn` is: its test clock (see [`clock`];
+/// setting it is a sandbox power). Every time stamped into tenant data is read here, on the
 /// transaction that stores it (a value read before it could predate a clock change that
 /// committed in between).
 pub fn now_for(conn: &rusqlite::Connection) -> crate::Result<DateTime<Utc>> {
-    crate::sandbox::clock::now_for(conn)
+    clock::now_for(conn)
 }
 
 /// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ`.

@@ -102,12 +102,24 @@ async fn surface_b_auth_matrix() {
     }
 }
 
+/// Token expiry reads real time, not the tenant's test clock (credentials are not tenant
+/// data: docs/sandbox.md), so the clock cannot move it: the test waits for the instant the
+/// token's own `exp` claim names (at most one second for a one-second token), not a guess.
 #[tokio::test]
 async fn expired_token_is_refused() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
     let token = s.token(&t, 1).await;
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let exp = shared::auth::jwt::peek_claims(&token).expect("claims").exp;
+    let until_exp = exp * 1000 - chrono::Utc::now().timestamp_millis();
+    assert!(
+        until_exp <= 1000,
+        "a one-second token expires within a second"
+    );
+    if until_exp > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(until_exp as u64)).await;
+    }
+    assert!(chrono::Utc::now().timestamp() >= exp);
     let r = s.get_with_bearer(B_PATH, &token).await;
     assert_eq!(r.status(), 401);
 }

@@ -19,9 +19,12 @@ async fn charge_info_filters_merging_and_deletions() {
         &[("0.5", 9), ("0.25", 9), ("1", 1)],
         false,
     );
+    // The tenant's clock stands still and moves one second between the runs: the two runs'
+    // stamps differ by exactly that, whatever the machine's speed.
+    s.freeze_clock(&c.t).await;
     let first = c.collect(autumn_run(json!(["usage-charges"]))).await;
     assert_eq!(first["status"], "COMPLETE");
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    s.advance_clock(&c.t, 1).await;
     c.collect(autumn_run(json!(["invoices"]))).await;
 
     // created_from inclusive, created_to exclusive, at the exact instant of the second run
@@ -125,7 +128,8 @@ async fn charge_info_filters_merging_and_deletions() {
         (Method::DELETE, unknown, Some(json!({"ids": [1]})), 404, ""),
     ])
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    // A second later on the tenant's clock: the re-posting run's stamp follows every other.
+    s.advance_clock(&c.t, 1).await;
     let again = c
         .gl_run(json!({"ledger_id": 1, "run_to_date": "2026-11-30"}))
         .await;

@@ -134,7 +134,12 @@ async fn a_cold_start_held_by_s3_does_not_stall_another_tenant() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The cold start has begun once its snapshot GET reached the proxy (which holds it).
+    let snapshots = format!("/tenants/{}/snapshots/", slow.0);
+    let waiting = counter.clone();
+    tokio::task::spawn_blocking(move || waiting.wait_for(&snapshots, 1, Duration::from_secs(10)))
+        .await
+        .expect("join");
     let started = Instant::now();
     let status = read(&base, &quick.1).await;
     let quick_ms = started.elapsed().as_millis();
@@ -219,13 +224,21 @@ async fn lookups_held_by_s3_do_not_occupy_the_workers() {
     // Requests with unknown keys each wait for a registry GET that S3 holds 4 s: more of them
     // than the server has async workers.
     counter.rule("/registry/log/", Action::Hold(Duration::from_secs(4)));
+    counter.take();
     let unknown: Vec<_> = (0..4)
         .map(|i| {
             let base = base.clone();
             tokio::spawn(async move { read(&base, &format!("sbx_unknown_{i}")).await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The lookups are held once a registry GET reached the proxy; the others arrive with it and
+    // either hold their own GET or wait behind it, off the async workers either way.
+    let waiting = counter.clone();
+    tokio::task::spawn_blocking(move || {
+        waiting.wait_for("/registry/log/", 1, Duration::from_secs(10))
+    })
+    .await
+    .expect("join");
     let started = Instant::now();
     let status = read(&base, &known.1).await;
     let known_ms = started.elapsed().as_millis();

@@ -182,9 +182,7 @@ impl TestServer {
             let r = self.admin_call(method.clone(), path, body.as_ref()).await;
             let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
             let (got, code, message) = error_body(r).await;
-            assert_eq!(got, *status, "{case}: {message}");
-            assert_eq!(code, status_code(*status), "{case}: {message}");
-            assert!(message.contains(needle), "{case}: {message}");
+            check_refusal(&case, (got, &code, &message), *status, needle);
         }
     }
 
@@ -196,6 +194,37 @@ impl TestServer {
             .send()
             .await
             .expect("request")
+    }
+
+    /// Freezes the tenant's test clock at its current reading (`PUT .../clock`), so that
+    /// every later stamp of its data moves only through [`TestServer::advance_clock`].
+    pub async fn freeze_clock(&self, tenant: &TestTenant) {
+        let body = json!({"mode": "frozen"});
+        self.clock_call(tenant, reqwest::Method::PUT, "", body)
+            .await;
+    }
+
+    /// Advances the tenant's test clock by `seconds` (`POST .../clock/advance`): stamps made
+    /// after it are `seconds` later than those made before, without waiting.
+    pub async fn advance_clock(&self, tenant: &TestTenant, seconds: i64) {
+        let body = json!({ "seconds": seconds });
+        self.clock_call(tenant, reqwest::Method::POST, "/advance", body)
+            .await;
+    }
+
+    /// Sends `method .../clock{suffix}` with `body` for `tenant`, asserting 200.
+    async fn clock_call(
+        &self,
+        tenant: &TestTenant,
+        method: reqwest::Method,
+        suffix: &str,
+        body: Value,
+    ) {
+        let path = format!("/sandbox/v1/tenants/{}/clock{suffix}", tenant.id);
+        let r = self.admin_call(method.clone(), &path, Some(&body)).await;
+        let status = r.status();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(status, 200, "{method} {path}: {text}");
     }
 
     /// A request builder for `method path` with the admin key.
@@ -257,17 +286,36 @@ pub fn body_refusals<'a>(
 pub async fn error_body(r: reqwest::Response) -> (u16, String, String) {
     let status = r.status().as_u16();
     let v: Value = r.json().await.expect("error body is JSON");
-    let code = v["code"].as_str().expect("code is a string").to_string();
-    let message = v["message"]
-        .as_str()
-        .expect("message is a string")
-        .to_string();
+    let (code, message) = error_fields(&v);
+    (status, code, message)
+}
+
+/// The code and message of a `{code, message}` error (the JSON surfaces' and the admin
+/// API's one error shape), its shape checked: both strings, nothing else.
+pub fn error_fields(v: &Value) -> (String, String) {
+    let text = |key: &str| {
+        v[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key} is a string: {v}"))
+            .to_string()
+    };
+    let (code, message) = (text("code"), text("message"));
     assert_eq!(
         v.as_object().map(|o| o.len()),
         Some(2),
         "only code and message: {v}"
     );
-    (status, code, message)
+    (code, message)
+}
+
+/// Checks one answered row of a [`Refusal`] table: the status, the code that goes with it
+/// (`404` -> `NOT_FOUND`) and a message containing `needle`; a failure names `case`. The
+/// one check every JSON surface's refusal table runs.
+pub fn check_refusal(case: &str, got: (u16, &str, &str), status: u16, needle: &str) {
+    let (got_status, code, message) = got;
+    assert_eq!(got_status, status, "{case}: {message}");
+    assert_eq!(code, status_code(status), "{case}: {message}");
+    assert!(message.contains(needle), "{case}: {message}");
 }
 
 pub mod lambda_runtime;

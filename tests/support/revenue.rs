@@ -107,14 +107,14 @@ impl<'a> Rev<'a> {
             .await
     }
 
-    /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape and
-    /// its message; a failure names the case.
+    /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape, the
+    /// code that goes with the status and its message; a failure names the case.
     pub async fn assert_refused(&self, cases: &[Refusal<'_>]) {
         for (method, path, body, status, needle) in cases {
-            let message = self
-                .error(method.clone(), path, body.clone(), *status)
-                .await;
-            assert!(message.contains(needle), "{method} {path}: {message}");
+            let r = self.call(method.clone(), path, body.clone()).await;
+            let case = format!("{method} {path} {}", body.clone().unwrap_or_default());
+            let (got, code, message) = crate::error_body(r).await;
+            crate::check_refusal(&case, (got, &code, &message), *status, needle);
         }
     }
 

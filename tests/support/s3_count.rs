@@ -10,8 +10,8 @@
 use crate::s3::Moto;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// What a rule does to a matching request.
 #[derive(Debug, Clone, Copy)]
@@ -77,10 +77,13 @@ impl std::fmt::Display for Counts {
 #[derive(Default)]
 struct Shared {
     seen: Mutex<Vec<Seen>>,
+    /// Notified whenever a request is added to `seen` (before any hold is applied to it).
+    arrived: Condvar,
     rules: Mutex<Vec<(String, Action)>>,
 }
 
-/// The counting proxy; it runs until the test process ends.
+/// The counting proxy; it runs until the test process ends. Clones share it.
+#[derive(Clone)]
 pub struct Counter {
     /// `http://127.0.0.1:PORT` of the proxy.
     pub endpoint: String,
@@ -126,6 +129,36 @@ impl Counter {
             .lock()
             .expect("lock")
             .push((needle.to_string(), action));
+    }
+
+    /// Waits until the proxy has seen (since the last `take`) at least `count` requests whose
+    /// request path contains `needle`, and answers them; panics after `within`. A request is
+    /// seen as it arrives, before a rule holds it: the signal that a held request started.
+    pub fn wait_for(&self, needle: &str, count: usize, within: Duration) -> Vec<Seen> {
+        let deadline = Instant::now() + within;
+        let mut seen = self.shared.seen.lock().expect("lock");
+        loop {
+            let matching: Vec<Seen> = seen
+                .iter()
+                .filter(|s| s.target.contains(needle))
+                .cloned()
+                .collect();
+            if matching.len() >= count {
+                return matching;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "the proxy saw {} of {count} requests for {needle} within {within:?}",
+                matching.len()
+            );
+            seen = self
+                .shared
+                .arrived
+                .wait_timeout(seen, left)
+                .expect("lock")
+                .0;
+        }
     }
 
     /// Removes every rule.
@@ -228,6 +261,7 @@ fn serve(mut client: TcpStream, upstream: u16, state: &Shared) {
             kind: kind(&method, &target),
             target,
         });
+        state.arrived.notify_all();
         match action {
             Some(Action::Fail) => {
                 let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>held by the test</Message></Error>";

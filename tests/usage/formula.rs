@@ -3,13 +3,11 @@
 //! that fails at rating time (division by zero, overflow) errs that event with a message
 //! naming the position, and a formula that does not parse is refused when the rule is stored.
 
+use e2e::billing::{post_ok, USAGE_BULK, USAGE_SIMULATE};
 use e2e::{TestServer, TestTenant};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use shared::domain::catalog;
-
-const BULK: &str = "/billing/2/usage-events/bulk";
-const SIMULATE: &str = "/billing/2/usage-events/simulate/bulk";
 
 fn d(s: &str) -> Decimal {
     s.parse().unwrap()
@@ -20,17 +18,10 @@ fn dec(v: &Value) -> Decimal {
     v.to_string().parse().unwrap()
 }
 
+/// Posts (or simulates) `events` under FAIL_ON_EXISTING and answers the 200 body.
 async fn call(s: &TestServer, t: &TestTenant, path: &str, events: Value) -> Value {
-    let r = s
-        .client
-        .post(s.url(path))
-        .header("X-Api-Key", &t.api_key)
-        .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "{path}");
-    r.json().await.unwrap()
+    let body = json!({"mode": "FAIL_ON_EXISTING", "usage_events": events});
+    post_ok(s, t, path, &body).await
 }
 
 fn ev(srid: &str, uom: &str, amount: Value, reference_id: Option<&str>) -> Value {
@@ -112,8 +103,8 @@ async fn formula_rules_price_posted_and_simulated_events() {
         ("0.74", "0.223939393939"),
         ("50", "7.142857142857"),
     ];
-    let simulated = call(&s, &t, SIMULATE, events.clone()).await;
-    let posted = call(&s, &t, BULK, events).await;
+    let simulated = call(&s, &t, USAGE_SIMULATE, events.clone()).await;
+    let posted = call(&s, &t, USAGE_BULK, events).await;
     for answer in [&simulated, &posted] {
         let rated = answer["rated_events"].as_array().unwrap();
         assert_eq!(rated.len(), expected.len(), "{answer}");

@@ -2,6 +2,7 @@
 //! (400 `{code, message}`, JSON bodies nest at most `shared::web::MAX_JSON_DEPTH` = 64
 //! levels) instead of the event being erred and echoed back whole.
 
+use e2e::billing::{post_raw, USAGE_BULK};
 use e2e::{error_body, TestServer};
 use serde_json::json;
 
@@ -9,20 +10,13 @@ use serde_json::json;
 async fn a_body_nested_past_64_levels_is_refused_before_the_domain() {
     let s = TestServer::start().await;
     let t = s.create_tenant("deep", "demo").await;
-    let post = |body: String| {
-        s.client
-            .post(s.url("/billing/2/usage-events/bulk"))
-            .header("X-Api-Key", &t.api_key)
-            .header("Content-Type", "application/json")
-            .body(body)
-    };
     let levels = 500_000;
     let deep = format!(
         r#"{{"mode": "FAIL_ON_EXISTING", "usage_events": [{{"x": {}{}}}]}}"#,
         "[".repeat(levels),
         "]".repeat(levels)
     );
-    let (status, code, message) = error_body(post(deep).send().await.expect("post")).await;
+    let (status, code, message) = error_body(post_raw(&s, &t, USAGE_BULK, deep).await).await;
     assert_eq!(
         (status, code.as_str()),
         (400, "BAD_REQUEST"),
@@ -40,6 +34,6 @@ async fn a_body_nested_past_64_levels_is_refused_before_the_domain() {
     let mut body = at.to_string();
     let nested = format!("{}{}", "[".repeat(60), "]".repeat(60));
     body = body.replace(r#""y":0"#, &format!(r#""y":{nested}"#));
-    let r = post(body).send().await.expect("post");
+    let r = post_raw(&s, &t, USAGE_BULK, body).await;
     assert_eq!(r.status(), 200);
 }

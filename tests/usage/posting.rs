@@ -1,28 +1,19 @@
 //! Usage events, posting: request validation, per-event validation, rating of every rate kind
 //! with exact decimals, erred codes, duplicates and overwrites, pending charges.
 
+use e2e::billing::{call, post_ok, post_raw, USAGE_BULK, USAGE_SIMULATE};
 use e2e::{error_body, TestServer, TestTenant};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use shared::domain::catalog;
 
+/// Where hand-built requests (other credentials, malformed bodies) post.
 const BULK: &str = "/billing/2/usage-events/bulk";
-
-async fn post(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> reqwest::Response {
-    s.client
-        .post(s.url(path))
-        .header("X-Api-Key", &t.api_key)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
-}
 
 /// Posts `events` in `mode` and answers the 200 body.
 async fn bulk(s: &TestServer, t: &TestTenant, mode: &str, events: Value) -> Value {
-    let r = post(s, t, BULK, &json!({"mode": mode, "usage_events": events})).await;
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
+    let body = json!({"mode": mode, "usage_events": events});
+    post_ok(s, t, USAGE_BULK, &body).await
 }
 
 /// A JSON number as an exact decimal (the server writes canonical decimal text).
@@ -92,8 +83,10 @@ async fn whole_request_problems_are_400() {
             json!({"mode": "FAIL_ON_EXISTING", "usage_events": [one], "x": 1}),
         ),
     ] {
-        for path in [BULK, "/billing/2/usage-events/simulate/bulk"] {
-            let (status, code, message) = error_body(post(&s, &t, path, &body).await).await;
+        for path in [USAGE_BULK, USAGE_SIMULATE] {
+            let a = call(&s, &t, reqwest::Method::POST, path, Some(&body)).await;
+            let (code, message) = a.error();
+            let status = a.status;
             assert_eq!(
                 (status, code.as_str()),
                 (400, "BAD_REQUEST"),
@@ -609,18 +602,6 @@ async fn child_srids_rate_on_their_service() {
     assert_eq!(pending(&s, &t, 1).await, d("5.76"));
 }
 
-/// Posts a raw JSON body (numbers beyond f64/u64 cannot go through `json!`).
-async fn post_raw(s: &TestServer, t: &TestTenant, path: &str, body: String) -> reqwest::Response {
-    s.client
-        .post(s.url(path))
-        .header("X-Api-Key", &t.api_key)
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 fn raw_events(amounts: &[&str]) -> String {
     let events: Vec<String> = amounts
         .iter()
@@ -641,7 +622,7 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
     let max = "79228162514264337593543950335"; // rust_decimal's maximum
-    for path in [BULK, "/billing/2/usage-events/simulate/bulk"] {
+    for path in [USAGE_BULK, USAGE_SIMULATE] {
         let started = std::time::Instant::now();
         let r = post_raw(&s, &t, path, raw_events(&[max, max])).await;
         println!(
@@ -652,7 +633,9 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
         assert_eq!(r.status(), 200, "{path}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["rated_events"], json!([]), "{path}: {v}");
-        for e in v["erred_events"].as_array().unwrap() {
+        let erred = v["erred_events"].as_array().unwrap();
+        assert_eq!(erred.len(), 2, "both events are erred: {v}");
+        for e in erred {
             assert_eq!(e["code"], "INVALID_FIELD", "{v}");
             assert!(
                 e["message"].as_str().unwrap().contains("18 integer digits"),
@@ -663,7 +646,7 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
     // 18 digits are accepted; a second such event in the same call would take the account's
     // pending charges beyond the bound: that event (only) errs
     let big = "999999999999999999";
-    let v: Value = post_raw(&s, &t, BULK, raw_events(&[big, big]))
+    let v: Value = post_raw(&s, &t, USAGE_BULK, raw_events(&[big, big]))
         .await
         .json()
         .await

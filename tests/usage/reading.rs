@@ -2,26 +2,10 @@
 //! whole database unchanged, no id consumed) yet answers what posting answers; the list needs
 //! a narrowing parameter and pages; single events by id.
 
-use e2e::billing::{assert_refused, get};
+use e2e::billing::{assert_refused, get, post_ok, post_raw, USAGE_BULK, USAGE_SIMULATE};
 use e2e::{get_refusals, TestServer, TestTenant};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-
-const BULK: &str = "/billing/2/usage-events/bulk";
-const SIMULATE: &str = "/billing/2/usage-events/simulate/bulk";
-
-async fn call(s: &TestServer, t: &TestTenant, path: &str, body: &Value) -> Value {
-    let r = s
-        .client
-        .post(s.url(path))
-        .header("X-Api-Key", &t.api_key)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "{path}");
-    r.json().await.unwrap()
-}
 
 /// SHA-256 over every row of every table of the tenant's database, in rowid order.
 async fn content_hash(s: &TestServer, t: &TestTenant) -> String {
@@ -79,10 +63,10 @@ async fn simulation_stores_nothing_and_answers_like_posting() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
     // a live pair, so that the simulation also simulates an overwrite
-    let first = call(
+    let first = post_ok(
         &s,
         &t,
-        BULK,
+        USAGE_BULK,
         &json!({"mode": "FAIL_ON_EXISTING", "usage_events": [mixed_events()[0]]}),
     )
     .await;
@@ -94,8 +78,8 @@ async fn simulation_stores_nothing_and_answers_like_posting() {
 
     let before = content_hash(&s, &t).await;
     let body = json!({"mode": "OVERWRITE_ON_EXISTING", "usage_events": mixed_events()});
-    let sim = call(&s, &t, SIMULATE, &body).await;
-    let sim_again = call(&s, &t, SIMULATE, &body).await;
+    let sim = post_ok(&s, &t, USAGE_SIMULATE, &body).await;
+    let sim_again = post_ok(&s, &t, USAGE_SIMULATE, &body).await;
     assert_eq!(
         content_hash(&s, &t).await,
         before,
@@ -131,7 +115,7 @@ async fn simulation_stores_nothing_and_answers_like_posting() {
     assert_eq!(r.status(), 404);
 
     // posting the same call answers the same events, with stored ids and one request id
-    let posted = call(&s, &t, BULK, &body).await;
+    let posted = post_ok(&s, &t, USAGE_BULK, &body).await;
     assert_eq!(posted["erred_events"], sim["erred_events"]);
     let posted_rated = posted["rated_events"].as_array().unwrap();
     let stripped: Vec<Value> = posted_rated.iter().map(without_ids).collect();
@@ -168,10 +152,10 @@ async fn list_needs_a_narrowing_parameter_and_pages() {
             e
         })
         .collect();
-    let posted = call(
+    let posted = post_ok(
         &s,
         &t,
-        BULK,
+        USAGE_BULK,
         &json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}),
     )
     .await;
@@ -233,10 +217,10 @@ async fn single_event_by_id() {
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
     let other = s.create_tenant("other", "demo").await;
-    let posted = call(
+    let posted = post_ok(
         &s,
         &t,
-        BULK,
+        USAGE_BULK,
         &json!({"mode": "FAIL_ON_EXISTING", "usage_events": [mixed_events()[1]]}),
     )
     .await;
@@ -264,14 +248,14 @@ async fn list_filters_sorts_and_shapes() {
                "start_time": format!("2026-02-{:02}", hours), "reference_id": "f", "sequence_id": seq})
     };
     let body = |events: Value| json!({"mode": "OVERWRITE_ON_EXISTING", "usage_events": events});
-    call(
+    post_ok(
         &s,
         &t,
-        BULK,
+        USAGE_BULK,
         &body(json!([posting(5, "a"), posting(20, "b"), posting(10, "c")])),
     )
     .await;
-    call(&s, &t, BULK, &body(json!([posting(15, "a")]))).await; // voids the 5-hour event
+    post_ok(&s, &t, USAGE_BULK, &body(json!([posting(15, "a")]))).await; // voids the 5-hour event
 
     // (query after reference_id=f, the total charges listed in order)
     for (query, want) in [
@@ -379,16 +363,11 @@ async fn amounts_keep_their_digits_when_read_back() {
     let body = format!(
         r#"{{"mode": "FAIL_ON_EXISTING", "usage_events": [{{"service_resource_identifier": "mkt-0001", "usage_uom": "CURRENCY", "usage_amount": {exact}, "start_time": "2026-02-01", "reference_id": "exact"}}]}}"#
     );
-    let r = s
-        .client
-        .post(s.url(BULK))
-        .header("X-Api-Key", &t.api_key)
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
+    let posted = post_raw(&s, &t, USAGE_BULK, body)
+        .await
+        .text()
         .await
         .unwrap();
-    let posted = r.text().await.unwrap();
     assert!(
         posted.contains(&format!("\"usage_amount\":{exact}")),
         "{posted}"

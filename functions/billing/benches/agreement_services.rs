@@ -30,7 +30,7 @@ fn tz() -> chrono_tz::Tz {
 /// A tenant database with the demo data plus bulk agreement services up to [`ROWS`].
 fn build() -> (tempfile::TempDir, std::sync::Arc<shared::store::TenantDb>) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = shared::store::Store::open(dir.path()).expect("store");
+    let store = shared::store::Store::open_with(dir.path(), None).expect("store");
     let db = store.tenant_db("bench").expect("db");
     db.write_blocking(|tx| {
         shared::seed::apply(tx, shared::seed::Seed::Demo, tz())?;

@@ -9,6 +9,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// Shortest accepted token-signing secret (`SANDBOX_TOKEN_SECRET` or the one kept in the data
+/// dir), in bytes: 256 bits of hex or base64 is longer.
+pub const MIN_TOKEN_SECRET_LEN: usize = 32;
+
 /// The clear-text credentials of a tenant, handed out once at creation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Credentials {

@@ -468,7 +468,7 @@ pub fn change_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::testing::{category, db};
+    use crate::testing::{category, db};
 
     #[test]
     fn every_command_leaves_its_own_target_status() {
@@ -505,7 +505,7 @@ mod tests {
     fn an_edit_may_repeat_the_status_but_not_change_it() {
         let mut conn = db();
         let tx = conn.transaction().unwrap();
-        let id = crate::domain::testing::account(&tx, 1, None);
+        let id = crate::testing::account(&tx, 1, None);
         let same = AccountEdit {
             status: Some("ACTIVE".into()),
             name: Some("Renamed".into()),

@@ -196,7 +196,7 @@ pub fn create_bill_batch_run(tx: &Transaction<'_>, r: &NewBillBatchRun, tz: Tz) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::testing::demo_db;
+    use crate::testing::demo_db;
 
     fn batch(invoice_date: &str, due: &str) -> NewBillBatch {
         serde_json::from_value(serde_json::json!({

@@ -27,35 +27,9 @@ pub const CHARGE_CATEGORY_TYPES: &[&str] = &[
 pub const CATEGORY_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
 /// How a usage rule turns an amount into a charge.
 pub const RATE_KINDS: &[&str] = &["FLAT", "TIERED", "TABLE", "PASS_THROUGH", "FORMULA"];
-/// Every unit of measure a usage event may carry.
-pub const USAGE_UOMS: &[&str] = &[
-    "MILLISECOND",
-    "SECOND",
-    "MINUTE",
-    "HOUR",
-    "DAY",
-    "WEEK",
-    "EVENT",
-    "BYTE",
-    "KILOBYTE",
-    "MEGABYTE",
-    "GIGABYTE",
-    "TERABYTE",
-    "COUNT",
-    "BITS_PER_SECOND",
-    "KILOBITS_PER_SECOND",
-    "MEGABITS_PER_SECOND",
-    "GIGABITS_PER_SECOND",
-    "CURRENCY",
-    "WATT",
-    "KILOWATT",
-    "MEGAWATT",
-    "GIGAWATT",
-    "WATTS_PER_HOUR",
-    "KILOWATTS_PER_HOUR",
-    "MEGAWATTS_PER_HOUR",
-    "GIGAWATTS_PER_HOUR",
-];
+/// Every unit of measure a usage event may carry (the rating rules own the list: their unit
+/// conversion knows each one).
+pub use crate::rating::uom::USAGE_UOMS;
 
 /// A product to create.
 #[derive(Debug, Clone, Deserialize)]

@@ -516,8 +516,8 @@ mod tests {
         use crate::domain::collect::catalogue::{create_collector, NewCollector};
         use crate::domain::collect::{run_collectors, NewCollectorRun};
         use crate::domain::ledgers::{create_ledger, get_ledger, LedgerFields};
-        use crate::domain::testing::{account, category, invoice};
-        let mut conn = crate::domain::testing::db();
+        use crate::testing::{account, category, invoice};
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let cat = category(&tx, 1);
         let a = account(&tx, 1, Some(cat));

@@ -33,9 +33,6 @@ pub mod payments;
 pub mod replication;
 pub mod usage;
 
-#[cfg(test)]
-pub(crate) mod testing;
-
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
 use rusqlite::Transaction;
@@ -216,13 +213,9 @@ pub fn check_enum(field: &str, value: &str, allowed: &[&str]) -> Result<()> {
     }
 }
 
-/// ISO 4217 codes the platform accepts wherever a currency appears.
-pub const CURRENCY_CODES: &[&str] = &[
-    "USD", "GBP", "EUR", "SEK", "NOK", "DKK", "CAD", "AUD", "ZAR", "NZD", "MXN", "INR", "JPY",
-    "SAR", "QAR", "EGP", "AED", "BHD", "KWD", "OMR", "HKD", "CHF", "ILS", "CNY", "BRL", "PLN",
-    "COP", "PEN", "RUB", "SGD", "IDR", "MYR", "KRW", "TWD", "PKR", "ARS", "CLP", "CRC", "CZK",
-    "HUF", "ISK", "PHP", "RON", "THB", "TRY", "BWP", "NGN",
-];
+/// ISO 4217 codes the platform accepts wherever a currency appears (kept with the amounts,
+/// below the rating rules that round to them).
+pub use crate::money::CURRENCY_CODES;
 
 /// Checks a currency code against [`CURRENCY_CODES`].
 pub fn check_currency(field: &str, value: &str) -> Result<()> {

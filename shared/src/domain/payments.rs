@@ -358,7 +358,7 @@ pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::testing::{account, dec, invoice};
+    use crate::testing::{account, dec, invoice};
 
     fn payment(tx: &Transaction<'_>, account: i64, amount: &str) -> i64 {
         let p = NewPayment {
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn open_invoices_are_paid_oldest_first_and_the_rest_stays_unapplied() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let a = account(&tx, 1, None);
         let newer = invoice(&tx, a, "N", "30", "2026-02-01");
@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn a_payment_larger_than_the_open_invoices_keeps_the_remainder_unapplied() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let a = account(&tx, 1, None);
         let only = invoice(&tx, a, "I", "10", "2026-01-01");
@@ -444,7 +444,7 @@ mod tests {
 
     #[test]
     fn payments_and_invoices_of_another_account_are_refused() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let (a, b) = (account(&tx, 1, None), account(&tx, 2, None));
         let theirs = invoice(&tx, b, "B1", "10", "2026-01-01");
@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn a_command_records_a_new_payment_for_its_own_account_only() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let (a, b) = (account(&tx, 1, None), account(&tx, 2, None));
         let draft = |named| PaymentDraft {
@@ -500,7 +500,7 @@ mod tests {
 
     #[test]
     fn a_command_on_an_invoice_pays_it_from_the_invoice_account() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let a = account(&tx, 1, None);
         let older = invoice(&tx, a, "O", "10", "2026-01-01");

@@ -1,7 +1,7 @@
 //! The paged-query engine: which rows of a list source match (named filters, `filter`, any
 //! fixed scope), in which order (`sort` plus the primary key as tiebreak), one page of them
 //! and the count of all. SQL and paging math only: reading a request off HTTP and answering
-//! with headers and ETags is `crate::web::listing`'s job.
+//! with headers and ETags is the web glue's job (a layer above).
 //!
 //! Two steps, so that callers keep their own order of validation: [`Selection::compile`]
 //! turns typed [`Criteria`] (texts as the client wrote them) into a WHERE condition and an

@@ -1,5 +1,5 @@
 //! Surface B's query language and the paged-query engine every list can share. No HTTP
-//! here: `crate::web::listing` reads list requests off HTTP and renders the answers.
+//! here: the web glue (a layer above) reads list requests off HTTP and renders the answers.
 //!
 //! The language (see `docs/billing.md` for the user-facing description):
 //! `<field> <OP> '<value>'` with EQ, NEQ, LT, LTE, GT, GTE, LIKE, `IS [NOT] NULL` and

@@ -1,6 +1,6 @@
 //! A page of a list: which one and how large ([`Page`]), and what was read for it
 //! ([`Paged`]). Reading a page off a request (each surface's parameter names and limits) is
-//! `crate::web::listing`'s job; here is only the arithmetic every list shares.
+//! the web glue's job (its `listing` module, a layer above); here is only the arithmetic every list shares.
 
 /// A requested page: which one and how large.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

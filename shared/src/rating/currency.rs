@@ -44,7 +44,7 @@ mod tests {
 
     #[test]
     fn every_platform_currency_has_a_minor_unit() {
-        for c in crate::domain::CURRENCY_CODES {
+        for c in crate::money::CURRENCY_CODES {
             assert!(minor_units(c) <= 3, "{c}");
         }
     }

@@ -1,19 +1,20 @@
-//! The test clock of one tenant: real time, a frozen instant, or real time shifted by an
-//! offset (a running clock that was advanced). It is kept in the tenant's own database
-//! (table `sandbox_clock`, at most one row; no row is real time), so it replicates with the
-//! tenant: every environment on one bucket reads the same clock at its next request, and a
-//! reset returns it to real time.
+//! The test clock of one tenant as a sandbox power: setting it (frozen, real) and advancing
+//! it, which runs the domain's time-driven transitions on the way. The clock itself (real
+//! time, a frozen instant, or real time shifted by an offset), its storage in the tenant's
+//! database (table `sandbox_clock`, so it replicates with the tenant) and its reading
+//! ([`crate::time::now_for`]) live below the domain, in [`crate::time::clock`]; this module
+//! adds writing it and the admin API's view. A reset returns it to real time.
 //!
-//! Every time the tenant's data depends on reads it through [`now_for`] on the connection or
-//! transaction of the call (never a global): stamps, run times, defaults such as "today".
-//! Credentials and token expiry stay on real time ([`crate::time::now`]).
+//! Every time the tenant's data depends on reads the clock (stamps, run times, defaults such
+//! as "today"). Credentials and token expiry stay on real time ([`crate::time::now`]).
 //!
 //! Invariants: the clock's instant stays within [`MIN_INSTANT`, `MAX_INSTANT`]; it only
 //! moves backwards through an explicit set (`PUT .../clock`), never through an advance.
 
+pub use crate::time::clock::Clock;
 use crate::{Error, Result};
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction};
+use rusqlite::Transaction;
 use serde::Serialize;
 
 /// Earliest instant a clock may show (2000-01-01T00:00:00Z).
@@ -22,17 +23,6 @@ pub const MIN_YEAR: i32 = 2000;
 pub const MAX_YEAR: i32 = 2100;
 /// Longest single advance: ten years of 365 days, in seconds.
 pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
-
-/// A tenant's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clock {
-    /// Real time.
-    Real,
-    /// Stands still at this instant.
-    Frozen(DateTime<Utc>),
-    /// Runs with real time, shifted forward by this many milliseconds.
-    Offset(i64),
-}
 
 /// How the admin API shows a clock.
 #[derive(Debug, Clone, Serialize)]
@@ -49,29 +39,9 @@ pub struct ClockView {
     pub offset_seconds: Option<f64>,
 }
 
+/// Writing a clock and showing it: the power's half (the type and its reading are in
+/// [`crate::time::clock`]).
 impl Clock {
-    /// The tenant's clock as stored (real when no row).
-    pub fn load(conn: &Connection) -> Result<Clock> {
-        let row = conn
-            .prepare_cached("SELECT frozen_at, offset_ms FROM sandbox_clock WHERE id = 1")?
-            .query_row([], |r| {
-                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
-            })
-            .optional()?;
-        Ok(match row {
-            None => Clock::Real,
-            Some((Some(frozen), _)) => {
-                Clock::Frozen(crate::time::from_storage(&frozen).ok_or_else(|| {
-                    Error::Internal(format!(
-                        "sandbox_clock.frozen_at {frozen:?} is not an instant"
-                    ))
-                })?)
-            }
-            Some((None, 0)) => Clock::Real,
-            Some((None, ms)) => Clock::Offset(ms),
-        })
-    }
-
     /// Stores this clock as the tenant's (real time removes the row).
     pub fn store(&self, tx: &Transaction<'_>) -> Result<()> {
         let stamp = crate::time::to_storage(crate::time::now());
@@ -95,20 +65,6 @@ impl Clock {
             }
         }
         Ok(())
-    }
-
-    /// What the clock reads now.
-    pub fn now(&self) -> DateTime<Utc> {
-        self.at(crate::time::now())
-    }
-
-    /// What the clock reads when real time is `real`.
-    pub fn at(&self, real: DateTime<Utc>) -> DateTime<Utc> {
-        match self {
-            Clock::Real => real,
-            Clock::Frozen(t) => *t,
-            Clock::Offset(ms) => real + chrono::Duration::milliseconds(*ms),
-        }
     }
 
     /// The clock that reads `target` now, keeping this one's kind: a frozen clock freezes
@@ -142,12 +98,6 @@ impl Clock {
             offset_seconds,
         }
     }
-}
-
-/// The current time of the tenant whose database `conn` is: what every tenant-data time
-/// reads (see the module doc).
-pub fn now_for(conn: &Connection) -> Result<DateTime<Utc>> {
-    Ok(Clock::load(conn)?.now())
 }
 
 /// Where an advance goes: forward by a number of seconds, or to an instant.

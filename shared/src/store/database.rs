@@ -605,11 +605,25 @@ mod tests {
         assert_eq!(autocheckpoint(&db), 0);
         // about 1,300 pages of 4 KiB in one commit: past the threshold
         let size = 5 * 1024 * 1024;
+        let file_len = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        // The background pass starts by taking a connection from the reader pool: holding the
+        // pool's lock keeps it from starting. A checkpoint run on the write path (inline, on
+        // the writer) needs no reader and would copy the rows before the write returns.
+        let pool = lock(&db.inner.readers);
         db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (zeroblob(?1))", [size])?))
             .expect("write");
-        // the database file holds the rows only once a checkpoint copied them there
+        assert!(
+            file_len() < size as u64,
+            "the write copied its WAL into the database file before answering: inline checkpoint"
+        );
+        assert!(
+            db.inner.checkpointing.load(Ordering::SeqCst),
+            "the write started no background checkpoint"
+        );
+        drop(pool);
+        // the database file holds the rows only once the background checkpoint copied them
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) < size as u64 {
+        while file_len() < size as u64 {
             assert!(Instant::now() < deadline, "no checkpoint within 10 s");
             std::thread::sleep(Duration::from_millis(20));
         }

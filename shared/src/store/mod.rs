@@ -16,7 +16,9 @@
 //!   S3), so async code goes through [`blocking`].
 //! - Deleting a tenant: [`Store::tombstone_tenant`], then the registry entry, then
 //!   [`Store::drop_tenant_db`] (see docs/storage.md, "Deleting a tenant").
-//! - With `SANDBOX_S3_BUCKET` set, S3 is the source of truth for every tenant database and
+//! - The store reads no environment: its settings ([`S3Config`], `None` for local files
+//!   only) are passed to [`Store::open_with`] by whoever composes the process (the config).
+//! - With an S3 bucket configured, S3 is the source of truth for every tenant database and
 //!   for the registry, and the local files are a cache private to each store (`cache.rs` says
 //!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
 //!   recorded, [`s3`] the bucket calls).
@@ -94,12 +96,6 @@ enum SlotState {
 pub const TOKEN_SECRET_FILE: &str = "token-secret";
 
 impl Store {
-    /// Opens the store in `data_dir`, creating the directory and registry when absent. When
-    /// `SANDBOX_S3_BUCKET` is set the store is S3-backed (see [`Store::open_with`]).
-    pub fn open(data_dir: &Path) -> Result<Store> {
-        Store::open_with(data_dir, crate::config::s3_from_env())
-    }
-
     /// Opens the store: local files only with `s3 = None`; otherwise S3 is the source of
     /// truth and a directory of `data_dir/s3-cache/` private to this store holds its cache,
     /// built from S3 (see `cache.rs` for who owns which directory, [`replica`] for the
@@ -354,13 +350,13 @@ fn deleted(tenant_id: &str) -> Error {
 fn read_or_create_secret(path: &Path) -> Result<Vec<u8>> {
     let read = |path: &Path| -> Result<Option<Vec<u8>>> {
         match std::fs::read_to_string(path) {
-            Ok(s) if s.trim().len() >= crate::config::MIN_TOKEN_SECRET_LEN => {
+            Ok(s) if s.trim().len() >= crate::auth::MIN_TOKEN_SECRET_LEN => {
                 Ok(Some(s.trim().as_bytes().to_vec()))
             }
             Ok(_) => Err(Error::Internal(format!(
                 "{} holds fewer than {} characters",
                 path.display(),
-                crate::config::MIN_TOKEN_SECRET_LEN
+                crate::auth::MIN_TOKEN_SECRET_LEN
             ))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),

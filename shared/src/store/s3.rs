@@ -43,8 +43,9 @@ const MAX_ATTEMPTS: u32 = 3;
 const BULK_OPERATION_TIMEOUT: Duration = Duration::from_secs(900);
 const BULK_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Where the S3 store lives (read from the environment by `config::s3_from_env`); region and
-/// credentials come from the standard AWS variables.
+/// Where the S3 store lives and how it behaves: the store's own settings, which it never reads
+/// from the environment itself (the config module builds them, `config::s3_from_env`); region
+/// and credentials come from the standard AWS variables, which the SDK reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Config {
     /// Bucket name.
@@ -59,6 +60,29 @@ pub struct S3Config {
     pub attempt_timeout: Duration,
     /// Total time one write may take (`SANDBOX_S3_WRITE_DEADLINE_MS`, default 20 s).
     pub write_deadline: Duration,
+    /// Test hook (`SANDBOX_S3_CRASH_AT`): abort the process at this step of a write
+    /// ([`CrashAt`]), to show what a crash there leaves behind. `None` in service.
+    pub crash_at: Option<CrashAt>,
+}
+
+/// A step of an S3-mode write at which the test hook [`S3Config::crash_at`] aborts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashAt {
+    /// Before the log entry's PUT.
+    BeforePut,
+    /// After the PUT succeeded, before the local commit.
+    AfterPut,
+}
+
+impl CrashAt {
+    /// `before-put` or `after-put`.
+    pub fn parse(text: &str) -> Option<CrashAt> {
+        match text.trim() {
+            "before-put" => Some(CrashAt::BeforePut),
+            "after-put" => Some(CrashAt::AfterPut),
+            _ => None,
+        }
+    }
 }
 
 impl S3Config {
@@ -76,6 +100,7 @@ impl S3Config {
             compact_every: DEFAULT_COMPACT_EVERY,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             write_deadline: DEFAULT_WRITE_DEADLINE,
+            crash_at: None,
         }
     }
 }
@@ -270,6 +295,11 @@ impl Bucket {
     /// Total time one write may take (see [`S3Config::write_deadline`]).
     pub fn write_deadline(&self) -> Duration {
         self.config.write_deadline
+    }
+
+    /// The test hook's crash step (see [`S3Config::crash_at`]).
+    pub fn crash_at(&self) -> Option<CrashAt> {
+        self.config.crash_at
     }
 
     /// The full key of `relative` under the configured prefix.

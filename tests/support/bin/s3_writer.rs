@@ -36,8 +36,11 @@ fn main() {
     );
     let mut opened = None;
     for _ in 0..=retries {
-        let attempt = shared::store::Store::open(std::path::Path::new(data_dir))
-            .and_then(|store| store.tenant_db(tenant).map(|db| (store, db)));
+        let attempt = shared::store::Store::open_with(
+            std::path::Path::new(data_dir),
+            shared::config::s3_from_env(),
+        )
+        .and_then(|store| store.tenant_db(tenant).map(|db| (store, db)));
         match attempt {
             Ok(pair) => {
                 opened = Some(pair);

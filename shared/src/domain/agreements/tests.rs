@@ -4,7 +4,7 @@
 //! price is 1; price 3 is product 5's) with true-up type USAGE.
 
 use super::*;
-use crate::domain::testing::demo_db;
+use crate::testing::demo_db;
 use crate::Error;
 use std::str::FromStr;
 

@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn generate_periods_stores_a_monthly_year_with_an_open_history_each() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let l = ledger(&tx);
         let y = create_year(&tx, l, &year("FY26", "2026-04-01", "2027-03-31"), true).unwrap();
@@ -645,7 +645,7 @@ mod tests {
 
     #[test]
     fn closing_a_period_appends_to_its_history() {
-        let mut conn = crate::domain::testing::db();
+        let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
         let l = ledger(&tx);
         let y = create_year(&tx, l, &year("FY26", "2026-01-01", "2026-12-31"), true).unwrap();

@@ -3,7 +3,7 @@
 //! The demo SRID `srv-compute-0001` is service 1 of account 1, rated 0.12 per HOUR.
 
 use super::*;
-use crate::domain::testing::demo_db;
+use crate::testing::demo_db;
 use rusqlite::{Connection, Transaction};
 use serde_json::json;
 

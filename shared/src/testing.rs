@@ -1,9 +1,11 @@
-//! Fixtures of the domain's unit tests: a migrated in-memory tenant database (empty, or
-//! loaded with the demo seed) and minimal rows built through the domain's own create
-//! functions.
+//! Fixtures of the crate's unit tests (compiled for tests only): a migrated in-memory tenant
+//! database (empty, or loaded with the demo seed) and minimal rows built through the domain's
+//! own create functions. It sits above every layer (it loads the seed, which sits above the
+//! domain), so the domain's tests may use the demo data while the domain itself never
+//! imports the seed.
 
-use super::accounts::{create_account, create_category, CategoryFields, NewAccount};
-use super::invoices::{create_invoice, NewInvoice};
+use crate::domain::accounts::{create_account, create_category, CategoryFields, NewAccount};
+use crate::domain::invoices::{create_invoice, NewInvoice};
 use rusqlite::{Connection, Transaction};
 use rust_decimal::Decimal;
 use std::str::FromStr;

@@ -1,0 +1,298 @@
+//! The write loop of a replica (invariants 1 to 4 and 7 of the parent module): a write runs
+//! its closure in a transaction, PUTs the captured changes (or a restore entry) as the next
+//! log entry with `If-None-Match: *`, and commits locally only once S3 holds it; a lost race
+//! rolls back, catches up and runs again; a PUT whose outcome is unknown is settled by a
+//! fence before the write answers, all within one deadline.
+
+use super::{capture, restore_body, Replica, RestoreRef, MAX_WRITE_ATTEMPTS};
+use crate::store::s3::{self, Bucket, S3Error};
+use crate::{Error, Result};
+use capture::Changeset;
+use rusqlite::{Connection, Transaction};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// What a write appends: the captured changes of its transaction, or a restore entry.
+enum Entry<'a> {
+    Changes,
+    Restore(&'a RestoreRef),
+}
+
+/// Test hook ([`S3Config::crash_at`](crate::store::S3Config::crash_at), `SANDBOX_S3_CRASH_AT`):
+/// aborts the process at `stage` of a write when the bucket's settings say so.
+fn crash_point(bucket: &Bucket, stage: s3::CrashAt) {
+    if bucket.crash_at() == Some(stage) {
+        tracing::error!(?stage, "SANDBOX_S3_CRASH_AT: aborting the process");
+        std::process::abort();
+    }
+}
+
+impl Replica {
+    /// Runs `f` in a transaction and makes it the next version in S3, re-running it after a
+    /// lost race (see the module invariants), all before `deadline`. Answers `f`'s result and
+    /// whether a snapshot is due. Errors: [`Error::Unavailable`] when nothing was applied
+    /// (every slot this call tried to write is settled: taken by another writer or fenced),
+    /// [`Error::OutcomeUnknown`] when S3 could not be made to say (the one honest "maybe").
+    pub fn write<T>(
+        &self,
+        conn: &mut Connection,
+        f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+        deadline: Instant,
+        catch_up_first: bool,
+    ) -> Result<(T, bool)> {
+        self.write_entry(conn, f, &Entry::Changes, deadline, catch_up_first)
+            .map(|(out, due, _)| (out, due))
+    }
+
+    /// Makes the rows of the database file attached as [`capture::SOURCE`] (a copy of the
+    /// bucket object `reference.object`) the next version of this database: an ordinary
+    /// conditional write of a restore entry (see docs/storage.md, "Checkpoints"), with the
+    /// same races, fencing and deadline as any write. Answers the new version.
+    pub fn write_restore(
+        &self,
+        conn: &mut Connection,
+        reference: &RestoreRef,
+        deadline: Instant,
+    ) -> Result<u64> {
+        let replace = |tx: &Transaction<'_>| capture::replace_rows(tx, capture::SOURCE);
+        let ((), _, seq) =
+            self.write_entry(conn, &replace, &Entry::Restore(reference), deadline, true)?;
+        // A snapshot at the new version, copied by S3 itself: cold starts skip the replay
+        // (and its download). Only a shortcut: on failure the log still has everything.
+        let snapshotted = self
+            .bucket
+            .copy(&self.object_key(&reference.object), &self.snapshot_key(seq))
+            .map_err(Error::from)
+            .and_then(|()| self.prune_snapshots(seq));
+        if let Err(e) = snapshotted {
+            tracing::warn!(root = %self.root, seq, error = %e, "no snapshot after a restore; the log still holds it");
+        }
+        Ok(seq)
+    }
+
+    /// The write loop shared by ordinary writes ([`Entry::Changes`]) and restores.
+    fn write_entry<T>(
+        &self,
+        conn: &mut Connection,
+        f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+        entry: &Entry<'_>,
+        deadline: Instant,
+        catch_up_first: bool,
+    ) -> Result<(T, bool, u64)> {
+        // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
+        // settle a PUT whose outcome is unknown.
+        let now = Instant::now();
+        let settle_from = deadline - deadline.saturating_duration_since(now) / 3;
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            if Instant::now() >= settle_from {
+                return Err(Error::Unavailable(format!(
+                    "{}: write deadline passed; nothing was applied",
+                    self.root
+                )));
+            }
+            // A copy just brought up to date may skip the first catch-up: the conditional PUT
+            // still refuses a slot someone else took, and the next attempt catches up.
+            if attempt > 0 || catch_up_first {
+                s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            }
+            let seq = capture::seq(conn)?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            capture::clear(&tx)?;
+            let out = f(&tx)?;
+            let (body, attempt_id, schema) = match entry {
+                Entry::Changes => {
+                    let changes = capture::collect(&tx)?;
+                    if changes.is_empty() {
+                        tx.commit()?;
+                        return Ok((out, false, seq));
+                    }
+                    (
+                        serde_json::to_vec(&changes)?,
+                        changes.attempt,
+                        changes.schema,
+                    )
+                }
+                Entry::Restore(reference) => {
+                    let attempt_id = uuid::Uuid::new_v4().to_string();
+                    let schema: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                    let sequences = capture::sequences(&tx, "main")?;
+                    (
+                        restore_body(reference, &attempt_id, schema, &sequences),
+                        attempt_id,
+                        schema,
+                    )
+                }
+            };
+            let next = seq + 1;
+            crash_point(&self.bucket, s3::CrashAt::BeforePut);
+            let key = self.log_key(next);
+            let put = s3::with_deadline(settle_from, || self.bucket.put_if_absent(&key, body));
+            let slot = match put {
+                Ok(()) => Slot::Ours,
+                // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
+                // entry) or by another writer. Only the attempt id tells.
+                Err(S3Error::Exists) => {
+                    s3::with_deadline(deadline, || self.owner_until_known(&key, &attempt_id))
+                }
+                // Timeout, network error, 5xx: the PUT may still land later (a request held
+                // somewhere on the way). Settle the slot before answering.
+                Err(e) => {
+                    tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
+                    s3::with_deadline(deadline, || self.fence(&key, &attempt_id, schema))
+                }
+            };
+            match slot {
+                Slot::Ours => {
+                    crash_point(&self.bucket, s3::CrashAt::AfterPut);
+                    self.commit_local(tx, next);
+                    let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
+                        >= self.compact_every;
+                    return Ok((out, due, next));
+                }
+                Slot::Theirs => {
+                    drop(tx);
+                    tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
+                    let pause =
+                        backoff(attempt).min(settle_from.saturating_duration_since(Instant::now()));
+                    std::thread::sleep(pause);
+                }
+                Slot::Fenced => {
+                    drop(tx);
+                    return Err(Error::Unavailable(format!(
+                        "{}: S3 did not confirm log entry {next} in time; the slot was fenced, nothing was applied",
+                        self.root
+                    )));
+                }
+                Slot::Unknown(why) => {
+                    drop(tx);
+                    return Err(Error::OutcomeUnknown(format!(
+                        "{}: log entry {next} could not be settled before the write deadline ({why}); the write may or may not have been applied",
+                        self.root
+                    )));
+                }
+            }
+        }
+        Err(Error::Unavailable(format!(
+            "{}: lost {MAX_WRITE_ATTEMPTS} races to concurrent writers",
+            self.root
+        )))
+    }
+
+    /// Who holds the existing log entry at `key`, asked until S3 answers or the thread's
+    /// deadline passes.
+    fn owner_until_known(&self, key: &str, attempt: &str) -> Slot {
+        let mut last = String::new();
+        for round in 0u32.. {
+            match self.bucket.get(key) {
+                Ok(body) => return owner(&body, attempt),
+                // Entries are never deleted by the protocol; a missing one means a tenant
+                // deletion is under way. It is not ours to claim either way.
+                Err(S3Error::NotFound) => {
+                    return Slot::Unknown(format!("{key} disappeared after a 412"))
+                }
+                Err(e) if is_final(&e) => {
+                    last = e.to_string();
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(settle_pause(round));
+        }
+        Slot::Unknown(last)
+    }
+
+    /// Settles slot `key` after a PUT of write attempt `attempt` ended without an answer:
+    /// creates the slot with a no-op "aborted" entry of the same attempt, so that the lost
+    /// PUT can never land afterwards. Retried until S3 answers or the thread's deadline
+    /// passes. A fence that wins means nothing was applied; one that loses meets the entry
+    /// that won, ours (the PUT did land) or another writer's.
+    fn fence(&self, key: &str, attempt: &str, schema: i64) -> Slot {
+        let body = match serde_json::to_vec(&Changeset::fence(attempt, schema)) {
+            Ok(b) => b,
+            Err(e) => return Slot::Unknown(e.to_string()),
+        };
+        let mut last = String::new();
+        for round in 0u32.. {
+            match self.bucket.put_if_absent(key, body.clone()) {
+                Ok(()) => return Slot::Fenced,
+                Err(S3Error::Exists) => match self.bucket.get(key) {
+                    Ok(found) => return owner(&found, attempt),
+                    Err(e) if is_final(&e) => {
+                        last = e.to_string();
+                        break;
+                    }
+                    Err(e) => last = e.to_string(),
+                },
+                Err(e) if is_final(&e) => {
+                    last = e.to_string();
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(settle_pause(round));
+        }
+        Slot::Unknown(if last.is_empty() {
+            "S3 did not answer".into()
+        } else {
+            last
+        })
+    }
+
+    /// Commits a transaction whose log entry S3 already holds. The write is durable either
+    /// way; if the local commit fails, the cache stays at the old version and the next catch-up
+    /// brings the entry in from S3.
+    fn commit_local(&self, tx: Transaction<'_>, seq: u64) {
+        let committed = capture::clear(&tx)
+            .and_then(|()| capture::set_seq(&tx, seq))
+            .and_then(|()| tx.commit().map_err(Error::from));
+        match committed {
+            Ok(()) => self.seq.store(seq, Ordering::SeqCst),
+            Err(e) => {
+                tracing::warn!(root = %self.root, seq, error = %e, "local commit failed after S3 accepted the entry; will catch up")
+            }
+        }
+    }
+}
+
+/// Who holds a log slot, as far as one write attempt is concerned.
+#[derive(Debug, PartialEq, Eq)]
+enum Slot {
+    /// Our change is the entry: the write is applied.
+    Ours,
+    /// Another writer's entry (a change or its fence): ours can no longer land there.
+    Theirs,
+    /// Our own fence: our change can no longer land; nothing was applied.
+    Fenced,
+    /// S3 did not tell before the deadline.
+    Unknown(String),
+}
+
+/// Who wrote the entry `body`, seen from write attempt `attempt`.
+fn owner(body: &[u8], attempt: &str) -> Slot {
+    match serde_json::from_slice::<Changeset>(body) {
+        Ok(c) if c.attempt == attempt && c.aborted => Slot::Fenced,
+        Ok(c) if c.attempt == attempt => Slot::Ours,
+        // Unreadable (a newer format) or another attempt's: not ours.
+        _ => Slot::Theirs,
+    }
+}
+
+/// Whether trying again cannot help: the thread's deadline passed, or S3 refuses us for good
+/// (403 and the like: the next try would be refused too).
+fn is_final(e: &S3Error) -> bool {
+    matches!(e, S3Error::DeadlinePassed | S3Error::Refused(_))
+}
+
+/// Short jittered pause between tries to settle a slot.
+fn settle_pause(round: u32) -> Duration {
+    use rand::Rng;
+    let base = 20 * u64::from(round.min(10) + 1);
+    Duration::from_millis(rand::thread_rng().gen_range(base..=base * 2))
+}
+
+/// Jittered, growing pause after a lost race, so that racing writers spread out.
+pub(super) fn backoff(attempt: u32) -> Duration {
+    use rand::Rng;
+    let base = 5 * u64::from(attempt + 1);
+    Duration::from_millis(rand::thread_rng().gen_range(base..=base * 3))
+}
