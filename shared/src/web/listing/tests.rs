@@ -1,0 +1,96 @@
+//! Unit tests of `listing` (kept in their own file so the module stays readable).
+
+use super::*;
+
+fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn shape_from_return_and_prefer() {
+    let mut h = HeaderMap::new();
+    assert_eq!(read_shape(&params(&[]), &h).unwrap(), (Shape::Full, None));
+    h.insert(
+        "prefer",
+        HeaderValue::from_static("respond-async, return=minimal"),
+    );
+    assert_eq!(
+        read_shape(&params(&[]), &h).unwrap(),
+        (Shape::Simple, Some("return=minimal"))
+    );
+    assert_eq!(
+        read_shape(&params(&[("return", "FULL")]), &h).unwrap(),
+        (Shape::Full, Some("return=representation"))
+    );
+    assert!(read_shape(&params(&[("return", "ALL")]), &h).is_err());
+}
+
+#[test]
+fn simple_form_keeps_scalars_and_reference_ids() {
+    let full = RawValue::from_string(
+        r#"{"id":"1","name":"x","agreement":{"id":"2","name":"y"},"items":[{"id":"3"}],"amount":0.1000000000000000000000000001,"gone":null}"#.into(),
+    )
+    .unwrap();
+    assert_eq!(
+        simplify(&full).unwrap().get(),
+        r#"{"id":"1","name":"x","agreement":{"id":"2"},"amount":0.1000000000000000000000000001,"gone":null}"#
+    );
+}
+
+#[test]
+fn etag_matching() {
+    let mut h = HeaderMap::new();
+    let first = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+    let tag = first.headers()[header::ETAG].clone();
+    h.insert(header::IF_NONE_MATCH, tag.clone());
+    let again = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let changed = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "total 2", &h);
+    assert_eq!(changed.status(), StatusCode::OK);
+}
+
+#[test]
+fn each_surface_pages_under_its_own_limits() {
+    let page = |p: &[(&str, &str)], paging: &Paging| read_page(&params(p), paging);
+    let first = Page {
+        number: 1,
+        size: 50,
+    };
+    assert_eq!(
+        page(&[("page_number", "0")], &BILLING_PAGING).unwrap(),
+        first
+    );
+    assert!(page(&[("page_size", "51")], &BILLING_PAGING).is_err());
+    assert_eq!(
+        page(&[("page_size", "0")], &BILLING_PAGING).unwrap().size,
+        0
+    );
+    assert_eq!(page(&[], &REVENUE_PAGING).unwrap().size, 25);
+    assert!(page(&[("page_number", "0")], &REVENUE_PAGING).is_err());
+    assert!(page(&[("page_size", "0")], &REVENUE_PAGING).is_err());
+    assert_eq!(
+        page(&[("pageSize", "500")], &LEGACY_PAGING).unwrap().size,
+        500
+    );
+    assert!(page(&[("pageSize", "501")], &LEGACY_PAGING).is_err());
+    assert_eq!(page(&[], &LEGACY_PAGING).unwrap(), first);
+}
+
+#[test]
+fn count_headers_follow_the_surface_and_the_omission() {
+    let page = Page { number: 1, size: 2 };
+    let mut b = StatusCode::OK.into_response();
+    add_count_headers(&mut b, &BILLING_PAGING, 2, Some(5), page);
+    assert_eq!(b.headers()["x-total-pages"], "3");
+    assert_eq!(b.headers()["x-element-count"], "2");
+    let mut c = StatusCode::OK.into_response();
+    add_count_headers(&mut c, &REVENUE_PAGING, 2, None, page);
+    assert_eq!(c.headers()["x-elements-count"], "2");
+    assert!(c.headers().get("x-total-count").is_none());
+    let mut a = StatusCode::OK.into_response();
+    add_count_headers(&mut a, &LEGACY_PAGING, 2, Some(5), page);
+    assert!(a.headers().is_empty());
+}
