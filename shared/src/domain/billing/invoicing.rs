@@ -10,8 +10,8 @@
 //!   what is already billed) to the run, prorated by days over the period's days. A service
 //!   that ended inside the period is billed to its end when its agreement has
 //!   `prorate_on_cancel`, else for the whole period.
-//! - one-time (runs only): the ONE_TIME prices of services that started inside the window
-//!   and were never billed, once.
+//! - one-time (runs only): the ONE_TIME prices in the account's currency of ACTIVE services
+//!   that started inside the window and were never billed, once.
 //!
 //! Invariants: an issued invoice marks what it billed (its events' `invoice_id`, the
 //! services' `one_time_billed_at`), records its usage as `billed_pending_charges` (so that a
@@ -223,8 +223,7 @@ fn bill_services(
             }
         }
         let started_now = s.start >= period.billed_from && s.start < period.period_end;
-        let counts = !matches!(s.status.as_str(), "CANCELED" | "PENDING" | "SCHEDULED");
-        if started_now && counts && !s.one_time_billed {
+        if started_now && s.status == "ACTIVE" && !s.one_time_billed {
             let one_time = prices.sum(tx, s.product_id, "ONE_TIME", currency)?;
             charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
             charges.one_time_services.push(s.id);

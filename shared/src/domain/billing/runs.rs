@@ -178,7 +178,7 @@ pub fn run_cycle(
             bill_cycle_id: Some(cycle_id),
             operations: vec![NewOperation {
                 operation_type: "INVOICE".into(),
-                name: format!("{} (bill batch {batch_id})", outcome.detail),
+                name: outcome.detail.clone(),
                 enabled: true,
             }],
         },
@@ -187,7 +187,7 @@ pub fn run_cycle(
         ran: vec![(
             "bill_cycle.run",
             cycle_id,
-            format!("{}; bill batch {batch_id}, action {action}", outcome.detail),
+            format!("{}; action {action}", outcome.detail),
         )],
         invoices: outcome.invoices,
     }))
@@ -443,11 +443,12 @@ fn run(
         _ => String::new(),
     };
     let mut detail = format!(
-        "{}: {} accounts billed, {} invoices{numbers} totalling {}; bill batch run {run_id} {status}",
+        "{}: {} accounts billed, {} invoices{numbers} totalling {}; run {run_id} of bill batch {} {status}",
         spec.label,
         accounts.len(),
         made.len(),
-        canonical(total)
+        canonical(total),
+        spec.batch_id
     );
     if closed > 0 {
         detail.push_str(&format!("; {closed} FINAL_BILL accounts CLOSED"));
