@@ -352,3 +352,36 @@ fn a_bill_batch_runs_on_its_invoice_date_and_waits_for_review_unless_auto_approv
         .collect();
     assert_eq!(billed, [dec("19.35"), dec("10.65")]);
 }
+
+#[test]
+fn an_automatic_payment_that_leaves_nothing_overdue_clears_collection() {
+    let mut conn = world();
+    // Account 1 pays automatically but sits in COLLECTION (a decision taken by hand).
+    conn.execute(
+        "UPDATE billing_accounts SET status = 'COLLECTION' WHERE id = 1",
+        [],
+    )
+    .unwrap();
+    let done = advance(&mut conn, "2026-03-20T00:00:00Z", "2026-05-02T00:00:00Z");
+    let cleared: Vec<_> = kinds(&done)
+        .into_iter()
+        .filter(|k| k.0 == "account.collection_cleared")
+        .collect();
+    assert_eq!(cleared, [("account.collection_cleared", 1)], "{done:#?}");
+    let at = done
+        .iter()
+        .position(|t| t.kind == "account.collection_cleared")
+        .unwrap();
+    assert_eq!(
+        (done[at - 1].kind, done[at - 1].id),
+        ("invoice.autopaid", 1)
+    );
+    assert_eq!(
+        text(
+            &conn,
+            "SELECT status FROM billing_accounts WHERE id = ?1",
+            1
+        ),
+        "ACTIVE"
+    );
+}
