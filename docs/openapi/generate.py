@@ -988,7 +988,9 @@ def powers_schemas():
     transition = obj({
         "at": DT,
         "kind": {"type": "string", "enum": ["agreement_service.renewed", "agreement_service.ended",
-                                            "invoice.past_due"]},
+                                            "invoice.past_due", "invoice.autopaid",
+                                            "account.collection_cleared", "bill_cycle.run",
+                                            "bill_batch.run"]},
         "id": INT64, "detail": STR,
     }, required=("at", "kind", "id", "detail"))
     rule_props = {

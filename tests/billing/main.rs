@@ -3,5 +3,6 @@
 
 mod bounds;
 mod endpoints;
+mod lifecycle;
 mod records;
 mod roundtrip;

@@ -1,7 +1,7 @@
 //! The test clock over HTTP: a frozen clock stamps tenant data (a Surface A payment without
 //! `occurredOn`), advancing runs the time-driven transitions in order (an agreement service
-//! ending, one renewing, unpaid invoices passing their due date moving their account to
-//! COLLECTION), a running clock advanced runs ahead of real time, and every bad input is a
+//! ending, one renewing, an unpaid invoice passing its due date moving its account to
+//! COLLECTION, another paid automatically, a bill cycle's run), a running clock advanced runs ahead of real time, and every bad input is a
 //! clear 400 (the clock only moves forward through an advance); a reset returns the clock to
 //! real time and removes the fault rules.
 
@@ -108,11 +108,14 @@ async fn a_frozen_clock_stamps_data_and_advancing_runs_the_transitions_in_order(
             )
         })
         .collect();
+    // Account 1 pays automatically: its invoice is paid on its due date; account 2's goes
+    // past due. The 1st is bill cycle 1's day (docs/billing-lifecycle.md).
     let expected = [
         ("agreement_service.ended", 2),
         ("agreement_service.renewed", 1),
-        ("invoice.past_due", 2),
+        ("invoice.autopaid", 2),
         ("invoice.past_due", 4),
+        ("bill_cycle.run", 1),
     ]
     .map(|(k, id)| (k.to_string(), id));
     assert_eq!(ran, expected, "{v}");
@@ -130,13 +133,15 @@ async fn a_frozen_clock_stamps_data_and_advancing_runs_the_transitions_in_order(
         "{renewed}"
     );
     assert_eq!(renewed["renewed"], true);
-    for account in ["1", "2"] {
+    for (account, status) in [("1", "ACTIVE"), ("2", "COLLECTION")] {
         let acc = a.get(&format!("billingAccounts/{account}")).await;
-        assert_eq!(attr(acc.el(), "status"), "COLLECTION", "account {account}");
+        assert_eq!(attr(acc.el(), "status"), status, "account {account}");
     }
     // Invoices keep their status (the platform has no overdue status).
-    let inv = a.get("invoices/2").await;
+    let inv = a.get("invoices/4").await;
     assert_eq!(attr(inv.el(), "status"), "OPEN");
+    let inv = a.get("invoices/2").await;
+    assert_eq!(attr(inv.el(), "status"), "CLOSED");
 
     // Nothing runs twice: advancing again finds nothing due before service 1's new end.
     let v = admin_json(

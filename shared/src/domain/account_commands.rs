@@ -9,11 +9,12 @@
 //! next invoice date to the new cycle's next billing day, never today.
 
 use super::accounts::status_of;
-use super::invoices::{create_invoice, NewInvoice};
+use super::billing::invoicing::{gather, issue, Issue, Prices, Window};
+use super::billing::next_cycle_day;
 use super::{insert, parse_opt_time, parse_time, require};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
-use chrono::{Datelike, NaiveDate, TimeZone};
+use chrono::{NaiveDate, TimeZone};
 use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
@@ -98,31 +99,27 @@ pub fn bill_on_demand(
         ));
     }
     let invoice_num = next_on_demand_number(tx, account_id, &account_num)?;
-    let id = create_invoice(
+    // The invoicing code the bill runs use, for all pending usage and nothing else.
+    let window = Window {
+        usage_until: None,
+        period: None,
+    };
+    let charges = gather(tx, account_id, &window, tz, &mut Prices::default())?;
+    issue(
         tx,
-        &NewInvoice {
-            id: None,
+        account_id,
+        &window,
+        &charges,
+        &Issue {
             invoice_num,
-            billing_account_id: account_id,
-            bill_batch_run_id: None,
-            invoice_type: Some("ON_DEMAND".into()),
-            amount: pending,
-            description: bill.description.clone(),
+            invoice_type: "ON_DEMAND",
             occurred_on: occurred,
-            due_date: Some(due),
-            status: None,
+            due_date: due,
+            bill_batch_run_id: None,
+            description: bill.description.clone(),
         },
         tz,
-    )?;
-    tx.execute(
-        "UPDATE invoices SET billed_pending_charges = ?1 WHERE id = ?2",
-        rusqlite::params![canonical(pending), id],
-    )?;
-    tx.execute(
-        "UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2",
-        rusqlite::params![canonical(Decimal::ZERO), account_id],
-    )?;
-    Ok(id)
+    )
 }
 
 /// The first free `<accountNum>-OD-<n>` (n counting the account's on-demand invoices), or
@@ -188,7 +185,7 @@ pub fn move_to_bill_cycle(
             "billing account {account_id} is already on bill cycle {bill_cycle_id}"
         )));
     }
-    let next = next_billing_day(today, day)
+    let next = next_cycle_day(today, day)
         .and_then(|d| tz.from_local_datetime(&d.and_hms_opt(0, 0, 0)?).earliest())
         .map(|t| crate::time::to_storage(t.with_timezone(&chrono::Utc)))
         .ok_or_else(|| Error::bad_request("the next billing day is out of range"))?;
@@ -197,44 +194,4 @@ pub fn move_to_bill_cycle(
         rusqlite::params![bill_cycle_id, next, account_id],
     )?;
     Ok(())
-}
-
-/// The first date after `today` whose day of month is `day` (1..=28, so every month has it).
-fn next_billing_day(today: NaiveDate, day: u32) -> Option<NaiveDate> {
-    let this_month = today.with_day(day)?;
-    if this_month > today {
-        return Some(this_month);
-    }
-    let (year, month) = if today.month() == 12 {
-        (today.year().checked_add(1)?, 1)
-    } else {
-        (today.year(), today.month() + 1)
-    };
-    NaiveDate::from_ymd_opt(year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn date(s: &str) -> NaiveDate {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn the_next_billing_day_is_after_today_across_a_year_end() {
-        for (today, day, next) in [
-            ("2026-11-10", 15, "2026-11-15"),
-            ("2026-11-15", 15, "2026-12-15"),
-            ("2026-11-20", 1, "2026-12-01"),
-            ("2026-12-20", 15, "2027-01-15"),
-            ("2026-01-31", 28, "2026-02-28"),
-        ] {
-            assert_eq!(
-                next_billing_day(date(today), day),
-                Some(date(next)),
-                "{today}"
-            );
-        }
-    }
 }

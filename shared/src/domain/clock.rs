@@ -16,9 +16,14 @@
 //! - An OPEN invoice with an amount to pay passing its `due_date` stays OPEN (the platform's
 //!   invoice statuses are PROCESSING, OPEN, CLOSED: there is no overdue status); its billing
 //!   account, when ACTIVE, moves to COLLECTION (the platform's dunning status; `resume` takes
-//!   it back to ACTIVE).
+//!   it back to ACTIVE). An account that pays automatically pays it instead
+//!   ([`super::billing::dues`]).
+//! - Bill cycles run on their day and bill batches on their invoice date
+//!   ([`super::billing::runs`]); the invoices they make fall due in their turn.
 //!
-//! Everything runs in the caller's one transaction, so an advance is all or nothing.
+//! Ties at one instant: agreement services, invoices due, cycle runs, bill batch runs.
+//! Everything runs in the caller's one transaction, so an advance is all or nothing. Each
+//! invoice a run makes counts toward [`MAX_TRANSITIONS`] like a transition.
 
 use crate::money::from_sql_text;
 use crate::time::{from_storage, to_storage};
@@ -41,18 +46,26 @@ pub const MAX_TRANSITIONS: usize = 10_000;
 pub struct Transition {
     /// When it happened (the tenant's offset).
     pub at: String,
-    /// `agreement_service.renewed`, `agreement_service.ended`, `invoice.past_due`.
+    /// `agreement_service.renewed`, `agreement_service.ended`, `invoice.past_due`,
+    /// `invoice.autopaid`, `account.collection_cleared`, `bill_cycle.run`, `bill_batch.run`.
     pub kind: &'static str,
-    /// The id of the agreement service or invoice.
+    /// The id of the agreement service, invoice, billing account, bill cycle or bill batch.
     pub id: i64,
     /// What changed, in words.
     pub detail: String,
 }
 
 /// A due transition: (stored instant, kind order, id).
-type Due = (String, u8, i64);
+pub type Due = (String, u8, i64);
+/// A transition that ran: (kind, id, detail).
+pub type Ran = (&'static str, i64, String);
 const SERVICE_END: u8 = 0;
-const INVOICE_DUE: u8 = 1;
+/// An invoice reaching its due date (id: the invoice).
+pub const INVOICE_DUE: u8 = 1;
+/// A bill cycle's run (id: the bill cycle).
+pub const BILL_CYCLE_RUN: u8 = 2;
+/// A bill batch's run on its invoice date (id: the bill batch).
+pub const BILL_BATCH_RUN: u8 = 3;
 
 /// Runs every transition due in `(from, to]` in order (see the module doc) and answers them.
 pub fn run_due(
@@ -86,19 +99,38 @@ pub fn run_due(
     })? {
         queue.insert(row?);
     }
+    drop((services, invoices));
+    super::billing::runs::enqueue(tx, from, to, tz, &mut queue)?;
     let mut done = Vec::new();
+    // Transitions run plus invoices made: what MAX_TRANSITIONS bounds.
+    let mut work = 0usize;
     while let Some(due) = queue.pop_first() {
-        if done.len() >= MAX_TRANSITIONS {
+        if work >= MAX_TRANSITIONS {
             return Err(Error::bad_request(format!(
                 "this advance runs more than {MAX_TRANSITIONS} transitions; advance in smaller steps"
             )));
         }
         let (at, kind, id) = due;
-        let ran = match kind {
-            SERVICE_END => end_service(tx, id, &at, tz, &to_s, &mut queue)?,
-            _ => invoice_due(tx, id, &at)?,
+        let ran: Vec<Ran> = match kind {
+            SERVICE_END => end_service(tx, id, &at, tz, &to_s, &mut queue)?
+                .map(|(k, d)| vec![(k, id, d)])
+                .unwrap_or_default(),
+            INVOICE_DUE => invoice_due(tx, id, &at, tz)?,
+            _ => {
+                use super::billing::runs::{run_batch, run_cycle};
+                let outcome = if kind == BILL_CYCLE_RUN {
+                    run_cycle(tx, id, &at, tz, &to_s, &mut queue)?
+                } else {
+                    run_batch(tx, id, &at, tz, &to_s, &mut queue)?
+                };
+                outcome.map_or_else(Vec::new, |o| {
+                    work = work.saturating_add(o.invoices);
+                    o.ran
+                })
+            }
         };
-        if let Some((kind, detail)) = ran {
+        work = work.saturating_add(ran.len());
+        for (kind, id, detail) in ran {
             done.push(Transition {
                 at: crate::time::render(&at, tz),
                 kind,
@@ -106,6 +138,11 @@ pub fn run_due(
                 detail,
             });
         }
+    }
+    if work > MAX_TRANSITIONS {
+        return Err(Error::bad_request(format!(
+            "this advance runs more than {MAX_TRANSITIONS} transitions; advance in smaller steps"
+        )));
     }
     Ok(done)
 }
@@ -238,9 +275,9 @@ fn end_service(
     )))
 }
 
-/// An invoice passing its due date `at` (module doc). `None` when it is no longer OPEN with
+/// An invoice passing its due date `at` (module doc). Nothing when it is no longer OPEN with
 /// an amount to pay, or no longer due then.
-fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str) -> Result<Option<(&'static str, String)>> {
+fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str, tz: Tz) -> Result<Vec<Ran>> {
     let row = tx
         .query_row(
             "SELECT status, due_date, amount_to_pay, billing_account_id FROM invoices WHERE id = ?1",
@@ -256,10 +293,13 @@ fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str) -> Result<Option<(&'stat
         )
         .optional()?;
     let Some((status, due, to_pay, account)) = row else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {
-        return Ok(None);
+        return Ok(Vec::new());
+    }
+    if let Some(paid) = super::billing::dues::autopay(tx, id, account, to_pay, at, tz)? {
+        return Ok(paid);
     }
     let moved = tx.execute(
         "UPDATE billing_accounts SET status = 'COLLECTION' WHERE id = ?1 AND status = 'ACTIVE'",
@@ -270,5 +310,5 @@ fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str) -> Result<Option<(&'stat
     } else {
         format!("unpaid past its due date: billing account {account} kept its status")
     };
-    Ok(Some(("invoice.past_due", detail)))
+    Ok(vec![("invoice.past_due", id, detail)])
 }

@@ -1,10 +1,11 @@
 //! Invoices: edits, and the rules of paying them down. An invoice takes payments (and
 //! credits) only while OPEN and only from its own account; a payment lowers its amount to
 //! pay and the account balance, and an invoice with nothing left to pay closes with a paid
-//! date. A new invoice ([`create_invoice`]) needs an unused invoice number and an existing
-//! account; an open one adds its amount to the account balance. Cancelling
-//! ([`cancel_invoice`]) takes an unpaid invoice off the balance and returns the pending
-//! charges a bill on demand had put on it.
+//! date (an account in COLLECTION with nothing overdue left is ACTIVE again). A new
+//! invoice ([`create_invoice`]) needs an unused invoice number and an existing account; an
+//! open one adds its amount to the account balance. Cancelling ([`cancel_invoice`]) takes an
+//! unpaid invoice off the balance and returns the pending usage charges a bill on demand or
+//! a bill run had put on it.
 
 use super::{check_enum, insert, parse_opt_time, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
@@ -162,6 +163,11 @@ pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
         rusqlite::params![canonical(Decimal::ZERO), at, id],
     )?;
     add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
+    // Its usage events are pending again, for the next run or bill on demand.
+    tx.execute(
+        "UPDATE usage_events SET invoice_id = NULL WHERE billing_account_id = ?1 AND invoice_id = ?2",
+        [invoice.account_id, id],
+    )?;
     if let Some(billed) = billed.as_deref().and_then(crate::money::parse_decimal) {
         let pending: String = tx.query_row(
             "SELECT pending_charges_total FROM billing_accounts WHERE id = ?1",
@@ -244,7 +250,8 @@ pub fn settle_invoice(
         "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
         rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
     )?;
-    add_to_balance(tx, invoice.account_id, -amount)
+    add_to_balance(tx, invoice.account_id, -amount)?;
+    super::billing::dues::clear_collection(tx, invoice.account_id, applied_on).map(drop)
 }
 
 /// An open invoice of `account_id` with its amount to pay: 404 when unknown, 400 when it

@@ -20,6 +20,7 @@ pub mod adjustments;
 pub mod agreements;
 pub mod bill_batch_membership;
 pub mod bill_batches;
+pub mod billing;
 
 pub mod calendars;
 pub mod catalog;

@@ -30,6 +30,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_usage_one_row",
         include_str!("migrations/0008_usage_one_row.sql"),
     ),
+    (
+        "0009_billing_lifecycle",
+        include_str!("migrations/0009_billing_lifecycle.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

@@ -1,0 +1,374 @@
+//! The invoicing code shared by `billOnDemand` and the runs of bill cycles and bill batches:
+//! what an account owes for a window ([`gather`]) and the invoice that bills it ([`issue`]).
+//!
+//! What a window bills (docs/billing-lifecycle.md):
+//! - usage: the account's pending charges, less those of live events not yet invoiced that
+//!   start at or after the window's end (they stay pending for a later run). Pending charges
+//!   with no event behind them (set by seed data) are billed with the first window.
+//! - recurring (runs only; billed in arrears): each RECURRING price in the account's
+//!   currency of each ACTIVE service, for the days of the period from its start (or from
+//!   what is already billed) to the run, prorated by days over the period's days. A service
+//!   that ended inside the period is billed to its end when its agreement has
+//!   `prorate_on_cancel`, else for the whole period.
+//! - one-time (runs only): the ONE_TIME prices in the account's currency of ACTIVE services
+//!   that started inside the window and were never billed, once.
+//!
+//! Invariants: an issued invoice marks what it billed (its events' `invoice_id`, the
+//! services' `one_time_billed_at`), records its usage as `billed_pending_charges` (so that a
+//! cancel gives it back) and lowers the pending total by exactly that amount.
+
+use crate::domain::invoices::{create_invoice, NewInvoice};
+use crate::money::{canonical, checked_add, from_sql_text};
+use crate::{Error, Result};
+use chrono::NaiveDate;
+use chrono_tz::Tz;
+use rusqlite::{params, OptionalExtension, Transaction};
+use rust_decimal::{Decimal, RoundingStrategy};
+use std::collections::HashMap;
+
+/// The recurring part of a run: the cycle period `[period_start, full_end)` (stored
+/// instants), billed from `billed_from` up to the run's date `period_end`.
+#[derive(Debug, Clone)]
+pub struct Period {
+    /// Start of the cycle period (the previous cycle day).
+    pub period_start: String,
+    /// End of the cycle period (the next cycle day): with the start, the proration's
+    /// denominator.
+    pub full_end: String,
+    /// The run's date: recurring prices are billed up to here.
+    pub period_end: String,
+    /// Recurring prices are billed from here (`period_start`, or later when a bill batch
+    /// billed part of the period already).
+    pub billed_from: String,
+}
+
+/// What to bill: usage starting before `usage_until` (all pending usage when `None`), and
+/// recurring and one-time prices when a period is given.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Usage events starting at or after this instant stay pending.
+    pub usage_until: Option<String>,
+    /// Recurring and one-time prices of this period (runs only).
+    pub period: Option<Period>,
+}
+
+/// What one account owes for a window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Charges {
+    /// Recurring prices, prorated.
+    pub recurring: Decimal,
+    /// One-time prices of newly started services.
+    pub one_time: Decimal,
+    /// Pending usage charges of the window.
+    pub usage: Decimal,
+    /// Services whose one-time prices are billed now.
+    one_time_services: Vec<i64>,
+}
+
+impl Charges {
+    /// The invoice amount (checked).
+    pub fn total(&self, account_id: i64) -> Result<Decimal> {
+        let what = format!("the invoice of billing account {account_id}");
+        checked_add(
+            checked_add(self.recurring, self.one_time, &what)?,
+            self.usage,
+            &what,
+        )
+    }
+
+    /// The parts in words, for descriptions and transitions.
+    pub fn summary(&self) -> String {
+        format!(
+            "recurring {}, one-time {}, usage {}",
+            canonical(self.recurring),
+            canonical(self.one_time),
+            canonical(self.usage)
+        )
+    }
+}
+
+/// Prices per (product, price type, currency), read once per run.
+#[derive(Debug, Default)]
+pub struct Prices(HashMap<(i64, &'static str, String), Decimal>);
+
+impl Prices {
+    fn sum(
+        &mut self,
+        tx: &Transaction<'_>,
+        product: i64,
+        kind: &'static str,
+        currency: &str,
+    ) -> Result<Decimal> {
+        let key = (product, kind, currency.to_string());
+        if let Some(found) = self.0.get(&key) {
+            return Ok(*found);
+        }
+        let mut stmt = tx.prepare_cached(
+            "SELECT amount FROM product_prices
+             WHERE product_id = ?1 AND product_price_type = ?2 AND currency_code = ?3",
+        )?;
+        let mut total = Decimal::ZERO;
+        for amount in stmt.query_map(params![product, kind, currency], |r| {
+            from_sql_text(r.get_ref(0)?).map_err(Into::into)
+        })? {
+            total = checked_add(total, amount?, &format!("the prices of product {product}"))?;
+        }
+        self.0.insert(key, total);
+        Ok(total)
+    }
+}
+
+/// What billing account `account_id` owes for `window` (see the module doc).
+pub fn gather(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    window: &Window,
+    tz: Tz,
+    prices: &mut Prices,
+) -> Result<Charges> {
+    let (pending, currency): (Decimal, String) = tx
+        .prepare_cached(
+            "SELECT pending_charges_total, currency_code FROM billing_accounts WHERE id = ?1",
+        )?
+        .query_row([account_id], |r| {
+            Ok((from_sql_text(r.get_ref(0)?)?, r.get(1)?))
+        })
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("billing account {account_id} does not exist")))?;
+    let mut charges = Charges {
+        usage: pending,
+        ..Charges::default()
+    };
+    if let Some(until) = &window.usage_until {
+        let later = unbilled_usage(tx, account_id, until)?;
+        charges.usage = checked_add(pending, -later, "the pending charges of the window")?;
+    }
+    if let Some(period) = &window.period {
+        bill_services(tx, account_id, &currency, period, tz, prices, &mut charges)?;
+    }
+    Ok(charges)
+}
+
+/// Charges of live usage events of the account, not yet invoiced, starting at or after
+/// `from`.
+fn unbilled_usage(tx: &Transaction<'_>, account_id: i64, from: &str) -> Result<Decimal> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT total_charge FROM usage_events
+         WHERE billing_account_id = ?1 AND voided = 0 AND invoice_id IS NULL AND start_time >= ?2",
+    )?;
+    let mut total = Decimal::ZERO;
+    for charge in stmt.query_map(params![account_id, from], |r| {
+        from_sql_text(r.get_ref(0)?).map_err(Into::into)
+    })? {
+        total = checked_add(total, charge?, "the pending charges after the window")?;
+    }
+    Ok(total)
+}
+
+/// A service as the recurring and one-time rules see it.
+struct Service {
+    id: i64,
+    product_id: i64,
+    status: String,
+    start: String,
+    end: Option<String>,
+    prorate_on_cancel: bool,
+    one_time_billed: bool,
+}
+
+fn bill_services(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    currency: &str,
+    period: &Period,
+    tz: Tz,
+    prices: &mut Prices,
+    charges: &mut Charges,
+) -> Result<()> {
+    // The end of a service that is no longer ACTIVE: the latest end of its ended agreement
+    // services (the clock ends them at their end date), else its own end date. (An ACTIVE
+    // service's end date is its term's end, which a renewal moves: it bills on.)
+    let mut stmt = tx.prepare_cached(
+        "SELECT s.id, s.product_id, s.status, s.start_date,
+                COALESCE((SELECT MAX(x.end_date) FROM agreement_services x
+                          WHERE x.service_id = s.id AND x.status = 'DEACTIVATED'), s.end_date),
+                COALESCE((SELECT MAX(a.prorate_on_cancel) FROM agreement_services x
+                          JOIN agreements a ON a.id = x.agreement_id WHERE x.service_id = s.id), 0),
+                s.one_time_billed_at IS NOT NULL
+         FROM services s WHERE s.billing_account_id = ?1 ORDER BY s.id",
+    )?;
+    let services = stmt
+        .query_map([account_id], |r| {
+            Ok(Service {
+                id: r.get(0)?,
+                product_id: r.get(1)?,
+                status: r.get(2)?,
+                start: r.get(3)?,
+                end: r.get(4)?,
+                prorate_on_cancel: r.get(5)?,
+                one_time_billed: r.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let period_days = days_between(&period.period_start, &period.full_end, tz)?;
+    for s in services {
+        let recurring = prices.sum(tx, s.product_id, "RECURRING", currency)?;
+        if !recurring.is_zero() {
+            if let Some((from, to)) = recurring_span(&s, period) {
+                let days = days_between(&from, &to, tz)?;
+                let part = prorate(recurring, days, period_days).ok_or_else(|| {
+                    Error::bad_request(format!("service {}: recurring charge out of range", s.id))
+                })?;
+                charges.recurring = checked_add(charges.recurring, part, "the recurring charges")?;
+            }
+        }
+        let started_now = s.start >= period.billed_from && s.start < period.period_end;
+        if started_now && s.status == "ACTIVE" && !s.one_time_billed {
+            let one_time = prices.sum(tx, s.product_id, "ONE_TIME", currency)?;
+            charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
+            charges.one_time_services.push(s.id);
+        }
+    }
+    Ok(())
+}
+
+/// The part of the period a service's recurring prices are billed for, if any (module doc).
+fn recurring_span(s: &Service, period: &Period) -> Option<(String, String)> {
+    let from = s.start.clone().max(period.billed_from.clone());
+    let end = match s.status.as_str() {
+        "ACTIVE" => period.period_end.clone(),
+        // Ended inside the period: to its end when prorated on cancel, else the whole period.
+        _ => match &s.end {
+            Some(end) if *end > period.billed_from && *end <= period.period_end => {
+                if s.prorate_on_cancel {
+                    end.clone()
+                } else {
+                    period.period_end.clone()
+                }
+            }
+            _ => return None,
+        },
+    };
+    (from < end).then_some((from, end))
+}
+
+/// Whole local days from stored instant `from` to `to` (at least 0).
+fn days_between(from: &str, to: &str, tz: Tz) -> Result<i64> {
+    let date = |s: &str| -> Result<NaiveDate> {
+        crate::time::from_storage(s)
+            .map(|t| super::local_date(t, tz))
+            .ok_or_else(|| Error::Internal(format!("stored instant {s:?}")))
+    };
+    Ok((date(to)? - date(from)?).num_days().max(0))
+}
+
+/// `price` × `days` / `period_days`, to cents (half away from zero); the whole price for a
+/// whole period.
+pub fn prorate(price: Decimal, days: i64, period_days: i64) -> Option<Decimal> {
+    if days >= period_days || period_days <= 0 {
+        return Some(price);
+    }
+    price
+        .checked_mul(Decimal::from(days))?
+        .checked_div(Decimal::from(period_days))
+        .map(|d| d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
+}
+
+/// The invoice to make from a window's charges.
+#[derive(Debug, Clone)]
+pub struct Issue {
+    /// Its number (unused).
+    pub invoice_num: String,
+    /// Its type (STANDARD for runs, ON_DEMAND for `billOnDemand`).
+    pub invoice_type: &'static str,
+    /// Its date (stored instant).
+    pub occurred_on: String,
+    /// Its due date (stored instant).
+    pub due_date: String,
+    /// The bill batch run that makes it.
+    pub bill_batch_run_id: Option<i64>,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// Makes the OPEN invoice of `charges` for billing account `account_id` and marks what it
+/// billed (module doc); answers its id.
+pub fn issue(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    window: &Window,
+    charges: &Charges,
+    invoice: &Issue,
+    tz: Tz,
+) -> Result<i64> {
+    let amount = charges.total(account_id)?;
+    let id = create_invoice(
+        tx,
+        &NewInvoice {
+            id: None,
+            invoice_num: invoice.invoice_num.clone(),
+            billing_account_id: account_id,
+            bill_batch_run_id: invoice.bill_batch_run_id,
+            invoice_type: Some(invoice.invoice_type.into()),
+            amount,
+            description: invoice.description.clone(),
+            occurred_on: invoice.occurred_on.clone(),
+            due_date: Some(invoice.due_date.clone()),
+            status: None,
+        },
+        tz,
+    )?;
+    tx.prepare_cached("UPDATE invoices SET billed_pending_charges = ?1 WHERE id = ?2")?
+        .execute(params![canonical(charges.usage), id])?;
+    let marked = "UPDATE usage_events SET invoice_id = ?1
+                  WHERE billing_account_id = ?2 AND voided = 0 AND invoice_id IS NULL";
+    match &window.usage_until {
+        Some(until) => tx
+            .prepare_cached(&format!("{marked} AND start_time < ?3"))?
+            .execute(params![id, account_id, until])?,
+        None => tx
+            .prepare_cached(marked)?
+            .execute(params![id, account_id])?,
+    };
+    let pending: Decimal = tx
+        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
+        .query_row([account_id], |r| {
+            from_sql_text(r.get_ref(0)?).map_err(Into::into)
+        })?;
+    let left = checked_add(
+        pending,
+        -charges.usage,
+        &format!("the pending charges of billing account {account_id}"),
+    )?;
+    tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
+        .execute(params![canonical(left), account_id])?;
+    mark_one_time_billed(tx, charges, &invoice.occurred_on)?;
+    Ok(id)
+}
+
+/// Records that the one-time prices of `charges` are billed (also when nothing was invoiced
+/// because the run's total was zero: they were billed at zero).
+pub fn mark_one_time_billed(tx: &Transaction<'_>, charges: &Charges, at: &str) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE services SET one_time_billed_at = ?1 WHERE id = ?2 AND one_time_billed_at IS NULL",
+    )?;
+    for service in &charges.one_time_services {
+        stmt.execute(params![at, service])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::testing::dec;
+
+    #[test]
+    fn a_partial_period_is_prorated_by_days_to_cents() {
+        assert_eq!(prorate(dec("49"), 30, 30), Some(dec("49")));
+        assert_eq!(prorate(dec("49"), 31, 30), Some(dec("49")));
+        assert_eq!(prorate(dec("49"), 15, 30), Some(dec("24.50")));
+        assert_eq!(prorate(dec("49"), 10, 31), Some(dec("15.81")));
+        assert_eq!(prorate(dec("10"), 0, 30), Some(dec("0")));
+    }
+}

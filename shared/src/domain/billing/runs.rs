@@ -1,0 +1,556 @@
+//! Bill runs driven by the clock: the run of a bill cycle on its day, and the run of a bill
+//! batch on its `invoice_date` (docs/billing-lifecycle.md).
+//!
+//! A cycle run at instant D bills, one invoice each, the accounts of the cycle whose next
+//! invoice date is D or earlier (or, with none set, every one when D is the cycle's day):
+//! ACTIVE and COLLECTION ones (dunning does not stop billing), and FINAL_BILL ones, which
+//! close after this last invoice. SUSPENDED, PENDING, DEACTIVATED and CLOSED accounts are
+//! skipped and keep their dates. Billed accounts move their next invoice date to the next
+//! cycle day. The run is recorded as a run of the cycle's own bill batch (made on its first
+//! run, bill batch type `on-demand monthly`, auto-approved) and as an action of type
+//! `bill-cycle-run` of the cycle.
+//!
+//! A bill batch of the tenant (not a cycle's) with an `invoice_date` runs once when the
+//! clock passes that date: it bills its accounts (with none listed, every account in its
+//! currency) up to that date, the same way, without moving their next invoice dates. Its run
+//! closes when the batch has `auto_approve`, else it stays OPEN at its APPROVE step.
+//!
+//! A run's steps: INVOICE (the invoices are made, OPEN), then APPROVE: `COMPLETE` and the
+//! run CLOSED when approved automatically, `WAITING` with the run OPEN otherwise. The
+//! invoices are OPEN either way (nothing in the interfaces approves a run).
+//!
+//! Invariants: an account is billed at most once per run; an account with nothing to bill
+//! gets no invoice (the platform makes none at zero); invoice numbers continue the tenant's
+//! `INV-nnnn` series.
+
+use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
+use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
+use crate::domain::actions::{create_action, NewAction, NewOperation};
+use crate::domain::bill_batches::{create_bill_batch, NewBillBatch};
+use crate::domain::clock::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
+use crate::domain::insert;
+use crate::money::{canonical, checked_add};
+use crate::time::{from_storage, to_storage};
+use crate::{Error, Result};
+use chrono::{DateTime, Months, TimeZone, Timelike, Utc};
+use chrono_tz::Tz;
+use rusqlite::{params, OptionalExtension, Transaction};
+use rust_decimal::Decimal;
+use std::collections::BTreeSet;
+
+/// Account statuses a run bills.
+const BILLED: &str = "'ACTIVE', 'COLLECTION', 'FINAL_BILL'";
+
+/// Queues the cycle runs and bill batch runs due in `(from, to]`.
+pub fn enqueue(
+    tx: &Transaction<'_>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    tz: Tz,
+    queue: &mut BTreeSet<Due>,
+) -> Result<()> {
+    let (from_s, to_s) = (to_storage(from), to_storage(to));
+    let mut cycles = tx.prepare("SELECT id, day_of_month FROM bill_cycles")?;
+    for row in cycles.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)))? {
+        let (cycle, day) = row?;
+        for at in super::cycle_days_between(from, to, day, tz) {
+            queue.insert((to_storage(at), BILL_CYCLE_RUN, cycle));
+        }
+    }
+    // Accounts whose next invoice date is set off their cycle's day run on it.
+    let mut dated = tx.prepare(&format!(
+        "SELECT DISTINCT next_invoice_date, bill_cycle_id FROM billing_accounts
+         WHERE next_invoice_date > ?1 AND next_invoice_date <= ?2
+           AND bill_cycle_id IS NOT NULL AND status IN ({BILLED})"
+    ))?;
+    for row in dated.query_map([&from_s, &to_s], |r| {
+        Ok((r.get(0)?, BILL_CYCLE_RUN, r.get(1)?))
+    })? {
+        queue.insert(row?);
+    }
+    let mut batches = tx.prepare(
+        "SELECT invoice_date, id FROM bill_batches
+         WHERE invoice_date > ?1 AND invoice_date <= ?2 AND status = 'ACTIVE'
+           AND bill_cycle_id IS NULL",
+    )?;
+    for row in batches.query_map([&from_s, &to_s], |r| {
+        Ok((r.get(0)?, BILL_BATCH_RUN, r.get(1)?))
+    })? {
+        queue.insert(row?);
+    }
+    Ok(())
+}
+
+/// An account a run bills.
+struct Account {
+    id: i64,
+    status: String,
+    billed_through: Option<String>,
+    cycle_day: Option<u32>,
+}
+
+/// What a run did.
+pub struct RunOutcome {
+    /// The transitions to report.
+    pub ran: Vec<Ran>,
+    /// Invoices made (each counts toward the advance's bound).
+    pub invoices: usize,
+}
+
+/// How a run records itself and dates its invoices.
+struct RunSpec<'a> {
+    batch_id: i64,
+    run_type: String,
+    auto_approve: bool,
+    at: &'a str,
+    /// The batch's own due date (used instead of the payment term).
+    due_date: Option<String>,
+    label: String,
+}
+
+/// Runs bill cycle `cycle_id` at the stored instant `at` (module doc). `None` when it has no
+/// account to bill then.
+pub fn run_cycle(
+    tx: &Transaction<'_>,
+    cycle_id: i64,
+    at: &str,
+    tz: Tz,
+    to: &str,
+    queue: &mut BTreeSet<Due>,
+) -> Result<Option<RunOutcome>> {
+    let Some((name, day)) = tx
+        .query_row(
+            "SELECT name, day_of_month FROM bill_cycles WHERE id = ?1",
+            [cycle_id],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)),
+        )
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let instant = instant(at)?;
+    let local = instant.with_timezone(&tz);
+    let cycle_day = super::day_in_month(local.date_naive(), day) == Some(local.date_naive())
+        && local.num_seconds_from_midnight() == 0;
+    let mut stmt = tx.prepare(&format!(
+        "SELECT id, status, billed_through FROM billing_accounts
+         WHERE bill_cycle_id = ?1 AND status IN ({BILLED})
+           AND (next_invoice_date <= ?2 OR (next_invoice_date IS NULL AND ?3))
+         ORDER BY id"
+    ))?;
+    let accounts = stmt
+        .query_map(params![cycle_id, at, cycle_day], |r| {
+            Ok(Account {
+                id: r.get(0)?,
+                status: r.get(1)?,
+                billed_through: r.get(2)?,
+                cycle_day: Some(day),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if accounts.is_empty() {
+        return Ok(None);
+    }
+    let batch_id = cycle_batch(tx, cycle_id, &name, tz)?;
+    let spec = RunSpec {
+        batch_id,
+        run_type: "BILL_CYCLE".into(),
+        auto_approve: true,
+        at,
+        due_date: None,
+        label: format!("bill cycle {cycle_id} ({name})"),
+    };
+    let outcome = run(tx, &spec, &accounts, true, tz, to, queue)?;
+    let action = create_action(
+        tx,
+        &NewAction {
+            id: None,
+            name: "BillCycleRun".into(),
+            enabled: true,
+            friendly_name: Some(format!(
+                "Bill cycle run of {name} on {}",
+                local.date_naive()
+            )),
+            supports_approval: false,
+            action_type: "bill-cycle-run".into(),
+            product_id: None,
+            agreement_id: None,
+            bill_cycle_id: Some(cycle_id),
+            operations: vec![NewOperation {
+                operation_type: "INVOICE".into(),
+                name: outcome.detail.clone(),
+                enabled: true,
+            }],
+        },
+    )?;
+    Ok(Some(RunOutcome {
+        ran: vec![(
+            "bill_cycle.run",
+            cycle_id,
+            format!("{}; action {action}", outcome.detail),
+        )],
+        invoices: outcome.invoices,
+    }))
+}
+
+/// Runs bill batch `batch_id` on its invoice date `at` (module doc). `None` when it no
+/// longer runs then (changed, not ACTIVE, a cycle's batch, or already run for that date).
+pub fn run_batch(
+    tx: &Transaction<'_>,
+    batch_id: i64,
+    at: &str,
+    tz: Tz,
+    to: &str,
+    queue: &mut BTreeSet<Due>,
+) -> Result<Option<RunOutcome>> {
+    type Row = (
+        String,
+        String,
+        bool,
+        bool,
+        Option<String>,
+        String,
+        Option<String>,
+    );
+    let row: Option<Row> = tx
+        .query_row(
+            "SELECT name, bill_batch_type, auto_approve, use_payment_term, invoice_due_date,
+                    currency_code, invoice_date
+             FROM bill_batches
+             WHERE id = ?1 AND status = 'ACTIVE' AND bill_cycle_id IS NULL",
+            [batch_id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((name, kind, auto_approve, use_term, due, currency, invoice_date)) = row else {
+        return Ok(None);
+    };
+    let already = tx
+        .prepare("SELECT 1 FROM bill_batch_runs WHERE bill_batch_id = ?1 AND invoice_date = ?2")?
+        .exists(params![batch_id, at])?;
+    if invoice_date.as_deref() != Some(at) || already {
+        return Ok(None);
+    }
+    let members: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM bill_batch_accounts WHERE bill_batch_id = ?1",
+        [batch_id],
+        |r| r.get(0),
+    )?;
+    let select = format!(
+        "SELECT a.id, a.status, a.billed_through, c.day_of_month FROM billing_accounts a
+         LEFT JOIN bill_cycles c ON c.id = a.bill_cycle_id
+         WHERE a.status IN ({BILLED}) AND {} ORDER BY a.id",
+        if members > 0 {
+            "a.id IN (SELECT billing_account_id FROM bill_batch_accounts WHERE bill_batch_id = ?1)
+             AND ?2 IS NOT NULL"
+        } else {
+            "a.currency_code = ?2 AND ?1 IS NOT NULL"
+        }
+    );
+    let mut stmt = tx.prepare(&select)?;
+    let accounts = stmt
+        .query_map(params![batch_id, currency], |r| {
+            Ok(Account {
+                id: r.get(0)?,
+                status: r.get(1)?,
+                billed_through: r.get(2)?,
+                cycle_day: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let spec = RunSpec {
+        batch_id,
+        run_type: kind.to_uppercase().replace([' ', '-'], "_"),
+        auto_approve,
+        at,
+        due_date: due.filter(|_| !use_term),
+        label: format!("bill batch {batch_id} ({name})"),
+    };
+    let outcome = run(tx, &spec, &accounts, false, tz, to, queue)?;
+    Ok(Some(RunOutcome {
+        ran: vec![("bill_batch.run", batch_id, outcome.detail)],
+        invoices: outcome.invoices,
+    }))
+}
+
+struct Made {
+    detail: String,
+    invoices: usize,
+}
+
+/// Bills `accounts` at `spec.at` as one run of `spec.batch_id`; `cycle` says whether this is
+/// their cycle's run (which moves their next invoice dates and closes FINAL_BILL accounts).
+fn run(
+    tx: &Transaction<'_>,
+    spec: &RunSpec<'_>,
+    accounts: &[Account],
+    cycle: bool,
+    tz: Tz,
+    to: &str,
+    queue: &mut BTreeSet<Due>,
+) -> Result<Made> {
+    let at = spec.at;
+    let instant = instant(at)?;
+    let today = local_date(instant, tz);
+    let due = match &spec.due_date {
+        Some(d) => d.clone(),
+        None => payment_due(instant, tz)?,
+    };
+    let sequence: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(sequence), 0) + 1 FROM bill_batch_runs WHERE bill_batch_id = ?1",
+        [spec.batch_id],
+        |r| r.get(0),
+    )?;
+    let run_id = insert(
+        tx,
+        "bill_batch_runs",
+        &[
+            ("bill_batch_id", &spec.batch_id),
+            ("bill_run_type", &spec.run_type),
+            ("sequence", &sequence),
+            ("step", &"INVOICE"),
+            ("step_status", &"RUNNING"),
+            ("status", &"OPEN"),
+            ("status_date", &at),
+            ("open_date", &at),
+            ("scheduled_run_date", &at),
+            ("invoice_date", &at),
+            ("invoice_due_date", &due),
+            ("use_payment_term", &spec.due_date.is_none()),
+        ],
+    )?;
+    let mut numbers = InvoiceNumbers::read(tx)?;
+    let mut prices = Prices::default();
+    let mut made: Vec<String> = Vec::new();
+    let mut total = Decimal::ZERO;
+    let mut closed = 0usize;
+    for account in accounts {
+        // The cycle period the run falls in: a cycle's run closes the month before it; a
+        // batch's run falls inside its account's current cycle period.
+        let (start_date, end_date) = match account.cycle_day {
+            Some(day) if !cycle => {
+                let start = previous_cycle_day(today, day);
+                (start, start.and_then(|s| next_cycle_day(s, day)))
+            }
+            _ => (today.checked_sub_months(Months::new(1)), Some(today)),
+        };
+        let midnight = |d: Option<chrono::NaiveDate>| {
+            d.and_then(|d| local_midnight(d, tz))
+                .map(to_storage)
+                .ok_or_else(|| {
+                    Error::bad_request(format!("{}: the period is out of range", spec.label))
+                })
+        };
+        let (period_start, full_end) = (midnight(start_date)?, midnight(end_date)?);
+        // A cycle's run closes its period at its instant (a next invoice date off the day).
+        let full_end = if cycle { at.to_string() } else { full_end };
+        let billed_from = match &account.billed_through {
+            Some(b) if *b > period_start => b.clone().min(at.to_string()),
+            _ => period_start.clone(),
+        };
+        let window = Window {
+            usage_until: Some(at.to_string()),
+            period: Some(Period {
+                period_start: period_start.clone(),
+                full_end,
+                period_end: at.to_string(),
+                billed_from: billed_from.clone(),
+            }),
+        };
+        let charges = gather(tx, account.id, &window, tz, &mut prices)?;
+        let amount = charges.total(account.id)?;
+        if amount > Decimal::ZERO {
+            let number = numbers.next(tx)?;
+            let description = format!(
+                "{}, {} to {}: {}",
+                spec.label,
+                local_date(instant_or(&billed_from, instant), tz),
+                today,
+                charges.summary()
+            );
+            let invoice = issue(
+                tx,
+                account.id,
+                &window,
+                &charges,
+                &Issue {
+                    invoice_num: number.clone(),
+                    invoice_type: "STANDARD",
+                    occurred_on: at.to_string(),
+                    due_date: due.clone(),
+                    bill_batch_run_id: Some(run_id),
+                    description: Some(description),
+                },
+                tz,
+            )?;
+            if due.as_str() <= to {
+                queue.insert((due.clone(), INVOICE_DUE, invoice));
+            }
+            total = checked_add(total, amount, "the run's total")?;
+            made.push(number);
+        } else {
+            mark_one_time_billed(tx, &charges, at)?;
+        }
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) VALUES (?1, ?2)",
+        )?
+        .execute(params![spec.batch_id, account.id])?;
+        let through = "UPDATE billing_accounts SET billed_through = ?1 WHERE id = ?2";
+        tx.prepare_cached(through)?
+            .execute(params![at, account.id])?;
+        if cycle {
+            if account.status == "FINAL_BILL" {
+                tx.prepare_cached(
+                    "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
+                )?
+                .execute([account.id])?;
+                closed += 1;
+            } else if let Some(day) = account.cycle_day {
+                let next = next_cycle_day(today, day)
+                    .and_then(|d| local_midnight(d, tz))
+                    .map(to_storage);
+                tx.prepare_cached(
+                    "UPDATE billing_accounts SET next_invoice_date = ?1 WHERE id = ?2",
+                )?
+                .execute(params![next, account.id])?;
+            }
+        }
+    }
+    let (step_status, status, close) = if spec.auto_approve {
+        ("COMPLETE", "CLOSED", Some(at))
+    } else {
+        ("WAITING", "OPEN", None)
+    };
+    tx.execute(
+        "UPDATE bill_batch_runs SET step = 'APPROVE', step_status = ?1, status = ?2,
+             close_date = ?3, processed_invoice_count = ?4
+         WHERE id = ?5",
+        params![step_status, status, close, made.len() as i64, run_id],
+    )?;
+    let numbers = match (made.first(), made.last()) {
+        (Some(a), Some(b)) if a != b => format!(" ({a} to {b})"),
+        (Some(a), _) => format!(" ({a})"),
+        _ => String::new(),
+    };
+    let mut detail = format!(
+        "{}: {} accounts billed, {} invoices{numbers} totalling {}; run {run_id} of bill batch {} {status}",
+        spec.label,
+        accounts.len(),
+        made.len(),
+        canonical(total),
+        spec.batch_id
+    );
+    if closed > 0 {
+        detail.push_str(&format!("; {closed} FINAL_BILL accounts CLOSED"));
+    }
+    Ok(Made {
+        detail,
+        invoices: made.len(),
+    })
+}
+
+/// The due date of an invoice dated `at`: the default payment term later, same local time.
+pub fn payment_due(at: DateTime<Utc>, tz: Tz) -> Result<String> {
+    let local = at.with_timezone(&tz).naive_local();
+    local
+        .checked_add_days(chrono::Days::new(super::DEFAULT_PAYMENT_TERM_DAYS))
+        .and_then(|d| tz.from_local_datetime(&d).earliest())
+        .map(|t| to_storage(t.with_timezone(&Utc)))
+        .ok_or_else(|| Error::bad_request("the invoice's due date is out of range"))
+}
+
+fn instant(at: &str) -> Result<DateTime<Utc>> {
+    from_storage(at).ok_or_else(|| Error::Internal(format!("stored instant {at:?}")))
+}
+
+fn instant_or(at: &str, fallback: DateTime<Utc>) -> DateTime<Utc> {
+    from_storage(at).unwrap_or(fallback)
+}
+
+/// The bill batch holding bill cycle `cycle_id`'s runs, made on its first run.
+fn cycle_batch(tx: &Transaction<'_>, cycle_id: i64, name: &str, tz: Tz) -> Result<i64> {
+    let found = tx
+        .query_row(
+            "SELECT id FROM bill_batches WHERE bill_cycle_id = ?1 ORDER BY id LIMIT 1",
+            [cycle_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = found {
+        return Ok(id);
+    }
+    let id = create_bill_batch(
+        tx,
+        &NewBillBatch {
+            id: None,
+            bill_batch_type: "on-demand monthly".into(),
+            name: format!("Bill cycle {cycle_id}: {name}"),
+            description: Some(format!(
+                "The runs of bill cycle {cycle_id} ({name}), made by the tenant's clock"
+            )),
+            end_date: None,
+            auto_approve: true,
+            use_payment_term: true,
+            internal_render: false,
+            currency_code: None,
+            status: None,
+            billing_account_category_id: None,
+            invoice_date: None,
+            invoice_due_date: None,
+            billing_account_ids: Vec::new(),
+        },
+        tz,
+    )?;
+    tx.execute(
+        "UPDATE bill_batches SET bill_cycle_id = ?1 WHERE id = ?2",
+        [cycle_id, id],
+    )?;
+    Ok(id)
+}
+
+/// The tenant's invoice number series `INV-nnnn` (at least four digits), continued from
+/// its highest number; numbers taken by hand are skipped.
+struct InvoiceNumbers {
+    next: u64,
+}
+
+impl InvoiceNumbers {
+    fn read(tx: &Transaction<'_>) -> Result<InvoiceNumbers> {
+        let mut stmt =
+            tx.prepare("SELECT invoice_num FROM invoices WHERE invoice_num GLOB 'INV-[0-9]*'")?;
+        let mut highest = 0u64;
+        for num in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            if let Ok(n) = num?["INV-".len()..].parse::<u64>() {
+                highest = highest.max(n);
+            }
+        }
+        Ok(InvoiceNumbers {
+            next: highest.saturating_add(1),
+        })
+    }
+
+    fn next(&mut self, tx: &Transaction<'_>) -> Result<String> {
+        let mut taken = tx.prepare_cached("SELECT 1 FROM invoices WHERE invoice_num = ?1")?;
+        for _ in 0..1000 {
+            let candidate = format!("INV-{:04}", self.next);
+            self.next = self.next.saturating_add(1);
+            if !taken.exists([&candidate])? {
+                return Ok(candidate);
+            }
+        }
+        Err(Error::conflict("no free invoice number in the INV- series"))
+    }
+}
+
+#[cfg(test)]
+mod tests;
