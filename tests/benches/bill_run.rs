@@ -30,12 +30,12 @@ async fn server() -> TestServer {
 /// 1,000 accounts with a compute service each, made through the domain's create functions
 /// in the tenant's database (no surface creates services).
 async fn populate(s: &TestServer, t: &TestTenant) {
-    let tenant = s
-        .state
-        .tenant_by_api_key(&t.api_key)
-        .await
-        .expect("tenant")
-        .expect("open");
+    let credential = shared::web::Credential::ApiKey(t.api_key.clone());
+    let Some(shared::web::Identity::Tenant(tenant)) =
+        s.state.identify(&credential).await.expect("identify")
+    else {
+        panic!("the bench tenant's key opens no tenant");
+    };
     let tz = tenant.tz;
     tenant
         .db

@@ -361,7 +361,7 @@ pub fn mark_one_time_billed(tx: &Transaction<'_>, charges: &Charges, at: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::testing::dec;
+    use crate::testing::dec;
 
     #[test]
     fn a_partial_period_is_prorated_by_days_to_cents() {

@@ -5,8 +5,8 @@
 //! domain::usage; here only what a run does with them matters).
 
 use crate::domain::clock::{run_due, Transition};
-use crate::domain::testing::{db, dec};
 use crate::money::from_sql_text;
+use crate::testing::{db, dec};
 use chrono_tz::Tz;
 use rusqlite::{Connection, Transaction};
 use rust_decimal::Decimal;
