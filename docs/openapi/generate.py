@@ -1030,9 +1030,11 @@ def powers_schemas():
         description="One request as served; credentials and secrets redacted.")
     return {
         "Clock": obj(clock_props, required=("mode", "now")),
-        "SetClock": obj({"mode": null({"type": "string", "enum": ["real", "frozen"]}),
-                         "frozen_at": null(STR)}, required=(), extra=False,
-                        description='{"frozen_at": date-time}, {"mode": "frozen"} or {"mode": "real"}'),
+        "SetClock": obj({"mode": null({"type": "string", "enum": ["real", "frozen", "offset"]}),
+                         "frozen_at": null(STR), "offset_seconds": null(INT64)},
+                        required=(), extra=False,
+                        description='{"frozen_at": date-time}, {"mode": "frozen"}, '
+                                    '{"offset_seconds": N} or {"mode": "real"}'),
         "AdvanceClock": obj({"seconds": null({"type": "integer", "minimum": 1,
                                               "maximum": 315360000}),
                              "to": null(STR)}, required=(), extra=False,
@@ -1095,6 +1097,10 @@ def admin_doc():
     create = obj({
         "name": {"type": "string", "minLength": 1},
         "seed": {"type": "string", "enum": ["demo", "empty"], "default": "demo"},
+        "fixtures": {"type": "object", "description":
+                     "The tenant's own fixture document instead of a seed (docs/fixtures.md); "
+                     "a refusal names its JSON path and creates no tenant"},
+        "clock": ref("SetClock"),
         "time_zone": {"type": "string", "default": "UTC", "description": "IANA time zone"},
         "from": ref("ForkFrom"),
     }, required=("name",), extra=False)

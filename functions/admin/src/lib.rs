@@ -4,6 +4,7 @@
 //! [`powers`] adds a tenant's test clock, fault rules and request journal.
 
 pub mod console;
+pub mod fixtures;
 pub mod powers;
 
 use axum::body::Bytes;
@@ -59,6 +60,7 @@ pub fn routes() -> Router<AppState> {
             post(reset_tenant),
         )
         .merge(powers::routes())
+        .merge(fixtures::routes())
         .merge(console::routes())
 }
 

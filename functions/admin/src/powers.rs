@@ -35,7 +35,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The registered tenant `id`, opened (404 when unknown or deleted).
-async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
+pub(crate) async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
     let record = shared::tenants::get(&app.store, id).await?;
     app.tenant(record)
         .await?

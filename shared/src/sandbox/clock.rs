@@ -144,14 +144,17 @@ impl Setting {
                 ))
             }
             (Some(m @ ("real" | "frozen" | "offset")), _, _) => {
+                let given: Vec<&str> = [
+                    ("frozen_at", self.frozen_at.is_some()),
+                    ("offset_seconds", self.offset_seconds.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, set)| set.then_some(name))
+                .collect();
                 return Err(Error::bad_request(format!(
-                    "mode {m} goes with {}",
-                    match m {
-                        "real" => "no other member",
-                        "frozen" => "frozen_at alone (or nothing: freeze now)",
-                        _ => "offset_seconds alone",
-                    }
-                )))
+                    "{} does not go with mode {m} (real: nothing else; frozen: frozen_at or nothing; offset: offset_seconds)",
+                    if given.is_empty() { "nothing".to_string() } else { given.join(" and ") }
+                )));
             }
             (None, _, _) => {
                 return Err(Error::bad_request(

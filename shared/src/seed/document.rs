@@ -87,9 +87,18 @@ fn resolve(v: &mut Value, path: &mut String, date: bool, now: DateTime<Utc>, tz:
 /// `e` as a refusal of the record at `path`: a client error's message is prefixed with the
 /// path (joined with a `.` when the message starts with a field name, as the domain's do:
 /// `services[3]` + `product_id: no product 9` is `services[3].product_id: no product 9`).
-/// Server-side errors pass unchanged.
+/// A duplicate (a unique constraint) is a 400 too; other server-side errors pass unchanged.
 pub fn at(path: String) -> impl FnOnce(Error) -> Error {
     move |e| match e {
+        // `domain::require`'s "product 9 does not exist": the reference at fault is the
+        // record's `product_id` (every reference field is named `<kind>_id`).
+        Error::NotFound(m) if missing_reference(&m).is_some() => {
+            let (what, id) = missing_reference(&m).unwrap_or_default();
+            Error::BadRequest(format!(
+                "{path}.{}_id: no {what} {id}",
+                what.replace(' ', "_")
+            ))
+        }
         Error::BadRequest(m)
         | Error::NotFound(m)
         | Error::Conflict(m)
@@ -104,8 +113,24 @@ pub fn at(path: String) -> impl FnOnce(Error) -> Error {
                 None => format!("{path}: {m}"),
             })
         }
+        // A record that collides with one already written (a duplicate id, or a unique
+        // number) is the document's fault, not the server's: SQLite's constraint text names
+        // the table and column.
+        Error::Internal(m) if m.contains("UNIQUE constraint failed") => {
+            Error::BadRequest(format!("{path}: already exists ({m})"))
+        }
+        Error::Internal(m) if m.contains("FOREIGN KEY constraint failed") => {
+            Error::BadRequest(format!("{path}: refers to a record that does not exist"))
+        }
         other => other,
     }
+}
+
+/// `("product", "9")` of "product 9 does not exist".
+fn missing_reference(m: &str) -> Option<(&str, &str)> {
+    let (what, id) = m.strip_suffix(" does not exist")?.rsplit_once(' ')?;
+    let plain = what.chars().all(|c| c.is_ascii_lowercase() || c == ' ');
+    (plain && !what.is_empty() && id.parse::<i64>().is_ok()).then_some((what, id))
 }
 
 #[cfg(test)]
@@ -145,8 +170,13 @@ mod tests {
 
     #[test]
     fn paths_join_field_names() {
-        let e = at("services[3]".into())(Error::not_found("product_id: no product 9"));
-        assert_eq!(e.to_string(), "services[3].product_id: no product 9");
+        let e = at("services[3]".into())(Error::bad_request("product_id: not a number"));
+        assert_eq!(e.to_string(), "services[3].product_id: not a number");
+        let e = at("services[3]".into())(Error::not_found("billing account 9 does not exist"));
+        assert_eq!(
+            e.to_string(),
+            "services[3].billing_account_id: no billing account 9"
+        );
         let e = at("services[3]".into())(Error::conflict("a service with id 4 exists"));
         assert_eq!(e.to_string(), "services[3]: a service with id 4 exists");
     }

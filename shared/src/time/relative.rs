@@ -79,9 +79,11 @@ pub fn resolve(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<String, String>
                     )
                 })?;
             }
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "expected '+', '-' or '/' at character {at} (e.g. now-3M, now+14d, now-1M/month)"
-            )),
+            ))
+            }
         }
     }
     if !super::within_years(local.date()) {
