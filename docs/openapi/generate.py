@@ -1145,6 +1145,15 @@ def admin_doc():
         f"{P}/tenants/{{id}}/reset": {"post": a_op(
             "resetTenant", "Reset a tenant's data to a seed", 200, ref("ResetDone"), [tid],
             body=ref("ResetRequest"), errors=(400, 401, 404, 413, 415, 503))},
+        f"{P}/tenants/{{id}}/fixtures": {"post": a_op(
+            "applyFixtures",
+            "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or "
+            "nothing; records are created, an existing one is refused naming its JSON path",
+            200, obj({"tenant": STR, "records": {"type": "object",
+                                                  "additionalProperties": INT64}},
+                     required=("tenant", "records")), [tid],
+            body={"type": "object", "description": "A fixture document"},
+            errors=(400, 401, 404, 413, 415, 503))},
         **checkpoint_paths(P, tid),
         **powers_paths(P, tid),
     }
