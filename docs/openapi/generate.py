@@ -1128,6 +1128,15 @@ def admin_doc():
     list_tenants["responses"]["200"]["headers"] = JOURNAL_COUNTS
     paths = {
         f"{P}/openapi.json": openapi_op("admin"),
+        f"{P}/fixtures.schema.json": {"get": {
+            "operationId": "fixturesSchema",
+            "summary": "The JSON Schema of a fixture document (docs/fixtures.md), derived from "
+                       "the types the loader reads",
+            "security": [],
+            "tags": ["meta"],
+            "responses": {"200": {"description": "The schema",
+                                  "content": json_content({"type": "object"})}},
+        }},
         f"{P}/tenants": {
             "post": a_op("createTenant", "Create a tenant with credentials (or fork one)", 201,
                          ref("CreatedTenant"), body=ref("NewTenant"),

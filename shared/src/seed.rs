@@ -9,6 +9,7 @@
 //! problem and the caller's transaction is then dropped, so a refused document applies nothing.
 
 pub mod document;
+pub mod schema;
 
 use crate::domain::collect::catalogue;
 use crate::domain::{
@@ -185,10 +186,26 @@ struct SeedPaymentApplication {
     applied_on: String,
 }
 
-/// A data set: every record kind, in dependency order.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct SeedData {
+/// Declares the document's members once: `SeedData` (what the loader reads) and
+/// [`schema`] (what the JSON Schema says) come from the same list and types.
+macro_rules! members {
+    ($($name:ident: $ty:ty,)*) => {
+        /// A data set: every record kind, in dependency order.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        struct SeedData {
+            $($name: $ty,)*
+        }
+
+        /// The JSON Schema of the fixture document, served at
+        /// `/sandbox/v1/fixtures.schema.json` (see [`schema`]).
+        pub fn json_schema() -> serde_json::Value {
+            schema::document_schema(&[$((stringify!($name), schema::shape::<$ty>()),)*])
+        }
+    };
+}
+
+members! {
     billing_account_categories: Vec<accounts::CategoryFields>,
     bill_cycles: Vec<accounts::NewBillCycle>,
     billing_accounts: Vec<accounts::NewAccount>,

@@ -267,3 +267,71 @@ async fn a_document_applies_to_an_existing_tenant_all_or_nothing() {
         .await;
     assert_eq!(r.status(), 404);
 }
+
+/// Whether `doc` is valid under `schema`, as Python's jsonschema (Draft 2020-12) says.
+fn valid(dir: &std::path::Path, schema: &Value, doc: &Value) -> bool {
+    let (s, d) = (dir.join("schema.json"), dir.join("doc.json"));
+    std::fs::write(&s, schema.to_string()).unwrap();
+    std::fs::write(&d, doc.to_string()).unwrap();
+    let script = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1]))\n\
+        jsonschema.Draft202012Validator.check_schema(schema)\n\
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))))\n\
+        print(*[e.message for e in errors], sep='\\n')\n\
+        sys.exit(1 if errors else 0)\n";
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&s)
+        .arg(&d)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.status.success()
+}
+
+#[tokio::test]
+async fn the_served_schema_validates_the_demo_and_the_docs_example() {
+    e2e::ensure_test_tools(|| e2e::runs("python3", &["-c", "import jsonschema"]));
+    let s = TestServer::start().await;
+    // Served without the admin key, like the OpenAPI document.
+    let r = s
+        .client
+        .get(s.url("/sandbox/v1/fixtures.schema.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let schema: Value = r.json().await.unwrap();
+    let services = &schema["properties"]["services"];
+    assert_eq!(services["maxItems"], 10_000, "{services}");
+    assert!(
+        services["items"]["properties"]["resources"].is_object(),
+        "{services}"
+    );
+    assert!(services["items"]["properties"]["start_date"]["pattern"].is_string());
+
+    let dir = tempfile::tempdir().unwrap();
+    let demo: Value = serde_json::from_str(shared::seed::DEMO_JSON).unwrap();
+    assert!(valid(dir.path(), &schema, &demo), "the demo");
+    assert!(
+        valid(dir.path(), &schema, &docs_example()),
+        "the docs example"
+    );
+    // The schema has teeth: an unknown member, a relative date that does not parse.
+    let mut bad = docs_example();
+    bad["productz"] = json!([]);
+    assert!(!valid(dir.path(), &schema, &bad), "unknown member");
+    let mut bad = docs_example();
+    bad["services"][0]["start_date"] = json!("now-1q");
+    assert!(!valid(dir.path(), &schema, &bad), "bad relative date");
+}

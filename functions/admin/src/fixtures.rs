@@ -3,10 +3,11 @@
 //! nothing. Records are created: a record whose id already exists is refused (400 naming its
 //! path), nothing is updated or deleted (updates in place are not part of this version). The
 //! document's relative dates resolve against the tenant's clock as the write reads it.
+//! `GET /sandbox/v1/fixtures.schema.json` serves the document's JSON Schema.
 
 use crate::AdminAuth;
 use axum::extract::{Path, State};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 use shared::seed::Seed;
@@ -14,10 +15,15 @@ use shared::web::{ApiError, AppState, JsonBody, ADMIN_PREFIX};
 
 /// This module's routes.
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        &format!("{ADMIN_PREFIX}/tenants/{{id}}/fixtures"),
-        post(apply_fixtures),
-    )
+    Router::new()
+        .route(
+            &format!("{ADMIN_PREFIX}/tenants/{{id}}/fixtures"),
+            post(apply_fixtures),
+        )
+        .route(
+            &format!("{ADMIN_PREFIX}/fixtures.schema.json"),
+            get(fixtures_schema),
+        )
 }
 
 /// Answer of an apply: how many records of each kind the document held (all written).
@@ -56,4 +62,10 @@ async fn apply_fixtures(
         tenant: id,
         records,
     }))
+}
+
+/// `GET /sandbox/v1/fixtures.schema.json`, without the admin key (like the OpenAPI document):
+/// the JSON Schema of a fixture document, derived from the types the loader reads.
+async fn fixtures_schema() -> Json<serde_json::Value> {
+    Json(shared::seed::json_schema())
 }

@@ -122,6 +122,10 @@ pub fn at(path: String) -> impl FnOnce(Error) -> Error {
         Error::Internal(m) if m.contains("FOREIGN KEY constraint failed") => {
             Error::BadRequest(format!("{path}: refers to a record that does not exist"))
         }
+        // Any other rule of the schema a record breaks (NOT NULL, CHECK) is its fault too.
+        Error::Internal(m) if m.contains("constraint failed") => {
+            Error::BadRequest(format!("{path}: breaks a rule of its table ({m})"))
+        }
         other => other,
     }
 }
