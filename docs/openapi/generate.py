@@ -1032,9 +1032,11 @@ def powers_schemas():
         description="One request as served; credentials and secrets redacted.")
     return {
         "Clock": obj(clock_props, required=("mode", "now")),
-        "SetClock": obj({"mode": null({"type": "string", "enum": ["real", "frozen"]}),
-                         "frozen_at": null(STR)}, required=(), extra=False,
-                        description='{"frozen_at": date-time}, {"mode": "frozen"} or {"mode": "real"}'),
+        "SetClock": obj({"mode": null({"type": "string", "enum": ["real", "frozen", "offset"]}),
+                         "frozen_at": null(STR), "offset_seconds": null(INT64)},
+                        required=(), extra=False,
+                        description='{"frozen_at": date-time}, {"mode": "frozen"}, '
+                                    '{"offset_seconds": N} or {"mode": "real"}'),
         "AdvanceClock": obj({"seconds": null({"type": "integer", "minimum": 1,
                                               "maximum": 315360000}),
                              "to": null(STR)}, required=(), extra=False,
@@ -1097,6 +1099,10 @@ def admin_doc():
     create = obj({
         "name": {"type": "string", "minLength": 1},
         "seed": {"type": "string", "enum": ["demo", "empty"], "default": "demo"},
+        "fixtures": {"type": "object", "description":
+                     "The tenant's own fixture document instead of a seed (docs/fixtures.md); "
+                     "a refusal names its JSON path and creates no tenant"},
+        "clock": ref("SetClock"),
         "time_zone": {"type": "string", "default": "UTC", "description": "IANA time zone"},
         "from": ref("ForkFrom"),
     }, required=("name",), extra=False)
@@ -1124,6 +1130,15 @@ def admin_doc():
     list_tenants["responses"]["200"]["headers"] = JOURNAL_COUNTS
     paths = {
         f"{P}/openapi.json": openapi_op("admin"),
+        f"{P}/fixtures.schema.json": {"get": {
+            "operationId": "fixturesSchema",
+            "summary": "The JSON Schema of a fixture document (docs/fixtures.md), derived from "
+                       "the types the loader reads",
+            "security": [],
+            "tags": ["meta"],
+            "responses": {"200": {"description": "The schema",
+                                  "content": json_content({"type": "object"})}},
+        }},
         f"{P}/tenants": {
             "post": a_op("createTenant", "Create a tenant with credentials (or fork one)", 201,
                          ref("CreatedTenant"), body=ref("NewTenant"),
@@ -1141,6 +1156,15 @@ def admin_doc():
         f"{P}/tenants/{{id}}/reset": {"post": a_op(
             "resetTenant", "Reset a tenant's data to a seed", 200, ref("ResetDone"), [tid],
             body=ref("ResetRequest"), errors=(400, 401, 404, 413, 415, 503))},
+        f"{P}/tenants/{{id}}/fixtures": {"post": a_op(
+            "applyFixtures",
+            "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or "
+            "nothing; records are created, an existing one is refused naming its JSON path",
+            200, obj({"tenant": STR, "records": {"type": "object",
+                                                  "additionalProperties": INT64}},
+                     required=("tenant", "records")), [tid],
+            body={"type": "object", "description": "A fixture document"},
+            errors=(400, 401, 404, 413, 415, 503))},
         **checkpoint_paths(P, tid),
         **powers_paths(P, tid),
     }

@@ -1,6 +1,15 @@
-//! Seed data sets: `demo` (a small, consistent tenant touching every resource of every
-//! surface, defined in `seed/demo.json`) and `empty`. Seeds load through the same domain
-//! create functions that API writes use.
+//! Seed data sets and fixture documents: `demo` (a small, consistent tenant touching every
+//! resource of every surface, defined in `seed/demo.json`), `empty`, or a client's own fixture
+//! document in the same format (docs/fixtures.md). Every document loads through the same
+//! domain create functions that API writes use, after its relative dates are resolved against
+//! the tenant's clock as it reads inside the loading transaction (`document`), so a tenant
+//! whose clock was set first gets data coherent with that clock.
+//!
+//! Invariants: unknown members are refused; a refusal names the JSON path of the first
+//! problem and the caller's transaction is then dropped, so a refused document applies nothing.
+
+pub mod document;
+pub mod schema;
 
 use crate::domain::collect::catalogue;
 use crate::domain::{
@@ -12,17 +21,23 @@ use chrono_tz::Tz;
 use rusqlite::Transaction;
 use serde::Deserialize;
 
-/// The demo data set, as shipped.
+/// The demo data set, as shipped. Its dates are relative to the tenant's clock.
 pub const DEMO_JSON: &str = include_str!("../seed/demo.json");
 
+/// The clock reading at which the demo's relative dates give the absolute dates it was first
+/// written with (Chicago tenants): tests that assert the demo's dates create their tenant
+/// with the clock frozen here.
+pub const DEMO_REFERENCE: &str = "2026-11-06T12:00:00Z";
+
 /// Which data a new or reset tenant starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Seed {
     /// The demo data set.
     Demo,
     /// No records at all.
     Empty,
+    /// A client's fixture document (docs/fixtures.md).
+    Document(Box<serde_json::Value>),
 }
 
 impl Seed {
@@ -66,6 +81,13 @@ struct GeneratedServices {
     true_up_charge_types: Vec<String>,
     /// First start date; record `i` starts `i` days later.
     first_start: String,
+    /// Every fifth record ends this many days after its start (default 365).
+    #[serde(default = "default_term_days")]
+    end_after_days: i64,
+}
+
+fn default_term_days() -> i64 {
+    365
 }
 
 /// The `i`-th value of `list`, cycling (None for an empty list).
@@ -103,7 +125,7 @@ impl GeneratedServices {
                 status: nth(&self.statuses, i),
                 start_date: start.format("%Y-%m-%d").to_string(),
                 end_date: ends.then(|| {
-                    (start + chrono::Duration::days(365))
+                    (start + chrono::Duration::days(self.end_after_days))
                         .format("%Y-%m-%d")
                         .to_string()
                 }),
@@ -164,10 +186,26 @@ struct SeedPaymentApplication {
     applied_on: String,
 }
 
-/// A data set: every record kind, in dependency order.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct SeedData {
+/// Declares the document's members once: `SeedData` (what the loader reads) and
+/// [`schema`] (what the JSON Schema says) come from the same list and types.
+macro_rules! members {
+    ($($name:ident: $ty:ty,)*) => {
+        /// A data set: every record kind, in dependency order.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        struct SeedData {
+            $($name: $ty,)*
+        }
+
+        /// The JSON Schema of the fixture document, served at
+        /// `/sandbox/v1/fixtures.schema.json` (see [`schema`]).
+        pub fn json_schema() -> serde_json::Value {
+            schema::document_schema(&[$((stringify!($name), schema::shape::<$ty>()),)*])
+        }
+    };
+}
+
+members! {
     billing_account_categories: Vec<accounts::CategoryFields>,
     bill_cycles: Vec<accounts::NewBillCycle>,
     billing_accounts: Vec<accounts::NewAccount>,
@@ -195,97 +233,107 @@ struct SeedData {
     collectors: Vec<catalogue::NewCollector>,
 }
 
-/// Loads `seed` into the (empty) database of the transaction.
+/// Loads `seed` into the (empty) database of the transaction; relative dates resolve against
+/// the tenant's clock as `tx` reads it.
 pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
-    let data: SeedData = match seed {
+    let mut doc = match seed {
         Seed::Empty => return Ok(()),
         Seed::Demo => serde_json::from_str(DEMO_JSON)
             .map_err(|e| Error::Internal(format!("demo seed does not parse: {e}")))?,
+        Seed::Document(doc) => *doc,
     };
+    document::prepare(&mut doc, crate::time::now_for(tx)?, tz)?;
+    let data: SeedData = serde_path_to_error::deserialize(doc).map_err(|e| {
+        let path = e.path().to_string();
+        Error::bad_request(format!("{path}: {}", e.into_inner()))
+    })?;
     load(tx, &data, tz)
 }
 
-fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
-    d.billing_account_categories
-        .iter()
-        .try_for_each(|x| accounts::create_category(tx, x).map(drop))?;
-    d.bill_cycles
-        .iter()
-        .try_for_each(|x| accounts::create_bill_cycle(tx, x).map(drop))?;
-    d.billing_accounts
-        .iter()
-        .try_for_each(|x| accounts::create_account(tx, x, tz).map(drop))?;
-    d.products
-        .iter()
-        .try_for_each(|x| catalog::create_product(tx, x).map(drop))?;
-    d.product_prices
-        .iter()
-        .try_for_each(|x| catalog::create_product_price(tx, x).map(drop))?;
-    d.charge_categories
-        .iter()
-        .try_for_each(|x| catalog::create_charge_category(tx, x).map(drop))?;
-    d.reasons
-        .iter()
-        .try_for_each(|x| catalog::create_reason(tx, x).map(drop))?;
-    d.lookup_tables
-        .iter()
-        .try_for_each(|x| catalog::create_lookup_table(tx, x, tz).map(drop))?;
-    d.usage_rules
-        .iter()
-        .try_for_each(|x| catalog::create_usage_rule(tx, x, tz).map(drop))?;
-    d.agreements
-        .iter()
-        .try_for_each(|x| agreements::create_agreement(tx, x, tz).map(drop))?;
-    d.services
-        .iter()
-        .try_for_each(|x| agreements::create_service(tx, x, tz).map(drop))?;
-    if let Some(generated) = &d.generated_services {
-        for service in generated.expand()? {
-            let id = agreements::create_service(tx, &service, tz)?;
-            generated.age(tx, id)?;
-        }
+/// Runs `f` on each record of `kind`, naming the record's path in a refusal.
+fn each<T, R>(kind: &str, items: &[T], mut f: impl FnMut(&T) -> Result<R>) -> Result<()> {
+    for (i, x) in items.iter().enumerate() {
+        f(x).map_err(document::at(format!("{kind}[{i}]")))?;
     }
-    d.actions
-        .iter()
-        .try_for_each(|x| actions::create_action(tx, x).map(drop))?;
-    d.bill_batches
-        .iter()
-        .try_for_each(|x| bill_batches::create_bill_batch(tx, x, tz).map(drop))?;
-    d.bill_batch_runs
-        .iter()
-        .try_for_each(|x| bill_batches::create_bill_batch_run(tx, x, tz).map(drop))?;
-    d.invoices
-        .iter()
-        .try_for_each(|x| invoices::create_invoice(tx, x, tz).map(drop))?;
-    d.payments
-        .iter()
-        .try_for_each(|x| payments::create_payment(tx, x, tz).map(drop))?;
-    for a in &d.payment_applications {
+    Ok(())
+}
+
+fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
+    each(
+        "billing_account_categories",
+        &d.billing_account_categories,
+        |x| accounts::create_category(tx, x),
+    )?;
+    each("bill_cycles", &d.bill_cycles, |x| {
+        accounts::create_bill_cycle(tx, x)
+    })?;
+    each("billing_accounts", &d.billing_accounts, |x| {
+        accounts::create_account(tx, x, tz)
+    })?;
+    each("products", &d.products, |x| catalog::create_product(tx, x))?;
+    each("product_prices", &d.product_prices, |x| {
+        catalog::create_product_price(tx, x)
+    })?;
+    each("charge_categories", &d.charge_categories, |x| {
+        catalog::create_charge_category(tx, x)
+    })?;
+    each("reasons", &d.reasons, |x| catalog::create_reason(tx, x))?;
+    each("lookup_tables", &d.lookup_tables, |x| {
+        catalog::create_lookup_table(tx, x, tz)
+    })?;
+    each("usage_rules", &d.usage_rules, |x| {
+        catalog::create_usage_rule(tx, x, tz)
+    })?;
+    each("agreements", &d.agreements, |x| {
+        agreements::create_agreement(tx, x, tz)
+    })?;
+    each("services", &d.services, |x| {
+        agreements::create_service(tx, x, tz)
+    })?;
+    if let Some(generated) = &d.generated_services {
+        let expanded = generated
+            .expand()
+            .map_err(document::at("generated_services".into()))?;
+        each("generated_services", &expanded, |service| {
+            let id = agreements::create_service(tx, service, tz)?;
+            generated.age(tx, id)
+        })?;
+    }
+    each("actions", &d.actions, |x| actions::create_action(tx, x))?;
+    each("bill_batches", &d.bill_batches, |x| {
+        bill_batches::create_bill_batch(tx, x, tz)
+    })?;
+    each("bill_batch_runs", &d.bill_batch_runs, |x| {
+        bill_batches::create_bill_batch_run(tx, x, tz)
+    })?;
+    each("invoices", &d.invoices, |x| {
+        invoices::create_invoice(tx, x, tz)
+    })?;
+    each("payments", &d.payments, |x| {
+        payments::create_payment(tx, x, tz)
+    })?;
+    each("payment_applications", &d.payment_applications, |a| {
         let applied_on = crate::domain::parse_time("applied_on", &a.applied_on, tz)?;
         let target = payments::PaymentTarget::Invoices(a.invoice_ids.clone());
-        payments::apply_payment(tx, a.payment_id, &target, &applied_on)?;
-    }
-    d.adjustments
-        .iter()
-        .try_for_each(|x| adjustments::create_adjustment(tx, x, tz).map(drop))?;
-    d.charts_of_accounts
-        .iter()
-        .try_for_each(|x| ledgers::create_chart_of_accounts(tx, x).map(drop))?;
-    d.rule_sets
-        .iter()
-        .try_for_each(|x| ledgers::create_rule_set(tx, x).map(drop))?;
-    d.run_modes
-        .iter()
-        .try_for_each(|x| glrun::create_run_mode(tx, x).map(drop))?;
-    d.ledgers
-        .iter()
-        .try_for_each(|x| ledgers::create_ledger(tx, x).map(drop))?;
-    d.calendar_years.iter().try_for_each(|y| {
-        calendars::create_year(tx, y.ledger_id, &y.year, y.generate_periods).map(drop)
+        payments::apply_payment(tx, a.payment_id, &target, &applied_on)
     })?;
-    d.collectors
-        .iter()
-        .try_for_each(|x| catalogue::create_collector(tx, x).map(drop))?;
+    each("adjustments", &d.adjustments, |x| {
+        adjustments::create_adjustment(tx, x, tz)
+    })?;
+    each("charts_of_accounts", &d.charts_of_accounts, |x| {
+        ledgers::create_chart_of_accounts(tx, x)
+    })?;
+    each("rule_sets", &d.rule_sets, |x| {
+        ledgers::create_rule_set(tx, x)
+    })?;
+    each("run_modes", &d.run_modes, |x| glrun::create_run_mode(tx, x))?;
+    each("ledgers", &d.ledgers, |x| ledgers::create_ledger(tx, x))?;
+    each("calendar_years", &d.calendar_years, |y| {
+        calendars::create_year(tx, y.ledger_id, &y.year, y.generate_periods)
+    })?;
+    each("collectors", &d.collectors, |x| {
+        catalogue::create_collector(tx, x)
+    })?;
     Ok(())
 }
 

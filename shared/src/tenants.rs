@@ -47,11 +47,14 @@ pub fn number(id: &str) -> i64 {
 }
 
 /// Registers a tenant and loads its seed; if seeding fails the registration is undone.
+/// `before` runs first in the seed's transaction (the admin API sets the tenant's clock
+/// there, so that the seed's relative dates resolve against it).
 pub async fn create(
     store: &Store,
     name: &str,
     seed: Seed,
     time_zone: &str,
+    before: impl Fn(&rusqlite::Transaction<'_>) -> Result<()> + Send + 'static,
 ) -> Result<(TenantRecord, Credentials)> {
     check_name(name)?;
     let tz = crate::time::parse_tz(time_zone).ok_or_else(|| {
@@ -64,8 +67,10 @@ pub async fn create(
     let (record, creds) = blocking(move || st.registry().create_tenant(&name, &zone)).await?;
     let (st, id) = (store.clone(), record.id.clone());
     let seeded = blocking(move || {
-        st.tenant_db(&id)?
-            .write_blocking(move |tx| seed::apply(tx, seed, tz))
+        st.tenant_db(&id)?.write_blocking(move |tx| {
+            before(tx)?;
+            seed::apply(tx, seed.clone(), tz)
+        })
     })
     .await;
     if let Err(e) = seeded {
@@ -87,7 +92,7 @@ pub async fn reset(store: &Store, id: &str, seed: Seed) -> Result<TenantRecord> 
         let record = get_blocking(&st, &id)?;
         let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
         st.tenant_db(&record.id)?
-            .write_blocking(move |tx| seed::reset(tx, seed, tz))?;
+            .write_blocking(move |tx| seed::reset(tx, seed.clone(), tz))?;
         Ok(record)
     })
     .await

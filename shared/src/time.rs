@@ -12,6 +12,7 @@ pub fn now() -> DateTime<Utc> {
 }
 
 pub mod clock;
+pub mod relative;
 
 /// The current time of the tenant whose database `conn` is: its test clock (see [`clock`];
 /// setting it is a sandbox power). Every time stamped into tenant data is read here, on the

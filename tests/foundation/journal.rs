@@ -33,7 +33,10 @@ async fn requests(
 #[tokio::test]
 async fn requests_are_recorded_redacted_filtered_and_paged() {
     let s = TestServer::start().await;
-    let t = s.create_tenant("acme", "demo").await;
+    // Created as given (the pinning helper's extra clock call would be journaled too).
+    let t = s
+        .create_tenant_with(json!({"name": "acme", "seed": "demo"}))
+        .await;
     let token = s.token(&t, 60).await;
     let r = s.get_with_key(B_PATH, &t.api_key).await;
     assert_eq!(r.status(), 200);
@@ -199,7 +202,10 @@ async fn serve(tune: impl FnOnce(&mut Config)) -> (TestServer, e2e::TestTenant) 
     let state = AppState::new(config).expect("state");
     let base = e2e::listen(state.clone()).await;
     let s = TestServer::from_parts(base, state, dir);
-    let t = s.create_tenant("acme", "demo").await;
+    // Created as given (the pinning helper's extra clock call would be journaled too).
+    let t = s
+        .create_tenant_with(json!({"name": "acme", "seed": "demo"}))
+        .await;
     (s, t)
 }
 

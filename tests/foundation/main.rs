@@ -6,6 +6,7 @@
 mod bounds;
 mod clock;
 mod faults;
+mod fixtures;
 mod hostile;
 mod journal;
 mod overload;

@@ -17,6 +17,9 @@ use shared::web::AppState;
 
 /// The admin key every test server uses.
 pub const ADMIN_KEY: &str = "test-admin-key";
+/// The clock reading at which the demo data set reads as the absolute dates tests assert
+/// (`shared::seed::DEMO_REFERENCE`).
+pub const DEMO_REFERENCE: &str = shared::seed::DEMO_REFERENCE;
 
 /// A sandbox served on 127.0.0.1 with a temporary data directory.
 pub struct TestServer {
@@ -108,13 +111,27 @@ impl TestServer {
         self.create_tenant_in(name, seed, "America/Chicago").await
     }
 
-    /// [`TestServer::create_tenant`] in the IANA zone `time_zone`.
+    /// [`TestServer::create_tenant`] in the IANA zone `time_zone`. The demo's dates are
+    /// relative to the tenant's clock: they are resolved at the demo's reference instant
+    /// ([`DEMO_REFERENCE`], where they read as the absolute dates the tests assert), then the
+    /// clock returns to real time.
     pub async fn create_tenant_in(&self, name: &str, seed: &str, time_zone: &str) -> TestTenant {
+        let body = json!({"name": name, "seed": seed, "time_zone": time_zone,
+            "clock": {"frozen_at": DEMO_REFERENCE}});
+        let tenant = self.create_tenant_with(body).await;
+        let body = json!({"mode": "real"});
+        self.clock_call(&tenant, reqwest::Method::PUT, "", body)
+            .await;
+        tenant
+    }
+
+    /// Creates a tenant from the body of `POST /sandbox/v1/tenants` as given, asserting 201.
+    pub async fn create_tenant_with(&self, body: Value) -> TestTenant {
         let r = self
             .client
             .post(self.url("/sandbox/v1/tenants"))
             .header("X-Admin-Key", ADMIN_KEY)
-            .json(&json!({"name": name, "seed": seed, "time_zone": time_zone}))
+            .json(&body)
             .send()
             .await
             .expect("create tenant");

@@ -35,6 +35,7 @@ pub const DOCUMENTS: [Document; 3] = [
         routers: &[
             "functions/admin/src/lib.rs",
             "functions/admin/src/powers.rs",
+            "functions/admin/src/fixtures.rs",
         ],
     },
 ];

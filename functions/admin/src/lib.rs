@@ -4,6 +4,7 @@
 //! [`powers`] adds a tenant's test clock, fault rules and request journal.
 
 pub mod console;
+pub mod fixtures;
 pub mod powers;
 
 use axum::body::Bytes;
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use shared::sandbox::clock::Clock;
 use shared::seed::Seed;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
@@ -58,6 +60,7 @@ pub fn routes() -> Router<AppState> {
             post(reset_tenant),
         )
         .merge(powers::routes())
+        .merge(fixtures::routes())
         .merge(console::routes())
 }
 
@@ -102,8 +105,13 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminAuth {
 #[serde(deny_unknown_fields)]
 struct CreateTenant {
     name: String,
-    /// Default `demo`; not with `from`.
+    /// Default `demo`; not with `from` or `fixtures`.
     seed: Option<String>,
+    /// The tenant's own fixture document (docs/fixtures.md) instead of a seed.
+    fixtures: Option<serde_json::Value>,
+    /// The tenant's clock from the start (the body of `PUT .../clock`), set before its data
+    /// is written so that relative dates resolve against it; not with `from`.
+    clock: Option<shared::sandbox::clock::Setting>,
     /// Default `UTC`; not with `from` (a fork keeps its source's).
     time_zone: Option<String>,
     /// Fork: start from a checkpoint of another tenant instead of a seed.
@@ -150,17 +158,38 @@ async fn create_tenant(
 ) -> Result<Response, ApiError> {
     let (record, creds) = match &body.from {
         Some(from) => {
-            if body.seed.is_some() || body.time_zone.is_some() {
+            if body.seed.is_some()
+                || body.time_zone.is_some()
+                || body.fixtures.is_some()
+                || body.clock.is_some()
+            {
                 return Err(ApiError::bad_request(
-                    "a fork ('from') takes its data and time zone from the checkpoint: leave out 'seed' and 'time_zone'",
+                    "a fork ('from') takes its data, clock and time zone from the checkpoint: leave out 'seed', 'fixtures', 'clock' and 'time_zone'",
                 ));
             }
             fork_tenant(&app, &body.name, from).await?
         }
         None => {
-            let seed = Seed::parse(body.seed.as_deref().unwrap_or("demo"))?;
+            let seed = match (&body.seed, &body.fixtures) {
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::bad_request("send 'seed' or 'fixtures', not both"))
+                }
+                (_, Some(doc)) => Seed::Document(Box::new(doc.clone())),
+                (seed, None) => Seed::parse(seed.as_deref().unwrap_or("demo"))?,
+            };
             let zone = body.time_zone.as_deref().unwrap_or("UTC");
-            tenants::create(&app.store, &body.name, seed, zone).await?
+            let clock = body.clock.clone();
+            // A zone that does not parse is refused by `tenants::create`.
+            let tz = shared::time::parse_tz(zone).unwrap_or_default();
+            if let Some(setting) = &clock {
+                // Refused before anything is registered.
+                setting.clock(Clock::Real, tz)?;
+            }
+            let before = move |tx: &rusqlite::Transaction<'_>| match &clock {
+                Some(setting) => setting.clock(Clock::Real, tz)?.store(tx),
+                None => Ok(()),
+            };
+            tenants::create(&app.store, &body.name, seed, zone, before).await?
         }
     };
     let created = CreatedTenant {

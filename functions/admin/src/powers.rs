@@ -35,7 +35,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The registered tenant `id`, opened (404 when unknown or deleted).
-async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
+pub(crate) async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
     let record = shared::tenants::get(&app.store, id).await?;
     app.tenant(record)
         .await?
@@ -62,57 +62,20 @@ async fn get_clock(
     Ok(Json(view))
 }
 
-/// Body of `PUT .../clock`: `{"frozen_at": "<date-time>"}`, `{"mode": "frozen"}` (freeze at
-/// the clock's current reading) or `{"mode": "real"}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetClock {
-    mode: Option<String>,
-    frozen_at: Option<String>,
-}
-
 async fn set_clock(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<SetClock>,
+    JsonBody(body): JsonBody<clock::Setting>,
 ) -> Result<Json<clock::ClockView>, ApiError> {
     let t = tenant(&app, &id).await?;
     let tz = t.tz;
-    let frozen_at = match &body.frozen_at {
-        Some(text) => {
-            let at = instant("frozen_at", text, &t)?;
-            clock::check_bounds("frozen_at", at)?;
-            Some(at)
-        }
-        None => None,
-    };
-    let mode = body.mode.as_deref().map(str::to_ascii_lowercase);
-    let freeze = match (mode.as_deref(), frozen_at) {
-        (Some("real"), None) => None,
-        (Some("frozen") | None, Some(at)) => Some(Some(at)),
-        (Some("frozen"), None) => Some(None),
-        (Some("real"), Some(_)) => {
-            return Err(ApiError::bad_request(
-                "frozen_at goes with mode frozen (or no mode), not with mode real",
-            ))
-        }
-        (None, None) => return Err(ApiError::bad_request(
-            "send {\"frozen_at\": \"<date-time>\"}, {\"mode\": \"frozen\"} or {\"mode\": \"real\"}",
-        )),
-        (Some(other), _) => {
-            return Err(ApiError::bad_request(format!(
-                "mode: '{other}' is not real or frozen"
-            )))
-        }
-    };
+    // Checked before the write (a refusal writes nothing), applied to the clock the write
+    // reads (mode frozen freezes at that reading).
+    body.clock(Clock::Real, tz)?;
     let view =
         t.db.write(move |tx| {
-            let clock = match freeze {
-                None => Clock::Real,
-                Some(Some(at)) => Clock::Frozen(at),
-                Some(None) => Clock::Frozen(Clock::load(tx)?.now()),
-            };
+            let clock = body.clock(Clock::load(tx)?, tz)?;
             clock.store(tx)?;
             Ok(clock.view(tz))
         })

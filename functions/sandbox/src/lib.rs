@@ -35,7 +35,15 @@ pub async fn ensure_demo_tenant(
     if !shared::tenants::list(&state.store).await?.is_empty() {
         return Ok(None);
     }
-    match shared::tenants::create(&state.store, DEMO_TENANT, Seed::Demo, DEMO_TIME_ZONE).await {
+    match shared::tenants::create(
+        &state.store,
+        DEMO_TENANT,
+        Seed::Demo,
+        DEMO_TIME_ZONE,
+        |_| Ok(()),
+    )
+    .await
+    {
         Ok(created) => Ok(Some(created)),
         // Another server on the same bucket created it first: it exists, which is the goal.
         Err(shared::Error::Conflict(_)) => Ok(None),

@@ -219,6 +219,7 @@ fn main() {
             "bench",
             Seed::Demo,
             "America/Chicago",
+            |_| Ok(()),
         ))
         .expect("tenant");
     let tz = shared::time::parse_tz(&record.time_zone).expect("tz");

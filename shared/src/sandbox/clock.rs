@@ -100,6 +100,78 @@ impl Clock {
     }
 }
 
+/// Body of `PUT .../clock`, and the `clock` of a tenant's creation: `{"frozen_at":
+/// "<date-time>"}`, `{"mode": "frozen"}` (freeze at the clock's current reading),
+/// `{"offset_seconds": N}` (run N seconds ahead of real time; negative behind) or
+/// `{"mode": "real"}`.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setting {
+    /// `real`, `frozen` or `offset` (implied by the other member when absent).
+    pub mode: Option<String>,
+    /// The instant to freeze at (a date-time, or a date: midnight in the tenant's zone).
+    pub frozen_at: Option<String>,
+    /// Seconds ahead of real time.
+    pub offset_seconds: Option<i64>,
+}
+
+impl Setting {
+    /// The clock this setting makes of `current` (the tenant's clock now), or a 400 naming
+    /// the member at fault.
+    pub fn clock(&self, current: Clock, tz: chrono_tz::Tz) -> Result<Clock> {
+        let mode = self.mode.as_deref().map(str::to_ascii_lowercase);
+        let clock = match (mode.as_deref(), &self.frozen_at, self.offset_seconds) {
+            (Some("real"), None, None) => Clock::Real,
+            (Some("frozen") | None, Some(text), None) => {
+                let at = crate::time::parse_date_or_datetime(text, tz).ok_or_else(|| {
+                    Error::bad_request(format!("frozen_at: {}", crate::time::not_a_date(text)))
+                })?;
+                check_bounds("frozen_at", at)?;
+                Clock::Frozen(at)
+            }
+            (Some("frozen"), None, None) => Clock::Frozen(current.now()),
+            (Some("offset") | None, None, Some(s)) => {
+                let ms = s.checked_mul(1000).filter(|ms| ms.unsigned_abs() <= 200 * 365 * 86_400_000).ok_or_else(|| {
+                    Error::bad_request("offset_seconds: the clock shows instants from 2000 to 2099")
+                })?;
+                let clock = if ms == 0 { Clock::Real } else { Clock::Offset(ms) };
+                check_bounds("offset_seconds", clock.now())?;
+                clock
+            }
+            (None, None, None) => {
+                return Err(Error::bad_request(
+                    "send {\"frozen_at\": \"<date-time>\"}, {\"mode\": \"frozen\"}, {\"offset_seconds\": N} or {\"mode\": \"real\"}",
+                ))
+            }
+            (Some(m @ ("real" | "frozen" | "offset")), _, _) => {
+                let given: Vec<&str> = [
+                    ("frozen_at", self.frozen_at.is_some()),
+                    ("offset_seconds", self.offset_seconds.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, set)| set.then_some(name))
+                .collect();
+                return Err(Error::bad_request(format!(
+                    "{} does not go with mode {m} (real: nothing else; frozen: frozen_at or nothing; offset: offset_seconds)",
+                    if given.is_empty() { "nothing".to_string() } else { given.join(" and ") }
+                )));
+            }
+            (None, _, _) => {
+                return Err(Error::bad_request(
+                    "frozen_at and offset_seconds do not go together",
+                ))
+            }
+            (Some(other), _, _) => {
+                return Err(Error::bad_request(format!(
+                    "mode: {} is not real, frozen or offset",
+                    crate::error::quoted(other)
+                )))
+            }
+        };
+        Ok(clock)
+    }
+}
+
 /// Where an advance goes: forward by a number of seconds, or to an instant.
 #[derive(Debug, Clone, Copy)]
 pub enum Target {

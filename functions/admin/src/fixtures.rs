@@ -1,0 +1,71 @@
+//! `POST /sandbox/v1/tenants/{id}/fixtures`: applies a fixture document (docs/fixtures.md) to
+//! an existing tenant in one write (one transaction, one log entry in S3 mode), all or
+//! nothing. Records are created: a record whose id already exists is refused (400 naming its
+//! path), nothing is updated or deleted (updates in place are not part of this version). The
+//! document's relative dates resolve against the tenant's clock as the write reads it.
+//! `GET /sandbox/v1/fixtures.schema.json` serves the document's JSON Schema.
+
+use crate::AdminAuth;
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+use shared::seed::Seed;
+use shared::web::{ApiError, AppState, JsonBody, ADMIN_PREFIX};
+
+/// This module's routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{ADMIN_PREFIX}/tenants/{{id}}/fixtures"),
+            post(apply_fixtures),
+        )
+        .route(
+            &format!("{ADMIN_PREFIX}/fixtures.schema.json"),
+            get(fixtures_schema),
+        )
+}
+
+/// Answer of an apply: how many records of each kind the document held (all written).
+#[derive(Debug, Serialize)]
+struct Applied {
+    tenant: String,
+    records: serde_json::Map<String, serde_json::Value>,
+}
+
+async fn apply_fixtures(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(doc): JsonBody<serde_json::Value>,
+) -> Result<Json<Applied>, ApiError> {
+    let t = crate::powers::tenant(&app, &id).await?;
+    let tz = t.tz;
+    let records = doc
+        .as_object()
+        .map(|members| {
+            members
+                .iter()
+                .map(|(kind, v)| {
+                    let n = match v {
+                        serde_json::Value::Array(items) => items.len() as u64,
+                        other => other["count"].as_u64().unwrap_or(0),
+                    };
+                    (kind.clone(), serde_json::Value::from(n))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    t.db.write(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc.clone())), tz))
+        .await?;
+    Ok(Json(Applied {
+        tenant: id,
+        records,
+    }))
+}
+
+/// `GET /sandbox/v1/fixtures.schema.json`, without the admin key (like the OpenAPI document):
+/// the JSON Schema of a fixture document, derived from the types the loader reads.
+async fn fixtures_schema() -> Json<serde_json::Value> {
+    Json(shared::seed::json_schema())
+}
