@@ -354,17 +354,19 @@ async fn a_month_of_usage_is_invoiced_once_on_the_cycle_day_seen_on_every_surfac
 async fn a_manual_pay_account_goes_to_collection_and_back_when_nothing_is_overdue() {
     let a = Legacy::start("demo").await;
     freeze(&a, FROZEN_AT).await;
-    let ran = advance(&a, "2026-12-02").await;
+    let ran = advance(&a, "2026-12-11").await;
     assert!(kinds(&ran).contains(&("invoice.past_due", 4)), "{ran:?}");
+    assert!(kinds(&ran).contains(&("invoice.past_due", 3)), "{ran:?}");
     assert_eq!(account(&a, 2).await.2, "COLLECTION");
     // Billing goes on in COLLECTION: December's invoice is made, not yet due.
     invoice_on(&a, 2, "2026-12-01T00:00:00-06:00").await;
-    // Two invoices are overdue (INV-0003 since October, INV-0004 since November 30th):
-    // paying one leaves the account in COLLECTION, paying both brings it back.
+    // Two invoices are overdue (INV-0004 since December 1st, INV-0003 since December
+    // 10th, the demo's dates at its reference instant): paying one leaves the account in
+    // COLLECTION, paying both brings it back.
     let overdue: Vec<Invoice> = invoices(&a, 2)
         .await
         .into_iter()
-        .filter(|i| i.3 == "OPEN" && i.5.as_str() < "2026-12-02")
+        .filter(|i| i.3 == "OPEN" && i.5.as_str() < "2026-12-11")
         .collect();
     assert_eq!(overdue.len(), 2, "{overdue:?}");
     for (n, inv) in overdue.iter().enumerate() {

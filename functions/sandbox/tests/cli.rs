@@ -291,19 +291,45 @@ fn every_failure_has_its_exit_code() {
         6,
         "refused (400)",
     );
-    // 1: the fixtures commands wait for the fixtures issue, and say so.
+    // 1: the sandbox cannot export fixtures yet, and says so; a fixtures file that is not
+    // there is named.
     expect(
         server.cli(&["fixtures", "export", "demo"]),
         1,
-        "not available yet",
+        "does not export fixtures yet",
     );
     expect(
-        server.cli(&["tenant", "create", "fx", "--fixtures", "f.json"]),
+        server.cli(&["tenant", "create", "fx", "--fixtures", "no-such-file.json"]),
         1,
-        "not available yet",
+        "no-such-file.json",
     );
     let help = server.cli(&["fixtures", "--help"]);
     assert!(help.stdout.contains("NOT AVAILABLE YET"), "{}", help.stdout);
+    // A tenant from docs/fixtures.md's example, and a document applied to it.
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/fixtures.md"
+    ))
+    .expect("docs/fixtures.md");
+    let example = docs
+        .split("```json")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a json example in docs/fixtures.md");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("example.json");
+    std::fs::write(&file, example).expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    let created = server
+        .cli(&["tenant", "create", "fx", "--fixtures", file, "--json"])
+        .json();
+    assert_eq!(created["name"], "fx", "{created}");
+    let again = server.cli(&["fixtures", "apply", "fx", file]);
+    assert_eq!(again.code, 6, "its records exist already: {}", again.stderr);
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "{}").expect("write");
+    let applied = server.cli(&["fixtures", "apply", "fx", empty.to_str().expect("path")]);
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
     let help = server.cli(&["--help"]);
     assert!(help.stdout.contains("Exit codes"), "{}", help.stdout);
 }

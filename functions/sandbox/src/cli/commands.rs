@@ -9,8 +9,23 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
 
-/// What the fixtures commands answer until the fixtures issue lands.
-const NO_FIXTURES: &str = "fixtures are not available yet: they wait for the fixtures issue (23) of the sandbox; create the tenant with --seed or --from TENANT:CHECKPOINT instead";
+/// What `fixtures export` answers until the sandbox exports fixtures.
+const NO_EXPORT: &str = "the sandbox does not export fixtures yet (issue 23: applying a document works, reading one back does not); keep the document you applied, or use a checkpoint";
+
+/// A fixtures document read from `file` (a JSON object), or exit 1 naming the file.
+fn fixtures_file(file: &std::path::Path) -> Outcome<Value> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::other(format!("{}: {e}", file.display())))?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::other(format!("{}: not JSON: {e}", file.display())))?;
+    if !doc.is_object() {
+        return Err(Failure::other(format!(
+            "{}: a fixtures document is a JSON object",
+            file.display()
+        )));
+    }
+    Ok(doc)
+}
 
 fn client(conn: &Conn) -> Outcome<Client> {
     Client::new(&conn.url, conn.admin_key.clone())
@@ -42,10 +57,7 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
             )
             .await
         }
-        ClientCommand::Fixtures { command, .. } => {
-            let _ = command;
-            Err(Failure::other(NO_FIXTURES))
-        }
+        ClientCommand::Fixtures { conn, command } => fixtures(&conn, command).await,
         ClientCommand::Events {
             conn,
             tenant,
@@ -80,6 +92,29 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
     }
 }
 
+// ---- fixtures -------------------------------------------------------------------------
+
+async fn fixtures(conn: &Conn, command: super::FixturesCommand) -> Outcome<()> {
+    match command {
+        super::FixturesCommand::Export { tenant } => {
+            let _ = tenant;
+            Err(Failure::other(NO_EXPORT))
+        }
+        super::FixturesCommand::Apply { tenant, file } => {
+            let doc = fixtures_file(&file)?;
+            let c = client(conn)?;
+            let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
+            let applied = c.admin(Method::POST, &path, Some(&doc)).await?.body;
+            if conn.json {
+                json(&applied);
+            } else {
+                out(&format!("applied {} to {tenant}", file.display()));
+            }
+            Ok(())
+        }
+    }
+}
+
 // ---- tenants --------------------------------------------------------------------------
 
 const TENANT_FIELDS: [&str; 4] = ["id", "name", "time_zone", "created_at"];
@@ -95,9 +130,6 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
             fixtures,
             env,
         } => {
-            if fixtures.is_some() {
-                return Err(Failure::other(format!("--fixtures: {NO_FIXTURES}")));
-            }
             let mut body = json!({ "name": name });
             if let Some(from) = from {
                 let (source, checkpoint) = from.rsplit_once(':').ok_or_else(|| {
@@ -109,7 +141,10 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
                 let source = c.tenant_id(source).await?;
                 body["from"] = json!({ "tenant": source, "checkpoint": checkpoint });
             } else {
-                body["seed"] = json!(seed.unwrap_or(super::SeedArg::Demo).as_str());
+                match fixtures {
+                    Some(file) => body["fixtures"] = fixtures_file(&file)?,
+                    None => body["seed"] = json!(seed.unwrap_or(super::SeedArg::Demo).as_str()),
+                }
                 if let Some(zone) = time_zone {
                     body["time_zone"] = json!(zone);
                 }

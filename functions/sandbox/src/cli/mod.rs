@@ -119,8 +119,8 @@ pub enum ClientCommand {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60000))]
         interval_ms: u64,
     },
-    /// Export or apply a tenant's fixtures. NOT AVAILABLE YET: waits for the fixtures issue
-    /// (23); both commands answer an error (exit 1) until it lands.
+    /// Apply a fixtures document (docs/fixtures.md) to a tenant; export is not available yet
+    /// (the sandbox cannot read a document back: exit 1).
     Fixtures {
         #[command(flatten)]
         conn: Conn,
@@ -215,8 +215,8 @@ pub enum TenantCommand {
         /// id or name).
         #[arg(long, value_name = "TENANT:CHECKPOINT")]
         from: Option<String>,
-        /// Apply a fixtures file. NOT AVAILABLE YET: waits for the fixtures issue (23).
-        #[arg(long, value_name = "FILE")]
+        /// Create the tenant from a fixtures document (docs/fixtures.md) instead of a seed.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "from"])]
         fixtures: Option<PathBuf>,
         /// Print `export` lines (shell-quoted) instead of a table.
         #[arg(long, conflicts_with = "json")]
@@ -316,9 +316,10 @@ pub enum FaultCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum FixturesCommand {
-    /// Print a tenant's fixtures as JSON. NOT AVAILABLE YET (fixtures issue 23).
+    /// Print a tenant's fixtures as JSON. NOT AVAILABLE YET: the sandbox cannot export a
+    /// document (exit 1).
     Export { tenant: String },
-    /// Apply a fixtures file to a tenant. NOT AVAILABLE YET (fixtures issue 23).
+    /// Apply a fixtures document to a tenant in one write (creates records; all or nothing).
     Apply { tenant: String, file: PathBuf },
 }
 
