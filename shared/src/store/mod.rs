@@ -28,6 +28,7 @@ mod cache;
 pub mod capture;
 pub mod checkpoints;
 mod database;
+pub mod idempotency;
 pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
@@ -412,8 +413,23 @@ impl TenantDb {
     {
         let db = self.clone();
         let checked = self.fresh_in_request();
+        // Inside an idempotency scope of this tenant, the key's row joins the transaction
+        // (see `idempotency`): it is applied, logged and acknowledged with the data or not
+        // at all.
+        let key = idempotency::current_for(&self.id);
+        let keyed = key.clone();
+        let f = move |tx: &Transaction<'_>| {
+            let out = f(tx)?;
+            if let Some(key) = &keyed {
+                idempotency::insert(tx, key)?;
+            }
+            Ok(out)
+        };
         let out = blocking(move || db.db.write_checking(!checked, f)).await?;
         self.mark_fresh_in_request();
+        if let Some(key) = key {
+            key.mark_written();
+        }
         Ok(out)
     }
 

@@ -30,6 +30,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_usage_one_row",
         include_str!("migrations/0008_usage_one_row.sql"),
     ),
+    (
+        "0010_idempotency_keys",
+        include_str!("migrations/0010_idempotency_keys.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
