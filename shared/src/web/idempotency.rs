@@ -57,9 +57,9 @@ impl Drop for Claim<'_> {
 impl InFlight {
     fn claim(&self, tenant: &str, key: &str) -> Option<Claim<'_>> {
         let entry = (tenant.to_string(), key.to_string());
-        crate::store::lock(&self.0)
-            .insert(entry.clone())
-            .then_some(Claim { set: self, entry })
+        // The lock is released before a claim exists: a claim's drop takes it.
+        let inserted = crate::store::lock(&self.0).insert(entry.clone());
+        inserted.then(|| Claim { set: self, entry })
     }
 }
 
@@ -67,6 +67,22 @@ impl InFlight {
 pub(super) struct Keyed {
     tenant: Tenant,
     scope: Arc<KeyScope>,
+}
+
+impl Keyed {
+    /// Marks `req` as this keyed write's, so that [`handler`] runs it in the key's scope.
+    pub(super) fn mark(&self, req: &mut Request) {
+        req.extensions_mut().insert(self.scope.clone());
+    }
+}
+
+/// Runs the handler `next` on `req`, inside the key's scope when the request is a keyed
+/// write: its writes of the tenant then store the key's row in their own transaction.
+pub(super) async fn handler(req: Request, next: axum::middleware::Next) -> Response {
+    match req.extensions().get::<Arc<KeyScope>>().cloned() {
+        Some(scope) => keys::scope(scope, next.run(req)).await,
+        None => next.run(req).await,
+    }
 }
 
 /// The key of a tenant's write that carries the header: `Ok(None)` when the request is no
@@ -112,8 +128,8 @@ pub(super) fn prepare(
     }))
 }
 
-/// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler) inside
-/// the key's scope, its answer then recorded.
+/// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler, `req`
+/// marked by [`Keyed::mark`]), its answer then recorded.
 pub(super) async fn serve(
     app: &AppState,
     surface: Surface,
@@ -154,7 +170,9 @@ pub(super) async fn serve(
         }
         Ok(Found::Nothing) => {}
     }
-    let response = keys::scope(scope.clone(), run).await;
+    // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
+    // own writes (a fault rule's hit count) are not the request's write.
+    let response = run.await;
     if !scope.written() {
         // Nothing of the request was written (refused, or no write of this tenant): nothing
         // to replay, and a retry runs anew.

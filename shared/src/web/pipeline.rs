@@ -235,16 +235,16 @@ async fn identify_and_serve(
         Err((status, message)) => return surface.error(status, None, message),
     };
     let keyed = match &subject {
-        Some(Subject::Tenant(tenant)) => {
-            match idempotency::prepare(surface, tenant, &req, &body) {
-                Ok(keyed) => keyed,
-                Err(refused) => return refused,
-            }
-        }
+        Some(Subject::Tenant(tenant)) => match idempotency::prepare(surface, tenant, &req, &body) {
+            Ok(keyed) => keyed,
+            Err(refused) => return refused,
+        },
         _ => None,
     };
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
+            let mut req = req;
+            keyed.mark(&mut req);
             let run = powers::apply(&app, surface, subject, body, req, next);
             idempotency::serve(&app, surface, keyed, run).await
         }
