@@ -86,13 +86,12 @@ pub(super) async fn handler(req: Request, next: axum::middleware::Next) -> Respo
 }
 
 /// The key of a tenant's write that carries the header: `Ok(None)` when the request is no
-/// write or has no header, `Err` the 400 of a malformed key.
+/// write or has no header, `Err` the message of the 400 of a malformed key.
 pub(super) fn prepare(
-    surface: Surface,
     tenant: &Tenant,
     req: &Request,
     body: &Bytes,
-) -> Result<Option<Keyed>, Response> {
+) -> Result<Option<Keyed>, String> {
     let method = req.method();
     if ![Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method) {
         return Ok(None);
@@ -103,11 +102,10 @@ pub(super) fn prepare(
     };
     let key = value.to_str().ok().filter(|k| keys::valid_key(k));
     let (Some(key), None) = (key, values.next()) else {
-        let message = format!(
+        return Err(format!(
             "the Idempotency-Key header must appear once, with 1 to {} visible ASCII characters",
             keys::MAX_KEY_CHARS
-        );
-        return Err(surface.error(StatusCode::BAD_REQUEST, None, message));
+        ));
     };
     let tenant_id = tenant.record.id.as_str();
     let mut hash = Sha256::new();

@@ -235,9 +235,9 @@ async fn identify_and_serve(
         Err((status, message)) => return surface.error(status, None, message),
     };
     let keyed = match &subject {
-        Some(Subject::Tenant(tenant)) => match idempotency::prepare(surface, tenant, &req, &body) {
+        Some(Subject::Tenant(tenant)) => match idempotency::prepare(tenant, &req, &body) {
             Ok(keyed) => keyed,
-            Err(refused) => return refused,
+            Err(message) => return surface.error(StatusCode::BAD_REQUEST, None, message),
         },
         _ => None,
     };
