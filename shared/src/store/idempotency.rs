@@ -17,8 +17,9 @@
 use crate::{Error, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Longest key, in characters (visible ASCII only, so bytes too).
 pub const MAX_KEY_CHARS: usize = 255;
@@ -35,13 +36,15 @@ pub fn valid_key(key: &str) -> bool {
 }
 
 /// One keyed request as the write path sees it.
-#[derive(Debug)]
 pub struct KeyScope {
     tenant_id: String,
     key: String,
     fingerprint: String,
     request_id: String,
     written: AtomicBool,
+    /// The result of the write whose outcome S3 could not confirm (see [`KeyScope::resume`]).
+    stash: Mutex<Option<Box<dyn Any + Send>>>,
+    resuming: AtomicBool,
 }
 
 impl KeyScope {
@@ -53,7 +56,36 @@ impl KeyScope {
             fingerprint: fingerprint.to_string(),
             request_id: uuid::Uuid::new_v4().to_string(),
             written: AtomicBool::new(false),
+            stash: Mutex::new(None),
+            resuming: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a write of this request answered "outcome unknown" and kept its result.
+    pub fn has_stash(&self) -> bool {
+        super::lock(&self.stash).is_some()
+    }
+
+    /// Runs this request again to render its first answer, once its write is known to have
+    /// landed (its key's row is there): the first write of the tenant inside the scope then
+    /// answers the kept result instead of running (see docs/storage.md, "Idempotency keys").
+    pub fn resume(&self) {
+        self.written.store(false, Ordering::SeqCst);
+        self.resuming.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn resuming(&self) -> bool {
+        self.resuming.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn keep(&self, out: Box<dyn Any + Send>) {
+        *super::lock(&self.stash) = Some(out);
+    }
+
+    /// The kept result, if it is a `T` (taken once).
+    pub(crate) fn take_kept<T: 'static>(&self) -> Option<T> {
+        let kept = super::lock(&self.stash).take()?;
+        kept.downcast::<T>().ok().map(|out| *out)
     }
 
     /// Whether a write of this request inserted the key's row and was acknowledged.

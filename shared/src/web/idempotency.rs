@@ -18,7 +18,7 @@ use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +40,15 @@ const UNRECORDED_HEADERS: &[&str] = &[
 /// The keys of requests in flight in this process, by tenant (one per process, in
 /// [`AppState`]).
 #[derive(Default)]
-pub(crate) struct InFlight(Mutex<HashSet<(String, String)>>);
+pub(crate) struct InFlight {
+    claimed: Mutex<HashSet<(String, String)>>,
+    /// Requests whose write answered "outcome unknown", with its kept result, by tenant and
+    /// key: at most [`MAX_KEPT`], all forgotten when full (a retry then gets the 409).
+    kept: Mutex<HashMap<(String, String), Arc<KeyScope>>>,
+}
+
+/// Most "outcome unknown" requests a process keeps for their retry.
+const MAX_KEPT: usize = 1024;
 
 /// A key's place in [`InFlight`], given back on drop.
 struct Claim<'a> {
@@ -50,7 +58,7 @@ struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        crate::store::lock(&self.set.0).remove(&self.entry);
+        crate::store::lock(&self.set.claimed).remove(&self.entry);
     }
 }
 
@@ -58,8 +66,20 @@ impl InFlight {
     fn claim(&self, tenant: &str, key: &str) -> Option<Claim<'_>> {
         let entry = (tenant.to_string(), key.to_string());
         // The lock is released before a claim exists: a claim's drop takes it.
-        let inserted = crate::store::lock(&self.0).insert(entry.clone());
+        let inserted = crate::store::lock(&self.claimed).insert(entry.clone());
         inserted.then(|| Claim { set: self, entry })
+    }
+
+    fn keep(&self, tenant: &str, scope: Arc<KeyScope>) {
+        let mut kept = crate::store::lock(&self.kept);
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        kept.insert((tenant.to_string(), scope.key().to_string()), scope);
+    }
+
+    fn kept(&self, tenant: &str, key: &str) -> Option<Arc<KeyScope>> {
+        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()))
     }
 }
 
@@ -67,13 +87,6 @@ impl InFlight {
 pub(super) struct Keyed {
     tenant: Tenant,
     scope: Arc<KeyScope>,
-}
-
-impl Keyed {
-    /// Marks `req` as this keyed write's, so that [`handler`] runs it in the key's scope.
-    pub(super) fn mark(&self, req: &mut Request) {
-        req.extensions_mut().insert(self.scope.clone());
-    }
 }
 
 /// Runs the handler `next` on `req`, inside the key's scope when the request is a keyed
@@ -126,15 +139,20 @@ pub(super) fn prepare(
     }))
 }
 
-/// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler, `req`
-/// marked by [`Keyed::mark`]), its answer then recorded.
-pub(super) async fn serve(
+/// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler) on `req`
+/// marked with the key's scope (which [`handler`] enters), its answer then recorded.
+pub(super) async fn serve<F>(
     app: &AppState,
     surface: Surface,
     keyed: Keyed,
-    run: impl Future<Output = Response>,
-) -> Response {
-    let Keyed { tenant, scope } = keyed;
+    mut req: Request,
+    run: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
+    let Keyed { tenant, mut scope } = keyed;
+    let mut resumed = false;
     let key = scope.key().to_string();
     let Some(_claim) = app.idempotency.claim(tenant.db.tenant_id(), &key) else {
         let message = format!("a request with this Idempotency-Key ('{key}') is in progress; retry once it has been answered");
@@ -152,8 +170,20 @@ pub(super) async fn serve(
         Err(e) => return surface.from_error(e),
         Ok(Found::Answer(answer)) => return replay(answer),
         Ok(Found::Unrecorded) => {
-            let message = format!("a request with this Idempotency-Key ('{key}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
-            return conflict(surface, message);
+            // This process ran the first request and kept the result of its write, whose
+            // outcome was unknown and which has landed since: the request runs again to
+            // render that first answer, its write answered by the kept result.
+            if let Some(first) = app.idempotency.kept(tenant.db.tenant_id(), &key) {
+                if first.fingerprint() == scope.fingerprint() {
+                    first.resume();
+                    scope = first;
+                    resumed = true;
+                }
+            }
+            if !resumed {
+                let message = format!("a request with this Idempotency-Key ('{key}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
+                return conflict(surface, message);
+            }
         }
         Ok(Found::Mismatch) => {
             let message = format!("the Idempotency-Key '{key}' was used with a different request (method, path, query or body); use a new key for a new request");
@@ -166,11 +196,19 @@ pub(super) async fn serve(
                 message,
             );
         }
-        Ok(Found::Nothing) => {}
+        Ok(Found::Nothing) => {
+            // A kept "outcome unknown" write that did not land (fenced) has nothing to render.
+            app.idempotency.kept(tenant.db.tenant_id(), &key);
+        }
     }
     // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
     // own writes (a fault rule's hit count) are not the request's write.
-    let response = run.await;
+    req.extensions_mut().insert(scope.clone());
+    let response = run(req).await;
+    if scope.has_stash() {
+        // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
+        app.idempotency.keep(tenant.db.tenant_id(), scope.clone());
+    }
     if !scope.written() {
         // Nothing of the request was written (refused, or no write of this tenant): nothing
         // to replay, and a retry runs anew.
@@ -203,7 +241,13 @@ pub(super) async fn serve(
         // The write stands; a retry learns it was applied (409) instead of its answer.
         tracing::warn!(error = %e, key, "a keyed write's answer was not recorded");
     }
-    Response::from_parts(parts, Body::from(body))
+    let mut response = Response::from_parts(parts, Body::from(body));
+    if resumed {
+        response
+            .headers_mut()
+            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    response
 }
 
 /// A 409 of this step: `CONFLICT`, on Surface A a `GENERAL` fault (its 409 default,

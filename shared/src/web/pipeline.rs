@@ -243,10 +243,8 @@ async fn identify_and_serve(
     };
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
-            let mut req = req;
-            keyed.mark(&mut req);
-            let run = powers::apply(&app, surface, subject, body, req, next);
-            idempotency::serve(&app, surface, keyed, run).await
+            let run = |req| powers::apply(&app, surface, subject, body, req, next);
+            idempotency::serve(&app, surface, keyed, req, run).await
         }
         (Some(subject), None) => powers::apply(&app, surface, subject, body, req, next).await,
         (None, _) => next.run(req).await,
