@@ -1237,7 +1237,62 @@ def checkpoint_paths(P, tid):
     }
 
 
-DOCS = {"billing.json": billing_doc, "revenue.json": revenue_doc, "admin.json": admin_doc}
+IDEMPOTENCY_KEY = param(
+    "Idempotency-Key",
+    "header",
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+    "Optional: makes a retry of this write safe. The same key with the same request (method, "
+    "path, query, body) within 24 hours of the tenant clock replays the first answer (with "
+    "Idempotent-Replayed: true) instead of running again; 409 while the first is in flight or "
+    "when it was applied without a recorded answer (its outcome was unknown); 422 with a "
+    "different request. At most 10,000 keys per tenant are kept.",
+)
+
+IDEMPOTENCY_ERRORS = {
+    400: "The request or its Idempotency-Key is malformed",
+    409: "Conflict, or a request with this Idempotency-Key is in progress or was applied without a recorded answer",
+    422: "The Idempotency-Key was used with a different request",
+}
+
+REPLAYED = {
+    "Idempotent-Replayed": {
+        "description": "true: this is the recorded answer of an earlier request with the same Idempotency-Key",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+
+
+def with_idempotency(build):
+    """Every write (POST, PUT, PATCH, DELETE) of a tenant surface takes the Idempotency-Key
+    header: it is named, with the answers it may add, on each write of the document."""
+
+    def built():
+        doc = build()
+        for item in doc["paths"].values():
+            for method in ("post", "put", "patch", "delete"):
+                op = item.get(method)
+                if op is None:
+                    continue
+                # Copies, never updates in place: parts of operations are shared constants.
+                op["parameters"] = list(op.get("parameters", [])) + [IDEMPOTENCY_KEY]
+                responses = op["responses"] = dict(op["responses"])
+                for status, text in IDEMPOTENCY_ERRORS.items():
+                    if str(status) not in responses:
+                        responses.update(error_responses([status], {status: text}))
+                for code, response in list(responses.items()):
+                    if code.startswith("2"):
+                        responses[code] = {**response, "headers": {**response.get("headers", {}), **REPLAYED}}
+        return doc
+
+    return built
+
+
+# The admin API ignores Idempotency-Key (its writes are about the registry and the bucket).
+DOCS = {
+    "billing.json": with_idempotency(billing_doc),
+    "revenue.json": with_idempotency(revenue_doc),
+    "admin.json": admin_doc,
+}
 
 
 def render(doc):

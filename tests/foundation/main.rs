@@ -1,13 +1,14 @@
 //! Foundation: auth matrix per surface, tenant isolation, admin API (create, list, tokens,
 //! reset, delete, bad input), and concurrency of the tenant store; `overload`: the request
 //! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
-//! clock, fault injection, request journal).
+//! clock, fault injection, request journal); `idempotency`: the Idempotency-Key header.
 
 mod bounds;
 mod clock;
 mod faults;
 mod fixtures;
 mod hostile;
+mod idempotency;
 mod journal;
 mod overload;
 mod quoted;

@@ -1,13 +1,15 @@
 //! The tenant store end to end: the S3-backed store against a real S3 server (moto), with
 //! writers in threads, environments and OS processes, crashes and S3 faults. The moto
 //! server and the fault proxy are `e2e::s3`; `powers`: the sandbox powers (clock, faults,
-//! journal) across environments on one bucket.
+//! journal) across environments on one bucket; `idempotency`: a write whose outcome was unknown,
+//! retried with its Idempotency-Key.
 
 mod cache;
 mod chaos;
 mod checkpoints;
 mod costs;
 mod fencing;
+mod idempotency;
 mod isolation;
 mod lifecycle;
 mod powers;

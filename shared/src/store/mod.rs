@@ -28,6 +28,7 @@ mod cache;
 pub mod capture;
 pub mod checkpoints;
 mod database;
+pub mod idempotency;
 pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
@@ -412,9 +413,51 @@ impl TenantDb {
     {
         let db = self.clone();
         let checked = self.fresh_in_request();
-        let out = blocking(move || db.db.write_checking(!checked, f)).await?;
-        self.mark_fresh_in_request();
-        Ok(out)
+        // Inside an idempotency scope of this tenant, the key's row joins the transaction
+        // (see `idempotency`): it is applied, logged and acknowledged with the data or not
+        // at all.
+        let Some(key) = idempotency::current_for(&self.id) else {
+            let out = blocking(move || db.db.write_checking(!checked, f)).await?;
+            self.mark_fresh_in_request();
+            return Ok(out);
+        };
+        if key.resuming() {
+            // The retry of a write whose outcome was unknown and which has landed: its kept
+            // result renders the first answer; nothing runs again.
+            let out = key.take_kept::<T>().ok_or_else(|| {
+                Error::Conflict(format!(
+                    "a request with Idempotency-Key '{}' was applied, but its answer was not recorded; it is not applied again",
+                    key.key()
+                ))
+            })?;
+            key.mark_written();
+            return Ok(out);
+        }
+        // The result of the last attempt is kept aside, so that a write answered "outcome
+        // unknown" can still render its answer once it is known to have landed.
+        let slot: Arc<Mutex<Option<T>>> = Arc::default();
+        let (keyed, kept) = (key.clone(), slot.clone());
+        let f = move |tx: &Transaction<'_>| {
+            let out = f(tx)?;
+            idempotency::insert(tx, &keyed)?;
+            *lock(&kept) = Some(out);
+            Ok(())
+        };
+        let written = blocking(move || db.db.write_checking(!checked, f)).await;
+        let out = lock(&slot).take();
+        match (written, out) {
+            (Ok(()), Some(out)) => {
+                self.mark_fresh_in_request();
+                key.mark_written();
+                Ok(out)
+            }
+            (Ok(()), None) => Err(Error::Internal("a write answered no result".into())),
+            (Err(e @ Error::OutcomeUnknown(_)), Some(out)) => {
+                key.keep(Box::new(out));
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        }
     }
 
     /// Whether the current [`request_scope`] has brought this tenant's copy up to date.

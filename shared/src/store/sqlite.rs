@@ -34,6 +34,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_billing_lifecycle",
         include_str!("migrations/0009_billing_lifecycle.sql"),
     ),
+    (
+        "0010_idempotency_keys",
+        include_str!("migrations/0010_idempotency_keys.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// The message of a write whose outcome storage could not confirm (503).
-pub const OUTCOME_UNKNOWN_MESSAGE: &str = "The service is temporarily unavailable and could not confirm whether the request was applied: it may or may not have been. Check before retrying.";
+pub const OUTCOME_UNKNOWN_MESSAGE: &str = "The service is temporarily unavailable and could not confirm whether the request was applied: it may or may not have been. Retry with the same Idempotency-Key to learn the outcome (a request sent without one: check before retrying).";
 
 /// The error body of Surfaces B and C: `{code, message}` with an HTTP status.
 #[derive(Debug, Clone, Serialize)]

@@ -4,6 +4,7 @@
 //! - [`surface`]: what differs per surface (prefixes, credentials, error shape, paging);
 //! - [`state`]: [`AppState`] and the one place a credential becomes a tenant;
 //! - [`pipeline`]: path bounds, identification, admission, body read, timeout, request log;
+//! - [`idempotency`]: the `Idempotency-Key` header of writes (replays, in-flight refusals);
 //! - [`powers`]: the sandbox powers (fault rules, journal) applied to identified requests;
 //! - [`extract`]: extractors (identified tenant, JSON body, query map) and their bounds;
 //! - [`error`]: the `{code, message}` error and the mapping of domain errors to it;
@@ -12,6 +13,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod listing;
 pub mod pipeline;
 pub mod powers;

@@ -16,11 +16,15 @@
 //!    or past the limit. The request timeout runs from here to the answer.
 //! 5. **Body**: an identified request's body is read here, at most `max_body_bytes` (413)
 //!    within `body_timeout_ms` (408); an anonymous request's body is never read.
-//! 6. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
-//! 7. **Handler**: its extractors take the [`Identity`] from the request's extensions.
+//! 6. **Idempotency** (`super::idempotency`): a tenant's write with an `Idempotency-Key`
+//!    header is replayed, refused (in flight, applied without a recorded answer, another
+//!    request's key), or run with the key joining its write transaction, its answer recorded.
+//! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
+//! 8. **Handler**: its extractors take the [`Identity`] from the request's extensions.
 //!
 //! Every answer the pipeline gives itself is in the error shape of the path's surface.
 
+use super::idempotency;
 use super::powers::{self, Subject};
 use super::state::{AppState, Identity};
 use super::surface::{error_for_path, Surface};
@@ -151,7 +155,7 @@ impl Admission {
     }
 }
 
-/// The pipeline's steps 2 to 7 (see the module doc) around the router `next`.
+/// The pipeline's steps 2 to 8 (see the module doc) around the router `next`.
 pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
     if path.len() > MAX_PATH_BYTES {
@@ -230,9 +234,20 @@ async fn identify_and_serve(
         Ok(read) => read,
         Err((status, message)) => return surface.error(status, None, message),
     };
-    match subject {
-        Some(subject) => powers::apply(&app, surface, subject, body, req, next).await,
-        None => next.run(req).await,
+    let keyed = match &subject {
+        Some(Subject::Tenant(tenant)) => match idempotency::prepare(tenant, &req, &body) {
+            Ok(keyed) => keyed,
+            Err(message) => return surface.error(StatusCode::BAD_REQUEST, None, message),
+        },
+        _ => None,
+    };
+    match (subject, keyed) {
+        (Some(subject), Some(keyed)) => {
+            let run = |req| powers::apply(&app, surface, subject, body, req, next);
+            idempotency::serve(&app, surface, keyed, req, run).await
+        }
+        (Some(subject), None) => powers::apply(&app, surface, subject, body, req, next).await,
+        (None, _) => next.run(req).await,
     }
 }
 

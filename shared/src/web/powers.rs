@@ -80,7 +80,7 @@ pub(super) async fn apply(
     let recording = journal.then(|| Recording::start(surface, &req, body));
     let tenant = match subject {
         Subject::AdminOf(id) => {
-            let response = next.run(req).await;
+            let response = super::idempotency::handler(req, next).await;
             // An unknown tenant or a refused admin key is no request to a tenant.
             return match recording {
                 Some(r) if !matches!(response.status().as_u16(), 401 | 404) => {
@@ -103,10 +103,10 @@ pub(super) async fn apply(
                     let message = format!("Injected by sandbox fault rule {}.", rule.id);
                     surface.error(status, None, message)
                 }
-                None => next.run(req).await,
+                None => super::idempotency::handler(req, next).await,
             }
         }
-        None => next.run(req).await,
+        None => super::idempotency::handler(req, next).await,
     };
     if let Some(rule) = &rule {
         if let Ok(value) = HeaderValue::from_str(&rule.id) {

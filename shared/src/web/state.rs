@@ -24,6 +24,8 @@ pub struct AppState {
     pub powers: Arc<crate::sandbox::Powers>,
     /// The admission shares of this process (see `super::pipeline`).
     pub(crate) admission: Arc<super::pipeline::Admission>,
+    /// The idempotency keys in flight in this process (see `super::idempotency`).
+    pub(crate) idempotency: Arc<super::idempotency::InFlight>,
 }
 
 /// Who a request is, as the pipeline found it from its headers.
@@ -61,6 +63,7 @@ impl AppState {
         AppState {
             store,
             admission: Arc::new(super::pipeline::Admission::new(&config)),
+            idempotency: Arc::default(),
             config: Arc::new(config),
             powers: Arc::new(powers),
         }

@@ -1,0 +1,292 @@
+//! Idempotency keys as the store keeps them (issue 22; docs/storage.md, "Idempotency keys").
+//! The store knows no HTTP: the web layer runs a request inside [`scope`] with a [`KeyScope`]
+//! (the tenant, the key, the request's fingerprint), and every [`super::TenantDb::write`] of
+//! that tenant inside the scope also inserts the key's row in its own transaction, so the row
+//! travels in the same S3 log entry as the data it guards: whatever became of the write, the
+//! row says so. The rendered answer is recorded by a follow-up write ([`record_answer`]).
+//!
+//! Invariants:
+//! - A key's row exists iff a write of its request committed (same transaction).
+//! - A second write of the same request finds its own row (`request_id`); a write of another
+//!   request that finds the key taken fails with a conflict and applies nothing, which is
+//!   what settles two environments racing with one key.
+//! - Rows older than [`KEEP_HOURS`] by the tenant clock are gone for every reader (a lookup
+//!   ignores them, the next insert deletes them), and at most [`MAX_KEYS`] rows are kept (the
+//!   oldest deleted by the insert that passes the bound).
+
+use crate::{Error, Result};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Longest key, in characters (visible ASCII only, so bytes too).
+pub const MAX_KEY_CHARS: usize = 255;
+
+/// How long a key is kept, by the tenant clock.
+pub const KEEP_HOURS: i64 = 24;
+
+/// Most keys kept per tenant; the oldest are deleted past it.
+pub const MAX_KEYS: i64 = 10_000;
+
+/// Whether `key` is a valid key: 1 to [`MAX_KEY_CHARS`] visible ASCII characters (`!`..`~`).
+pub fn valid_key(key: &str) -> bool {
+    (1..=MAX_KEY_CHARS).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// One keyed request as the write path sees it.
+pub struct KeyScope {
+    tenant_id: String,
+    key: String,
+    fingerprint: String,
+    request_id: String,
+    written: AtomicBool,
+    /// The result of the write whose outcome S3 could not confirm (see [`KeyScope::resume`]).
+    stash: Mutex<Option<Box<dyn Any + Send>>>,
+    resuming: AtomicBool,
+}
+
+impl KeyScope {
+    /// The key `key` of a request of `tenant_id` whose fingerprint is `fingerprint`.
+    pub fn new(tenant_id: &str, key: &str, fingerprint: &str) -> Arc<KeyScope> {
+        Arc::new(KeyScope {
+            tenant_id: tenant_id.to_string(),
+            key: key.to_string(),
+            fingerprint: fingerprint.to_string(),
+            request_id: uuid::Uuid::new_v4().to_string(),
+            written: AtomicBool::new(false),
+            stash: Mutex::new(None),
+            resuming: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether a write of this request answered "outcome unknown" and kept its result.
+    pub fn has_stash(&self) -> bool {
+        super::lock(&self.stash).is_some()
+    }
+
+    /// Runs this request again to render its first answer, once its write is known to have
+    /// landed (its key's row is there): the first write of the tenant inside the scope then
+    /// answers the kept result instead of running (see docs/storage.md, "Idempotency keys").
+    pub fn resume(&self) {
+        self.written.store(false, Ordering::SeqCst);
+        self.resuming.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn resuming(&self) -> bool {
+        self.resuming.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn keep(&self, out: Box<dyn Any + Send>) {
+        *super::lock(&self.stash) = Some(out);
+    }
+
+    /// The kept result, if it is a `T` (taken once).
+    pub(crate) fn take_kept<T: 'static>(&self) -> Option<T> {
+        let kept = super::lock(&self.stash).take()?;
+        kept.downcast::<T>().ok().map(|out| *out)
+    }
+
+    /// Whether a write of this request inserted the key's row and was acknowledged.
+    pub fn written(&self) -> bool {
+        self.written.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn mark_written(&self) {
+        self.written.store(true, Ordering::SeqCst);
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The request's fingerprint.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
+/// A recorded answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The headers that matter to a client (content type, Location, ETag, ...), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// What the store holds for a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    /// No live row: the request runs.
+    Nothing,
+    /// The same request was applied and its answer recorded.
+    Answer(Answer),
+    /// The same request was applied (or is being applied elsewhere); no answer recorded.
+    Unrecorded,
+    /// The key was used by a different request.
+    Mismatch,
+}
+
+tokio::task_local! {
+    static KEY: Arc<KeyScope>;
+}
+
+/// Runs `request` with `key` as its idempotency key (see the module doc).
+pub async fn scope<F: std::future::Future>(key: Arc<KeyScope>, request: F) -> F::Output {
+    KEY.scope(key, request).await
+}
+
+/// The key of the current scope, when it belongs to `tenant_id`.
+pub(crate) fn current_for(tenant_id: &str) -> Option<Arc<KeyScope>> {
+    KEY.try_with(|k| k.clone())
+        .ok()
+        .filter(|k| k.tenant_id == tenant_id)
+}
+
+fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The oldest `created_at` still live at the tenant clock's `now`.
+fn live_from(conn: &Connection) -> Result<String> {
+    let now = crate::time::now_for(conn)?;
+    Ok(stamp(now - chrono::Duration::hours(KEEP_HOURS)))
+}
+
+/// What the store holds for `key`, compared with `fingerprint`.
+pub fn lookup(conn: &Connection, key: &str, fingerprint: &str) -> Result<Found> {
+    let from = live_from(conn)?;
+    let row = conn
+        .query_row(
+            "SELECT fingerprint, status, headers, body FROM idempotency_keys
+             WHERE key = ?1 AND created_at >= ?2",
+            params![key, from],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<u16>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                ))
+            },
+        )
+        .optional()?;
+    Ok(match row {
+        None => Found::Nothing,
+        Some((f, _, _, _)) if f != fingerprint => Found::Mismatch,
+        Some((_, Some(status), headers, body)) => Found::Answer(Answer {
+            status,
+            headers: serde_json::from_str(headers.as_deref().unwrap_or("[]"))?,
+            body: body.unwrap_or_default(),
+        }),
+        Some(_) => Found::Unrecorded,
+    })
+}
+
+/// Inside a write of `scope`'s request: inserts the key's row (expired and surplus rows
+/// pruned first). A row of another request under the key fails the write with a conflict.
+pub(crate) fn insert(tx: &Transaction<'_>, scope: &KeyScope) -> Result<()> {
+    let from = live_from(tx)?;
+    tx.execute(
+        "DELETE FROM idempotency_keys WHERE created_at < ?1",
+        [&from],
+    )?;
+    let now = stamp(crate::time::now_for(tx)?);
+    let inserted = tx.execute(
+        "INSERT INTO idempotency_keys (key, fingerprint, request_id, created_at)
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO NOTHING",
+        params![scope.key, scope.fingerprint, scope.request_id, now],
+    )?;
+    if inserted == 0 {
+        let owner: String = tx.query_row(
+            "SELECT request_id FROM idempotency_keys WHERE key = ?1",
+            [&scope.key],
+            |r| r.get(0),
+        )?;
+        if owner == scope.request_id {
+            return Ok(());
+        }
+        return Err(Error::Conflict(format!(
+            "a request with Idempotency-Key '{}' was applied meanwhile by another request; retry to learn its answer",
+            scope.key
+        )));
+    }
+    // The bound: keep the newest MAX_KEYS rows (ids grow with insertion).
+    let edge: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM idempotency_keys ORDER BY id DESC LIMIT 1 OFFSET ?1",
+            [MAX_KEYS],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(edge) = edge {
+        tx.execute("DELETE FROM idempotency_keys WHERE id <= ?1", [edge])?;
+    }
+    Ok(())
+}
+
+/// Records the answer of `scope`'s request on its row (a follow-up write; nothing when the
+/// row is gone, e.g. pruned meanwhile).
+pub fn record_answer(tx: &Transaction<'_>, scope: &KeyScope, answer: &Answer) -> Result<()> {
+    tx.execute(
+        "UPDATE idempotency_keys SET status = ?1, headers = ?2, body = ?3, content_type = ?4
+         WHERE key = ?5 AND request_id = ?6",
+        params![
+            answer.status,
+            serde_json::to_string(&answer.headers)?,
+            answer.body,
+            answer
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                .map(|(_, v)| v.as_str()),
+            scope.key,
+            scope.request_id
+        ],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_visible_ascii_within_the_bound() {
+        assert!(valid_key("a"));
+        assert!(valid_key(&"k".repeat(MAX_KEY_CHARS)));
+        assert!(!valid_key(""));
+        assert!(!valid_key(&"k".repeat(MAX_KEY_CHARS + 1)));
+        assert!(!valid_key("a b"));
+        assert!(!valid_key("é"));
+        assert!(!valid_key("a\tb"));
+    }
+
+    #[test]
+    fn a_row_is_found_replayed_refused_and_bounded() {
+        let mut conn = crate::testing::db();
+        let scope = KeyScope::new("t", "k1", "fp");
+        let tx = conn.transaction().unwrap();
+        insert(&tx, &scope).unwrap();
+        // The same request's second write finds its own row.
+        insert(&tx, &scope).unwrap();
+        assert_eq!(lookup(&tx, "k1", "fp").unwrap(), Found::Unrecorded);
+        assert_eq!(lookup(&tx, "k1", "other").unwrap(), Found::Mismatch);
+        assert_eq!(lookup(&tx, "k2", "fp").unwrap(), Found::Nothing);
+        let other = KeyScope::new("t", "k1", "fp");
+        assert!(matches!(insert(&tx, &other), Err(Error::Conflict(_))));
+        let answer = Answer {
+            status: 201,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: b"{}".to_vec(),
+        };
+        record_answer(&tx, &scope, &answer).unwrap();
+        assert_eq!(lookup(&tx, "k1", "fp").unwrap(), Found::Answer(answer));
+        tx.commit().unwrap();
+    }
+}
