@@ -317,8 +317,9 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
         "{total} entries read"
     );
 
-    // B holds a pending entry (uploaded after 1 s); the tenant is deleted through B before
-    // that: B drops it, and A's batches go with the tenant. Nothing is uploaded after.
+    // B holds a pending entry (uploaded after 1 s); the tenant is deleted through A before
+    // that: B's uploader finds the tombstone in the tenant's log and uploads nothing, and
+    // A's batches go with the tenant. No journal object outlives the tenant.
     let r = client
         .get(format!("{b}{B_PATH}"))
         .header("X-Api-Key", &key)
@@ -327,7 +328,7 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
         .unwrap();
     assert_eq!(r.status(), 404);
     let (status, _) = admin(
-        &b,
+        &a,
         Method::DELETE,
         &format!("/sandbox/v1/tenants/{id}"),
         None,

@@ -18,8 +18,9 @@
 //! beyond the bound, oldest first, are deleted: [`batches`]), and on every read (the newest
 //! entries within both bounds, whatever the environments and batches hold). A tenant being
 //! deleted is [`Journal::close`]d first: nothing more is recorded or uploaded for it, its
-//! pending entries are dropped, and a batch whose upload raced the deletion is deleted by
-//! its uploader.
+//! pending entries are dropped; an uploader asks whether the tenant is still alive (its
+//! log's tombstone, see [`Journal::upload`]) before and after its PUT, so a batch never
+//! stays behind a deletion, in this environment or another.
 //!
 //! Cost on the request path: the layer hands over the request's parts as they are ([`Raw`]:
 //! the header map, the URI, the bodies as shared `Bytes`, no copy below [`BODY_LIMIT`]) and
@@ -416,13 +417,18 @@ impl Journal {
     /// Uploads a batch of `tenant`'s entries (blocking: one PUT, then one LIST and the
     /// deletes of the batches beyond the bounds), the newest within the bounds. A failure
     /// loses the batch from the other environments' view only; this one still holds it in
-    /// memory. Nothing is uploaded for a closed tenant, and a batch that landed while the
-    /// tenant was being closed is deleted again.
-    pub fn upload(&self, tenant: &str, batch: &[Arc<Item>]) {
+    /// memory. Nothing is uploaded for a closed tenant, nor for one `alive` says was deleted
+    /// (asked before the PUT and after it: a batch that landed while the tenant was being
+    /// deleted, here or in another environment, is deleted again).
+    pub fn upload(&self, tenant: &str, batch: &[Arc<Item>], alive: &dyn Fn() -> bool) {
         let Some(bucket) = &self.bucket else {
             return;
         };
-        if self.is_closed(tenant) {
+        if batch.is_empty() || self.is_closed(tenant) {
+            return;
+        }
+        if !alive() {
+            self.close(tenant);
             return;
         }
         let within = self.within_bounds(batch.iter().rev(), |i| i.size);
@@ -433,8 +439,9 @@ impl Journal {
         let Some(key) = batches::upload(bucket, tenant, &entries) else {
             return;
         };
-        if self.is_closed(tenant) {
-            // The tenant's deletion may have listed its objects before this one landed.
+        // The tenant's deletion may have listed its objects before this one landed.
+        if self.is_closed(tenant) || !alive() {
+            self.close(tenant);
             let _ = bucket.delete(&key);
             return;
         }
