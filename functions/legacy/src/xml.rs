@@ -278,22 +278,9 @@ pub fn document(root: Node, namespace: &str) -> String {
     String::from_utf8_lossy(&writer.into_inner()).into_owned()
 }
 
-/// `value` with every character XML 1.0 cannot carry replaced by U+FFFD: text stored before
-/// the text rule (or by any path that missed it) still makes a well-formed answer, and the
-/// replacement shows that something was there.
-pub fn xml_safe(value: &str) -> std::borrow::Cow<'_, str> {
-    if shared::domain::first_non_xml_char(value).is_none() {
-        return std::borrow::Cow::Borrowed(value);
-    }
-    let replaced = value.chars().map(|c| {
-        if shared::domain::is_xml_char(c) {
-            c
-        } else {
-            char::REPLACEMENT_CHARACTER
-        }
-    });
-    std::borrow::Cow::Owned(replaced.collect())
-}
+/// Text stored before the rule (or by any path that missed it) still makes a well-formed
+/// answer: each character XML 1.0 cannot carry is written as U+FFFD.
+pub use shared::domain::xml_safe;
 
 fn write_node(writer: &mut quick_xml::Writer<Vec<u8>>, node: &Node) {
     let attrs: Vec<(&str, std::borrow::Cow<'_, str>)> = node

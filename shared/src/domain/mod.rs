@@ -67,6 +67,23 @@ pub fn first_non_xml_char(value: &str) -> Option<char> {
     value.chars().find(|c| !is_xml_char(*c))
 }
 
+/// `value` with every character XML 1.0 cannot carry replaced by U+FFFD: for text written
+/// into XML that may predate the rule or echo a client (a stored row, a fault message
+/// quoting a decoded path); the replacement shows that something was there.
+pub fn xml_safe(value: &str) -> std::borrow::Cow<'_, str> {
+    if first_non_xml_char(value).is_none() {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let replaced = value.chars().map(|c| {
+        if is_xml_char(c) {
+            c
+        } else {
+            char::REPLACEMENT_CHARACTER
+        }
+    });
+    std::borrow::Cow::Owned(replaced.collect())
+}
+
 /// The character rule for text on every surface, as a message naming `field`: text holds
 /// only what XML 1.0 can carry, so that whatever one surface stores, Surface A can answer.
 pub fn text_chars_error(field: &str, value: &str) -> Option<String> {
