@@ -10,5 +10,6 @@ mod commands_more;
 mod cross_surface;
 mod roundtrip;
 mod safety;
+mod text_rule;
 mod wadl;
 mod wadl_paging;

@@ -17,6 +17,15 @@ const B_PATH: &str = "/billing/2/adjustment-categories/5";
 
 /// A server over an S3 store whose journal uploads after `flush_ms`.
 async fn serve(config: &S3Config, flush_ms: u64) -> (String, tempfile::TempDir) {
+    serve_with(config, flush_ms, |_| {}).await
+}
+
+/// [`serve`], with the settings `tune` changes.
+async fn serve_with(
+    config: &S3Config,
+    flush_ms: u64,
+    tune: impl FnOnce(&mut Config),
+) -> (String, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (path, cfg) = (dir.path().to_path_buf(), config.clone());
     let store = tokio::task::spawn_blocking(move || Store::open_with(&path, Some(cfg)))
@@ -25,6 +34,7 @@ async fn serve(config: &S3Config, flush_ms: u64) -> (String, tempfile::TempDir) 
         .expect("open S3 store");
     let mut settings = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     settings.journal.flush_every = std::time::Duration::from_millis(flush_ms);
+    tune(&mut settings);
     let base = e2e::listen(AppState::from_parts(store, settings)).await;
     (base, dir)
 }
@@ -199,4 +209,135 @@ async fn clock_faults_and_journal_reach_every_environment() {
         !left.is_empty() && left.iter().all(|k| k.starts_with(&log)),
         "{left:?}"
     );
+}
+
+/// Issue 22, finding 2: 3,000 refused requests with 60 KB bodies left 182 MB of journal
+/// batches in S3 and one read answered 3,000 entries. Here 400 of them against a 1 MiB
+/// bound (the rule is the same at the default 16 MiB): the batches kept in S3 stay within
+/// the bound plus the newest batch, a read through another environment (which holds none
+/// of them in memory) answers at most the bound, a percent-encoded tenant id leaves no
+/// object under its spelling, and nothing of the journal outlives the tenant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
+    let moto = Moto::start();
+    let config = moto.bucket("bounds");
+    let bound = 1024 * 1024;
+    let tuned = |flush_ms| serve_with(&config, flush_ms, |c| c.journal.max_bytes = bound);
+    let (a, _da) = tuned(20).await;
+    let (status, created) = admin(
+        &a,
+        Method::POST,
+        "/sandbox/v1/tenants",
+        Some(json!({"name": "bounds", "seed": "empty"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let key = created["api_key"].as_str().unwrap().to_string();
+    let client = reqwest::Client::new();
+    let body = format!(r#"{{"mode": "x", "pad": "{}"}}"#, "x".repeat(60 * 1024));
+    for _ in 0..400 {
+        let r = client
+            .post(format!("{a}/billing/2/usage-events/bulk"))
+            .header("X-Api-Key", &key)
+            .header("Content-Type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400);
+    }
+    let encoded: String = id.bytes().map(|b| format!("%{b:02X}")).collect();
+    let (status, _) = admin(
+        &a,
+        Method::GET,
+        &format!("/sandbox/v1/tenants/{encoded}/clock"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The last uploads and their pruning settle within a few flush intervals.
+    let journal = format!("sandbox/tenants/{id}/journal/");
+    let mut objects = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = moto.objects("bounds", &journal);
+        if !now.is_empty() && now == objects {
+            break;
+        }
+        objects = now;
+    }
+    let stored: u64 = objects.iter().map(|(_, size)| size).sum();
+    let newest = objects.iter().map(|(_, size)| *size).max().unwrap_or(0);
+    println!(
+        "400 requests of 60 KB: {} journal objects, {stored} bytes in S3 (bound {bound})",
+        objects.len()
+    );
+    assert!(
+        stored <= bound as u64 + newest,
+        "{stored} bytes in {} objects",
+        objects.len()
+    );
+    let everything = moto.keys("bounds", "sandbox/tenants/");
+    assert!(
+        everything.iter().all(|k| !k.contains('%')),
+        "an object under an encoded spelling: {everything:?}"
+    );
+
+    // A read through another environment: only S3's batches, at most the bound.
+    let (b, _db) = tuned(1000).await;
+    let (status, entries) = admin(
+        &b,
+        Method::GET,
+        &format!("/sandbox/v1/tenants/{id}/requests?page_size=100"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let entries = entries.as_array().unwrap();
+    assert!(!entries.is_empty());
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["path"] == format!("/sandbox/v1/tenants/{encoded}/clock")),
+        "the encoded call is in the tenant's own journal"
+    );
+    let r = client
+        .get(format!("{b}/sandbox/v1/tenants/{id}/requests?page_size=1"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .unwrap();
+    let total: usize = r.headers()["x-total-count"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        total * 60 * 1024 <= bound && total > 5,
+        "{total} entries read"
+    );
+
+    // B holds a pending entry (uploaded after 1 s); the tenant is deleted through A before
+    // that: B's uploader finds the tombstone in the tenant's log and uploads nothing, and
+    // A's batches go with the tenant. No journal object outlives the tenant.
+    let r = client
+        .get(format!("{b}{B_PATH}"))
+        .header("X-Api-Key", &key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let (status, _) = admin(
+        &a,
+        Method::DELETE,
+        &format!("/sandbox/v1/tenants/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let left = moto.keys("bounds", &format!("sandbox/tenants/{id}/"));
+    let log = format!("sandbox/tenants/{id}/log/");
+    assert!(left.iter().all(|k| k.starts_with(&log)), "{left:?}");
 }

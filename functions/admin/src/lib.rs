@@ -232,8 +232,13 @@ async fn delete_tenant(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    tenants::delete(&app.store, &id).await?;
-    app.powers.journal.forget(&id);
+    // The journal is closed before the deletion lists the tenant's objects, so that a batch
+    // upload racing it is deleted by its uploader (see `journal::Journal::close`).
+    app.powers.journal.close(&id);
+    if let Err(e) = tenants::delete(&app.store, &id).await {
+        app.powers.journal.reopen(&id);
+        return Err(e.into());
+    }
     app.powers.draws.forget(&id);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -57,12 +57,55 @@ const FREE_TEXT_COLUMNS: &[&str] = &[
 /// not by a text length.
 const STRUCTURED_COLUMNS: &[&str] = &["ci_values", "rate", "collector_operations"];
 
-/// The one length rule for text fields on every surface: an identifier has at most
-/// [`MAX_IDENTIFIER_CHARS`] characters, free text at most [`MAX_FREE_TEXT_CHARS`]. `field`
-/// is the column name (the name Surface B uses); the message also gives Surface A's
-/// camelCase spelling when it differs. [`insert`] and [`update`] apply it to every text
-/// value they write, so each create and edit obeys it without a check of its own.
+/// Whether XML 1.0 can carry `c` (its `Char` production): tab, newline, carriage return and
+/// everything from U+0020 except U+FFFE and U+FFFF (surrogates are not `char`s at all).
+pub fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
+}
+
+/// The first character of `value` that XML 1.0 cannot carry, if any.
+pub fn first_non_xml_char(value: &str) -> Option<char> {
+    value.chars().find(|c| !is_xml_char(*c))
+}
+
+/// `value` with every character XML 1.0 cannot carry replaced by U+FFFD: for text written
+/// into XML that may predate the rule or echo a client (a stored row, a fault message
+/// quoting a decoded path); the replacement shows that something was there.
+pub fn xml_safe(value: &str) -> std::borrow::Cow<'_, str> {
+    if first_non_xml_char(value).is_none() {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let replaced = value.chars().map(|c| {
+        if is_xml_char(c) {
+            c
+        } else {
+            char::REPLACEMENT_CHARACTER
+        }
+    });
+    std::borrow::Cow::Owned(replaced.collect())
+}
+
+/// The character rule for text on every surface, as a message naming `field`: text holds
+/// only what XML 1.0 can carry, so that whatever one surface stores, Surface A can answer.
+pub fn text_chars_error(field: &str, value: &str) -> Option<String> {
+    let c = first_non_xml_char(value)?;
+    Some(format!(
+        "{} must not contain the character U+{:04X} (control characters other than tab, newline and carriage return, U+FFFE and U+FFFF cannot be carried by XML 1.0)",
+        shown_name(field),
+        c as u32
+    ))
+}
+
+/// The one rule for text fields on every surface: only characters XML 1.0 can carry
+/// ([`text_chars_error`]); an identifier has at most [`MAX_IDENTIFIER_CHARS`] characters,
+/// free text at most [`MAX_FREE_TEXT_CHARS`]. `field` is the column name (the name Surface
+/// B uses); the message also gives Surface A's camelCase spelling when it differs.
+/// [`insert`] and [`update`] apply it to every text value they write, so each create and
+/// edit obeys it without a check of its own.
 pub fn check_text(field: &str, value: &str) -> Result<()> {
+    if let Some(message) = text_chars_error(field, value) {
+        return Err(Error::bad_request(message));
+    }
     if STRUCTURED_COLUMNS.contains(&field) {
         return Ok(());
     }
@@ -75,15 +118,20 @@ pub fn check_text(field: &str, value: &str) -> Result<()> {
     if found <= max {
         return Ok(());
     }
+    Err(Error::bad_request(format!(
+        "{} must be at most {max} characters, found {found}",
+        shown_name(field)
+    )))
+}
+
+/// `field` as messages show it: with Surface A's camelCase spelling when it differs.
+fn shown_name(field: &str) -> String {
     let camel = camel_case(field);
-    let name = if camel == field {
+    if camel == field {
         field.to_string()
     } else {
         format!("{field} ({camel})")
-    };
-    Err(Error::bad_request(format!(
-        "{name} must be at most {max} characters, found {found}"
-    )))
+    }
 }
 
 /// `account_num` -> `accountNum`.
@@ -264,5 +312,26 @@ mod text_length_tests {
             "{e}"
         );
         assert!(check_text("ci_values", &"1".repeat(10_000)).is_ok());
+    }
+
+    #[test]
+    fn text_holds_only_what_xml_can_carry() {
+        assert!(check_text("note", "tab\tnewline\ncr\r é \u{7f} \u{85} \u{10FFFF}").is_ok());
+        for (bad, code) in [
+            ('\0', "U+0000"),
+            ('\u{1}', "U+0001"),
+            ('\u{1b}', "U+001B"),
+            ('\u{FFFE}', "U+FFFE"),
+            ('\u{FFFF}', "U+FFFF"),
+        ] {
+            let e = check_text("account_num", &format!("a{bad}b"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("account_num (accountNum) must not contain") && e.contains(code),
+                "{e}"
+            );
+            assert!(check_text("ci_values", &format!("{bad}")).is_err());
+        }
     }
 }

@@ -240,23 +240,39 @@ impl Recording {
         match app.powers.journal.record(tenant, raw) {
             journal::Flush::Nothing => {}
             journal::Flush::Now(batch) => {
-                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
-                tokio::task::spawn_blocking(move || powers.journal.upload(&tenant, &batch));
+                let (app, tenant) = (app.clone(), tenant.to_string());
+                tokio::task::spawn_blocking(move || {
+                    let alive = || tenant_alive(&app.store, &tenant);
+                    app.powers.journal.upload(&tenant, &batch, &alive);
+                });
             }
             journal::Flush::After(wait) => {
-                let (powers, tenant) = (app.powers.clone(), tenant.to_string());
+                let (app, tenant) = (app.clone(), tenant.to_string());
                 // Off the request: a frozen Lambda runs this timer when it thaws.
                 tokio::spawn(async move {
                     tokio::time::sleep(wait).await;
                     let _ = tokio::task::spawn_blocking(move || {
-                        let batch = powers.journal.take_pending(&tenant);
-                        powers.journal.upload(&tenant, &batch);
+                        let batch = app.powers.journal.take_pending(&tenant);
+                        let alive = || tenant_alive(&app.store, &tenant);
+                        app.powers.journal.upload(&tenant, &batch, &alive);
                     })
                     .await;
                 });
             }
         }
         Response::from_parts(parts, Body::from(bytes))
+    }
+}
+
+/// Whether `tenant` is still to be journaled in S3, as this process can tell (blocking):
+/// when its database is open here, one freshness check of its log, which finds a tombstone
+/// another environment appended; a tenant not open here is taken as alive (opening it only
+/// to ask would cost a download). Any other failure of the check counts as alive: the upload
+/// then fails or succeeds on its own.
+fn tenant_alive(store: &crate::store::Store, tenant: &str) -> bool {
+    match store.open_tenant_db(tenant) {
+        Some(db) => !matches!(db.read_blocking(|_| Ok(())), Err(crate::Error::NotFound(_))),
+        None => true,
     }
 }
 

@@ -267,7 +267,9 @@ pub fn xml_fault(status: StatusCode, failure_reason: &str, message: &str) -> Res
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<fault xmlns=\"{ns}\"><failureReason>{reason}</failureReason><message>{msg}</message></fault>",
         ns = quick_xml::escape::escape(xml_namespace()),
         reason = quick_xml::escape::escape(failure_reason),
-        msg = quick_xml::escape::escape(message),
+        // A message may quote a decoded path or query value: what XML cannot carry is
+        // replaced, so the fault stays a well-formed document.
+        msg = quick_xml::escape::escape(crate::domain::xml_safe(message).as_ref()),
     );
     (
         status,

@@ -297,15 +297,24 @@ fn an_event_is_read_field_by_field_in_one_pass() {
         let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text).unwrap();
         super::post::parse_event(&raw, tz())
     };
-    // a key written with an escape is the same key; a repeated key keeps its last value;
-    // null is absent
+    // a key written with an escape is the same key; a repeated key is refused (request
+    // bodies never get here with one: `web::parse_json` refuses it first); null is absent
     let ev = parse(
-        r#"{"service_resource_identifier": "a", "usage\u005fuom": "HOUR", "usage_amount": 1,
-            "usage_amount": 2, "start_time": "2026-02-01", "reference_id": null}"#,
+        r#"{"service_resource_identifier": "a", "usage\u005fuom": "HOUR", "usage_amount": 2,
+            "start_time": "2026-02-01", "reference_id": null}"#,
     )
     .unwrap();
     assert_eq!((ev.uom.as_str(), ev.amount), ("HOUR", Decimal::from(2)));
     assert_eq!(ev.reference_id, None);
+    let (code, message) = parse(
+        r#"{"service_resource_identifier": "a", "usage_uom": "HOUR", "usage_amount": 1,
+            "usage_amount": 2, "start_time": "2026-02-01"}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (code, message.as_str()),
+        (ErredCode::InvalidField, "duplicate field 'usage_amount'")
+    );
     let (code, message) = parse(r#"{"usage_uom": "HOUR", "colour": 1, "size": 2}"#).unwrap_err();
     assert_eq!(code, ErredCode::InvalidField);
     assert!(

@@ -35,12 +35,14 @@ impl Parsed {
 
 /// The fields of one submitted event, as raw JSON borrowed from the request: read in one
 /// pass into fixed slots (no per-field map), the first unknown name kept for the error. A
-/// repeated name keeps its last value, as a JSON object read into a map would.
+/// repeated name is refused (request bodies reach here through `web::parse_json`, which
+/// refuses duplicate members at every depth already; this keeps the rule for any caller).
 #[derive(Default)]
 struct EventFields<'a> {
     /// By position in [`EVENT_FIELDS`].
     slots: [Option<&'a RawValue>; EVENT_FIELDS.len()],
     unknown: Option<String>,
+    repeated: Option<&'static str>,
 }
 
 impl<'de> serde::Deserialize<'de> for EventFields<'de> {
@@ -66,7 +68,11 @@ impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
         while let Some(key) = map.next_key::<FieldName>()? {
             let value: &'de RawValue = map.next_value()?;
             match key {
-                FieldName::Known(i) => fields.slots[i] = Some(value),
+                FieldName::Known(i) => {
+                    if fields.slots[i].replace(value).is_some() {
+                        fields.repeated.get_or_insert(EVENT_FIELDS[i]);
+                    }
+                }
                 FieldName::Unknown(name) => {
                     fields.unknown.get_or_insert(name);
                 }
@@ -117,6 +123,9 @@ pub(in crate::domain::usage) fn parse_event(
     let invalid = |m: String| (ErredCode::InvalidField, m);
     let fields: EventFields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| invalid("a usage event must be a JSON object".into()))?;
+    if let Some(name) = fields.repeated {
+        return Err(invalid(format!("duplicate field '{name}'")));
+    }
     if let Some(unknown) = &fields.unknown {
         return Err(invalid(format!(
             "unknown field '{unknown}'; a usage event has {}",
@@ -131,8 +140,13 @@ pub(in crate::domain::usage) fn parse_event(
         serde_json::from_str::<String>(v.get())
             .map_err(|_| invalid(format!("{name} must be a string, found {}", v.get())))
     };
+    // The text rule of every surface (`domain::check_text`): what XML 1.0 cannot carry is
+    // refused here, as an erred event, like any other bad field.
     let bounded = |name: &str, v: &RawValue| {
         let s = string(name, v)?;
+        if let Some(message) = crate::domain::text_chars_error(name, &s) {
+            return Err(invalid(message));
+        }
         if s.is_empty() || s.chars().count() > MAX_ID_LEN {
             return Err(invalid(format!(
                 "{name} must be 1 to {MAX_ID_LEN} characters"

@@ -11,7 +11,16 @@
 //! environments. An environment that stops (a Lambda frozen then reclaimed) loses what it
 //! had not uploaded yet: at most one flush interval of requests. Clearing deletes
 //! the batches and writes a marker (`tenants/<id>/journal-cleared`) that hides every entry
-//! older than it, including ones still in other environments' memory.
+//! older than it, including ones still in other environments' memory ([`batches`]).
+//!
+//! Bounds ([`Settings`]: `max_entries`, `max_bytes`, per tenant) hold in three places: in
+//! each environment's memory (oldest dropped first), in S3 (after each upload, the batches
+//! beyond the bound, oldest first, are deleted: [`batches`]), and on every read (the newest
+//! entries within both bounds, whatever the environments and batches hold). A tenant being
+//! deleted is [`Journal::close`]d first: nothing more is recorded or uploaded for it, its
+//! pending entries are dropped; an uploader asks whether the tenant is still alive (its
+//! log's tombstone, see [`Journal::upload`]) before and after its PUT, so a batch never
+//! stays behind a deletion, in this environment or another.
 //!
 //! Cost on the request path: the layer hands over the request's parts as they are ([`Raw`]:
 //! the header map, the URI, the bodies as shared `Bytes`, no copy below [`BODY_LIMIT`]) and
@@ -19,42 +28,23 @@
 //! the bodies' text and the redaction) is done once per entry, later, by whoever needs the
 //! entry first: a journal read or an upload ([`Item`]).
 //!
-//! Redaction: the headers `Authorization`, `Proxy-Authorization`, `X-Api-Key`,
-//! `X-Admin-Key` and `Cookie`/`Set-Cookie` are kept by name with the value `[redacted]`;
-//! in JSON bodies every member named like a secret ([`SECRET_FIELDS`], e.g. the
-//! `access_token` answered by the token endpoint, `api_key`, `password`) is replaced too.
+//! Redaction ([`redact`]): secret headers, query parameters and JSON members by name.
 
-use crate::store::s3::{Bucket, S3Error};
+mod batches;
+pub mod redact;
+
+pub use redact::{body, headers, REDACTED, SECRET_FIELDS, SECRET_HEADERS, UNPARSED};
+
+use crate::store::s3::Bucket;
 use bytes::Bytes;
+use redact::body_text;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bytes of each body kept.
 pub const BODY_LIMIT: usize = 64 * 1024;
-/// Headers whose values are never kept.
-pub const SECRET_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "x-api-key",
-    "x-admin-key",
-    "cookie",
-    "set-cookie",
-];
-/// JSON members whose values are never kept (compared case-insensitively).
-pub const SECRET_FIELDS: &[&str] = &[
-    "access_token",
-    "refresh_token",
-    "id_token",
-    "token",
-    "api_key",
-    "password",
-    "secret",
-    "client_secret",
-];
-/// What replaces a secret.
-pub const REDACTED: &str = "[redacted]";
 /// Entries uploaded at once at most (a fuller batch is uploaded before the interval ends).
 pub const FLUSH_BATCH: usize = 200;
 /// Batches of other environments read per journal read at most (newest first).
@@ -236,7 +226,7 @@ impl Item {
             surface: parts.surface.to_string(),
             method: parts.method.to_string(),
             path: parts.uri.path().to_string(),
-            query: parts.uri.query().map(str::to_string),
+            query: parts.uri.query().map(redact::query),
             status: parts.status,
             duration_ms: parts.duration_ms,
             request_headers: headers(&parts.headers),
@@ -252,6 +242,19 @@ impl Item {
 }
 
 impl Entry {
+    /// Memory the entry is counted for on a read: what [`Item`] counts for it.
+    fn size(&self) -> usize {
+        256 + self.path.len()
+            + self.query.as_ref().map_or(0, String::len)
+            + self.request_body.len()
+            + self.response_body.len()
+            + self
+                .request_headers
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
     /// The instant of the entry, in milliseconds since the epoch (from its id).
     fn millis(&self) -> i64 {
         self.id
@@ -326,6 +329,10 @@ pub enum Flush {
     After(Duration),
 }
 
+/// Most tenant ids remembered as closed (deleted): far more deletions than a process sees
+/// within a flush interval, the only time a late upload can happen.
+const MAX_CLOSED: usize = 10_000;
+
 /// The journal of this environment.
 pub struct Journal {
     settings: Settings,
@@ -333,6 +340,8 @@ pub struct Journal {
     bucket: Option<Bucket>,
     sequence: std::sync::atomic::AtomicU64,
     tenants: Mutex<HashMap<String, Kept>>,
+    /// Tenants being or having been deleted: nothing recorded or uploaded for them.
+    closed: Mutex<HashSet<String>>,
 }
 
 impl Journal {
@@ -344,6 +353,7 @@ impl Journal {
             bucket,
             sequence: Default::default(),
             tenants: Mutex::default(),
+            closed: Mutex::default(),
         }
     }
 
@@ -357,10 +367,17 @@ impl Journal {
         &self.environment
     }
 
+    fn is_closed(&self, tenant: &str) -> bool {
+        crate::store::lock(&self.closed).contains(tenant)
+    }
+
     /// Records a request of `tenant` (nothing converted here: see [`Item`]), dropping its
     /// oldest entries past the bounds, and says when its pending entries are to be uploaded
     /// (S3 mode): the caller uploads off the request's path.
     pub fn record(&self, tenant: &str, raw: Raw) -> Flush {
+        if self.is_closed(tenant) {
+            return Flush::Nothing;
+        }
         let sequence = self
             .sequence
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -397,24 +414,57 @@ impl Journal {
         Flush::After(self.settings.flush_every)
     }
 
-    /// Uploads a batch of `tenant`'s entries (blocking: one PUT). A failure loses the batch
-    /// from the other environments' view only; this one still holds it in memory.
-    pub fn upload(&self, tenant: &str, batch: &[Arc<Item>]) {
+    /// Uploads a batch of `tenant`'s entries (blocking: one PUT, then one LIST and the
+    /// deletes of the batches beyond the bounds), the newest within the bounds. A failure
+    /// loses the batch from the other environments' view only; this one still holds it in
+    /// memory. Nothing is uploaded for a closed tenant, nor for one `alive` says was deleted
+    /// (asked before the PUT and after it: a batch that landed while the tenant was being
+    /// deleted, here or in another environment, is deleted again).
+    pub fn upload(&self, tenant: &str, batch: &[Arc<Item>], alive: &dyn Fn() -> bool) {
         let Some(bucket) = &self.bucket else {
             return;
         };
-        let entries: Vec<Arc<Entry>> = batch.iter().map(|i| i.entry(&self.environment)).collect();
-        let Some(first) = entries.first() else {
+        if batch.is_empty() || self.is_closed(tenant) {
+            return;
+        }
+        if !alive() {
+            self.close(tenant);
+            return;
+        }
+        let within = self.within_bounds(batch.iter().rev(), |i| i.size);
+        let entries: Vec<Arc<Entry>> = batch[batch.len() - within..]
+            .iter()
+            .map(|i| i.entry(&self.environment))
+            .collect();
+        let Some(key) = batches::upload(bucket, tenant, &entries) else {
             return;
         };
-        let key = format!("tenants/{tenant}/journal/{}.json", first.id);
-        let entries: Vec<&Entry> = entries.iter().map(|e| e.as_ref()).collect();
-        let sent = serde_json::to_vec(&entries)
-            .map_err(|e| S3Error::Unavailable(e.to_string()))
-            .and_then(|body| bucket.put_if_absent(&key, body));
-        if let Err(e) = sent {
-            tracing::warn!(tenant, error = %e, "journal batch not uploaded");
+        // The tenant's deletion may have listed its objects before this one landed.
+        if self.is_closed(tenant) || !alive() {
+            self.close(tenant);
+            let _ = bucket.delete(&key);
+            return;
         }
+        batches::prune(bucket, tenant, &self.settings);
+    }
+
+    /// How many of `items` (newest first) fit the bounds: at most `max_entries`, and at most
+    /// `max_bytes` by `size` (the newest always, as memory keeps it).
+    fn within_bounds<T>(
+        &self,
+        items: impl Iterator<Item = T>,
+        size: impl Fn(&T) -> usize,
+    ) -> usize {
+        let mut bytes = 0usize;
+        let mut count = 0;
+        for item in items.take(self.settings.max_entries) {
+            bytes = bytes.saturating_add(size(&item));
+            if count > 0 && bytes > self.settings.max_bytes {
+                break;
+            }
+            count += 1;
+        }
+        count
     }
 
     /// The entries of `tenant` not uploaded yet (S3 mode), taken from memory for an upload;
@@ -432,9 +482,11 @@ impl Journal {
         }
     }
 
-    /// The entries of `tenant` that `filter` keeps, newest first: this environment's memory
-    /// merged (S3 mode) with the uploaded batches of every environment (blocking: one LIST
-    /// and at most [`MAX_BATCHES_READ`] GETs), hidden before the last clear.
+    /// The entries of `tenant` that `filter` keeps, newest first, within the bounds (at most
+    /// `max_entries`, at most `max_bytes`): this environment's memory merged (S3 mode) with
+    /// the uploaded batches of every environment (blocking: one LIST and the GETs of the
+    /// newest batches up to the bounds, at most [`MAX_BATCHES_READ`]), hidden before the
+    /// last clear.
     pub fn read(&self, tenant: &str, filter: &Filter) -> crate::Result<Vec<Arc<Entry>>> {
         let mine: Vec<Arc<Item>> = crate::store::lock(&self.tenants)
             .get(tenant)
@@ -450,23 +502,9 @@ impl Journal {
             .collect();
         let mut cleared_ms = 0;
         if let Some(bucket) = &self.bucket {
-            cleared_ms = cleared_at(bucket, tenant)?;
-            let prefix = format!("tenants/{tenant}/journal/");
-            let mut keys = bucket.list_after(&prefix, &prefix, usize::MAX)?;
-            keys.reverse();
-            for key in keys.iter().take(MAX_BATCHES_READ) {
-                let body = match bucket.get(key) {
-                    Ok(body) => body,
-                    Err(S3Error::NotFound) => continue,
-                    Err(e) => return Err(e.into()),
-                };
-                let Ok(batch) = serde_json::from_slice::<Vec<Entry>>(&body) else {
-                    tracing::warn!(key, "unreadable journal batch skipped");
-                    continue;
-                };
-                for e in batch {
-                    all.entry(e.id.clone()).or_insert_with(|| Arc::new(e));
-                }
+            cleared_ms = batches::cleared_at(bucket, tenant)?;
+            for e in batches::read(bucket, tenant, &self.settings)? {
+                all.entry(e.id.clone()).or_insert_with(|| Arc::new(e));
             }
         }
         let mut kept: Vec<Arc<Entry>> = all
@@ -474,6 +512,8 @@ impl Journal {
             .filter(|e| e.millis() >= cleared_ms && filter.keeps(e))
             .collect();
         kept.sort_by(|a, b| b.id.cmp(&a.id));
+        let within = self.within_bounds(kept.iter(), |e| e.size());
+        kept.truncate(within);
         Ok(kept)
     }
 
@@ -482,216 +522,30 @@ impl Journal {
     pub fn clear(&self, tenant: &str) -> crate::Result<()> {
         crate::store::lock(&self.tenants).remove(tenant);
         if let Some(bucket) = &self.bucket {
-            let now = crate::time::now().timestamp_millis();
-            bucket.delete(&marker_key(tenant))?;
-            bucket.put_if_absent(&marker_key(tenant), now.to_string().into_bytes())?;
-            let prefix = format!("tenants/{tenant}/journal/");
-            for key in bucket.list_after(&prefix, &prefix, usize::MAX)? {
-                bucket.delete(&key)?;
-            }
+            batches::clear(bucket, tenant)?;
         }
         Ok(())
     }
 
-    /// Forgets a deleted tenant's entries here (its objects go with the tenant's).
-    pub fn forget(&self, tenant: &str) {
+    /// Closes a tenant about to be deleted: its entries here (pending ones included) are
+    /// dropped, and nothing more is recorded or uploaded for it (its objects go with the
+    /// tenant's). Called before the deletion, so that an upload racing it sees it closed
+    /// once its batch has landed, and deletes it.
+    pub fn close(&self, tenant: &str) {
+        let mut closed = crate::store::lock(&self.closed);
+        if closed.len() >= MAX_CLOSED {
+            closed.clear();
+        }
+        closed.insert(tenant.to_string());
+        drop(closed);
         crate::store::lock(&self.tenants).remove(tenant);
     }
-}
 
-fn marker_key(tenant: &str) -> String {
-    format!("tenants/{tenant}/journal-cleared")
-}
-
-/// When `tenant`'s journal was last cleared (ms since the epoch; 0: never).
-fn cleared_at(bucket: &Bucket, tenant: &str) -> crate::Result<i64> {
-    match bucket.get(&marker_key(tenant)) {
-        Ok(body) => Ok(String::from_utf8_lossy(&body).trim().parse().unwrap_or(0)),
-        Err(S3Error::NotFound) => Ok(0),
-        Err(e) => Err(e.into()),
+    /// Undoes [`Journal::close`] when the deletion failed: the tenant is recorded again.
+    pub fn reopen(&self, tenant: &str) {
+        crate::store::lock(&self.closed).remove(tenant);
     }
 }
-
-/// The headers of a request as the journal keeps them (secrets redacted).
-pub fn headers(map: &http::HeaderMap) -> Vec<(String, String)> {
-    map.iter()
-        .map(|(name, value)| {
-            let name = name.as_str().to_string();
-            let value = if SECRET_HEADERS.contains(&name.as_str()) {
-                REDACTED.to_string()
-            } else {
-                String::from_utf8_lossy(value.as_bytes()).into_owned()
-            };
-            (name, value)
-        })
-        .collect()
-}
-
-/// A body as the journal keeps it: the first [`BODY_LIMIT`] bytes as text, JSON secrets
-/// redacted; answers whether it was cut.
-pub fn body(bytes: &[u8]) -> (String, bool) {
-    let cut = &bytes[..bytes.len().min(BODY_LIMIT)];
-    body_text(cut, bytes.len() > BODY_LIMIT)
-}
-
-/// [`body`] of the first [`BODY_LIMIT`] bytes of a body, `truncated` when it was longer.
-fn body_text(bytes: &[u8], truncated: bool) -> (String, bool) {
-    let text = String::from_utf8_lossy(bytes).into_owned();
-    // Only a body that names a secret member is parsed: most bodies are copied as they are,
-    // which keeps the journal's cost on large bodies to a copy and one scan.
-    let secret = looks_secret(&text);
-    if !truncated && secret {
-        if let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(bytes) {
-            if redact(&mut json) {
-                return (json.to_string(), false);
-            }
-        }
-    }
-    if truncated && secret {
-        // A cut JSON document cannot be parsed to redact it member by member.
-        return (
-            format!("{REDACTED} (a truncated body naming a secret field)"),
-            true,
-        );
-    }
-    (text, truncated)
-}
-
-/// Replaces secret members anywhere in `v`; answers whether it replaced any.
-fn redact(v: &mut serde_json::Value) -> bool {
-    match v {
-        serde_json::Value::Object(map) => {
-            let mut any = false;
-            for (k, val) in map.iter_mut() {
-                if SECRET_FIELDS.iter().any(|s| s.eq_ignore_ascii_case(k)) {
-                    *val = serde_json::Value::String(REDACTED.into());
-                    any = true;
-                } else {
-                    any |= redact(val);
-                }
-            }
-            any
-        }
-        serde_json::Value::Array(items) => items.iter_mut().fold(false, |a, i| redact(i) | a),
-        _ => false,
-    }
-}
-
-/// Whether `text` may hold a secret JSON member: a quoted secret name, in any case. (Done
-/// with std's precompiled byte routines: a large body costs one copy and a few scans.)
-fn looks_secret(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    SECRET_ENDINGS.iter().any(|end| lower.contains(end))
-}
-
-/// How every name of [`SECRET_FIELDS`] ends, closing quote included: one scan per ending
-/// finds them all (a false positive only costs a parse).
-const SECRET_ENDINGS: &[&str] = &["token\"", "api_key\"", "password\"", "secret\""];
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(path: &str, status: u16, body: &str) -> Raw {
-        Raw {
-            time: crate::time::now(),
-            surface: "B",
-            method: http::Method::GET,
-            uri: path.parse().expect("uri"),
-            headers: http::HeaderMap::new(),
-            request_body: Some(Bytes::from(body.to_string())),
-            status,
-            duration_ms: 1.0,
-            response_body: Bytes::new(),
-            fault: None,
-        }
-    }
-
-    #[test]
-    fn retention_drops_the_oldest_by_count_and_bytes() {
-        let settings = Settings {
-            enabled: true,
-            max_entries: 3,
-            max_bytes: 10_000,
-            flush_every: Duration::from_secs(1),
-        };
-        let j = Journal::new(settings, None);
-        for i in 0..5 {
-            j.record("t", entry(&format!("/p/{i}"), 200, ""));
-        }
-        let all = j.read("t", &Filter::default()).unwrap();
-        let paths: Vec<&str> = all.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["/p/4", "/p/3", "/p/2"]);
-        j.record("t", entry("/big", 500, &"x".repeat(20_000)));
-        let all = j.read("t", &Filter::default()).unwrap();
-        assert_eq!(all.len(), 1, "the byte bound keeps only the newest");
-        let filter = Filter {
-            status: Some((500, 599)),
-            ..Filter::default()
-        };
-        assert_eq!(j.read("t", &filter).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn entries_are_made_from_the_parts_when_read_with_the_same_rules() {
-        let j = Journal::new(crate::config::DEFAULT_JOURNAL, None);
-        let mut long = format!(
-            "{{\"password\": \"p\", \"pad\": \"{}",
-            "x".repeat(BODY_LIMIT)
-        );
-        long.push_str("\"}");
-        let mut headers = http::HeaderMap::new();
-        headers.insert("authorization", http::HeaderValue::from_static("Basic abc"));
-        let mut raw = entry("/p?q=1", 201, "");
-        raw.headers = headers;
-        raw.request_body = None;
-        raw.response_body = Bytes::from(long);
-        j.record("t", raw);
-        let read = j.read("t", &Filter::default()).unwrap();
-        let e = &read[0];
-        assert_eq!((e.path.as_str(), e.query.as_deref()), ("/p", Some("q=1")));
-        assert_eq!(
-            (e.request_body.as_str(), e.request_body_truncated),
-            ("", true)
-        );
-        assert!(e.response_body_truncated);
-        assert!(
-            e.response_body.starts_with(REDACTED),
-            "{}",
-            &e.response_body[..40]
-        );
-        assert_eq!(
-            e.request_headers,
-            vec![("authorization".into(), REDACTED.into())]
-        );
-        assert!(e.id.contains(j.environment()) && e.time.ends_with('Z'));
-        // Made once: a second read answers the same entry.
-        let again = j.read("t", &Filter::default()).unwrap();
-        assert!(Arc::ptr_eq(&read[0], &again[0]));
-    }
-
-    #[test]
-    fn every_secret_field_has_an_ending_scanned_for() {
-        for name in SECRET_FIELDS {
-            assert!(
-                looks_secret(&format!("{{\"{}\": 1}}", name.to_uppercase())),
-                "{name}"
-            );
-        }
-        assert!(!looks_secret(r#"{"tokens_used": 1, "name": "api"}"#));
-    }
-
-    #[test]
-    fn secrets_are_redacted() {
-        let (text, cut) = body(br#"{"access_token":"abc","nested":[{"Password":"p"}],"n":1}"#);
-        assert!(!cut);
-        assert!(!text.contains("abc") && !text.contains("\"p\""), "{text}");
-        assert!(text.contains(REDACTED));
-        let mut map = http::HeaderMap::new();
-        map.insert("x-api-key", http::HeaderValue::from_static("sbx_secret"));
-        map.insert("accept", http::HeaderValue::from_static("text/xml"));
-        let kept = headers(&map);
-        assert!(kept.contains(&("x-api-key".into(), REDACTED.into())));
-        assert!(kept.contains(&("accept".into(), "text/xml".into())));
-    }
-}
+mod tests;
