@@ -9,25 +9,7 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
 
-/// What `fixtures export` answers until the sandbox exports fixtures.
-const NO_EXPORT: &str = "the sandbox does not export fixtures yet (issue 23: applying a document works, reading one back does not); keep the document you applied, or use a checkpoint";
-
-/// A fixtures document read from `file` (a JSON object), or exit 1 naming the file.
-fn fixtures_file(file: &std::path::Path) -> Outcome<Value> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::other(format!("{}: {e}", file.display())))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::other(format!("{}: not JSON: {e}", file.display())))?;
-    if !doc.is_object() {
-        return Err(Failure::other(format!(
-            "{}: a fixtures document is a JSON object",
-            file.display()
-        )));
-    }
-    Ok(doc)
-}
-
-fn client(conn: &Conn) -> Outcome<Client> {
+pub(super) fn client(conn: &Conn) -> Outcome<Client> {
     Client::new(&conn.url, conn.admin_key.clone())
 }
 
@@ -57,7 +39,7 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
             )
             .await
         }
-        ClientCommand::Fixtures { conn, command } => fixtures(&conn, command).await,
+        ClientCommand::Fixtures { conn, command } => super::fixtures::run(&conn, command).await,
         ClientCommand::Events {
             conn,
             tenant,
@@ -92,29 +74,6 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
     }
 }
 
-// ---- fixtures -------------------------------------------------------------------------
-
-async fn fixtures(conn: &Conn, command: super::FixturesCommand) -> Outcome<()> {
-    match command {
-        super::FixturesCommand::Export { tenant } => {
-            let _ = tenant;
-            Err(Failure::other(NO_EXPORT))
-        }
-        super::FixturesCommand::Apply { tenant, file } => {
-            let doc = fixtures_file(&file)?;
-            let c = client(conn)?;
-            let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
-            let applied = c.admin(Method::POST, &path, Some(&doc)).await?.body;
-            if conn.json {
-                json(&applied);
-            } else {
-                out(&format!("applied {} to {tenant}", file.display()));
-            }
-            Ok(())
-        }
-    }
-}
-
 // ---- tenants --------------------------------------------------------------------------
 
 const TENANT_FIELDS: [&str; 4] = ["id", "name", "time_zone", "created_at"];
@@ -142,7 +101,7 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
                 body["from"] = json!({ "tenant": source, "checkpoint": checkpoint });
             } else {
                 match fixtures {
-                    Some(file) => body["fixtures"] = fixtures_file(&file)?,
+                    Some(file) => body["fixtures"] = super::fixtures::read(&file)?,
                     None => body["seed"] = json!(seed.unwrap_or(super::SeedArg::Demo).as_str()),
                 }
                 if let Some(zone) = time_zone {

@@ -10,6 +10,7 @@
 mod client;
 mod commands;
 mod events;
+mod fixtures;
 mod load;
 mod output;
 
