@@ -533,7 +533,8 @@ async fn text_fields_have_a_maximum_length() {
 }
 
 /// The spec's Limits section: `omit_total_count=TRUE` (any case, as Surface B reads it)
-/// leaves out X-Total-Count and X-Total-Pages; X-Elements-Count and the items stay.
+/// leaves out X-Total-Count and X-Total-Pages; X-Elements-Count (also sent as the Limits
+/// section's `x-element-count`) and the items stay.
 #[tokio::test]
 async fn omit_total_count_leaves_out_the_total_headers() {
     let s = TestServer::start().await;
@@ -552,6 +553,8 @@ async fn omit_total_count_leaves_out_the_total_headers() {
         assert!(h.get("X-Total-Count").is_none(), "{path}");
         assert!(h.get("X-Total-Pages").is_none(), "{path}");
         let elements: usize = h["X-Elements-Count"].to_str().unwrap().parse().unwrap();
+        // The spec's Limits section spells it x-element-count: both are sent, equal.
+        assert_eq!(h["x-element-count"], h["X-Elements-Count"], "{path}");
         let got: Vec<Value> = r.json().await.unwrap();
         assert_eq!(got.len(), elements, "{path}");
     }

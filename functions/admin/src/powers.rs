@@ -180,6 +180,7 @@ pub const JOURNAL_PAGING: Paging = Paging {
     headers: Some(CountHeaders {
         total: "X-Total-Count",
         elements: "X-Elements-Count",
+        elements_alias: None,
         pages: "X-Total-Pages",
     }),
 };

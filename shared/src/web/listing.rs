@@ -29,6 +29,10 @@ pub struct CountHeaders {
     pub total: &'static str,
     /// Records in this answer.
     pub elements: &'static str,
+    /// A second spelling of `elements` sent with the same value, where the spec writes the
+    /// header two ways (Surface C: its section says `X-Elements-Count`, its Limits section
+    /// `x-element-count`; header names are case-insensitive, the spellings are not).
+    pub elements_alias: Option<&'static str>,
     /// Pages of the current size.
     pub pages: &'static str,
 }
@@ -72,6 +76,7 @@ pub const BILLING_PAGING: Paging = Paging {
     headers: Some(CountHeaders {
         total: "X-total-count",
         elements: "X-element-count",
+        elements_alias: None,
         pages: "X-total-pages",
     }),
 };
@@ -89,6 +94,7 @@ pub const REVENUE_PAGING: Paging = Paging {
     headers: Some(CountHeaders {
         total: "X-Total-Count",
         elements: "X-Elements-Count",
+        elements_alias: Some("x-element-count"),
         pages: "X-Total-Pages",
     }),
 };
@@ -184,6 +190,9 @@ pub fn add_count_headers(
     };
     let h = response.headers_mut();
     h.insert(names.elements, HeaderValue::from(elements));
+    if let Some(alias) = names.elements_alias {
+        h.insert(alias, HeaderValue::from(elements));
+    }
     if let Some(total) = total {
         h.insert(names.total, HeaderValue::from(total));
         h.insert(names.pages, HeaderValue::from(page.total_pages(total)));
