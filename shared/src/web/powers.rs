@@ -34,36 +34,15 @@ pub(super) enum Subject {
 pub(super) fn admin_subject(path: &str) -> Option<String> {
     let rest = path.strip_prefix(ADMIN_PREFIX)?.strip_prefix("/tenants/")?;
     let (id, sub) = rest.split_once('/')?;
-    (!id.is_empty() && !sub.is_empty() && sub != "requests").then(|| percent_decode(id))
+    (!id.is_empty() && !sub.is_empty() && sub != "requests").then(|| decode_segment(id))
 }
 
-/// `%XX` sequences decoded (as the router decodes path parameters); text that does not
-/// decode to UTF-8 is kept as written (it names no tenant, and the handler answers 404).
-fn percent_decode(text: &str) -> String {
-    if !text.contains('%') {
-        return text.to_string();
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied(),
-            bytes.get(i + 2).copied(),
-        ) {
-            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+/// A path segment decoded (as the router decodes path parameters: `+` stays itself); text
+/// that does not decode to UTF-8 is kept as written (it names no tenant: the handler answers
+/// 404).
+fn decode_segment(text: &str) -> String {
+    String::from_utf8(crate::names::percent_decode(text, false))
+        .unwrap_or_else(|_| text.to_string())
 }
 
 /// Applies the powers of `subject` to a request whose body the pipeline read (`body`), then
@@ -293,6 +272,7 @@ mod tests {
         assert_eq!(admin_subject("/sandbox/v1/tenants/t_1/requests"), None);
         assert_eq!(admin_subject("/sandbox/v1/tenants/t_1"), None);
         assert_eq!(admin_subject("/sandbox/v1/tenants"), None);
-        assert_eq!(percent_decode("%ff%fe"), "%ff%fe");
+        assert_eq!(decode_segment("%ff%fe"), "%ff%fe");
+        assert_eq!(decode_segment("a+b%2B"), "a+b+");
     }
 }

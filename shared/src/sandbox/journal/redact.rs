@@ -11,6 +11,8 @@
 //! Cost: most bodies name no secret, and cost a copy and a few byte scans
 //! ([`may_name_secret`]); only the others are parsed.
 
+use crate::names::percent_decode;
+
 /// Headers whose values are never kept.
 pub const SECRET_HEADERS: &[&str] = &[
     "authorization",
@@ -78,7 +80,7 @@ pub fn query(query: &str) -> String {
         .split('&')
         .map(|pair| {
             let name = pair.split('=').next().unwrap_or("");
-            if is_secret_name(&percent_decode(name)) {
+            if is_secret_name(&String::from_utf8_lossy(&percent_decode(name, true))) {
                 format!("{name}={REDACTED}")
             } else {
                 pair.to_string()
@@ -86,34 +88,6 @@ pub fn query(query: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
-}
-
-/// A query string component decoded (`+` is a space, `%XX` a byte; malformed escapes kept).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A body as the journal keeps it: the first [`super::BODY_LIMIT`] bytes as text, secrets
