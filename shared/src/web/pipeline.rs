@@ -167,7 +167,7 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     }
     let surface = Surface::of(&path);
     let timeout = app.config.request_timeout_ms;
-    let work = crate::store::request_scope(identify_and_serve(app, surface, req, next));
+    let work = crate::store::request_scope(identify_and_serve(app, surface, &path, req, next));
     if timeout == 0 {
         return work.await;
     }
@@ -185,15 +185,15 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
 async fn identify_and_serve(
     app: AppState,
     surface: Option<Surface>,
+    path: &str,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let path = req.uri().path().to_string();
     let Some(surface) = surface else {
         // No surface's path: nothing to identify, and no route reads a body here.
         return match app.admission.admit(Principal::Anonymous) {
             Ok(_slot) => next.run(req).await,
-            Err(message) => unavailable(&path, message),
+            Err(message) => unavailable(path, message),
         };
     };
     let credential = surface.credential(req.headers());
@@ -217,13 +217,13 @@ async fn identify_and_serve(
         ),
         Identity::Admin => (
             Principal::Admin,
-            powers::admin_subject(&path).map(Subject::AdminOf),
+            powers::admin_subject(path).map(Subject::AdminOf),
         ),
         Identity::Anonymous => (Principal::Anonymous, None),
     };
     let _slot = match app.admission.admit(principal) {
         Ok(slot) => slot,
-        Err(message) => return unavailable(&path, message),
+        Err(message) => return unavailable(path, message),
     };
     let anonymous = matches!(identity, Identity::Anonymous);
     req.extensions_mut().insert(identity);
