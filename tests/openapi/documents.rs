@@ -186,3 +186,64 @@ fn security_schemes_ids_and_the_error_shape_are_as_the_spec_types_them() {
         assert!(c_list.get(h).is_some(), "{h}");
     }
 }
+
+/// Every `enum` in `v` (at any depth), with the JSON pointer of the schema that holds it.
+fn enums<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
+    match v {
+        Value::Object(map) => {
+            if map.get("enum").is_some_and(Value::is_array) {
+                out.push((at.clone(), v));
+            }
+            for (k, child) in map {
+                enums(child, format!("{at}/{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                enums(child, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What generated clients need of an enum: openapi-python-client names a member after its
+/// upper-cased value (two values differing only in case are one name: "Duplicate key"), and
+/// a model of a schema typed `[X, "null"]` whose `enum` leaves out null rejects the null the
+/// server sends. So: no case-duplicate values, and every nullable enum lists null.
+#[test]
+fn enums_have_no_case_duplicates_and_nullable_ones_admit_null() {
+    let mut problems = Vec::new();
+    let mut counted = 0;
+    for doc in &DOCUMENTS {
+        let json = doc.json();
+        let mut found = Vec::new();
+        enums(&json, String::new(), &mut found);
+        counted += found.len();
+        for (at, schema) in found {
+            let values = schema["enum"].as_array().expect("enum array");
+            let mut seen = BTreeSet::new();
+            for v in values.iter().filter_map(Value::as_str) {
+                if !seen.insert(v.to_uppercase()) {
+                    problems.push(format!(
+                        "{}#{at}: {v:?} repeats a value up to case",
+                        doc.file
+                    ));
+                }
+            }
+            let nullable = match &schema["type"] {
+                Value::Array(types) => types.iter().any(|t| t == "null"),
+                t => t == "null",
+            };
+            if nullable && !values.contains(&Value::Null) {
+                problems.push(format!(
+                    "{}#{at}: nullable, but its enum leaves out null",
+                    doc.file
+                ));
+            }
+        }
+    }
+    println!("{counted} enums walked");
+    assert!(counted > 20, "{counted} enums: the walk found too few");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

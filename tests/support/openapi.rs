@@ -1,6 +1,7 @@
 //! Helpers of the OpenAPI tests: the three shipped documents (docs/openapi/*.json), their
 //! (method, path) sets read with serde_json (not the code under test), the count of routes a
-//! router's source declares, and a runner of the schemathesis CLI against a served document.
+//! router's source declares, a runner of the schemathesis CLI against a served document, and
+//! openapi-core's check of the traffic that run recorded (tests/openapi/traffic.py).
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -144,6 +145,11 @@ pub struct FuzzReport {
     pub cases: u64,
     /// The CLI's whole output (for the failure message).
     pub output: String,
+    /// Whether openapi-core found every recorded request schemathesis meant to be valid, and
+    /// every recorded response, valid against the document (tests/openapi/traffic.py).
+    pub traffic_passed: bool,
+    /// traffic.py's summary line and failures.
+    pub traffic: String,
 }
 
 /// Runs schemathesis once more when a run failed on an error of the tool itself and on no
@@ -157,7 +163,9 @@ pub fn schemathesis(
     headers: &[String],
     max_examples: u32,
 ) -> FuzzReport {
-    crate::ensure_test_tools(|| crate::runs("st", &["--version"]));
+    crate::ensure_test_tools(|| {
+        crate::runs("st", &["--version"]) && crate::runs("python3", &["-c", "import openapi_core"])
+    });
     let first = schemathesis_once(base, doc, headers, max_examples);
     let tool_error_only = !first.passed
         && first.output.contains("= ERRORS =")
@@ -174,7 +182,9 @@ pub fn schemathesis(
 }
 
 /// Runs `st run <base><served_at>` against `<base>` plus the document's first base path, with
-/// `headers` and the conformance checks, in a temporary directory, with at most `max_examples` cases per operation and phase.
+/// `headers` and the conformance checks, in a temporary directory, with at most `max_examples`
+/// cases per operation and phase; the run records its traffic (a VCR cassette) and
+/// openapi-core checks it against the shipped document.
 fn schemathesis_once(
     base: &str,
     doc: &Document,
@@ -198,7 +208,8 @@ fn schemathesis_once(
         .args(["--phases", "examples,coverage,fuzzing,stateful"])
         .args(["--workers", "1", "--seed", &seed])
         .args(["--generation-database", "none", "--no-color"])
-        .args(["--request-timeout", "30"]);
+        .args(["--request-timeout", "30"])
+        .args(["--report", "vcr", "--report-vcr-path", "traffic.yaml"]);
     for h in headers {
         cmd.args(["-H", h]);
     }
@@ -229,10 +240,22 @@ fn schemathesis_once(
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
+    let traffic = std::process::Command::new("python3")
+        .arg(workspace_root().join("tests/openapi/traffic.py"))
+        .arg(workspace_root().join("docs/openapi").join(doc.file))
+        .arg(work.path().join("traffic.yaml"))
+        .output()
+        .expect("python3 tests/openapi/traffic.py");
     FuzzReport {
         passed: out.status.success(),
         operations,
         cases,
         output,
+        traffic_passed: traffic.status.success(),
+        traffic: format!(
+            "{}{}",
+            String::from_utf8_lossy(&traffic.stdout),
+            String::from_utf8_lossy(&traffic.stderr)
+        ),
     }
 }

@@ -1,0 +1,203 @@
+//! Clients generated from the served OpenAPI documents, with tools nobody on this project
+//! wrote, work unchanged against the real server (issue 25):
+//! - openapi-python-client (default settings; any warning fails) generates the billing,
+//!   revenue and admin clients, and tests/clients/smoke.py drives the live server through
+//!   them (a filtered list, GET-then-PUT round trips of agreement services and ledgers, a
+//!   usage post with an erred event, a collector and a ledger run, a tenant's clock), every
+//!   exchange also checked by openapi-core against the document;
+//! - openapi-typescript generates the types of all three, and `tsc --strict --noEmit` checks
+//!   live answers (and the round trips' PUT bodies) against them.
+//!
+//! The tools: tests/requirements.txt (pip) and tests/clients/npm-tools.txt (npm), installed
+//! by .ci/run, and here when missing.
+
+use e2e::openapi::{workspace_root, Document, DOCUMENTS};
+use e2e::{runs, TestServer, TestTenant, ADMIN_KEY};
+use serde_json::Value;
+use std::path::Path;
+
+/// The short name of a document (`billing.json` -> `billing`): the output directory of its
+/// generated client and the module of its TypeScript types.
+fn name(doc: &Document) -> &'static str {
+    doc.file.trim_end_matches(".json")
+}
+
+/// Runs `program args` in `dir` and answers its output (stdout then stderr), failing the
+/// test with that output when it exits non-zero.
+async fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = tokio::process::Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{program} {args:?}:\n{text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_python_clients_work_against_the_server() {
+    e2e::ensure_test_tools(|| {
+        runs("openapi-python-client", &["--version"])
+            && runs("python3", &["-c", "import openapi_core"])
+    });
+    let s = TestServer::start().await;
+    let tenant = s.create_tenant("python-client", "demo").await;
+    let work = tempfile::tempdir().expect("temp dir");
+    let started = std::time::Instant::now();
+    for doc in &DOCUMENTS {
+        let url = s.url(doc.served_at);
+        let args = ["generate", "--url", &url, "--output-path", name(doc)];
+        let said = run(work.path(), "openapi-python-client", &args).await;
+        // Default settings, and nothing to warn about: a warning means a schema the
+        // generator skipped or guessed at.
+        assert!(
+            !said.to_lowercase().contains("warning"),
+            "openapi-python-client warned on {}:\n{said}",
+            doc.served_at
+        );
+        assert!(work.path().join(name(doc)).is_dir(), "{said}");
+    }
+    let generated = started.elapsed();
+    let root = workspace_root();
+    let smoke = root.join("tests/clients/smoke.py");
+    let docs = root.join("docs/openapi");
+    let args = [
+        smoke.to_str().expect("path"),
+        work.path().to_str().expect("path"),
+        docs.to_str().expect("path"),
+        &s.base,
+        &tenant.api_key,
+        ADMIN_KEY,
+        &tenant.id,
+    ];
+    let said = run(work.path(), "python3", &args).await;
+    println!("{said}");
+    println!(
+        "generated 3 clients in {:.1} s, smoke test {:.1} s",
+        generated.as_secs_f64(),
+        (started.elapsed() - generated).as_secs_f64()
+    );
+    assert!(said.contains("smoke: 8 steps passed"), "{said}");
+}
+
+/// Installs the npm tools of tests/clients/npm-tools.txt globally unless present.
+fn ensure_npm_tools() {
+    if runs("openapi-typescript", &["--version"]) && runs("tsc", &["--version"]) {
+        return;
+    }
+    let list = std::fs::read_to_string(workspace_root().join("tests/clients/npm-tools.txt"))
+        .expect("npm-tools.txt");
+    let tools: Vec<&str> = list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let installed = std::process::Command::new("npm")
+        .args(["install", "--global", "--no-audit", "--no-fund"])
+        .args(&tools)
+        .status()
+        .expect("npm");
+    assert!(installed.success(), "npm install --global {tools:?} failed");
+}
+
+/// GET `path` with the tenant's API key (or the admin key for `/sandbox/`), asserting 200.
+async fn live(s: &TestServer, tenant: &TestTenant, path: &str) -> Value {
+    let req = s.client.get(s.url(path));
+    let req = if path.starts_with("/sandbox/") {
+        req.header("X-Admin-Key", ADMIN_KEY)
+    } else {
+        req.header("X-Api-Key", &tenant.api_key)
+    };
+    let r = req.send().await.expect("request");
+    assert_eq!(r.status(), 200, "{path}");
+    r.json().await.expect("JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_types_generated_from_the_documents_type_live_answers() {
+    ensure_npm_tools();
+    let s = TestServer::start().await;
+    let tenant = s.create_tenant("typescript", "demo").await;
+    let work = tempfile::tempdir().expect("temp dir");
+    for doc in &DOCUMENTS {
+        let out = format!("{}.ts", name(doc));
+        let said = run(
+            work.path(),
+            "openapi-typescript",
+            &[&s.url(doc.served_at), "-o", &out],
+        )
+        .await;
+        assert!(
+            !said.to_lowercase().contains("warn") && !said.to_lowercase().contains("error"),
+            "openapi-typescript on {}:\n{said}",
+            doc.served_at
+        );
+    }
+    // Live answers as typed constants: tsc refuses a member the document does not declare,
+    // a null it does not allow, a value outside an enum. The PUT bodies are the GET answers
+    // themselves (the round trips a client makes).
+    let services = live(&s, &tenant, "/billing/2/agreement-services?status=ACTIVE").await;
+    let ledgers = live(&s, &tenant, "/revenue/3/ledgers").await;
+    let ledger_id = ledgers[0]["id"].as_i64().expect("ledger id");
+    let ledger = live(&s, &tenant, &format!("/revenue/3/ledgers/{ledger_id}")).await;
+    let infos = live(
+        &s,
+        &tenant,
+        &format!("/revenue/3/ledgers/{ledger_id}/chargeinfos"),
+    )
+    .await;
+    let clock = live(
+        &s,
+        &tenant,
+        &format!("/sandbox/v1/tenants/{}/clock", tenant.id),
+    )
+    .await;
+    let ts = format!(
+        r#"import type {{ components as B }} from "./billing";
+import type {{ components as C }} from "./revenue";
+import type {{ components as A }} from "./admin";
+type BS = B["schemas"];
+type CS = C["schemas"];
+type AS = A["schemas"];
+
+export const services: BS["AgreementService"][] = {services};
+export const servicePuts: BS["AgreementServicePatch"][] = services;
+export const ledgers: CS["LedgerListItem"][] = {ledgers};
+export const ledger: CS["Ledger"] = {ledger};
+export const ledgerPut: CS["LedgerFields"] = ledger;
+export const chargeInfos: CS["LedgerChargeInfo"][] = {infos};
+export const clock: AS["Clock"] = {clock};
+export const setClock: AS["SetClock"][] = [{{ mode: "frozen" }}, {{ mode: null }}, {{ offset_seconds: 60 }}];
+"#
+    );
+    std::fs::write(work.path().join("use.ts"), ts).expect("write use.ts");
+    let said = run(
+        work.path(),
+        "tsc",
+        &[
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2020",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            "use.ts",
+        ],
+    )
+    .await;
+    println!(
+        "tsc: {} ({} services, {} charge infos)",
+        if said.is_empty() { "clean" } else { &said },
+        services.as_array().map_or(0, Vec::len),
+        infos.as_array().map_or(0, Vec::len)
+    );
+}
