@@ -50,6 +50,10 @@ def null(schema):
 
 
 STR = {"type": "string"}
+# An object with members of its own (described in words): additionalProperties says so, or
+# generated types read a bare {"type": "object"} as one with no members at all
+# (openapi-typescript: Record<string, never>).
+ANY_OBJECT = {"type": "object", "additionalProperties": True}
 BOOL = {"type": "boolean"}
 INT32 = {"type": "integer", "format": "int32"}
 INT64 = {"type": "integer", "format": "int64"}
@@ -145,7 +149,7 @@ def openapi_op(tag):
             "responses": {
                 "200": {
                     "description": "The document",
-                    "content": json_content({"type": "object"}),
+                    "content": json_content(ANY_OBJECT),
                 }
             },
         }
@@ -297,57 +301,57 @@ def billing_doc():
         "price_type": null(STR), "discount_key": null(STR),
     }, required=())
     account_ref = obj({
-        "account_num": null(STR), "external_account_num": null(STR),
+        "account_num": STR, "external_account_num": null(STR),
         "cpq_discounts": arr(ref("CpqDiscount")), "id": SID,
     })
     action = obj({
-        "id": SID, "name": null(STR), "enabled": null(BOOL), "friendly_name": null(STR),
-        "supports_approval": null(BOOL), "action_type": null(STR),
-        "operations": arr(obj({"operation_type": null(STR), "name": null(STR),
-                               "enabled": null(BOOL), "id": SID})),
+        "id": SID, "name": STR, "enabled": BOOL, "friendly_name": null(STR),
+        "supports_approval": BOOL, "action_type": STR,
+        "operations": arr(obj({"operation_type": STR, "name": STR, "enabled": BOOL, "id": SID})),
     })
     item = obj({
-        "adjustment_item_type": null(STR), "amount": null(DEC), "description": null(STR),
+        "adjustment_item_type": STR, "amount": null(DEC), "description": null(STR),
         "reason": null(STR), "secondary_reason": null(STR),
         "category": null(ref("CategoryRef")), "id": SID,
     })
     adjustment = obj({
         "occurred_on": null(DT), "amount": null(DEC), "description": null(STR),
-        "invoiced": null(BOOL), "status": null(STR), "adjustment_type": null(STR),
-        "billing_account": null(ref("BillingAccountRef")), "reason": null(ref("NamedRef")),
+        "invoiced": BOOL, "status": STR, "adjustment_type": STR,
+        "billing_account": ref("BillingAccountRef"), "reason": null(ref("NamedRef")),
         "secondary_reason": null(ref("NamedRef")), "posted_on": null(DT), "posted_by": null(STR),
-        "manual_invoice_application": null(BOOL), "unapplied_amount": null(DEC),
+        "manual_invoice_application": BOOL, "unapplied_amount": null(DEC),
         "items": arr(ref("AdjustmentItem")), "id": SID,
     })
-    application = obj({"account_adjustment": null(ref("AccountAdjustment")), "id": SID})
+    application = obj({"account_adjustment": ref("AccountAdjustment"), "id": SID})
     adj_category = obj({
-        "id": SID, "charge_category_type": null(STR), "name": null(STR),
-        "description": null(STR), "priority": null(INT64),
-        "status": null({"type": "string", "enum": ["ACTIVE", "SUSPENDED", "CANCELED"]}),
+        "id": SID, "charge_category_type": STR, "name": STR,
+        "description": null(STR), "priority": INT64,
+        "status": {"type": "string", "enum": ["ACTIVE", "SUSPENDED", "CANCELED"]},
     })
     agreement = obj({
-        "id": SID, "name": null(STR), "agreement_period": null(INT32), "status": null(STR),
+        "id": SID, "name": STR, "agreement_period": INT32, "status": STR,
         "termination_flat_charge": null(DEC), "termination_percentage_charge": null(DEC),
-        "max_termination_charge": null(DEC), "prorate_on_cancel": null(BOOL),
+        "max_termination_charge": null(DEC), "prorate_on_cancel": BOOL,
         "adjustment_category": null(ref("CategoryRef")), "end_action": null(STR),
         "termination_fee_currency_code": null(STR), "max_termination_fee_currency_code": null(STR),
         "valid_from": null(DT), "valid_to": null(DT), "next_agreement": null(ref("NamedRef")),
-        "agreement_period_type": null(STR), "minimum_amount": null(DEC),
+        "agreement_period_type": STR, "minimum_amount": null(DEC),
         "minimum_amount_currency_type": null(STR),
-        "true_up_adjustment_reason": null(ref("NamedRef")), "preserve_service_price": null(BOOL),
+        "true_up_adjustment_reason": null(ref("NamedRef")), "preserve_service_price": BOOL,
     })
     product_ref = obj({"name": null(STR), "sku": null(STR), "external_product_number": null(STR), "id": SID})
     price_ref = obj({"product_price_type": null(STR), "price_type": null(STR), "id": SID})
     agreement_service = obj({
-        "id": SID, "start_date": null(DT), "next_service_pay_on_purchase": null(BOOL),
-        "renewed": null(BOOL), "accumulated_charges_amount": null(DEC),
+        "id": SID, "start_date": null(DT), "next_service_pay_on_purchase": BOOL,
+        "renewed": BOOL, "accumulated_charges_amount": null(DEC),
         "agreement": null(ref("NamedRef")), "end_date": null(DT), "end_action": null(STR),
         "next_agreement": null(ref("NamedRef")), "next_end_action": null(STR),
         "next_service_product": null(ref("ProductRef")),
         "next_service_product_price": null(ref("PriceRef")),
-        "preserve_service_price": null(BOOL), "next_preserve_service_price": null(BOOL),
-        "agreement_period": null(INT32), "minimum_amount": null(DEC),
-        "minimum_amount_currency_code": null(STR), "omit_minimum_amount": null(BOOL),
+        "preserve_service_price": BOOL, "next_preserve_service_price": BOOL,
+        "agreement_period": INT32, "minimum_amount": null(DEC),
+        "minimum_amount_currency_code": null({"type": "string", "enum": CURRENCIES}),
+        "omit_minimum_amount": BOOL,
         "true_up_charge_types": arr(STR),
         "status": {"type": "string", "enum": AGREEMENT_SERVICE_STATUSES},
         "service_resource_identifier": null({**STR, "description":
@@ -361,9 +365,9 @@ def billing_doc():
                                 "renders it; a value other than the stored one is a 400."}
     as_patch = obj({
         "id": read_only({"type": ["string", "integer"]}),
-        "start_date": read_only(null(DT)), "renewed": read_only(null(BOOL)),
-        "agreement_period": read_only(null(INT32)),
-        "status": read_only(null({"type": "string", "enum": AGREEMENT_SERVICE_STATUSES})),
+        "start_date": read_only(null(DT)), "renewed": read_only(BOOL),
+        "agreement_period": read_only(INT32),
+        "status": read_only({"type": "string", "enum": AGREEMENT_SERVICE_STATUSES}),
         "service_resource_identifier": read_only(null(STR)),
         "next_service_pay_on_purchase": null(BOOL),
         "accumulated_charges_amount": null({**DEC, "minimum": 0}),
@@ -381,28 +385,28 @@ def billing_doc():
         description="Partial update: absent fields stay, null clears a nullable one. The whole "
         "AgreementService a GET answers is accepted (read-only members unchanged, nested "
         "references as rendered); any other member is a 400.")
-    relation = obj({"id": SID, "true_up_charge_type": null(STR), "agreement_service": null(obj({"id": SID}))})
+    relation = obj({"id": SID, "true_up_charge_type": STR, "agreement_service": obj({"id": SID})})
     new_relation = obj({"true_up_charge_type": {"type": "string", "minLength": 1, "maxLength": 255}},
                        required=("true_up_charge_type",), extra=False)
     invoice = obj({
-        "id": SID, "invoice_type": null(STR), "invoice_num": null(STR),
+        "id": SID, "invoice_type": STR, "invoice_num": STR,
         "external_invoice_num": null(STR), "amount": null(DEC), "description": null(STR),
-        "billing_account": null(ref("BillingAccountRef")),
+        "billing_account": ref("BillingAccountRef"),
         "original_billing_account": null(obj({"id": SID})),
     })
     run = obj({
-        "id": SID, "invoices": arr(ref("Invoice")), "bill_run_type": null(STR),
-        "step_status": null(STR), "sequence": null(INT32), "step": null(STR), "status": null(STR),
+        "id": SID, "invoices": arr(ref("Invoice")), "bill_run_type": STR,
+        "step_status": null(STR), "sequence": INT32, "step": null(STR), "status": STR,
         "status_date": null(DT), "open_date": null(DT), "close_date": null(DT),
         "scheduled_run_date": null(DT), "invoice_due_date": null(DT), "invoice_date": null(DT),
-        "processed_invoice_count": null(INT64), "error_msg": null(STR),
-        "use_payment_term": null(BOOL),
+        "processed_invoice_count": INT64, "error_msg": null(STR),
+        "use_payment_term": BOOL,
     }, description="A bill batch run; without expand only {id}.")
     batch = obj({
-        "id": SID, "bill_batch_type": null(STR), "description": null(STR), "end_date": null(DT),
-        "invoice_date": null(DT), "invoice_due_date": null(DT), "auto_approve": null(BOOL), "name": null(STR), "use_payment_term": null(BOOL),
-        "internal_render": null(BOOL), "currency_code": null(STR),
-        "status": null({"type": "string", "enum": ["ACTIVE", "SUSPENDED", "CANCELED"]}),
+        "id": SID, "bill_batch_type": STR, "description": null(STR), "end_date": null(DT),
+        "invoice_date": null(DT), "invoice_due_date": null(DT), "auto_approve": BOOL, "name": STR,
+        "use_payment_term": BOOL, "internal_render": BOOL, "currency_code": STR,
+        "status": {"type": "string", "enum": ["ACTIVE", "SUSPENDED", "CANCELED"]},
         "billing_account_category": null(ref("NamedRef")),
         "bill_batch_runs": arr(ref("BillBatchRun")),
     })
@@ -435,13 +439,13 @@ def billing_doc():
         {"service_resource_identifier": "srv-transfer-0001", "usage_uom": "GIGABYTE",
          "usage_amount": 150, "start_time": "2026-02-01T10:00:00-06:00"}]}
     charge = obj({
-        "id": SID, "charge": DEC, "rate": null(DEC), "usage_rule": obj({"id": SID}),
-        "charge_category": obj({"charge_category_type": null(STR), "id": SID, "name": null(STR)}),
+        "id": SID, "charge": DEC, "rate": DEC, "usage_rule": obj({"id": SID}),
+        "charge_category": obj({"charge_category_type": STR, "id": SID, "name": STR}),
         "usage_uom": {"type": "string", "enum": UOMS}, "usage_amount": DEC,
     }, required=("charge", "usage_rule", "charge_category", "usage_uom", "usage_amount"),
         description="An event charge.")
     rated = obj({
-        "id": SID, "total_charge": DEC, "start_time": DT, "end_time": null(DT),
+        "id": SID, "total_charge": DEC, "start_time": DT, "end_time": DT,
         "service_resource_identifier": STR, "usage_uom": {"type": "string", "enum": UOMS},
         "usage_amount": DEC, "reference_id": null(STR), "sequence_id": null(STR),
         "request_id": {"type": "string", "format": "uuid"},
@@ -687,12 +691,12 @@ def revenue_doc():
     e = lambda *vals: {"type": "string", "enum": list(vals)}
     cur = {"type": "string", "enum": CURRENCIES}
     period = obj({
-        "type": e("PERIOD"), "id": INT64, "name": STR, "description": null(STR),
+        "type": e("PERIOD"), "id": INT64, "name": null(STR), "description": null(STR),
         "path": arr(INT64), "quarter": null(INT64), "start_date": DATE, "end_date": DATE,
         "time_zone": STR, "open": BOOL, "parent_id": INT64,
     })
     year = obj({
-        "type": e("YEAR"), "id": INT64, "name": STR, "description": null(STR),
+        "type": e("YEAR"), "id": INT64, "name": null(STR), "description": null(STR),
         "path": arr(INT64), "start_date": DATE, "end_date": DATE, "time_zone": STR,
         "parent_id": INT64, "open": BOOL, "complete": BOOL,
         "accounting-periods": arr(ref("AccountingPeriod")),
@@ -704,12 +708,12 @@ def revenue_doc():
     })
     ledger_props = {
         "id": INT64, "name": STR, "description": null(STR), "status": e("ACTIVE", "INACTIVE"),
-        "convert_currency": e("NONE", "GL", "ACCOUNT_CATEGORY"), "conversion_currency": null(STR),
+        "convert_currency": e("NONE", "GL", "ACCOUNT_CATEGORY"), "conversion_currency": null(cur),
         "chart_of_account_id": null(INT64), "rule_set_id": null(INT64),
         "run_mode_actuals_id": null(INT64), "conversion_rate_set_id": null(STR),
         "currency_exchange_version": null(STR), "billing_account_category_ids": arr(INT64),
         "expected_customer_lifetime": null(INT64), "create_zero_amount_entries": BOOL,
-        "timezone_name": STR, "valid": BOOL, "calendar": null(ref("Calendar")),
+        "timezone_name": STR, "valid": BOOL, "calendar": ref("Calendar"),
     }
     ledger = obj(ledger_props)
     ledger_item = obj({**ledger_props, "chart_of_account_name": null(STR),
@@ -746,8 +750,8 @@ def revenue_doc():
     gl_run = obj({
         "id": INT64, "date_started": null(DT), "date_ended": null(DT),
         "status": e("NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"), "num_errors": INT64,
-        "run_trigger_type": null(STR), "gl_run_mode_id": null(INT64), "ledger_id": INT64,
-        "run_to_date": null(DT),
+        "run_trigger_type": STR, "gl_run_mode_id": null(INT64), "ledger_id": INT64,
+        "run_to_date": DT,
     })
     new_gl_run = obj({"gl_run_mode_id": null(INT64), "ledger_id": INT64, "run_to_date": STR},
                      required=("ledger_id", "run_to_date"))
@@ -759,7 +763,7 @@ def revenue_doc():
         "id": INT64, "tenant_id": {**INT64, "description": "The tenant's number: a stable "
                                    "int64 derived from the tenant's id."}, "gl_run_mode_id": null(INT64), "date_started": null(DT),
         "date_ended": null(DT), "status": e("NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"),
-        "run_trigger_type": null(STR), "num_errors": INT64, "type": e("AUTO", "MANUAL"),
+        "run_trigger_type": STR, "num_errors": INT64, "type": e("AUTO", "MANUAL"),
         "collector_operations": arr(STR), "data_fetch_from_date": null(DT),
         "data_fetch_to_date": null(DT), "overlap_fetch_time": INT64,
     })
@@ -770,13 +774,13 @@ def revenue_doc():
     }, required=("type",))
     entry = obj({
         "id": INT64, "gl_run_id": INT64, "ledger_id": INT64, "charge_info_id": INT64,
-        "period_id": INT64, "posting_date": DATE, "amount": DEC, "debit_account": STR,
-        "credit_account": STR,
+        "period_id": INT64, "posting_date": DATE, "amount": DEC, "debit_account": null(STR),
+        "credit_account": null(STR),
     })
     charge_info = obj({
-        "id": INT64, "created_on": DT, "updated_on": null(DT), "created_by": null(STR),
-        "updated_by": null(STR), "billing_account_num": null(STR), "core_id": STR,
-        "ci_values": {"type": "object", "description": "created_date, transaction_type, "
+        "id": INT64, "created_on": DT, "updated_on": DT, "created_by": STR,
+        "updated_by": STR, "billing_account_num": STR, "core_id": STR,
+        "ci_values": {**ANY_OBJECT, "description": "created_date, transaction_type, "
                       "charge_category, billing_account_num, order_id, service_id, "
                       "invoice_number, charge_amount (exact decimal), order_amount, product_id, "
                       "product_name, currency_code; merged records add merged_charge_info_ids"},
@@ -1108,7 +1112,7 @@ def admin_doc():
     create = obj({
         "name": {"type": "string", "minLength": 1},
         "seed": {"type": "string", "enum": ["demo", "empty"], "default": "demo"},
-        "fixtures": {"type": "object", "description":
+        "fixtures": {**ANY_OBJECT, "description":
                      "The tenant's own fixture document instead of a seed (docs/fixtures.md); "
                      "a refusal names its JSON path and creates no tenant"},
         "clock": ref("SetClock"),
@@ -1146,7 +1150,7 @@ def admin_doc():
             "security": [],
             "tags": ["meta"],
             "responses": {"200": {"description": "The schema",
-                                  "content": json_content({"type": "object"})}},
+                                  "content": json_content(ANY_OBJECT)}},
         }},
         f"{P}/tenants": {
             "post": a_op("createTenant", "Create a tenant with credentials (or fork one)", 201,
@@ -1172,7 +1176,7 @@ def admin_doc():
             200, obj({"tenant": STR, "records": {"type": "object",
                                                   "additionalProperties": INT64}},
                      required=("tenant", "records")), [tid],
-            body={"type": "object", "description": "A fixture document"},
+            body={**ANY_OBJECT, "description": "A fixture document"},
             errors=(400, 401, 404, 413, 415, 503))},
         **checkpoint_paths(P, tid),
         **powers_paths(P, tid),

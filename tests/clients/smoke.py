@@ -114,6 +114,18 @@ for item in ledgers:
     assert after.to_dict() == ledger.to_dict(), (ledger.to_dict(), after.to_dict())
 ok("GET then PUT back ledgers unchanged", f"({len(ledgers)})")
 
+# And a year of the first ledger's calendar, periods included.
+year_id = ledger.calendar.years[0].id
+year = parsed(api("revenue.get_year").sync_detailed(ledger.id, year_id, client=c),
+              models.AccountingYear)
+body = models.NewAccountingYear.from_dict(year.to_dict())
+parsed(api("revenue.update_year").sync_detailed(ledger.id, year_id, client=c, body=body),
+       models.Ledger)
+again = parsed(api("revenue.get_year").sync_detailed(ledger.id, year_id, client=c),
+               models.AccountingYear)
+assert again.to_dict() == year.to_dict(), (year.to_dict(), again.to_dict())
+ok("GET then PUT back an accounting year unchanged", f"({len(year.accounting_periods)} periods)")
+
 def states(ledger_id):
     infos = parsed(api("revenue.ledger_charge_infos").sync_detailed(ledger_id, client=c,
                                                                      page_size=50), list)

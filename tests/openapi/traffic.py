@@ -14,6 +14,7 @@ Two users:
 import base64
 import json
 import sys
+import time
 from urllib.parse import parse_qsl, urlsplit
 
 from openapi_core import OpenAPI
@@ -170,10 +171,11 @@ def report(failures):
 
 def main():
     document, cassette = sys.argv[1], sys.argv[2]
+    started = time.monotonic()
     checker = check_cassette(document, cassette)
     failed = len(checker.failures)
     print(f"traffic: {checker.requests} requests, {checker.responses} responses checked, "
-          f"{checker.skipped} skipped, {failed} failed")
+          f"{checker.skipped} skipped, {failed} failed, {time.monotonic() - started:.1f} s")
     print(report(checker.failures))
     sys.exit(1 if failed else 0)
 

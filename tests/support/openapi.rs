@@ -145,11 +145,39 @@ pub struct FuzzReport {
     pub cases: u64,
     /// The CLI's whole output (for the failure message).
     pub output: String,
-    /// Whether openapi-core found every recorded request schemathesis meant to be valid, and
-    /// every recorded response, valid against the document (tests/openapi/traffic.py).
-    pub traffic_passed: bool,
-    /// traffic.py's summary line and failures.
-    pub traffic: String,
+    /// The run's working directory, holding its recorded traffic (`traffic.yaml`, a VCR
+    /// cassette) for [`check_traffic`].
+    pub work: tempfile::TempDir,
+}
+
+/// What openapi-core said of a run's recorded traffic.
+#[derive(Debug)]
+pub struct TrafficReport {
+    /// Whether every recorded request schemathesis drew as valid, and every recorded
+    /// response, is valid against the document.
+    pub passed: bool,
+    /// tests/openapi/traffic.py's summary line, then its failures.
+    pub output: String,
+}
+
+/// Checks the traffic a schemathesis run recorded against the shipped document with
+/// openapi-core (tests/openapi/traffic.py): a second validator, written by others, over the
+/// same live requests and responses.
+pub fn check_traffic(doc: &Document, report: &FuzzReport) -> TrafficReport {
+    let out = std::process::Command::new("python3")
+        .arg(workspace_root().join("tests/openapi/traffic.py"))
+        .arg(workspace_root().join("docs/openapi").join(doc.file))
+        .arg(report.work.path().join("traffic.yaml"))
+        .output()
+        .expect("python3 tests/openapi/traffic.py");
+    TrafficReport {
+        passed: out.status.success(),
+        output: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
 }
 
 /// Runs schemathesis once more when a run failed on an error of the tool itself and on no
@@ -183,8 +211,8 @@ pub fn schemathesis(
 
 /// Runs `st run <base><served_at>` against `<base>` plus the document's first base path, with
 /// `headers` and the conformance checks, in a temporary directory, with at most `max_examples`
-/// cases per operation and phase; the run records its traffic (a VCR cassette) and
-/// openapi-core checks it against the shipped document.
+/// cases per operation and phase; the run records its traffic (a VCR cassette, kept in the
+/// report's `work` directory).
 fn schemathesis_once(
     base: &str,
     doc: &Document,
@@ -240,22 +268,11 @@ fn schemathesis_once(
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    let traffic = std::process::Command::new("python3")
-        .arg(workspace_root().join("tests/openapi/traffic.py"))
-        .arg(workspace_root().join("docs/openapi").join(doc.file))
-        .arg(work.path().join("traffic.yaml"))
-        .output()
-        .expect("python3 tests/openapi/traffic.py");
     FuzzReport {
         passed: out.status.success(),
         operations,
         cases,
         output,
-        traffic_passed: traffic.status.success(),
-        traffic: format!(
-            "{}{}",
-            String::from_utf8_lossy(&traffic.stdout),
-            String::from_utf8_lossy(&traffic.stderr)
-        ),
+        work,
     }
 }
