@@ -247,3 +247,40 @@ fn enums_have_no_case_duplicates_and_nullable_ones_admit_null() {
     assert!(counted > 20, "{counted} enums: the walk found too few");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The documents spell `omit_total_count` one way (`TRUE` / `FALSE`, as the spec writes it);
+/// the servers take any case, so a client that lower-cases booleans still gets its answer.
+#[tokio::test]
+async fn omit_total_count_is_documented_once_and_taken_in_any_case() {
+    let [b, c, _] = DOCUMENTS.map(|d| d.json());
+    for (doc, path) in [(&b, "/billing/2/agreements"), (&c, "/ledgers")] {
+        let params = doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        let omit = params
+            .iter()
+            .find(|p| p["name"] == "omit_total_count")
+            .expect("omit_total_count");
+        assert_eq!(omit["schema"]["enum"], serde_json::json!(["TRUE", "FALSE"]));
+    }
+    let s = TestServer::start().await;
+    let tenant = s.create_tenant("omit-total", "demo").await;
+    for list in ["/billing/2/agreements", "/revenue/3/ledgers"] {
+        for (value, omitted) in [
+            ("TRUE", true),
+            ("true", true),
+            ("True", true),
+            ("FALSE", false),
+            ("false", false),
+        ] {
+            let path = format!("{list}?omit_total_count={value}");
+            let r = s.get_with_key(&path, &tenant.api_key).await;
+            assert_eq!(r.status(), 200, "{path}");
+            assert_eq!(
+                r.headers().get("x-total-count").is_none(),
+                omitted,
+                "{path}"
+            );
+        }
+    }
+}

@@ -145,6 +145,9 @@ def check_cassette(document_path, cassette_path):
     with open(cassette_path, encoding="utf-8") as f:
         cassette = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     checker = Checker(document_path)
+    # Many cases get the same answer (the same 400 for many bad values): an answer already
+    # checked for the same operation path and method is not checked again.
+    answered = set()
     for item in cassette.get("http_interactions") or []:
         rec, resp = item["request"], item.get("response")
         if resp is None:  # the request never got an answer (a tool error)
@@ -155,8 +158,14 @@ def check_cassette(document_path, cassette_path):
         if positive:
             checker.request(request, what)
         status = int(resp["status"]["code"])
-        answer = Response(status, pairs(resp.get("headers")), body_of(resp.get("body")))
-        checker.response(request, answer, what, probing=not positive)
+        headers = pairs(resp.get("headers"))
+        body = body_of(resp.get("body"))
+        seen = (rec["method"], request.path, status, body,
+                tuple(sorted((k.lower(), v) for k, v in headers if k.lower() != "date")))
+        if seen in answered:
+            continue
+        answered.add(seen)
+        checker.response(request, Response(status, headers, body), what, probing=not positive)
     return checker
 
 
