@@ -10,6 +10,7 @@ mod commands_more;
 mod cross_surface;
 mod roundtrip;
 mod safety;
+mod schema;
 mod text_rule;
 mod wadl;
 mod wadl_paging;
