@@ -71,9 +71,10 @@ async fn the_wadl_includes_an_xsd_that_declares_every_element_it_names() {
     assert!(wadl.contains("xmlns=\"http://wadl.dev.java.net/2009/02\""));
 
     let href = format!("{}/t/s/r/1.28/{XSD_PATH}", a.s.base);
+    let grammars = &wadl[wadl.find("<grammars>").unwrap()..wadl.find("</grammars>").unwrap()];
     assert!(
-        wadl.contains(&format!("<grammars><include href=\"{href}\"/></grammars>")),
-        "{wadl}"
+        grammars.contains(&format!("<include href=\"{href}\"/>")),
+        "{grammars}"
     );
     // No credentials needed, as for the WADL; bad ones are refused, as for the WADL.
     let r = reqwest::get(&href).await.unwrap();

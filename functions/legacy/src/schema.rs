@@ -14,7 +14,7 @@
 //! the renderer writes them.
 
 use crate::entity::{Child, Entity};
-use crate::xml::{document, Node};
+use crate::xml::{indented_document, Node};
 
 /// Where the schema is served, below the Surface A root (where JAX-RS stacks serve the
 /// grammar of their WADL, `application.wadl/xsd0.xsd`).
@@ -186,7 +186,7 @@ pub fn xsd(bodies: impl IntoIterator<Item = Body>, namespace: &str) -> String {
         .attr("version", "1.28")
         .children(w.simple_types)
         .children(w.declarations);
-    document(root, namespace)
+    indented_document(root, namespace)
 }
 
 /// Global declarations in the order they are written, named enumerations first.
