@@ -8,6 +8,7 @@ mod command_clock;
 mod commands;
 mod commands_more;
 mod cross_surface;
+mod generated;
 mod roundtrip;
 mod safety;
 mod schema;
