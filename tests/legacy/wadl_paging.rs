@@ -90,6 +90,7 @@ async fn every_paged_route_describes_page_number_and_page_size() {
         "agreementServices",
         "products",
         "usageEvents",
+        "users",
     ] {
         assert!(paged.contains(&path), "{path} pages: {paged:?}");
     }

@@ -1,5 +1,6 @@
 //! Surface A helpers: a client bound to one tenant that speaks XML, and readers for answers
-//! and faults (a fault is checked for its XML shape whenever it is read).
+//! and faults (a fault is checked for its XML shape whenever it is read). Every XML answer
+//! read here is validated against the XSD the server serves (`crate::xsd`).
 
 use crate::{TestServer, TestTenant};
 use legacy::xml::Element;
@@ -110,8 +111,10 @@ impl Legacy {
 /// message must contain ("" for any message).
 pub type Fault<'a> = (Method, &'a str, Option<&'a str>, u16, &'a str, &'a str);
 
-/// Reads an answer, parsing XML bodies with the domain namespace.
+/// Reads an answer, parsing XML bodies with the domain namespace; an XML answer of Surface A
+/// must be valid against the server's XSD (a failure names the request and the errors).
 pub async fn read(r: reqwest::Response) -> Answer {
+    let url = r.url().clone();
     let status = r.status().as_u16();
     let content_type = r
         .headers()
@@ -120,6 +123,18 @@ pub async fn read(r: reqwest::Response) -> Answer {
         .unwrap_or("")
         .to_string();
     let body = r.text().await.expect("body");
+    if content_type == "application/xml"
+        && url.path().starts_with(ROOT)
+        && !url.path().ends_with(crate::xsd::XSD_PATH)
+    {
+        let origin = url.origin().ascii_serialization();
+        if let Err(errors) = crate::xsd::validate(&origin, &body).await {
+            panic!(
+                "{} {status}: the answer is not valid against the XSD: {errors}\n{body}",
+                url.path()
+            );
+        }
+    }
     let root = legacy::xml::parse(body.as_bytes(), legacy::DEFAULT_XML_NAMESPACE).ok();
     Answer {
         status,

@@ -9,6 +9,7 @@ pub mod billing;
 pub mod legacy;
 pub mod openapi;
 pub mod revenue;
+pub mod xsd;
 
 use base64::Engine;
 use serde_json::{json, Value};

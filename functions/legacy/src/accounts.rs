@@ -1,12 +1,10 @@
 //! `billingAccounts`: the billing accounts Surfaces B and C see, with create and edit.
 
-use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
-use crate::xml::Node;
 use axum::response::Response;
-use rusqlite::Row;
 use shared::domain::accounts::{
     create_account, edit_account, AccountEdit, NewAccount, ACCOUNT_STATUSES, BILL_TYPES,
 };
@@ -16,10 +14,34 @@ use shared::domain::bill_batch_membership::join_category_bill_batches;
 pub static ENTITY: Entity = Entity {
     collection: "billingAccounts",
     element: "billingAccount",
-    columns: "t.id, t.account_num, t.external_account_num, t.name, t.bill_type, \
-             t.automatic_recurring_payment, t.status, t.balance, t.pending_charges_total, \
-             t.currency_code, t.tax_exempt, t.start_date, t.end_date, t.next_invoice_date, \
-             t.billing_account_category_id, t.bill_cycle_id",
+    fields: &[
+        Field::long("eid", "t.id"),
+        Field::text("accountNum", "t.account_num"),
+        Field::text("externalAccountNum", "t.external_account_num"),
+        Field::text("name", "t.name"),
+        Field::one_of("billType", "t.bill_type", BILL_TYPES),
+        Field::boolean("automaticRecurringPayment", "t.automatic_recurring_payment"),
+        Field::one_of("status", "t.status", ACCOUNT_STATUSES),
+        Field::money("balance", "t.balance"),
+        Field::money("pendingChargesTotal", "t.pending_charges_total"),
+        Field::text("currencyType", "t.currency_code"),
+        Field::boolean("taxExempt", "t.tax_exempt"),
+        Field::time("startDate", "t.start_date"),
+        Field::time("endDate", "t.end_date"),
+        Field::time("nextInvoiceDate", "t.next_invoice_date"),
+    ],
+    children: &[
+        Child::Ref {
+            element: "billingAccountCategory",
+            eid: "t.billing_account_category_id",
+            fields: &[],
+        },
+        Child::Ref {
+            element: "billCycle",
+            eid: "t.bill_cycle_id",
+            fields: &[],
+        },
+    ],
     from: "billing_accounts t",
     filters: &[
         Filter::text("accountNum", "t.account_num"),
@@ -29,39 +51,7 @@ pub static ENTITY: Entity = Entity {
         Filter::integer("billingAccountCategoryEid", "t.billing_account_category_id"),
         Filter::integer("billCycleEid", "t.bill_cycle_id"),
     ],
-    render,
 };
-
-fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
-    let mut node = Node::new("billingAccount")
-        .attr("eid", r.get::<_, i64>("id")?)
-        .attr("accountNum", r.get::<_, String>("account_num")?)
-        .opt_attr("externalAccountNum", col::text(r, "external_account_num")?)
-        .attr("name", r.get::<_, String>("name")?)
-        .attr("billType", r.get::<_, String>("bill_type")?)
-        .attr(
-            "automaticRecurringPayment",
-            col::boolean(r, "automatic_recurring_payment")?,
-        )
-        .attr("status", r.get::<_, String>("status")?)
-        .opt_attr("balance", col::money(r, "balance")?)
-        .opt_attr(
-            "pendingChargesTotal",
-            col::money(r, "pending_charges_total")?,
-        )
-        .attr("currencyType", r.get::<_, String>("currency_code")?)
-        .attr("taxExempt", col::boolean(r, "tax_exempt")?)
-        .opt_attr("startDate", col::time(r, "start_date", tz)?)
-        .opt_attr("endDate", col::time(r, "end_date", tz)?)
-        .opt_attr("nextInvoiceDate", col::time(r, "next_invoice_date", tz)?);
-    if let Some(eid) = col::int(r, "billing_account_category_id")? {
-        node = node.child(Node::new("billingAccountCategory").attr("eid", eid));
-    }
-    if let Some(eid) = col::int(r, "bill_cycle_id")? {
-        node = node.child(Node::new("billCycle").attr("eid", eid));
-    }
-    Ok(node)
-}
 
 /// Attributes a client may echo back from a GET but cannot set.
 const READ_ONLY: &[&str] = &["eid", "balance", "pendingChargesTotal", "currencyType"];

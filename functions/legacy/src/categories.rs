@@ -1,41 +1,33 @@
 //! `billingAccountCategories`, with create and edit.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Entity, Field, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
-use crate::xml::Node;
 use axum::response::Response;
-use rusqlite::Row;
 use shared::domain::accounts::{create_category, edit_category, CategoryFields, CATEGORY_STATUSES};
 
 /// The billing account category read model.
 pub static ENTITY: Entity = Entity {
     collection: "billingAccountCategories",
     element: "billingAccountCategory",
-    columns: "t.id, t.name, t.type, t.description, t.status, t.conversion_currency",
+    fields: &[
+        Field::long("eid", "t.id"),
+        Field::text("name", "t.name"),
+        Field::text("type", "t.type"),
+        Field::text("description", "t.description"),
+        Field::one_of("status", "t.status", CATEGORY_STATUSES),
+        Field::text("conversionCurrencyType", "t.conversion_currency"),
+    ],
+    children: &[],
     from: "billing_account_categories t",
     filters: &[
         Filter::one_of("status", "t.status", CATEGORY_STATUSES),
         Filter::text("type", "t.type"),
         Filter::text("name", "t.name"),
     ],
-    render,
 };
-
-fn render(r: &Row<'_>, _tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
-    Ok(Node::new("billingAccountCategory")
-        .attr("eid", r.get::<_, i64>("id")?)
-        .attr("name", r.get::<_, String>("name")?)
-        .opt_attr("type", col::text(r, "type")?)
-        .attr("description", r.get::<_, String>("description")?)
-        .attr("status", r.get::<_, String>("status")?)
-        .opt_attr(
-            "conversionCurrencyType",
-            col::text(r, "conversion_currency")?,
-        ))
-}
 
 /// `POST billingAccountCategories`: `description` and `status` are required.
 pub async fn create(

@@ -9,6 +9,7 @@ use crate::fault::Fault;
 use crate::fields::{eid_of, Fields};
 use crate::payments::read_draft;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, XmlBody};
+use crate::schema::{Attribute, Kind, Occurs, Part, Shape, EID_ONLY};
 use crate::xml::{Element, Node};
 use crate::{accounts, invoices, notes, payments, xml_answer};
 use axum::http::StatusCode;
@@ -26,6 +27,132 @@ use shared::domain::payments::{
     apply_for_command, CommandTarget, PaymentApplication, PaymentSource,
 };
 
+/// `<applyPayment>`: the payment (a new one, or a recorded one by `eid`) and, on a billing
+/// account, the invoices to pay (a bare `<payment>` is taken too).
+pub static APPLY_PAYMENT: Shape = Shape {
+    element: "applyPayment",
+    attrs: &[],
+    parts: &[
+        Part::Global("payment", Occurs::One),
+        Part::Local {
+            element: "invoices",
+            attrs: &[],
+            parts: &[Part::Global("invoice", Occurs::Many)],
+            occurs: Occurs::Optional,
+        },
+    ],
+};
+
+/// The answer of `applyPayment`: the payment, and what went to each invoice.
+pub static APPLY_PAYMENT_RESPONSE: Shape = Shape {
+    element: "applyPaymentResponse",
+    attrs: &[Attribute::required("successful", Kind::Boolean)],
+    parts: &[
+        Part::Global("payment", Occurs::One),
+        Part::Local {
+            element: "paymentApplication",
+            attrs: &[Attribute::required("amount", Kind::Decimal)],
+            parts: &[Part::Global("invoice", Occurs::One)],
+            occurs: Occurs::Many,
+        },
+    ],
+};
+
+/// The answer of every other command: the eid of what it created, a credit's applied
+/// amount, and the objects it changed (a note; an invoice; the account), in this order.
+pub static COMMAND_RESPONSE: Shape = Shape {
+    element: "commandResponse",
+    attrs: &[
+        Attribute::required("successful", Kind::Boolean),
+        Attribute::optional("eid", Kind::Long),
+        Attribute::optional("appliedAmount", Kind::Decimal),
+    ],
+    parts: &[
+        Part::Global("note", Occurs::Optional),
+        Part::Global("invoice", Occurs::Optional),
+        Part::Global("billingAccount", Occurs::Optional),
+    ],
+};
+
+/// `<addAdjustment amount="" description="" occurredOn="" adjustmentType="CREDIT">` with
+/// optional `<invoice eid=""/>` and `<reason eid=""/>`.
+pub static ADD_ADJUSTMENT: Shape = Shape {
+    element: "addAdjustment",
+    attrs: &[
+        Attribute::required("amount", Kind::Decimal),
+        Attribute::optional("description", Kind::Text),
+        Attribute::optional("occurredOn", Kind::DateTime),
+        Attribute::optional("adjustmentType", Kind::OneOf(&["CREDIT"])),
+    ],
+    parts: &[
+        Part::Local {
+            element: "invoice",
+            attrs: EID_ONLY,
+            parts: &[],
+            occurs: Occurs::Optional,
+        },
+        Part::Local {
+            element: "reason",
+            attrs: EID_ONLY,
+            parts: &[],
+            occurs: Occurs::Optional,
+        },
+    ],
+};
+
+/// `<addNote note=""/>`.
+pub static ADD_NOTE: Shape = Shape {
+    element: "addNote",
+    attrs: &[Attribute::required("note", Kind::Text)],
+    parts: &[],
+};
+
+/// `<billOnDemand description="" occurredOn="" dueDate=""/>` (the body is optional).
+pub static BILL_ON_DEMAND: Shape = Shape {
+    element: "billOnDemand",
+    attrs: &[
+        Attribute::optional("description", Kind::Text),
+        Attribute::optional("occurredOn", Kind::DateTime),
+        Attribute::optional("dueDate", Kind::DateTime),
+    ],
+    parts: &[],
+};
+
+/// `<moveToBillCycle><billCycle eid=""/></moveToBillCycle>`.
+pub static MOVE_TO_BILL_CYCLE: Shape = Shape {
+    element: "moveToBillCycle",
+    attrs: &[],
+    parts: &[Part::Local {
+        element: "billCycle",
+        attrs: EID_ONLY,
+        parts: &[],
+        occurs: Occurs::One,
+    }],
+};
+
+/// `<cancel/>` (the body is optional).
+pub static CANCEL: Shape = empty("cancel");
+static SUSPEND: Shape = empty("suspend");
+static RESUME: Shape = empty("resume");
+static DEACTIVATE: Shape = empty("deactivate");
+
+const fn empty(element: &'static str) -> Shape {
+    Shape {
+        element,
+        attrs: &[],
+        parts: &[],
+    }
+}
+
+/// The (empty, optional) body of a status command, named after it.
+pub fn status_request(command: StatusCommand) -> &'static Shape {
+    match command {
+        StatusCommand::Suspend => &SUSPEND,
+        StatusCommand::Resume => &RESUME,
+        StatusCommand::Deactivate => &DEACTIVATE,
+    }
+}
+
 /// An `applyPayment` body: `<applyPayment><payment .../><invoices><invoice eid=""/>...
 /// </invoices></applyPayment>`, or a bare `<payment>`.
 #[derive(Debug, Clone)]
@@ -41,7 +168,7 @@ fn read_apply(body: &Element) -> Result<ApplyRequest, Fault> {
             invoices: Vec::new(),
         });
     }
-    let mut f = Fields::new(body, "applyPayment")?;
+    let mut f = Fields::new(body, APPLY_PAYMENT.element)?;
     let payment = f
         .child("payment")
         .ok_or_else(|| Fault::validation("<applyPayment> needs a <payment> element"))?;
@@ -78,7 +205,7 @@ fn apply_answer(
     applied: &[PaymentApplication],
     tz: Tz,
 ) -> shared::Result<Node> {
-    let mut answer = Node::new("applyPaymentResponse")
+    let mut answer = Node::new(APPLY_PAYMENT_RESPONSE.element)
         .attr("successful", true)
         .child(find(&payments::ENTITY, tx, payment_id, tz)?);
     for a in applied {
@@ -163,7 +290,7 @@ where
         .write(move |tx| command(tx, tz))
         .await
         .map_err(Fault::command)?;
-    let mut answer = Node::new("commandResponse").attr("successful", true);
+    let mut answer = Node::new(COMMAND_RESPONSE.element).attr("successful", true);
     if let Some(eid) = outcome.eid {
         answer = answer.attr("eid", eid);
     }
@@ -179,7 +306,7 @@ pub async fn change_account_status(
     OptionalXmlBody(body): OptionalXmlBody,
 ) -> Result<Response, Fault> {
     if let Some(body) = &body {
-        Fields::new(body, command.name())?.finish()?;
+        Fields::new(body, status_request(command).element)?.finish()?;
     }
     run_command(tenant, move |tx, tz| {
         let now = shared::time::to_storage(shared::time::now_for(tx)?);
@@ -201,7 +328,7 @@ pub async fn add_adjustment(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let mut f = Fields::new(&body, "addAdjustment")?;
+    let mut f = Fields::new(&body, ADD_ADJUSTMENT.element)?;
     if let Some(kind) = f.text("adjustmentType").filter(|k| k != "CREDIT") {
         return Err(Fault::validation(format!(
             "adjustmentType: '{kind}' is not supported; addAdjustment takes CREDIT adjustments"
@@ -226,7 +353,7 @@ pub async fn add_adjustment(
             // The time of the command, read inside its write as every command reads it.
             let now = shared::time::to_storage(shared::time::now_for(tx)?);
             let outcome = add_credit(tx, &credit, &now, tz)?;
-            Ok(Node::new("commandResponse")
+            Ok(Node::new(COMMAND_RESPONSE.element)
                 .attr("successful", true)
                 .attr("eid", outcome.adjustment_id)
                 .attr("appliedAmount", shared::money::canonical(outcome.applied))
@@ -244,7 +371,7 @@ pub async fn add_note(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let mut f = Fields::new(&body, "addNote")?;
+    let mut f = Fields::new(&body, ADD_NOTE.element)?;
     let note = f.required("note")?;
     f.finish()?;
     let by = tenant.record.name.clone();
@@ -269,7 +396,7 @@ pub async fn bill_on_demand(
 ) -> Result<Response, Fault> {
     let mut bill = OnDemandBill::default();
     if let Some(body) = &body {
-        let mut f = Fields::new(body, "billOnDemand")?;
+        let mut f = Fields::new(body, BILL_ON_DEMAND.element)?;
         bill.description = f.text("description");
         bill.occurred_on = f.text("occurredOn");
         bill.due_date = f.text("dueDate");
@@ -297,7 +424,7 @@ pub async fn move_to_bill_cycle(
     Eid(eid): Eid,
     XmlBody(body): XmlBody,
 ) -> Result<Response, Fault> {
-    let mut f = Fields::new(&body, "moveToBillCycle")?;
+    let mut f = Fields::new(&body, MOVE_TO_BILL_CYCLE.element)?;
     let cycle = f.reference("billCycle")?.ok_or_else(|| {
         Fault::validation("<billCycle eid=\"...\"/> is required in <moveToBillCycle>")
     })?;
@@ -321,7 +448,7 @@ pub async fn cancel(
     OptionalXmlBody(body): OptionalXmlBody,
 ) -> Result<Response, Fault> {
     if let Some(body) = &body {
-        Fields::new(body, "cancel")?.finish()?;
+        Fields::new(body, CANCEL.element)?.finish()?;
     }
     run_command(tenant, move |tx, tz| {
         let now = shared::time::to_storage(shared::time::now_for(tx)?);

@@ -1,8 +1,22 @@
 //! Surface A's error: an XML `fault` with an HTTP status, a failure reason (ALREADY_EXISTS,
 //! VALIDATION_FAILURE or GENERAL) and a message.
 
+use crate::schema::{Kind, Part, Shape};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+
+/// The failure reasons a fault carries.
+pub const FAILURE_REASONS: &[&str] = &["ALREADY_EXISTS", "VALIDATION_FAILURE", "GENERAL"];
+
+/// `<fault><failureReason/><message/></fault>` (written by [`xml_fault`]).
+pub static FAULT: Shape = Shape {
+    element: "fault",
+    attrs: &[],
+    parts: &[
+        Part::Text("failureReason", Kind::OneOf(FAILURE_REASONS)),
+        Part::Text("message", Kind::Text),
+    ],
+};
 
 /// A Surface A error answer.
 #[derive(Debug)]

@@ -1,13 +1,11 @@
 //! `invoices`, with create and edit. Amounts and status move through `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Entity, Field, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
-use crate::xml::Node;
 use axum::response::Response;
-use rusqlite::Row;
 use shared::domain::invoices::{
     create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_STATUSES,
 };
@@ -16,9 +14,20 @@ use shared::domain::invoices::{
 pub static ENTITY: Entity = Entity {
     collection: "invoices",
     element: "invoice",
-    columns: "t.id, t.invoice_num, t.external_invoice_num, t.invoice_type, t.amount, \
-             t.amount_to_pay, t.description, t.occurred_on, t.due_date, t.paid_date, t.status, \
-             t.billing_account_id, a.account_num",
+    fields: &[
+        Field::long("eid", "t.id"),
+        Field::text("invoiceNum", "t.invoice_num"),
+        Field::text("externalInvoiceNum", "t.external_invoice_num"),
+        Field::text("invoiceType", "t.invoice_type"),
+        Field::money("amount", "t.amount"),
+        Field::money("amountToPay", "t.amount_to_pay"),
+        Field::text("description", "t.description"),
+        Field::time("occurredOn", "t.occurred_on"),
+        Field::time("dueDate", "t.due_date"),
+        Field::time("paidDate", "t.paid_date"),
+        Field::one_of("status", "t.status", INVOICE_STATUSES),
+    ],
+    children: &[crate::notes::ACCOUNT_REF],
     from: "invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
         Filter::text("invoiceNum", "t.invoice_num"),
@@ -26,28 +35,7 @@ pub static ENTITY: Entity = Entity {
         Filter::integer("billingAccountEid", "t.billing_account_id"),
         Filter::one_of("status", "t.status", INVOICE_STATUSES),
     ],
-    render,
 };
-
-fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
-    Ok(Node::new("invoice")
-        .attr("eid", r.get::<_, i64>("id")?)
-        .attr("invoiceNum", r.get::<_, String>("invoice_num")?)
-        .opt_attr("externalInvoiceNum", col::text(r, "external_invoice_num")?)
-        .attr("invoiceType", r.get::<_, String>("invoice_type")?)
-        .opt_attr("amount", col::money(r, "amount")?)
-        .opt_attr("amountToPay", col::money(r, "amount_to_pay")?)
-        .opt_attr("description", col::text(r, "description")?)
-        .opt_attr("occurredOn", col::time(r, "occurred_on", tz)?)
-        .opt_attr("dueDate", col::time(r, "due_date", tz)?)
-        .opt_attr("paidDate", col::time(r, "paid_date", tz)?)
-        .attr("status", r.get::<_, String>("status")?)
-        .child(
-            Node::new("billingAccount")
-                .attr("eid", r.get::<_, i64>("billing_account_id")?)
-                .attr("accountNum", r.get::<_, String>("account_num")?),
-        ))
-}
 
 /// `POST invoices`: `invoiceNum`, `amount`, `occurredOn` and a `billingAccount` child are
 /// required; an OPEN invoice adds its amount to the account balance.

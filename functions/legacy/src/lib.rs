@@ -15,6 +15,8 @@ pub mod payments;
 pub mod readonly;
 pub mod request;
 pub mod routes;
+pub mod schema;
+pub mod users;
 pub mod wadl;
 pub mod xml;
 
@@ -25,6 +27,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::Router;
+use schema::{Attribute, Kind, Shape};
 use shared::config::Config;
 use shared::web::{AppState, LEGACY_PREFIX};
 use std::collections::BTreeMap;
@@ -57,7 +60,15 @@ pub fn routes() -> Router<AppState> {
     }
     let mut router = Router::new()
         .route(LEGACY_PREFIX, get(wadl::serve))
-        .route(&format!("{LEGACY_PREFIX}/"), get(wadl::serve));
+        .route(&format!("{LEGACY_PREFIX}/"), get(wadl::serve))
+        .route(
+            &format!("{LEGACY_PREFIX}/{}", wadl::WADL_PATH),
+            get(wadl::serve_wadl),
+        )
+        .route(
+            &format!("{LEGACY_PREFIX}/{}", schema::XSD_PATH),
+            get(wadl::serve_xsd),
+        );
     for (path, method) in by_path {
         router = router.route(&format!("{LEGACY_PREFIX}/{path}"), method);
     }
@@ -83,14 +94,21 @@ pub fn xml_answer(status: StatusCode, root: Node) -> Response {
         .into_response()
 }
 
-/// Root element of the answer to a create.
-pub const CREATE_RESPONSE: &str = "createResponse";
+/// The answer to a create: `<createResponse successful="true" eid=""/>`.
+pub static CREATE_RESPONSE: Shape = Shape {
+    element: "createResponse",
+    attrs: &[
+        Attribute::required("successful", Kind::Boolean),
+        Attribute::required("eid", Kind::Long),
+    ],
+    parts: &[],
+};
 
 /// The answer to a create: 201 with `Location` and `<createResponse successful eid>`.
 pub fn created(collection: &str, eid: i64) -> Response {
     let mut response = xml_answer(
         StatusCode::CREATED,
-        Node::new(CREATE_RESPONSE)
+        Node::new(CREATE_RESPONSE.element)
             .attr("successful", true)
             .attr("eid", eid),
     );
@@ -98,15 +116,4 @@ pub fn created(collection: &str, eid: i64) -> Response {
         response.headers_mut().insert(header::LOCATION, location);
     }
     response
-}
-
-/// `GET users/current`: the user of the credentials (the tenant's Basic user).
-async fn current_user(BasicAuth(tenant): BasicAuth) -> Response {
-    xml_answer(
-        StatusCode::OK,
-        Node::new("user")
-            .attr("username", &tenant.record.name)
-            .attr("tenantId", &tenant.record.id)
-            .attr("timeZone", &tenant.record.time_zone),
-    )
 }

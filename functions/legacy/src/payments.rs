@@ -1,13 +1,12 @@
 //! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{col, create_and_answer, edit_and_show, Entity, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Filter};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
-use crate::xml::{Element, Node};
+use crate::xml::Element;
 use axum::response::Response;
-use rusqlite::Row;
 use shared::domain::payments::create_payment;
 use shared::domain::payments::{
     edit_payment, PaymentDraft, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES,
@@ -17,9 +16,25 @@ use shared::domain::payments::{
 pub static ENTITY: Entity = Entity {
     collection: "payments",
     element: "payment",
-    columns: "t.id, t.amount, t.description, t.reference, t.occurred_on, \
-             t.unapplied_amount, t.received_amount, t.refunded_amount, t.canceled_amount, \
-             t.status, t.payment_method, t.billing_account_id, a.account_num",
+    fields: &[
+        Field::long("eid", "t.id"),
+        Field::money("amount", "t.amount"),
+        Field::text("description", "t.description"),
+        Field::text("reference", "t.reference"),
+        Field::time("occurredOn", "t.occurred_on"),
+        Field::money("unappliedAmount", "t.unapplied_amount"),
+        Field::money("receivedAmount", "t.received_amount"),
+        Field::money("refundedAmount", "t.refunded_amount"),
+        Field::money("canceledAmount", "t.canceled_amount"),
+        Field::one_of("status", "t.status", PAYMENT_STATUSES),
+    ],
+    children: &[
+        crate::notes::ACCOUNT_REF,
+        Child::Named {
+            column: "t.payment_method",
+            elements: PAYMENT_METHODS,
+        },
+    ],
     from: "payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
         Filter::integer("billingAccountEid", "t.billing_account_id"),
@@ -27,28 +42,7 @@ pub static ENTITY: Entity = Entity {
         Filter::one_of("status", "t.status", PAYMENT_STATUSES),
         Filter::text("reference", "t.reference"),
     ],
-    render,
 };
-
-fn render(r: &Row<'_>, tz: chrono_tz::Tz) -> rusqlite::Result<Node> {
-    Ok(Node::new("payment")
-        .attr("eid", r.get::<_, i64>("id")?)
-        .opt_attr("amount", col::money(r, "amount")?)
-        .opt_attr("description", col::text(r, "description")?)
-        .opt_attr("reference", col::text(r, "reference")?)
-        .opt_attr("occurredOn", col::time(r, "occurred_on", tz)?)
-        .opt_attr("unappliedAmount", col::money(r, "unapplied_amount")?)
-        .opt_attr("receivedAmount", col::money(r, "received_amount")?)
-        .opt_attr("refundedAmount", col::money(r, "refunded_amount")?)
-        .opt_attr("canceledAmount", col::money(r, "canceled_amount")?)
-        .attr("status", r.get::<_, String>("status")?)
-        .child(
-            Node::new("billingAccount")
-                .attr("eid", r.get::<_, i64>("billing_account_id")?)
-                .attr("accountNum", r.get::<_, String>("account_num")?),
-        )
-        .child(Node::new(r.get::<_, String>("payment_method")?)))
-}
 
 /// Attributes of a payment that only the platform sets.
 const READ_ONLY: &[&str] = &[

@@ -3,11 +3,10 @@
 //! they cannot drift apart.
 
 use crate::commands;
-use crate::entity::{self, Entity};
+use crate::entity::{self, Filter};
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
-use crate::{
-    accounts, categories, current_user, invoices, notes, payments, readonly, CREATE_RESPONSE,
-};
+use crate::schema::{Body, Shape};
+use crate::{accounts, categories, invoices, notes, payments, readonly, users, CREATE_RESPONSE};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use shared::domain::accounts::StatusCommand;
 use shared::web::AppState;
@@ -54,17 +53,17 @@ pub struct Route {
     pub path: &'static str,
     /// One line on what it does.
     pub doc: &'static str,
-    /// For a collection GET: the entity whose paging and query keys it takes.
-    pub lists: Option<&'static Entity>,
+    /// For a collection GET: the query keys it takes besides the paging keys.
+    pub lists: Option<&'static [Filter]>,
     /// Query keys of [`Route::lists`] the path sets (`billingAccounts/{eid}/notes` sets
     /// `billingAccountEid`): not taken from the query, so not described.
     pub path_keys: &'static [&'static str],
-    /// Root element of the request body, when it takes one.
-    pub request: Option<&'static str>,
+    /// What the request body carries, when it takes one.
+    pub request: Option<Body>,
     /// Whether the request body may be left out.
     pub request_optional: bool,
-    /// Root element of the answer.
-    pub response: &'static str,
+    /// What a successful answer carries.
+    pub response: Body,
     /// The handler, bound to the route's method.
     pub handler: Handler,
 }
@@ -76,11 +75,11 @@ macro_rules! query {
             verb: Verb::Get,
             path: $path,
             doc: "One page of the collection; query keys narrow it.",
-            lists: Some(&$entity),
+            lists: Some($entity.filters),
             path_keys: &[],
             request: None,
             request_optional: false,
-            response: $entity.collection,
+            response: Body::Page(&$entity),
             handler: |m| on(m, |a: BasicAuth, q: Query| entity::list(&$entity, a, q)),
         }
     };
@@ -97,7 +96,7 @@ macro_rules! read_one {
             path_keys: &[],
             request: None,
             request_optional: false,
-            response: $entity.element,
+            response: Body::Entity(&$entity),
             handler: |m| on(m, |a: BasicAuth, e: Eid| entity::get(&$entity, a, e)),
         }
     };
@@ -112,9 +111,9 @@ macro_rules! status_command {
             doc: $doc,
             lists: None,
             path_keys: &[],
-            request: Some($command.name()),
+            request: Some(Body::Message(commands::status_request($command))),
             request_optional: true,
-            response: "commandResponse",
+            response: Body::Message(&commands::COMMAND_RESPONSE),
             handler: |m| {
                 on(m, |a: BasicAuth, e: Eid, b: OptionalXmlBody| {
                     commands::change_account_status($command, a, e, b)
@@ -128,8 +127,8 @@ fn write(
     verb: Verb,
     path: &'static str,
     doc: &'static str,
-    request: &'static str,
-    response: &'static str,
+    request: Body,
+    response: Body,
     handler: Handler,
 ) -> Route {
     Route {
@@ -148,7 +147,7 @@ fn write(
 impl Route {
     /// The HTTP status of a successful answer: 201 for a create, else 200.
     pub fn success_status(&self) -> u16 {
-        if self.response == CREATE_RESPONSE {
+        if self.response.element() == CREATE_RESPONSE.element {
             201
         } else {
             200
@@ -164,52 +163,58 @@ impl Route {
 /// Every endpoint of Surface A except the WADL itself.
 pub fn table() -> Vec<Route> {
     use Verb::{Post, Put};
+    const ACCOUNT: Body = Body::Entity(&accounts::ENTITY);
+    const CREATED: Body = Body::Message(&CREATE_RESPONSE);
+    const COMMAND: Body = Body::Message(&commands::COMMAND_RESPONSE);
+    const fn msg(shape: &'static Shape) -> Body {
+        Body::Message(shape)
+    }
     vec![
         query!(accounts::ENTITY, "billingAccounts"),
-        write(Post, "billingAccounts", "Creates a billing account; answers its eid.", "billingAccount", CREATE_RESPONSE, |m| on(m, accounts::create)),
+        write(Post, "billingAccounts", "Creates a billing account; answers its eid.", ACCOUNT, CREATED, |m| on(m, accounts::create)),
         read_one!(accounts::ENTITY, "billingAccounts/{eid}"),
-        write(Put, "billingAccounts/{eid}", "Edits a billing account; answers it.", "billingAccount", "billingAccount", |m| on(m, accounts::edit)),
-        write(Post, "billingAccounts/{eid}/applyPayment", "Applies a payment to the listed invoices, or to the account's open invoices oldest first.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_account)),
-        write(Post, "billingAccounts/{eid}/addAdjustment", "Adds a CREDIT adjustment, applied to the named open invoice as far as it needs.", "addAdjustment", "commandResponse", |m| on(m, commands::add_adjustment)),
+        write(Put, "billingAccounts/{eid}", "Edits a billing account; answers it.", ACCOUNT, ACCOUNT, |m| on(m, accounts::edit)),
+        write(Post, "billingAccounts/{eid}/applyPayment", "Applies a payment to the listed invoices, or to the account's open invoices oldest first.", msg(&commands::APPLY_PAYMENT), msg(&commands::APPLY_PAYMENT_RESPONSE), |m| on(m, commands::apply_to_account)),
+        write(Post, "billingAccounts/{eid}/addAdjustment", "Adds a CREDIT adjustment, applied to the named open invoice as far as it needs.", msg(&commands::ADD_ADJUSTMENT), COMMAND, |m| on(m, commands::add_adjustment)),
         status_command!(StatusCommand::Suspend, "billingAccounts/{eid}/suspend", "ACTIVE or COLLECTION -> SUSPENDED."),
         status_command!(StatusCommand::Resume, "billingAccounts/{eid}/resume", "SUSPENDED or COLLECTION -> ACTIVE."),
         status_command!(StatusCommand::Deactivate, "billingAccounts/{eid}/deactivate", "ACTIVE, SUSPENDED, PENDING or COLLECTION -> DEACTIVATED."),
-        write(Post, "billingAccounts/{eid}/addNote", "Keeps a dated note on the account; answers the note.", "addNote", "commandResponse", |m| on(m, commands::add_note)),
+        write(Post, "billingAccounts/{eid}/addNote", "Keeps a dated note on the account; answers the note.", msg(&commands::ADD_NOTE), COMMAND, |m| on(m, commands::add_note)),
         Route {
             verb: Verb::Get,
             path: "billingAccounts/{eid}/notes",
             doc: "One page of the account's notes, oldest first.",
-            lists: Some(&notes::ENTITY),
+            lists: Some(notes::ENTITY.filters),
             path_keys: &["billingAccountEid"],
             request: None,
             request_optional: false,
-            response: notes::ENTITY.collection,
+            response: Body::Page(&notes::ENTITY),
             handler: |m| on(m, notes::of_account),
         },
         Route {
             request_optional: true,
-            ..write(Post, "billingAccounts/{eid}/billOnDemand", "Invoices the account's pending charges now (an OPEN ON_DEMAND invoice); pending charges drop to zero.", "billOnDemand", "commandResponse", |m| on(m, commands::bill_on_demand))
+            ..write(Post, "billingAccounts/{eid}/billOnDemand", "Invoices the account's pending charges now (an OPEN ON_DEMAND invoice); pending charges drop to zero.", msg(&commands::BILL_ON_DEMAND), COMMAND, |m| on(m, commands::bill_on_demand))
         },
-        write(Post, "billingAccounts/{eid}/moveToBillCycle", "Moves the account to another bill cycle; its next invoice date becomes the cycle's next billing day.", "moveToBillCycle", "commandResponse", |m| on(m, commands::move_to_bill_cycle)),
+        write(Post, "billingAccounts/{eid}/moveToBillCycle", "Moves the account to another bill cycle; its next invoice date becomes the cycle's next billing day.", msg(&commands::MOVE_TO_BILL_CYCLE), COMMAND, |m| on(m, commands::move_to_bill_cycle)),
         query!(notes::ENTITY, "notes"),
         read_one!(notes::ENTITY, "notes/{eid}"),
         query!(categories::ENTITY, "billingAccountCategories"),
-        write(Post, "billingAccountCategories", "Creates a billing account category; answers its eid.", "billingAccountCategory", CREATE_RESPONSE, |m| on(m, categories::create)),
+        write(Post, "billingAccountCategories", "Creates a billing account category; answers its eid.", Body::Entity(&categories::ENTITY), CREATED, |m| on(m, categories::create)),
         read_one!(categories::ENTITY, "billingAccountCategories/{eid}"),
-        write(Put, "billingAccountCategories/{eid}", "Edits a billing account category; answers it.", "billingAccountCategory", "billingAccountCategory", |m| on(m, categories::edit)),
+        write(Put, "billingAccountCategories/{eid}", "Edits a billing account category; answers it.", Body::Entity(&categories::ENTITY), Body::Entity(&categories::ENTITY), |m| on(m, categories::edit)),
         query!(invoices::ENTITY, "invoices"),
-        write(Post, "invoices", "Creates an invoice; answers its eid.", "invoice", CREATE_RESPONSE, |m| on(m, invoices::create)),
+        write(Post, "invoices", "Creates an invoice; answers its eid.", Body::Entity(&invoices::ENTITY), CREATED, |m| on(m, invoices::create)),
         read_one!(invoices::ENTITY, "invoices/{eid}"),
-        write(Put, "invoices/{eid}", "Edits an invoice's description, dueDate, externalInvoiceNum; answers it.", "invoice", "invoice", |m| on(m, invoices::edit)),
-        write(Post, "invoices/{eid}/applyPayment", "Applies a payment (recorded or new) to this invoice.", "applyPayment", "applyPaymentResponse", |m| on(m, commands::apply_to_invoice)),
+        write(Put, "invoices/{eid}", "Edits an invoice's description, dueDate, externalInvoiceNum; answers it.", Body::Entity(&invoices::ENTITY), Body::Entity(&invoices::ENTITY), |m| on(m, invoices::edit)),
+        write(Post, "invoices/{eid}/applyPayment", "Applies a payment (recorded or new) to this invoice.", msg(&commands::APPLY_PAYMENT), msg(&commands::APPLY_PAYMENT_RESPONSE), |m| on(m, commands::apply_to_invoice)),
         Route {
             request_optional: true,
-            ..write(Post, "invoices/{eid}/cancel", "OPEN or PROCESSING -> CANCELED when nothing was applied to it; its amount to pay leaves the balance.", "cancel", "commandResponse", |m| on(m, commands::cancel))
+            ..write(Post, "invoices/{eid}/cancel", "OPEN or PROCESSING -> CANCELED when nothing was applied to it; its amount to pay leaves the balance.", msg(&commands::CANCEL), COMMAND, |m| on(m, commands::cancel))
         },
         query!(payments::ENTITY, "payments"),
-        write(Post, "payments", "Records a payment, wholly unapplied; answers its eid.", "payment", CREATE_RESPONSE, |m| on(m, payments::create)),
+        write(Post, "payments", "Records a payment, wholly unapplied; answers its eid.", Body::Entity(&payments::ENTITY), CREATED, |m| on(m, payments::create)),
         read_one!(payments::ENTITY, "payments/{eid}"),
-        write(Put, "payments/{eid}", "Edits a payment's description and reference; answers it.", "payment", "payment", |m| on(m, payments::edit)),
+        write(Put, "payments/{eid}", "Edits a payment's description and reference; answers it.", Body::Entity(&payments::ENTITY), Body::Entity(&payments::ENTITY), |m| on(m, payments::edit)),
         query!(readonly::AGREEMENTS, "agreements"),
         read_one!(readonly::AGREEMENTS, "agreements/{eid}"),
         query!(readonly::AGREEMENT_SERVICES, "agreementServices"),
@@ -220,14 +225,36 @@ pub fn table() -> Vec<Route> {
         read_one!(readonly::USAGE_EVENTS, "usageEvents/{eid}"),
         Route {
             verb: Verb::Get,
+            path: "users",
+            doc: "The tenant's users: the one its credentials name (eid 1).",
+            lists: Some(users::FILTERS),
+            path_keys: &[],
+            request: None,
+            request_optional: false,
+            response: msg(&users::USERS),
+            handler: |m| on(m, users::list),
+        },
+        Route {
+            verb: Verb::Get,
+            path: "users/{eid}",
+            doc: "The tenant's user by eid (1).",
+            lists: None,
+            path_keys: &[],
+            request: None,
+            request_optional: false,
+            response: msg(&users::USER),
+            handler: |m| on(m, users::one),
+        },
+        Route {
+            verb: Verb::Get,
             path: "users/current",
             doc: "The user of the credentials.",
             lists: None,
             path_keys: &[],
             request: None,
             request_optional: false,
-            response: "user",
-            handler: |m| on(m, current_user),
+            response: msg(&users::USER),
+            handler: |m| on(m, users::current),
         },
     ]
 }

@@ -1,11 +1,16 @@
-//! The WADL of Surface A (`GET /t/s/r/1.28?_wadl`), generated from the route table that
-//! serves requests: every route is one `method` under the `resource` of its path.
+//! The WADL of Surface A (`GET /t/s/r/1.28?_wadl`, also at `application.wadl` as JAX-RS
+//! stacks serve it) and its grammar, the XSD (`application.wadl/xsd0.xsd`), both generated
+//! from the route table that serves requests: every route is one `method` under the
+//! `resource` of its path, its representations name elements of the XSD (`dom:`), and the
+//! XSD declares every body the routes name (and the fault). Neither needs credentials: they
+//! hold no tenant data.
 
 use crate::entity::{Filter, FilterKind};
-use crate::fault::Fault;
+use crate::fault::{Fault, FAULT};
 use crate::request::Query;
-use crate::routes::{table, Route};
-use crate::xml::{document, Node};
+use crate::routes::{table, Route, Verb};
+use crate::schema::{xsd, Body, XSD_PATH};
+use crate::xml::{indented_document, Node};
 use crate::xml_namespace;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +21,9 @@ use shared::web::{header_str, LEGACY_PREFIX};
 pub const WADL_NAMESPACE: &str = "http://wadl.dev.java.net/2009/02";
 const XSD_NAMESPACE: &str = "http://www.w3.org/2001/XMLSchema";
 
+/// The WADL's path below the Surface A root (besides the root with `?_wadl`).
+pub const WADL_PATH: &str = "application.wadl";
+
 /// `GET /t/s/r/1.28?_wadl`: the WADL. Without `_wadl` the root has nothing to show.
 pub async fn serve(Query(params): Query, headers: HeaderMap) -> Response {
     if !params.contains_key("_wadl") {
@@ -24,6 +32,11 @@ pub async fn serve(Query(params): Query, headers: HeaderMap) -> Response {
         ))
         .into_response();
     }
+    serve_wadl(headers).await
+}
+
+/// `GET /t/s/r/1.28/application.wadl`: the WADL.
+pub async fn serve_wadl(headers: HeaderMap) -> Response {
     let host = header_str(&headers, "host").unwrap_or("localhost");
     let scheme = header_str(&headers, "x-forwarded-proto").unwrap_or("http");
     let base = format!("{scheme}://{host}{LEGACY_PREFIX}/");
@@ -38,7 +51,31 @@ pub async fn serve(Query(params): Query, headers: HeaderMap) -> Response {
         .into_response()
 }
 
-/// The WADL document of `routes` with resources under `base`.
+/// `GET /t/s/r/1.28/application.wadl/xsd0.xsd`: the schema of every body.
+pub async fn serve_xsd() -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/xml"),
+        )],
+        schema(&table()),
+    )
+        .into_response()
+}
+
+/// The XSD of the bodies `routes` take and answer, and of the fault.
+pub fn schema(routes: &[Route]) -> String {
+    let bodies = routes
+        .iter()
+        .flat_map(|r| r.request.into_iter().chain([r.response]))
+        .chain([Body::Message(&FAULT)]);
+    xsd(bodies, xml_namespace())
+}
+
+/// The WADL document of `routes` with resources under `base` (an absolute URL ending in
+/// `/`); its grammar is included from `base` + [`XSD_PATH`], absolute because the WADL is
+/// served at two addresses that resolve a relative one differently.
 pub fn wadl(base: &str, routes: &[Route]) -> String {
     let mut paths: Vec<&str> = Vec::new();
     for r in routes {
@@ -70,16 +107,20 @@ pub fn wadl(base: &str, routes: &[Route]) -> String {
             "Billing sandbox, legacy XML REST interface 1.28 (HTTP Basic; bodies application/xml)",
         ))
         .child(
+            Node::new("grammars")
+                .child(Node::new("include").attr("href", format!("{base}{XSD_PATH}"))),
+        )
+        .child(
             Node::new("resources")
                 .attr("base", base)
                 .children(resources),
         );
-    document(root, WADL_NAMESPACE)
+    indented_document(root, WADL_NAMESPACE)
 }
 
 fn method(route: &Route) -> Node {
     let mut request = Node::new("request");
-    if let Some(entity) = route.lists {
+    if let Some(filters) = route.lists {
         request = request
             .child(query_param("pageNumber", "xs:int", Some("1".into())))
             .child(query_param(
@@ -88,8 +129,7 @@ fn method(route: &Route) -> Node {
                 Some(LEGACY_PAGING.rules.default_size.to_string()),
             ))
             .children(
-                entity
-                    .filters
+                filters
                     .iter()
                     .filter(|f| !route.path_keys.contains(&f.key))
                     .map(filter_param),
@@ -98,7 +138,7 @@ fn method(route: &Route) -> Node {
     if let Some(element) = route.request {
         let mut representation = Node::new("representation")
             .attr("mediaType", "application/xml")
-            .attr("element", format!("dom:{element}"));
+            .attr("element", format!("dom:{}", element.element()));
         if route.request_optional {
             representation = representation
                 .child(Node::new("doc").attr("title", "Optional: the request may carry no body."));
@@ -116,9 +156,28 @@ fn method(route: &Route) -> Node {
                 .child(
                     Node::new("representation")
                         .attr("mediaType", "application/xml")
-                        .attr("element", format!("dom:{}", route.response)),
+                        .attr("element", format!("dom:{}", route.response.element())),
                 ),
         )
+        .child(
+            Node::new("response")
+                .attr("status", fault_statuses(route))
+                .child(
+                    Node::new("representation")
+                        .attr("mediaType", "application/xml")
+                        .attr("element", format!("dom:{}", FAULT.element)),
+                ),
+        )
+}
+
+/// The statuses of the faults a route answers (docs/legacy.md, "Errors"): every request
+/// may be refused (400), unauthenticated (401) or name a missing object (404); a body may be
+/// a duplicate or a refused change (409), too large (413) or not XML (415).
+fn fault_statuses(route: &Route) -> &'static str {
+    match route.verb {
+        Verb::Get => "400 401 404",
+        Verb::Post | Verb::Put => "400 401 404 409 413 415",
+    }
 }
 
 fn query_param(name: &str, ty: &str, default: Option<String>) -> Node {
@@ -150,4 +209,43 @@ fn method_id(route: &Route) -> String {
         .collect::<Vec<_>>()
         .join("_");
     format!("{}_{path}", route.verb.as_str().to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values of `attr="..."` in `doc` on elements whose text starts with `prefix`.
+    fn values<'a>(doc: &'a str, prefix: &str, attr: &str) -> Vec<&'a str> {
+        doc.split(prefix)
+            .skip(1)
+            .filter_map(|rest| {
+                let tag = &rest[..rest.find('>')?];
+                let start = tag.find(&format!(" {attr}=\""))? + attr.len() + 3;
+                Some(&tag[start..start + tag[start..].find('"')?])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_element_the_wadl_names_is_declared_once_in_the_xsd() {
+        let routes = table();
+        let doc = wadl("http://h/t/s/r/1.28/", &routes);
+        let schema = schema(&routes);
+        let named = values(&doc, "<representation", "element");
+        let declared = values(&schema, "<xs:element", "name");
+        assert!(named.len() > 60, "{}", named.len());
+        for element in &named {
+            let local = element.strip_prefix("dom:").unwrap();
+            // A top-level declaration carries a type attribute naming its own type.
+            let global = format!("<xs:element name=\"{local}\" type=\"dom:{local}\"/>");
+            assert_eq!(schema.matches(&global).count(), 1, "{element}");
+        }
+        assert!(declared.contains(&"fault"));
+        let grammars = &doc[doc.find("<grammars>").unwrap()..doc.find("</grammars>").unwrap()];
+        assert_eq!(
+            values(grammars, "<include", "href"),
+            [format!("http://h/t/s/r/1.28/{XSD_PATH}")]
+        );
+    }
 }

@@ -264,16 +264,34 @@ impl Node {
 
 /// Serializes `root` as a document with the XML declaration and `xmlns` set to `namespace`.
 pub fn document(root: Node, namespace: &str) -> String {
+    let mut writer = quick_xml::Writer::new(Vec::new());
+    write_declaration(&mut writer);
+    // The root on a line of its own, as the indenting writer puts it.
+    writer.get_mut().push(b'\n');
+    serialize(root, namespace, writer)
+}
+
+/// [`document`], indented by two spaces per level: for the documents people read (the WADL
+/// and the XSD), not for answers.
+pub fn indented_document(root: Node, namespace: &str) -> String {
+    let mut writer = quick_xml::Writer::new_with_indent(Vec::new(), b' ', 2);
+    write_declaration(&mut writer);
+    serialize(root, namespace, writer)
+}
+
+fn write_declaration(writer: &mut quick_xml::Writer<Vec<u8>>) {
+    // Writing into a Vec cannot fail, so the io results carry no information.
+    let _ = writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+}
+
+/// Writes `root`, with `xmlns` set to `namespace`, after what `writer` holds.
+fn serialize(root: Node, namespace: &str, mut writer: quick_xml::Writer<Vec<u8>>) -> String {
     let root = Node {
         attrs: std::iter::once(("xmlns".to_string(), namespace.to_string()))
             .chain(root.attrs)
             .collect(),
         ..root
     };
-    let mut writer = quick_xml::Writer::new(Vec::new());
-    // Writing into a Vec cannot fail, so the io results carry no information.
-    let _ = writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    writer.get_mut().push(b'\n');
     write_node(&mut writer, &root);
     String::from_utf8_lossy(&writer.into_inner()).into_owned()
 }
