@@ -13,4 +13,5 @@ mod idempotency;
 mod isolation;
 mod lifecycle;
 mod powers;
+mod restore_load;
 mod s3_sync;
