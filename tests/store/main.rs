@@ -6,6 +6,7 @@
 
 mod cache;
 mod chaos;
+mod checkpoint_limits;
 mod checkpoints;
 mod costs;
 mod fencing;
