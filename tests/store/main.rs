@@ -9,6 +9,7 @@ mod chaos;
 mod checkpoint_limits;
 mod checkpoints;
 mod costs;
+mod deadlines;
 mod fencing;
 mod idempotency;
 mod isolation;
