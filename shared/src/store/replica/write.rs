@@ -197,7 +197,7 @@ impl Replica {
             // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
             // entry) or by another writer. Only the attempt id tells.
             Err(S3Error::Exists) => {
-                s3::with_deadline(deadline, || self.owner_until_known(&key, attempt_id))
+                s3::with_deadline(deadline, || self.owner_until_known(next, attempt_id))
             }
             // Timeout, network error, 5xx: the PUT may still land later (a request held
             // somewhere on the way). Settle the slot before answering.
@@ -224,13 +224,22 @@ impl Replica {
         ))
     }
 
-    /// Who holds the existing log entry at `key`, asked until S3 answers or the thread's
-    /// deadline passes.
-    fn owner_until_known(&self, key: &str, attempt: &str) -> Slot {
+    /// Who holds the existing log entry `seq`, asked until S3 answers or the thread's
+    /// deadline passes. Another writer's entry is kept for the catch-up that follows the lost
+    /// race, which then does not GET it a second time (entries are immutable).
+    fn owner_until_known(&self, seq: u64, attempt: &str) -> Slot {
+        let key = self.log_key(seq);
+        let key = key.as_str();
         let mut last = String::new();
         for round in 0u32.. {
             match self.bucket.get(key) {
-                Ok(body) => return owner(&body, attempt),
+                Ok(body) => {
+                    let slot = owner(&body, attempt);
+                    if slot == Slot::Theirs {
+                        *crate::store::lock(&self.probed) = Some((seq, body));
+                    }
+                    return slot;
+                }
                 // Entries are never deleted by the protocol; a missing one means a tenant
                 // deletion is under way. It is not ours to claim either way.
                 Err(S3Error::NotFound) => {
