@@ -3,8 +3,9 @@
 //! slow write is a clock advance over three years of monthly bill runs for 1,000 accounts (one
 //! write transaction of many seconds in a debug build). Another client's write to the same
 //! tenant, sent while it runs, must be answered 201 within its own timeout; the advance must
-//! have been rolled back entirely (clock and invoices as before), and its answer must not
-//! claim that nothing was applied. Before: the advance ran on to its end with the writer lock
+//! have been rolled back entirely (clock and invoices as before), which makes its answer
+//! true whichever comes first: the cut-off's "it may have been applied" or the interrupted
+//! write's own "nothing was applied". Before: the advance ran on to its end with the writer lock
 //! (the second write waited past its timeout: 503), and the advance was committed after its
 //! client had been told it was cut off.
 
@@ -123,8 +124,11 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
         advance_status, 503,
         "the advance was cut off: {advance_body}"
     );
+    // Either the pipeline's answer ("it may have been applied") or, when the interrupted
+    // write ends first, the write's own ("nothing was applied"): checked true below.
     assert!(
-        !advance_body.contains("nothing was applied"),
+        advance_body.contains("may have been applied")
+            || advance_body.contains("nothing was applied"),
         "{advance_body}"
     );
     assert_eq!(status, 201, "the next write after {took:?}: {body}");

@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Writer loops per other environment, and the pause each keeps between its writes: 2 x 3
-/// loops at most one write per 200 ms each aim at 30 writes/s; the test requires 20.
-const LOOPS_PER_PEER: usize = 3;
+/// Writer loops per other environment, and the pause each keeps between its writes: 2 x 4
+/// loops at most one write per 200 ms each aim at 40 writes/s; the test requires 20 (the
+/// margin is for a loaded machine).
+const LOOPS_PER_PEER: usize = 4;
 const PACE: Duration = Duration::from_millis(200);
 const MIN_RATE: f64 = 20.0;
 const RESTORES: usize = 3;

@@ -17,7 +17,11 @@
 //!   is deleted.
 //! - A fork writes the new tenant's data (locally its database file; in S3 its first log
 //!   entry, a restore naming the checkpoint's file) before the registry makes it reachable,
-//!   so nobody ever sees it empty. Its credentials are its own.
+//!   so nobody ever sees it empty. Its credentials are its own. A fork refused at its
+//!   registration leaves nothing (it was never reachable, so its entry is deleted, not
+//!   tombstoned).
+//! - At most [`MAX_CHECKPOINTS`] are kept: a creation counts again once its manifest is in
+//!   and withdraws it past the cap (the last one in sees every other).
 //! - S3 mode: a checkpoint file is shared, never copied, by the forks made from it. Each
 //!   fork holds it with a marker `<file>.refs/tenants/<fork id>` (see
 //!   [`super::replica::holder_key`]), put before the fork checks that the manifest still
