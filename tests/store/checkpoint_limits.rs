@@ -94,7 +94,7 @@ async fn six_creations_at_99(bases: &[String], id: &str) {
 async fn six_concurrent_checkpoints_at_99_keep_at_most_100_locally() {
     let s = e2e::TestServer::start().await;
     let id = tenant(&s.base, "full").await;
-    six_creations_at_99(&[s.base.clone()], &id).await;
+    six_creations_at_99(std::slice::from_ref(&s.base), &id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
