@@ -19,41 +19,6 @@ const TIMEOUT_MS: u64 = 1000;
 const ACCOUNTS: i64 = 1_000;
 const FIRST_ID: i64 = 10_000;
 
-/// 1,000 accounts on bill cycle 1 with a recurring service each, written in one
-/// transaction outside any request (no deadline).
-async fn populate(s: &TestServer, api_key: &str) {
-    let credential = shared::web::Credential::ApiKey(api_key.to_string());
-    let Some(shared::web::Identity::Tenant(tenant)) =
-        s.state.identify(&credential).await.expect("identify")
-    else {
-        panic!("the key opens no tenant");
-    };
-    let tz = tenant.tz;
-    tenant
-        .db
-        .write(move |tx| {
-            for n in 0..ACCOUNTS {
-                let id = FIRST_ID + n;
-                let account = serde_json::from_value(json!({
-                    "id": id, "account_num": format!("SLOW-{id}"), "name": format!("slow {id}"),
-                    "bill_cycle_id": 1, "start_date": "2026-10-01",
-                }))
-                .expect("account");
-                shared::domain::accounts::create_account(tx, &account, tz)?;
-                let service = serde_json::from_value(json!({
-                    "id": id, "billing_account_id": id, "product_id": 1, "agreement_id": 1,
-                    "start_date": "2026-10-15",
-                    "resources": [{"identifier": format!("slow-{id}")}],
-                }))
-                .expect("service");
-                shared::domain::agreements::create_service(tx, &service, tz)?;
-            }
-            Ok(())
-        })
-        .await
-        .expect("populate");
-}
-
 async fn invoices(s: &TestServer, id: &str) -> i64 {
     let db = s.state.store.tenant_db(id).expect("tenant");
     db.read(|c| Ok(c.query_row("SELECT count(*) FROM invoices", [], |r| r.get(0))?))
@@ -79,7 +44,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
         )
         .await;
     assert_eq!(r.status(), 200);
-    populate(&s, &t.api_key).await;
+    e2e::billing::add_billed_accounts(&s, &t.api_key, FIRST_ID, ACCOUNTS, "slow").await;
     let clock_before: Value = s
         .admin_call(reqwest::Method::GET, &clock, None)
         .await
