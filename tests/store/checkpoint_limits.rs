@@ -11,7 +11,13 @@ use serde_json::{json, Value};
 
 const CAP: usize = 100;
 
-async fn admin(base: &str, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+/// An admin API call to the server at `base`: status and JSON body (Null when none).
+pub(crate) async fn admin(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
     let r = reqwest::Client::new()
         .request(method, format!("{base}/sandbox/v1{path}"))
         .header("X-Admin-Key", ADMIN_KEY)

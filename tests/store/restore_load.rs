@@ -7,10 +7,10 @@
 //! twice. Before the fix each lost race re-ran the whole-database replace, and these restores
 //! answered 503 "lost 12 races" after about 8 s.
 
+use super::checkpoint_limits::admin;
 use super::checkpoints::{Peer, SECRET};
 use e2e::s3::{open_store, Moto};
-use e2e::ADMIN_KEY;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,18 +32,6 @@ struct Write {
     ended: Instant,
     status: u16,
     message: String,
-}
-
-async fn admin(base: &str, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .request(method, format!("{base}/sandbox/v1{path}"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&body)
-        .send()
-        .await
-        .expect("admin request");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 async fn post_ledger(client: &reqwest::Client, base: &str, key: &str, name: &str) -> Write {
