@@ -27,42 +27,6 @@ async fn server() -> TestServer {
     TestServer::from_parts(base, state, dir)
 }
 
-/// 1,000 accounts with a compute service each, made through the domain's create functions
-/// in the tenant's database (no surface creates services).
-async fn populate(s: &TestServer, t: &TestTenant) {
-    let credential = shared::web::Credential::ApiKey(t.api_key.clone());
-    let Some(shared::web::Identity::Tenant(tenant)) =
-        s.state.identify(&credential).await.expect("identify")
-    else {
-        panic!("the bench tenant's key opens no tenant");
-    };
-    let tz = tenant.tz;
-    tenant
-        .db
-        .write(move |tx| {
-            for n in 0..ACCOUNTS {
-                let id = FIRST_ID + n;
-                let account = serde_json::from_value(json!({
-                    "id": id, "account_num": format!("BENCH-{id}"), "name": format!("bench {id}"),
-                    "bill_cycle_id": 1, "automatic_recurring_payment": n % 2 == 0,
-                    "start_date": "2026-10-01",
-                }))
-                .expect("account");
-                shared::domain::accounts::create_account(tx, &account, tz)?;
-                let service = serde_json::from_value(json!({
-                    "id": id, "billing_account_id": id, "product_id": 1, "agreement_id": 1,
-                    "start_date": "2026-10-15",
-                    "resources": [{"identifier": format!("bench-{id}")}],
-                }))
-                .expect("service");
-                shared::domain::agreements::create_service(tx, &service, tz)?;
-            }
-            Ok(())
-        })
-        .await
-        .expect("populate");
-}
-
 /// One usage event per bench account, 50 per call over Surface B.
 async fn post_usage(s: &TestServer, t: &TestTenant) {
     for chunk in (0..ACCOUNTS).collect::<Vec<_>>().chunks(50) {
@@ -129,7 +93,7 @@ async fn main() {
             )
             .await;
         assert_eq!(r.status(), 200);
-        populate(&s, &t).await;
+        e2e::billing::add_billed_accounts(&s, &t.api_key, FIRST_ID, ACCOUNTS, "bench").await;
         post_usage(&s, &t).await;
 
         let (took, ran) = advance(&s, &t, "2026-12-02").await;

@@ -14,7 +14,7 @@ use e2e::{TestServer, ADMIN_KEY};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
+pub(crate) const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
 /// A resource of Surface B the demo seed fills with 2 rows and a POST adds to.
 const RELATIONS: &str = "/billing/2/agreement-services/3/true-up-charge-type-relations";
 
@@ -135,14 +135,14 @@ impl Api {
 }
 
 /// A sandbox server in its own OS process (`s3_server`) over an S3 store; killed on drop.
-struct Peer {
-    base: String,
+pub(crate) struct Peer {
+    pub(crate) base: String,
     child: std::process::Child,
     _dir: tempfile::TempDir,
 }
 
 impl Peer {
-    fn start(s3: &shared::store::S3Config) -> Peer {
+    pub(crate) fn start(s3: &shared::store::S3Config) -> Peer {
         use std::io::BufRead;
         let dir = tempfile::tempdir().expect("dir");
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_s3_server"))

@@ -6,11 +6,14 @@
 
 mod cache;
 mod chaos;
+mod checkpoint_limits;
 mod checkpoints;
 mod costs;
+mod deadlines;
 mod fencing;
 mod idempotency;
 mod isolation;
 mod lifecycle;
 mod powers;
+mod restore_load;
 mod s3_sync;

@@ -193,3 +193,48 @@ pub async fn assert_refused(s: &TestServer, t: &TestTenant, cases: &[Refusal<'_>
         check_refusal(&case, (a.status, &code, &message), *status, needle);
     }
 }
+
+/// Adds `count` accounts (ids `first_id`..) on bill cycle 1 to the tenant of `api_key`, each
+/// with a Cloud Compute service (recurring price) started mid-October 2026 whose resource is
+/// `<prefix>-<id>`, half of them paying automatically: a tenant whose bill runs take time.
+/// Written through the domain's create functions in one transaction outside any request
+/// (no surface creates services).
+pub async fn add_billed_accounts(
+    s: &TestServer,
+    api_key: &str,
+    first_id: i64,
+    count: i64,
+    prefix: &str,
+) {
+    let credential = shared::web::Credential::ApiKey(api_key.to_string());
+    let Some(shared::web::Identity::Tenant(tenant)) =
+        s.state.identify(&credential).await.expect("identify")
+    else {
+        panic!("the key opens no tenant");
+    };
+    let (tz, prefix) = (tenant.tz, prefix.to_string());
+    tenant
+        .db
+        .write(move |tx| {
+            for n in 0..count {
+                let id = first_id + n;
+                let account = serde_json::from_value(serde_json::json!({
+                    "id": id, "account_num": format!("{}-{id}", prefix.to_uppercase()),
+                    "name": format!("{prefix} {id}"), "bill_cycle_id": 1,
+                    "automatic_recurring_payment": n % 2 == 0, "start_date": "2026-10-01",
+                }))
+                .expect("account");
+                shared::domain::accounts::create_account(tx, &account, tz)?;
+                let service = serde_json::from_value(serde_json::json!({
+                    "id": id, "billing_account_id": id, "product_id": 1, "agreement_id": 1,
+                    "start_date": "2026-10-15",
+                    "resources": [{"identifier": format!("{prefix}-{id}")}],
+                }))
+                .expect("service");
+                shared::domain::agreements::create_service(tx, &service, tz)?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("accounts");
+}

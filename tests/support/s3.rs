@@ -221,6 +221,8 @@ struct GateState {
     /// Body of the held log-entry PUT: the SDK's retries of it (same bytes) are held too.
     holding: Mutex<Option<(Vec<u8>, Duration)>>,
     chaos: Mutex<Option<Chaos>>,
+    /// Every request waits this long before it is forwarded (`Gate::latency`).
+    latency: Mutex<Option<Duration>>,
     draws: AtomicU64,
     counts: Counters,
 }
@@ -244,6 +246,7 @@ impl Gate {
         let upstream = moto.port;
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
+                let _ = conn.set_nodelay(true);
                 let state = shared.clone();
                 std::thread::spawn(move || serve(conn, upstream, &state));
             }
@@ -285,6 +288,12 @@ impl Gate {
     /// freshness check before its PUT (a GET of the same kind) still passes.
     pub fn fail_log_gets(&self, failing: bool) {
         self.state.fail_log_gets.store(failing, Ordering::SeqCst);
+    }
+
+    /// Adds `latency` to every request from now on (it waits that long in the proxy before
+    /// it is forwarded), as a distant S3 would (`None`: none). Requests wait in parallel.
+    pub fn latency(&self, latency: Option<Duration>) {
+        *lock(&self.state.latency) = latency;
     }
 
     /// Plays random faults from now on (`None`: none).
@@ -420,8 +429,12 @@ fn read_request(client: &mut TcpStream) -> Option<Request> {
 /// Sends `req` to moto on a new connection and answers moto's whole answer.
 fn forward(req: &Request, upstream: u16) -> Option<Vec<u8>> {
     let mut server = TcpStream::connect(("127.0.0.1", upstream)).ok()?;
-    server.write_all(&req.head).ok()?;
-    server.write_all(&req.body).ok()?;
+    // One write, no Nagle: head and body in two writes waited for moto's delayed ACK (about
+    // 40 ms per PUT), which the latency bench measured as S3 time.
+    let _ = server.set_nodelay(true);
+    server
+        .write_all(&[req.head.as_slice(), &req.body].concat())
+        .ok()?;
     let mut answer = Vec::new();
     server.read_to_end(&mut answer).ok()?;
     Some(answer)
@@ -510,6 +523,10 @@ fn serve(mut client: TcpStream, upstream: u16, state: &GateState) {
         return;
     };
     let counts = &state.counts;
+    let latency = *lock(&state.latency);
+    if let Some(latency) = latency {
+        std::thread::sleep(latency);
+    }
     match decide(state, &req) {
         Fault::Pass => {
             counts.passed.fetch_add(1, Ordering::SeqCst);

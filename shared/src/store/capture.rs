@@ -391,16 +391,7 @@ pub fn replace_rows(tx: &rusqlite::Transaction<'_>, alias: &str) -> Result<()> {
     let source = sequences(tx, alias)?;
     sqlite::clear_all(tx)?;
     let mine = sqlite::user_tables(tx)?;
-    let theirs: Vec<String> = {
-        let mut stmt = tx.prepare(&format!(
-            "SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-        ))?;
-        let names = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        names
-    };
-    for table in theirs {
+    for table in sqlite_tables(tx, alias)? {
         if !mine.contains(&table) {
             return Err(Error::Internal(format!(
                 "the restore source has table {table}, which this database does not have"
@@ -488,17 +479,78 @@ pub fn apply_file(
     sequences: &[(String, i64)],
 ) -> Result<()> {
     attach(conn, path, REPLAYED)?;
-    let applied = (|| {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        replace_rows(&tx, REPLAYED)?;
-        raise_sequences(&tx, sequences)?;
-        clear(&tx)?;
-        set_seq(&tx, seq)?;
-        tx.commit()?;
-        Ok(())
-    })();
+    let applied = apply_attached(conn, REPLAYED, seq, sequences);
     detach(conn, REPLAYED);
     applied
+}
+
+/// [`apply_file`] with the file already attached as `alias`: the replay of a restore entry,
+/// also run by the writer whose restore entry S3 just accepted.
+pub fn apply_attached(
+    conn: &mut Connection,
+    alias: &str,
+    seq: u64,
+    sequences: &[(String, i64)],
+) -> Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    replace_rows(&tx, alias)?;
+    raise_sequences(&tx, sequences)?;
+    clear(&tx)?;
+    set_seq(&tx, seq)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// What [`replace_rows`] from the attached database `alias` contributes to the id sequences
+/// of `main`, whatever `main` holds: `alias`'s own sequences, and the largest id it holds in
+/// each of `main`'s `AUTOINCREMENT` tables (copying a row raises the sequence to its id).
+/// Merged with `main`'s sequences before the restore ([`merge_sequences`]), that is the
+/// sequences after it, known without replacing a row.
+pub fn restored_sequences(conn: &Connection, alias: &str) -> Result<Vec<(String, i64)>> {
+    let mut out = sequences(conn, alias)?;
+    let tables: Vec<String> = {
+        let mut stmt = conn.prepare(
+            "SELECT m.name FROM main.sqlite_master m WHERE m.type = 'table'
+             AND m.sql LIKE '%AUTOINCREMENT%' ORDER BY m.name",
+        )?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        names
+    };
+    let theirs = sqlite_tables(conn, alias)?;
+    for table in tables.into_iter().filter(|t| theirs.contains(t)) {
+        let max: Option<i64> = conn.query_row(
+            &format!("SELECT max(rowid) FROM {alias}.{}", quote_ident(&table)),
+            [],
+            |r| r.get(0),
+        )?;
+        if let Some(max) = max {
+            out = merge_sequences(&out, &[(table, max)]);
+        }
+    }
+    Ok(out)
+}
+
+/// The tables of the attached database `alias`, by name.
+fn sqlite_tables(conn: &Connection, alias: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(names)
+}
+
+/// Per table, the highest of the two lists' values; sorted by table name.
+pub fn merge_sequences(a: &[(String, i64)], b: &[(String, i64)]) -> Vec<(String, i64)> {
+    let mut merged: std::collections::BTreeMap<String, i64> = a.iter().cloned().collect();
+    for (table, seq) in b {
+        let entry = merged.entry(table.clone()).or_insert(*seq);
+        *entry = (*entry).max(*seq);
+    }
+    merged.into_iter().collect()
 }
 
 #[cfg(test)]

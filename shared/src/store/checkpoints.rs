@@ -17,7 +17,11 @@
 //!   is deleted.
 //! - A fork writes the new tenant's data (locally its database file; in S3 its first log
 //!   entry, a restore naming the checkpoint's file) before the registry makes it reachable,
-//!   so nobody ever sees it empty. Its credentials are its own.
+//!   so nobody ever sees it empty. Its credentials are its own. A fork refused at its
+//!   registration leaves nothing (it was never reachable, so its entry is deleted, not
+//!   tombstoned).
+//! - At most [`MAX_CHECKPOINTS`] are kept: a creation counts again once its manifest is in
+//!   and withdraws it past the cap (the last one in sees every other).
 //! - S3 mode: a checkpoint file is shared, never copied, by the forks made from it. Each
 //!   fork holds it with a marker `<file>.refs/tenants/<fork id>` (see
 //!   [`super::replica::holder_key`]), put before the fork checks that the manifest still
@@ -120,40 +124,15 @@ impl Store {
 
     /// The manifests of a tenant's checkpoints, oldest first.
     fn manifests(&self, tenant_id: &str) -> Result<Vec<Manifest>> {
-        let mut out: Vec<Manifest> = match self.tenant_replica(tenant_id) {
-            None => {
-                let dir = self.local_place(tenant_id).join("checkpoints");
-                let entries = match std::fs::read_dir(&dir) {
-                    Ok(e) => e,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = Vec::new();
-                for entry in entries {
-                    let path = entry?.path();
-                    if path.extension().is_some_and(|x| x == "json") {
-                        out.push(serde_json::from_slice(&std::fs::read(&path)?)?);
-                    }
-                }
-                out
+        let mut out = Vec::new();
+        for name in self.manifest_names(tenant_id)? {
+            match self.manifest(tenant_id, &name) {
+                Ok(m) => out.push(m),
+                // Deleted between the listing and the read.
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
             }
-            Some(replica) => {
-                let dir = replica.object_key("checkpoints/");
-                let mut out = Vec::new();
-                for key in replica.bucket().list_after(&dir, &dir, usize::MAX)? {
-                    if !is_manifest(&dir, &key) {
-                        continue;
-                    }
-                    match replica.bucket().get(&key) {
-                        Ok(body) => out.push(serde_json::from_slice(&body)?),
-                        // Deleted between the LIST and the GET.
-                        Err(super::s3::S3Error::NotFound) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                out
-            }
-        };
+        }
         out.sort_by(|a, b| (&a.created_at, &a.name).cmp(&(&b.created_at, &b.name)));
         Ok(out)
     }
@@ -195,19 +174,71 @@ impl Store {
         self.manifest(tenant_id, name).map(Checkpoint::from)
     }
 
+    /// The names of a tenant's checkpoints, from a listing alone (no manifest is read).
+    fn manifest_names(&self, tenant_id: &str) -> Result<Vec<String>> {
+        let names = match self.tenant_replica(tenant_id) {
+            None => {
+                let dir = self.local_place(tenant_id).join("checkpoints");
+                let entries = match std::fs::read_dir(&dir) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(e.into()),
+                };
+                let mut out = Vec::new();
+                for entry in entries {
+                    let file = entry?.file_name().to_string_lossy().into_owned();
+                    out.extend(file.strip_suffix(".json").map(str::to_string));
+                }
+                out
+            }
+            Some(replica) => {
+                let dir = replica.object_key("checkpoints/");
+                let keys = replica.bucket().list_after(&dir, &dir, usize::MAX)?;
+                keys.iter()
+                    .filter(|k| is_manifest(&dir, k))
+                    .filter_map(|k| k.strip_prefix(&dir)?.strip_suffix(".json"))
+                    .map(str::to_string)
+                    .collect()
+            }
+        };
+        Ok(names)
+    }
+
     /// Checkpoints the tenant's current state as `name` (400 for a bad name, 409 when the
     /// name is taken or [`MAX_CHECKPOINTS`] exist). Blocking.
+    ///
+    /// The count is checked twice: before (a cheap refusal) and after the manifest is in.
+    /// Concurrent creations (in this process or any environment) all pass the first check;
+    /// the second one is what holds: a creation that finds more than [`MAX_CHECKPOINTS`]
+    /// manifests once its own is in withdraws its own and answers 409. Whichever manifest
+    /// went in last sees all the others, so more than the cap are never kept (several may
+    /// withdraw at once, leaving room: a refusal, never an excess; issue 22).
     pub fn create_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
         check_name(name)?;
-        let existing = self.manifests(tenant_id)?;
-        if existing.iter().any(|m| m.name == name) {
+        let full = || {
+            Error::conflict(format!(
+                "tenant {tenant_id} has {MAX_CHECKPOINTS} checkpoints, the most it may keep; delete one first"
+            ))
+        };
+        let existing = self.manifest_names(tenant_id)?;
+        if existing.iter().any(|n| n == name) {
             return Err(duplicate(tenant_id, name));
         }
         if existing.len() >= MAX_CHECKPOINTS {
-            return Err(Error::conflict(format!(
-                "tenant {tenant_id} has {MAX_CHECKPOINTS} checkpoints, the most it may keep; delete one first"
-            )));
+            return Err(full());
         }
+        let made = self.make_checkpoint(tenant_id, name)?;
+        match self.manifest_names(tenant_id) {
+            Ok(names) if names.len() <= MAX_CHECKPOINTS => Ok(made),
+            counted => {
+                self.delete_checkpoint(tenant_id, name)?;
+                counted.and(Err(full()))
+            }
+        }
+    }
+
+    /// Writes checkpoint `name` (its file, then its manifest, which claims the name).
+    fn make_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
         let db = self.tenant_db(tenant_id)?;
         let file = format!("checkpoints/files/{}.db", uuid::Uuid::new_v4());
         let created_at = crate::time::to_storage(crate::time::now());
@@ -390,12 +421,13 @@ impl Store {
         // unregistered id is then undone. No look-up first: a fork costs a few small
         // requests and the registration.
         let (record, creds) = Registry::new_tenant(name, &source.time_zone);
-        let undo: Box<dyn Fn()> = match self.tenant_replica(&record.id) {
+        // The argument: whether the registration may have landed (its outcome is unknown).
+        let undo: Box<dyn Fn(bool)> = match self.tenant_replica(&record.id) {
             None => {
                 let from = self.local_place(&source.id).join(&manifest.file);
                 let to = self.tenant_path(&record.id);
                 std::fs::copy(&from, &to)?;
-                Box::new(move || {
+                Box::new(move |_| {
                     let _ = super::replica::remove_database_files(&to);
                 })
             }
@@ -408,20 +440,25 @@ impl Store {
                     owner: Some(source_root),
                 };
                 let started = self.start_s3_fork(&replica, &reference, &manifest);
+                // Never registered, so never reachable: its objects go without a trace. A
+                // registration that may have landed gets the tombstones of a deletion.
                 let scratch = self.inner.files_dir.clone();
-                let undo = move || {
-                    let _ = replica.erase(&scratch);
+                let undo = move |maybe_registered: bool| {
+                    let _ = match maybe_registered {
+                        true => replica.erase(&scratch),
+                        false => replica.discard(),
+                    };
                     let _ = release(&replica, &reference);
                 };
                 if let Err(e) = started {
-                    undo();
+                    undo(false);
                     return Err(e);
                 }
                 Box::new(undo)
             }
         };
         if let Err(e) = self.registry().register(&record, &creds) {
-            undo();
+            undo(matches!(e, Error::OutcomeUnknown(_)));
             return Err(e);
         }
         Ok((record, creds))

@@ -143,6 +143,7 @@ impl Database {
         }
         let mut writer = sqlite::open(path)?;
         prepare(&mut writer)?;
+        sqlite::interrupt_at_deadlines(&writer);
         let watched_touched = Arc::new(AtomicBool::new(false));
         if let Some(r) = &replica {
             capture::install(&writer)?;
@@ -184,14 +185,17 @@ impl Database {
         check: bool,
         f: impl Fn(&Transaction<'_>) -> Result<T>,
     ) -> Result<T> {
+        // A request's deadline bounds the wait for the writer and the closure (see
+        // `sqlite::until_deadline`): a cut-off request stops holding the writer.
+        let deadline = self.deadline();
         let Some(replica) = &self.inner.replica else {
-            let mut conn = lock(&self.inner.writer);
+            let mut conn = self.writer_until(deadline)?;
             WAL_PAGES.with(|p| p.set(-1));
             let out = (|| {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 let before = tx.total_changes();
-                let out = f(&tx)?;
+                let out = sqlite::until_deadline(deadline, || f(&tx))?;
                 if tx.total_changes() != before {
                     // Local mode has no log; the header still counts the writes that changed
                     // something, so that a checkpoint can name the version it was taken at.
@@ -207,13 +211,10 @@ impl Database {
         };
         // One deadline for the whole write, the wait for the writer lock included: a write
         // stuck behind a slow one answers 503 in time instead of queueing without bound.
-        let deadline = replica.write_deadline();
-        let Some(mut conn) = lock_until(&self.inner.writer, deadline) else {
-            return Err(Error::Unavailable(
-                "the database's writer stayed busy until the write deadline; nothing was applied"
-                    .into(),
-            ));
-        };
+        let deadline = deadline.unwrap_or_else(|| replica.write_deadline());
+        let mut conn = self.writer_until(Some(deadline))?;
+        let cut_off = super::request::deadline();
+        let f = |tx: &Transaction<'_>| sqlite::until_deadline(cut_off, || f(tx));
         let written = replica.write(&mut conn, &f, deadline, check);
         self.bump();
         let (out, snapshot_due) = written?;
@@ -440,8 +441,7 @@ impl Database {
     /// after catching up, so the copy holds every write acknowledged anywhere before the
     /// call). Answers the version copied and its schema version.
     pub fn copy_into(&self, target: &Path) -> Result<(u64, i64)> {
-        let deadline = self.inner.replica.as_ref().map(Replica::write_deadline);
-        let mut conn = self.writer_until(deadline)?;
+        let mut conn = self.writer_until(self.deadline())?;
         if let Some(replica) = &self.inner.replica {
             replica.catch_up(&mut conn)?;
         }
@@ -459,7 +459,7 @@ impl Database {
     /// same file), written like any write (see [`Replica::write_restore`]). Answers the new
     /// version.
     pub fn replace_with(&self, source: &Path, reference: Option<&RestoreRef>) -> Result<u64> {
-        let deadline = self.inner.replica.as_ref().map(Replica::write_deadline);
+        let deadline = self.deadline();
         let mut conn = self.writer_until(deadline)?;
         capture::attach(&conn, source, capture::SOURCE)?;
         let replaced = match (&self.inner.replica, reference, deadline) {
@@ -485,8 +485,21 @@ impl Database {
         replaced
     }
 
-    /// The writer connection, waited for until `deadline` (a write's, in S3 mode), or for
-    /// as long as it takes without one (local mode, as local writes do).
+    /// When a write starting now must have answered: S3 mode's write deadline, or the
+    /// request's (see `request.rs`) when it comes first; none for a local write outside a
+    /// request (seeding, benches).
+    fn deadline(&self) -> Option<Instant> {
+        let request = super::request::deadline();
+        match &self.inner.replica {
+            Some(replica) => Some(request.map_or(replica.write_deadline(), |r| {
+                r.min(replica.write_deadline())
+            })),
+            None => request,
+        }
+    }
+
+    /// The writer connection, waited for until `deadline`, or for as long as it takes
+    /// without one.
     fn writer_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, Connection>> {
         match deadline {
             None => Ok(lock(&self.inner.writer)),

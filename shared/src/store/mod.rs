@@ -32,6 +32,8 @@ pub mod idempotency;
 pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
+mod request;
+pub use request::{blocking, request_scope, request_scope_until};
 pub mod s3;
 pub mod sqlite;
 
@@ -462,14 +464,12 @@ impl TenantDb {
 
     /// Whether the current [`request_scope`] has brought this tenant's copy up to date.
     fn fresh_in_request(&self) -> bool {
-        FRESH
-            .try_with(|fresh| lock(fresh).contains(&self.id))
-            .unwrap_or(false)
+        request::is_fresh(&self.id)
     }
 
     /// Records that the current [`request_scope`] (if any) brought this copy up to date.
     fn mark_fresh_in_request(&self) {
-        let _ = FRESH.try_with(|fresh| lock(fresh).insert(self.id.clone()));
+        request::mark_fresh(&self.id)
     }
 
     /// [`TenantDb::write`] for callers already off the async runtime (seeding, benchmarks).
@@ -552,31 +552,6 @@ impl TenantDb {
     {
         self.db.read(f)
     }
-}
-
-tokio::task_local! {
-    /// The tenants whose copy one request has brought up to date (see [`request_scope`]).
-    static FRESH: Mutex<std::collections::HashSet<String>>;
-}
-
-/// Runs `request` (the handling of one HTTP request) so that each tenant's S3 log is checked
-/// for newer entries by its first read only: later reads of the same request see every write
-/// acknowledged before the request began, which is what a client can tell apart (a write
-/// acknowledged meanwhile is concurrent with the request). Outside a scope every read checks.
-/// This keeps a read request at one GET-class request when the sandbox layer reads the
-/// tenant's fault rules before the handler reads its data.
-pub async fn request_scope<F: std::future::Future>(request: F) -> F::Output {
-    FRESH.scope(Mutex::default(), request).await
-}
-
-/// Runs blocking store work (SQLite, S3, tenant opening, registry lookups) on tokio's
-/// blocking pool, so that it never occupies an async worker.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Internal(format!("database task failed: {e}")))?
 }
 
 /// Locks a mutex, recovering from poisoning: every critical section here leaves the guarded

@@ -35,21 +35,28 @@
 //!    (503 [`Error::Unavailable`]). Fence lost: the entry says ours (success) or another's
 //!    (lost race). Unsettled by the deadline: 503 [`Error::OutcomeUnknown`], never "nothing
 //!    was applied". Replay applies a fence as an empty change that advances the version.
-//! 4. Every write has one total deadline (`S3Config::write_deadline`): two thirds for
+//! 4. Every write has one total deadline (`S3Config::write_deadline`, or the request's when
+//!    it comes first: `store/request.rs`): two thirds for
 //!    catch-up, closure and PUT, the rest for settling; every S3 call inside it is bounded by
 //!    it (`s3::with_deadline`).
 //! 5. Every read and every write first GETs `log/<local+1>` and applies entries until one is
 //!    missing (404: up to date, S3 being strongly consistent), so it sees every write
 //!    acknowledged before it began; an up-to-date read costs one GET and no LIST.
 //!    Log keys are never deleted (a deleted key would read as "up to date" to an environment
-//!    behind it): erasing a deleted tenant overwrites them with tombstones.
+//!    behind it): erasing a deleted tenant overwrites them with tombstones. The one
+//!    exception is a log nobody can be behind on: a fork refused before it was registered
+//!    ([`Replica::discard`]).
 //! 6. An entry is checked before it is applied: a tombstone (the tenant was deleted) stops
 //!    this replica for good (not found); an entry written by a newer schema version than the
 //!    local database's answers [`Error::NewerSchema`] (503 naming both versions) until this
 //!    build is replaced; an unreadable or inapplicable entry is a 503, never a 500.
-//! 7. A restore is a write like any other (same loop, races, fencing, deadline): its entry
-//!    names a database file instead of row changes, and replaying it replaces every row in
-//!    one transaction. Restore entries have format 2, which builds that predate them refuse.
+//! 7. A restore is a write of the same protocol (conditional PUT, races, fencing, deadline):
+//!    its entry names a database file instead of row changes, and replaying it replaces every
+//!    row in one transaction. The entry depends on the state it replaces only through the id
+//!    sequences it carries, so a lost race costs a catch-up and a PUT; the restoring writer
+//!    replaces its rows once, after S3 holds the entry, exactly as a replay would, and retries
+//!    lost races until the deadline rather than [`MAX_WRITE_ATTEMPTS`] times (issue 22).
+//!    Restore entries have format 2, which builds that predate them refuse.
 //! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.

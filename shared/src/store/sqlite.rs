@@ -4,8 +4,9 @@
 use crate::money::decimal_collation;
 use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
+use std::cell::Cell;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Tenant schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append new files; never edit one that has shipped.
@@ -55,6 +56,54 @@ pub fn configure(conn: &Connection) -> Result<()> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.create_collation("DECIMAL", decimal_collation)?;
     Ok(())
+}
+
+/// Virtual machine steps between two looks at the deadline (see [`until_deadline`]): small
+/// enough that even short statements look (most take a few dozen steps), and a look is one
+/// thread-local read and a clock read.
+const PROGRESS_STEPS: std::ffi::c_int = 64;
+
+thread_local! {
+    /// When statements run on this thread by [`until_deadline`] are interrupted.
+    static INTERRUPT_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Installs on `conn` (a writer) the progress handler [`until_deadline`] relies on.
+pub fn interrupt_at_deadlines(conn: &Connection) {
+    conn.progress_handler(
+        PROGRESS_STEPS,
+        Some(|| INTERRUPT_AT.with(|at| at.get().is_some_and(|at| Instant::now() >= at))),
+    );
+}
+
+/// Runs `f`, whose statements run on this thread on a connection with
+/// [`interrupt_at_deadlines`], so that a statement running when `deadline` passes, or started
+/// after it, is interrupted (SQLite's safe point: `SQLITE_INTERRUPT`, the statement undone).
+/// If the deadline has passed when `f` ends, the answer is [`Error::Unavailable`] "nothing
+/// was applied" whatever `f` answered: the caller, which runs `f` inside its transaction,
+/// then drops the transaction (a rollback) instead of committing it. A statement interrupted
+/// inside a transaction may make SQLite roll the transaction back at once; `f` then fails
+/// (every error is propagated here), and the check above holds if it did not. The commit
+/// itself runs after `f`, without the handler armed, so it is never cut in half.
+pub fn until_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let Some(deadline) = deadline else {
+        return f();
+    };
+    struct Disarm(Option<Instant>);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            INTERRUPT_AT.with(|at| at.set(self.0));
+        }
+    }
+    let _disarm = Disarm(INTERRUPT_AT.with(|at| at.replace(Some(deadline))));
+    let out = f();
+    if Instant::now() >= deadline {
+        return Err(Error::Unavailable(
+            "the request's deadline passed while its write ran; the write was interrupted and rolled back, nothing was applied"
+                .into(),
+        ));
+    }
+    out
 }
 
 /// Brings a tenant database to the newest schema, each migration in its own transaction.

@@ -167,7 +167,11 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     }
     let surface = Surface::of(&path);
     let timeout = app.config.request_timeout_ms;
-    let work = crate::store::request_scope(identify_and_serve(app, surface, &path, req, next));
+    // The store learns the deadline, so that a cut-off request's blocking work stops too.
+    let deadline =
+        (timeout > 0).then(|| std::time::Instant::now() + Duration::from_millis(timeout));
+    let work = identify_and_serve(app, surface, &path, req, next);
+    let work = crate::store::request_scope_until(deadline, work);
     if timeout == 0 {
         return work.await;
     }

@@ -184,3 +184,48 @@ fn a_replacement_never_lowers_an_id_sequence() {
     assert_eq!(next(&fresh), 3);
     let _ = std::fs::remove_file(&path);
 }
+
+/// A restore entry's sequences are computed without replacing a row (issue 22: so that a
+/// restore's lost race costs no replace): they must equal what the replace leaves, whatever
+/// main held, including a checkpoint table that was not AUTOINCREMENT (no sequence of its
+/// own, only its ids).
+#[test]
+fn restored_sequences_are_what_the_replace_leaves() {
+    let schema = "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT);
+                  CREATE TABLE tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT);
+                  CREATE TABLE plain (id INTEGER PRIMARY KEY, v TEXT);";
+    let path = std::env::temp_dir().join(format!("checkpoint-{}.db", uuid::Uuid::new_v4()));
+    let cp = Connection::open(&path).expect("open");
+    // An older schema: `tag` without AUTOINCREMENT, so only its ids tell.
+    cp.execute_batch(
+        "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT);
+         CREATE TABLE tag (id INTEGER PRIMARY KEY, name TEXT);
+         CREATE TABLE plain (id INTEGER PRIMARY KEY, v TEXT);
+         INSERT INTO note (id, body) VALUES (7, 'a'); DELETE FROM note;
+         INSERT INTO note (body) VALUES ('b');
+         INSERT INTO tag (id, name) VALUES (12, 'x'); INSERT INTO plain VALUES (40, 'p');",
+    )
+    .expect("checkpoint");
+    drop(cp);
+    for live in [
+        "",
+        "INSERT INTO note (id, body) VALUES (20, 'z')",
+        "INSERT INTO tag (id, name) VALUES (3, 'y')",
+    ] {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(schema).expect("schema");
+        install(&conn).expect("install");
+        conn.execute_batch(live).expect("live rows");
+        attach(&conn, &path, SOURCE).expect("attach");
+        let predicted = merge_sequences(
+            &sequences(&conn, "main").expect("main"),
+            &restored_sequences(&conn, SOURCE).expect("source"),
+        );
+        // The replace alone (no entry sequences to raise to) leaves exactly the prediction.
+        apply_attached(&mut conn, SOURCE, 1, &[]).expect("restore");
+        let left = sequences(&conn, "main").expect("after");
+        assert_eq!(predicted, left, "live rows {live:?}");
+        detach(&conn, SOURCE);
+    }
+    let _ = std::fs::remove_file(&path);
+}

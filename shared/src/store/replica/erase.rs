@@ -1,7 +1,8 @@
 //! Deleting a replicated database: a tombstone appended after the newest log entry (so that
 //! no environment serves or extends the log again), then its objects erased with the log
 //! keys overwritten by tombstones, never deleted (invariant 5 of the parent module), and
-//! objects another database holds kept for it.
+//! objects another database holds kept for it. A database that was never reachable (a
+//! refused fork) is discarded instead, without tombstones.
 
 use super::write::backoff;
 use super::{capture, Replica, HOLDERS, MAX_WRITE_ATTEMPTS};
@@ -86,5 +87,18 @@ impl Replica {
         })();
         let _ = std::fs::remove_file(&file);
         result
+    }
+
+    /// Deletes every object of a database that was never reachable (a fork whose
+    /// registration was refused: name taken, tenant cap), its log keys included. Unlike
+    /// [`Replica::erase`], no tombstone is left: no environment can be behind on a log that
+    /// nobody could read (the id is fresh and was never registered), so a missing key cannot
+    /// be misread as "up to date", and a refused fork leaves nothing in the bucket.
+    pub fn discard(&self) -> Result<()> {
+        let prefix = format!("{}/", self.root);
+        for key in self.bucket.list_after(&prefix, &prefix, usize::MAX)? {
+            self.bucket.delete(&key)?;
+        }
+        Ok(())
     }
 }

@@ -12,12 +12,6 @@ use rusqlite::{Connection, Transaction};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// What a write appends: the captured changes of its transaction, or a restore entry.
-enum Entry<'a> {
-    Changes,
-    Restore(&'a RestoreRef),
-}
-
 /// Test hook ([`S3Config::crash_at`](crate::store::S3Config::crash_at), `SANDBOX_S3_CRASH_AT`):
 /// aborts the process at `stage` of a write when the bucket's settings say so.
 fn crash_point(bucket: &Bucket, stage: s3::CrashAt) {
@@ -40,25 +34,74 @@ impl Replica {
         deadline: Instant,
         catch_up_first: bool,
     ) -> Result<(T, bool)> {
-        self.write_entry(conn, f, &Entry::Changes, deadline, catch_up_first)
+        self.write_entry(conn, f, deadline, catch_up_first)
             .map(|(out, due, _)| (out, due))
     }
 
     /// Makes the rows of the database file attached as [`capture::SOURCE`] (a copy of the
-    /// bucket object `reference.object`) the next version of this database: an ordinary
-    /// conditional write of a restore entry (see docs/storage.md, "Checkpoints"), with the
-    /// same races, fencing and deadline as any write. Answers the new version.
+    /// bucket object `reference.object`) the next version of this database: a conditional
+    /// write of a restore entry (see docs/storage.md, "Checkpoints"), with the same races,
+    /// fencing and deadline as any write. Answers the new version.
+    ///
+    /// Unlike a change, a restore entry does not depend on the state it replaces, except for
+    /// the id sequences it carries, which are cheap to compute. So a lost race costs only a
+    /// catch-up and one more PUT: the rows are replaced locally once, after S3 holds the
+    /// entry, exactly as a replay would (issue 22: re-running the whole-database replace
+    /// after every lost race made restores lose every race under 20 writes/s from other
+    /// environments). A restore therefore keeps trying until the write deadline rather than
+    /// for [`MAX_WRITE_ATTEMPTS`] races.
     pub fn write_restore(
         &self,
         conn: &mut Connection,
         reference: &RestoreRef,
         deadline: Instant,
     ) -> Result<u64> {
-        let replace = |tx: &Transaction<'_>| capture::replace_rows(tx, capture::SOURCE);
-        let ((), _, seq) =
-            self.write_entry(conn, &replace, &Entry::Restore(reference), deadline, true)?;
-        // A snapshot at the new version, copied by S3 itself: cold starts skip the replay
-        // (and its download). Only a shortcut: on failure the log still has everything.
+        let settle_from = settle_from(deadline);
+        let fixed = capture::restored_sequences(conn, capture::SOURCE)?;
+        for attempt in 0u32.. {
+            if Instant::now() >= settle_from {
+                return Err(Error::Unavailable(format!(
+                    "{}: write deadline passed after {attempt} lost races; nothing was applied",
+                    self.root
+                )));
+            }
+            s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            let seq = capture::seq(conn)?;
+            let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            let sequences = capture::merge_sequences(&capture::sequences(conn, "main")?, &fixed);
+            let attempt_id = uuid::Uuid::new_v4().to_string();
+            let body = restore_body(reference, &attempt_id, schema, &sequences);
+            let next = seq + 1;
+            match self.claim(next, body, &attempt_id, schema, settle_from, deadline) {
+                Slot::Ours => {
+                    crash_point(&self.bucket, s3::CrashAt::AfterPut);
+                    // S3 holds the entry: apply it here as a replay would. Should that fail,
+                    // the next catch-up replays it from S3.
+                    match capture::apply_attached(conn, capture::SOURCE, next, &sequences) {
+                        Ok(()) => self.seq.store(next, Ordering::SeqCst),
+                        Err(e) => {
+                            tracing::warn!(root = %self.root, seq = next, error = %e, "local restore failed after S3 accepted the entry; will catch up")
+                        }
+                    }
+                    self.snapshot_restored(reference, next);
+                    return Ok(next);
+                }
+                Slot::Theirs => {
+                    tracing::debug!(root = %self.root, seq = next, attempt, "restore lost the race; catching up");
+                    // Only a short pause: the slot after the winner's is usually free now.
+                    std::thread::sleep(Duration::from_millis(u64::from(attempt.min(5))));
+                }
+                Slot::Fenced => return Err(self.fenced(next)),
+                Slot::Unknown(why) => return Err(self.unknown(next, &why)),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// After restore entry `seq`: a snapshot at the new version, copied by S3 itself, so that
+    /// cold starts skip the replay (and its download). Only a shortcut: on failure the log
+    /// still has everything.
+    fn snapshot_restored(&self, reference: &RestoreRef, seq: u64) {
         let snapshotted = self
             .bucket
             .copy(&self.object_key(&reference.object), &self.snapshot_key(seq))
@@ -67,22 +110,19 @@ impl Replica {
         if let Err(e) = snapshotted {
             tracing::warn!(root = %self.root, seq, error = %e, "no snapshot after a restore; the log still holds it");
         }
-        Ok(seq)
     }
 
-    /// The write loop shared by ordinary writes ([`Entry::Changes`]) and restores.
+    /// The write loop of ordinary writes.
     fn write_entry<T>(
         &self,
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
-        entry: &Entry<'_>,
         deadline: Instant,
         catch_up_first: bool,
     ) -> Result<(T, bool, u64)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
-        let now = Instant::now();
-        let settle_from = deadline - deadline.saturating_duration_since(now) / 3;
+        let settle_from = settle_from(deadline);
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             if Instant::now() >= settle_from {
                 return Err(Error::Unavailable(format!(
@@ -99,49 +139,21 @@ impl Replica {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;
             let out = f(&tx)?;
-            let (body, attempt_id, schema) = match entry {
-                Entry::Changes => {
-                    let changes = capture::collect(&tx)?;
-                    if changes.is_empty() {
-                        tx.commit()?;
-                        return Ok((out, false, seq));
-                    }
-                    (
-                        serde_json::to_vec(&changes)?,
-                        changes.attempt,
-                        changes.schema,
-                    )
-                }
-                Entry::Restore(reference) => {
-                    let attempt_id = uuid::Uuid::new_v4().to_string();
-                    let schema: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-                    let sequences = capture::sequences(&tx, "main")?;
-                    (
-                        restore_body(reference, &attempt_id, schema, &sequences),
-                        attempt_id,
-                        schema,
-                    )
-                }
-            };
+            let changes = capture::collect(&tx)?;
+            if changes.is_empty() {
+                tx.commit()?;
+                return Ok((out, false, seq));
+            }
+            let body = serde_json::to_vec(&changes)?;
             let next = seq + 1;
-            crash_point(&self.bucket, s3::CrashAt::BeforePut);
-            let key = self.log_key(next);
-            let put = s3::with_deadline(settle_from, || self.bucket.put_if_absent(&key, body));
-            let slot = match put {
-                Ok(()) => Slot::Ours,
-                // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
-                // entry) or by another writer. Only the attempt id tells.
-                Err(S3Error::Exists) => {
-                    s3::with_deadline(deadline, || self.owner_until_known(&key, &attempt_id))
-                }
-                // Timeout, network error, 5xx: the PUT may still land later (a request held
-                // somewhere on the way). Settle the slot before answering.
-                Err(e) => {
-                    tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
-                    s3::with_deadline(deadline, || self.fence(&key, &attempt_id, schema))
-                }
-            };
-            match slot {
+            match self.claim(
+                next,
+                body,
+                &changes.attempt,
+                changes.schema,
+                settle_from,
+                deadline,
+            ) {
                 Slot::Ours => {
                     crash_point(&self.bucket, s3::CrashAt::AfterPut);
                     self.commit_local(tx, next);
@@ -156,20 +168,8 @@ impl Replica {
                         backoff(attempt).min(settle_from.saturating_duration_since(Instant::now()));
                     std::thread::sleep(pause);
                 }
-                Slot::Fenced => {
-                    drop(tx);
-                    return Err(Error::Unavailable(format!(
-                        "{}: S3 did not confirm log entry {next} in time; the slot was fenced, nothing was applied",
-                        self.root
-                    )));
-                }
-                Slot::Unknown(why) => {
-                    drop(tx);
-                    return Err(Error::OutcomeUnknown(format!(
-                        "{}: log entry {next} could not be settled before the write deadline ({why}); the write may or may not have been applied",
-                        self.root
-                    )));
-                }
+                Slot::Fenced => return Err(self.fenced(next)),
+                Slot::Unknown(why) => return Err(self.unknown(next, &why)),
             }
         }
         Err(Error::Unavailable(format!(
@@ -178,13 +178,68 @@ impl Replica {
         )))
     }
 
-    /// Who holds the existing log entry at `key`, asked until S3 answers or the thread's
-    /// deadline passes.
-    fn owner_until_known(&self, key: &str, attempt: &str) -> Slot {
+    /// Tries to make `body` (of write attempt `attempt_id`) log entry `next`: the conditional
+    /// PUT before `settle_from`, then, when it did not plainly succeed, who holds the slot,
+    /// settled (fenced if need be) before `deadline`.
+    fn claim(
+        &self,
+        next: u64,
+        body: Vec<u8>,
+        attempt_id: &str,
+        schema: i64,
+        settle_from: Instant,
+        deadline: Instant,
+    ) -> Slot {
+        crash_point(&self.bucket, s3::CrashAt::BeforePut);
+        let key = self.log_key(next);
+        match s3::with_deadline(settle_from, || self.bucket.put_if_absent(&key, body)) {
+            Ok(()) => Slot::Ours,
+            // Taken: by us (the SDK retried a PUT whose answer was lost and met our own
+            // entry) or by another writer. Only the attempt id tells.
+            Err(S3Error::Exists) => {
+                s3::with_deadline(deadline, || self.owner_until_known(next, attempt_id))
+            }
+            // Timeout, network error, 5xx: the PUT may still land later (a request held
+            // somewhere on the way). Settle the slot before answering.
+            Err(e) => {
+                tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
+                s3::with_deadline(deadline, || self.fence(&key, attempt_id, schema))
+            }
+        }
+    }
+
+    /// The answer of a write whose slot `next` this writer fenced: nothing was applied.
+    fn fenced(&self, next: u64) -> Error {
+        Error::Unavailable(format!(
+            "{}: S3 did not confirm log entry {next} in time; the slot was fenced, nothing was applied",
+            self.root
+        ))
+    }
+
+    /// The answer of a write whose slot `next` could not be settled.
+    fn unknown(&self, next: u64, why: &str) -> Error {
+        Error::OutcomeUnknown(format!(
+            "{}: log entry {next} could not be settled before the write deadline ({why}); the write may or may not have been applied",
+            self.root
+        ))
+    }
+
+    /// Who holds the existing log entry `seq`, asked until S3 answers or the thread's
+    /// deadline passes. Another writer's entry is kept for the catch-up that follows the lost
+    /// race, which then does not GET it a second time (entries are immutable).
+    fn owner_until_known(&self, seq: u64, attempt: &str) -> Slot {
+        let key = self.log_key(seq);
+        let key = key.as_str();
         let mut last = String::new();
         for round in 0u32.. {
             match self.bucket.get(key) {
-                Ok(body) => return owner(&body, attempt),
+                Ok(body) => {
+                    let slot = owner(&body, attempt);
+                    if slot == Slot::Theirs {
+                        *crate::store::lock(&self.probed) = Some((seq, body));
+                    }
+                    return slot;
+                }
                 // Entries are never deleted by the protocol; a missing one means a tenant
                 // deletion is under way. It is not ours to claim either way.
                 Err(S3Error::NotFound) => {
@@ -288,6 +343,12 @@ fn settle_pause(round: u32) -> Duration {
     use rand::Rng;
     let base = 20 * u64::from(round.min(10) + 1);
     Duration::from_millis(rand::thread_rng().gen_range(base..=base * 2))
+}
+
+/// When a write with `deadline` must stop working and keep the rest for settling: a third
+/// of the time left is kept for fencing a PUT whose outcome is unknown.
+fn settle_from(deadline: Instant) -> Instant {
+    deadline - deadline.saturating_duration_since(Instant::now()) / 3
 }
 
 /// Jittered, growing pause after a lost race, so that racing writers spread out.

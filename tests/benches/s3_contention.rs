@@ -1,0 +1,149 @@
+//! Writes per second to one tenant from 1, 2 and 4 environments (issue 22, "Measured"), with
+//! S3 latency injected by a real proxy between the stores and moto (`e2e::s3::Gate`, every
+//! request held `LATENCY` before it is forwarded). Each environment is its own `Store` (its
+//! own cache, sharing only the bucket, like Lambda environments) driven by one thread that
+//! writes one row after another for `SECONDS`, as one environment serving one request at a
+//! time would. Compared with the serial limit: a write is one GET (the freshness check) and
+//! one conditional PUT, so one tenant's writes, serialised, reach at most 1 / (2 x latency).
+//! At the end the rows are counted in a cold store: every acknowledged write exactly once.
+//!
+//! Run: `cargo bench -p e2e --bench s3_contention --profile dev -- [SECONDS] [LATENCY_MS]`
+//! (defaults 10 and 20).
+
+use e2e::s3::{open_store, reason_names, try_insert_reason, Gate, Moto};
+use std::time::{Duration, Instant};
+
+/// What one environment's writer saw.
+#[derive(Default)]
+struct Tally {
+    acked: usize,
+    refused: usize,
+    ms: Vec<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<u64>().ok());
+    let seconds = args.next().unwrap_or(10);
+    let latency = Duration::from_millis(args.next().unwrap_or(20));
+    let moto = Moto::start();
+    let direct = moto.bucket("contention");
+    let gate = Gate::start(&moto);
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    let (setup, _setup_dir) = open_store(&direct);
+    // What one S3 request costs through the proxy at this latency (the serial limit's unit).
+    gate.latency(Some(latency));
+    let bucket = shared::store::s3::Bucket::connect(gated.clone()).expect("client");
+    let time = |f: &dyn Fn(usize)| {
+        median(
+            (0..20)
+                .map(|i| {
+                    let t = Instant::now();
+                    f(i);
+                    t.elapsed().as_secs_f64() * 1000.0
+                })
+                .collect(),
+        )
+    };
+    let get_ms = time(&|i| {
+        let _ = bucket.get(&format!("probe/missing-{i}"));
+    });
+    let put_ms = time(&|i| {
+        let _ = bucket.put_if_absent(&format!("probe/put-{i}"), b"{}".to_vec());
+    });
+    gate.latency(None);
+    let straight = shared::store::s3::Bucket::connect(direct.clone()).expect("client");
+    let direct_ms = time(&|i| {
+        let _ = straight.get(&format!("probe/missing-{i}"));
+    });
+    println!("one GET straight to moto: {direct_ms:.1} ms");
+    let effective = 1000.0 / (get_ms + put_ms);
+    println!(
+        "one GET through the proxy: {get_ms:.1} ms (median), one conditional PUT: {put_ms:.1} ms: \
+         serial limit with these {effective:.1} writes/s"
+    );
+    let serial = 1.0 / (2.0 * latency.as_secs_f64());
+    println!(
+        "latency {latency:?} per S3 request; serial limit 1 / (2 x {latency:?}) = {serial:.1} writes/s"
+    );
+    println!("| environments | writes/s (all) | per environment | vs serial limit (nominal / measured requests) | median ms per write | S3 requests per write | refused (503) | rows = acknowledged |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for envs in [1usize, 2, 4] {
+        let (tenant, _) = setup
+            .registry()
+            .create_tenant(&format!("contention{envs}"), "UTC")
+            .expect("tenant");
+        // Opened (cold start) before the latency is on and before the clock starts.
+        let stores: Vec<_> = (0..envs)
+            .map(|_| {
+                let (store, dir) = open_store(&gated);
+                store.tenant_db(&tenant.id).expect("open");
+                (store, dir)
+            })
+            .collect();
+        gate.latency(Some(latency));
+        let requests_before = gate.counts().passed;
+        let started = Instant::now();
+        let until = started + Duration::from_secs(seconds);
+        let tallies: Vec<Tally> = std::thread::scope(|scope| {
+            let handles: Vec<_> = stores
+                .iter()
+                .enumerate()
+                .map(|(e, (store, _))| {
+                    let id = tenant.id.clone();
+                    scope.spawn(move || {
+                        let mut tally = Tally::default();
+                        let mut n = 0;
+                        while Instant::now() < until {
+                            let t = Instant::now();
+                            match try_insert_reason(store, &id, &format!("e{e}-{n}")) {
+                                Ok(()) => {
+                                    tally.acked += 1;
+                                    tally.ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                                }
+                                Err(_) => tally.refused += 1,
+                            }
+                            n += 1;
+                        }
+                        tally
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("writer"))
+                .collect()
+        });
+        let took = started.elapsed().as_secs_f64();
+        gate.latency(None);
+        let requests = gate.counts().passed - requests_before;
+        let acked: usize = tallies.iter().map(|t| t.acked).sum();
+        let refused: usize = tallies.iter().map(|t| t.refused).sum();
+        let ms = median(tallies.iter().flat_map(|t| t.ms.clone()).collect());
+        let (cold, _cold_dir) = open_store(&direct);
+        let rows = reason_names(&cold, &tenant.id).len();
+        let rate = acked as f64 / took;
+        println!(
+            "| {envs} | {rate:.1} | {:.1} | {:.2} / {:.2} | {ms:.1} | {:.2} | {refused} | {} |",
+            rate / envs as f64,
+            rate / serial,
+            rate / effective,
+            requests as f64 / acked.max(1) as f64,
+            if rows == acked {
+                format!("{rows} = {acked}")
+            } else {
+                format!("MISMATCH {rows} rows, {acked} acknowledged")
+            }
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Issue 22, finding 6 (deadlines), on the local server: a request cut off by the request
+//! timeout (`SANDBOX_REQUEST_TIMEOUT_MS`, 1 s here) stops holding the tenant's writer. The
+//! slow write is a clock advance over three years of monthly bill runs for 1,000 accounts (one
+//! write transaction of many seconds in a debug build). Another client's write to the same
+//! tenant, sent while it runs, must be answered 201 within its own timeout; the advance must
+//! have been rolled back entirely (clock and invoices as before), which makes its answer
+//! true whichever comes first: the cut-off's "it may have been applied" or the interrupted
+//! write's own "nothing was applied". Before: the advance ran on to its end with the writer lock
+//! (the second write waited past its timeout: 503), and the advance was committed after its
+//! client had been told it was cut off.
+
+use e2e::{TestServer, ADMIN_KEY};
+use serde_json::{json, Value};
+use shared::config::Config;
+use shared::web::AppState;
+use std::time::{Duration, Instant};
+
+const TIMEOUT_MS: u64 = 1000;
+const ACCOUNTS: i64 = 1_000;
+const FIRST_ID: i64 = 10_000;
+
+async fn invoices(s: &TestServer, id: &str) -> i64 {
+    let db = s.state.store.tenant_db(id).expect("tenant");
+    db.read(|c| Ok(c.query_row("SELECT count(*) FROM invoices", [], |r| r.get(0))?))
+        .await
+        .expect("count")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rolls_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
+    config.request_timeout_ms = TIMEOUT_MS;
+    let state = AppState::new(config).expect("state");
+    let base = e2e::listen(state.clone()).await;
+    let s = TestServer::from_parts(base, state, dir);
+    let t = s.create_tenant("slow", "demo").await;
+    let clock = format!("/sandbox/v1/tenants/{}/clock", t.id);
+    let r = s
+        .admin_call(
+            reqwest::Method::PUT,
+            &clock,
+            Some(&json!({"frozen_at": "2026-11-20T12:00:00Z"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    e2e::billing::add_billed_accounts(&s, &t.api_key, FIRST_ID, ACCOUNTS, "slow").await;
+    let clock_before: Value = s
+        .admin_call(reqwest::Method::GET, &clock, None)
+        .await
+        .json()
+        .await
+        .expect("clock");
+    let invoices_before = invoices(&s, &t.id).await;
+
+    let advance = {
+        let (client, url) = (s.client.clone(), s.url(&format!("{clock}/advance")));
+        tokio::spawn(async move {
+            let began = Instant::now();
+            let r = client
+                .post(url)
+                .header("X-Admin-Key", ADMIN_KEY)
+                .json(&json!({"to": "2029-12-02T00:00:00Z"}))
+                .send()
+                .await
+                .expect("advance");
+            let status = r.status().as_u16();
+            (status, r.text().await.unwrap_or_default(), began.elapsed())
+        })
+    };
+    // Well inside the advance, and its timeout ends after the advance's.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let began = Instant::now();
+    let r = s
+        .client
+        .post(s.url("/revenue/3/ledgers"))
+        .header("X-Api-Key", &t.api_key)
+        .json(&json!({"name": "Prompt", "billing_account_category_ids": [1]}))
+        .send()
+        .await
+        .expect("ledger");
+    let took = began.elapsed();
+    let (status, body) = (r.status().as_u16(), r.text().await.unwrap_or_default());
+    let (advance_status, advance_body, advance_took) = advance.await.expect("join");
+    eprintln!(
+        "advance: {advance_status} after {advance_took:?}; the other write: {status} after {took:?}"
+    );
+    assert_eq!(
+        advance_status, 503,
+        "the advance was cut off: {advance_body}"
+    );
+    // Either the pipeline's answer ("it may have been applied") or, when the interrupted
+    // write ends first, the write's own ("nothing was applied"): checked true below.
+    assert!(
+        advance_body.contains("may have been applied")
+            || advance_body.contains("nothing was applied"),
+        "{advance_body}"
+    );
+    assert_eq!(status, 201, "the next write after {took:?}: {body}");
+    assert!(took < Duration::from_millis(TIMEOUT_MS), "{took:?}");
+
+    // The cut-off advance was rolled back entirely (and stays so: nothing of it runs on).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let clock_after: Value = s
+        .admin_call(reqwest::Method::GET, &clock, None)
+        .await
+        .json()
+        .await
+        .expect("clock");
+    assert_eq!(clock_after, clock_before);
+    assert_eq!(invoices(&s, &t.id).await, invoices_before);
+}
