@@ -145,6 +145,8 @@ struct State {
     armed: Option<usize>,
     crashed: Option<usize>,
     mutation: Option<Mutation>,
+    /// The next request whose key contains this applies and loses its answer.
+    lose_answer: Option<String>,
     requests: u64,
     trace: u64,
 }
@@ -247,6 +249,7 @@ impl World {
                 armed: None,
                 crashed: None,
                 mutation: None,
+                lose_answer: None,
                 requests: 0,
                 trace: 0xcbf2_9ce4_8422_2325,
             }),
@@ -283,6 +286,12 @@ impl World {
     /// Switches on a deliberately wrong protocol step (see [`ObjectStore::mutation`]).
     pub fn set_mutation(&self, mutation: Option<Mutation>) {
         self.state().mutation = mutation;
+    }
+
+    /// Makes the next request whose key contains `key_part` apply and lose its answer (a
+    /// fault aimed at one step, for a regression test).
+    pub fn lose_answer_of(&self, key_part: &str) {
+        self.state().lose_answer = Some(key_part.to_string());
     }
 
     /// A quiet period: every request still in the network lands or is lost, and time passes.
@@ -398,7 +407,14 @@ impl MemoryStore {
         if crash_here {
             self.crash(state, &request);
         }
-        if state.rng.chance(faults.fail_after) {
+        let aimed = state
+            .lose_answer
+            .as_ref()
+            .is_some_and(|part| request.name().1.contains(part.as_str()));
+        if aimed {
+            state.lose_answer = None;
+        }
+        if aimed || state.rng.chance(faults.fail_after) {
             state.note(&request, "answer-lost");
             return Err(S3Error::Unavailable("simulated: answer lost".into()));
         }

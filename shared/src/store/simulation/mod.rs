@@ -39,7 +39,7 @@ const ENVS: usize = 3;
 /// Operations per seed before the quiet period.
 const OPS: usize = 40;
 /// Seeds run by default (`SIM_SEEDS` to change): well under 30 s in a debug build.
-const DEFAULT_SEEDS: u64 = 200;
+const DEFAULT_SEEDS: u64 = 80;
 /// No background compaction: it would run on a thread of its own, outside the scheduler's
 /// order; the simulation compacts as one of its operations instead.
 const NO_COMPACTION: u64 = 1 << 40;
