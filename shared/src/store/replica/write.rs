@@ -140,7 +140,7 @@ impl Replica {
                     tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
                     let settled =
                         s3::with_deadline(deadline, || self.fence(&key, &attempt_id, schema));
-                    // The simulation's deliberately wrong protocol (tests only, see memory.rs).
+                    // The simulation's deliberately wrong protocol (tests only, object_store.rs).
                     #[cfg(test)]
                     let settled = if settled == Slot::Ours
                         && self.bucket.mutation() == Some(s3::Mutation::NothingAppliedWhenFenceLost)
