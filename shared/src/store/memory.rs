@@ -14,8 +14,10 @@
 //! or may be lost.
 //!
 //! Invariants: the world is only touched under its one lock, and the lock is never held
-//! across a panic; given the same seed and the same sequence of calls, every answer, every
-//! landing and the clock are the same ([`World::trace`] hashes them so a test can tell).
+//! across a panic; given the same seed and the same calls, every answer, every landing and
+//! the clock are the same ([`World::trace`] hashes them so a test can tell), also when a
+//! second thread sends requests beside the driver's (see [`World::drive`]): every request
+//! draws the same number of numbers from its thread's stream whatever path it takes.
 //! With [`Faults::NONE`] it is a plain, well-behaved in-memory bucket.
 
 use super::object_store::{Mutation, ObjectStore};
@@ -138,9 +140,20 @@ impl Request {
 struct State {
     objects: BTreeMap<String, Vec<u8>>,
     rng: SplitMix64,
+    /// The stream of requests sent by another thread while the driver runs (see
+    /// [`World::drive`]).
+    side_rng: SplitMix64,
+    /// The thread that runs the simulation, and whether it waits for work it handed to
+    /// another thread (a blocking pool): see [`World::drive`].
+    driver: Option<std::thread::ThreadId>,
+    parked: bool,
     now: Instant,
     faults: Faults,
-    held: Vec<Request>,
+    /// Requests in the network, by (stream, number in its stream): an order that does not
+    /// depend on which of two threads sending at once got the lock first.
+    held: BTreeMap<(bool, u64), Request>,
+    /// Requests sent so far on the side stream and on the main one.
+    sent: [u64; 2],
     /// The environment whose operation may crash now.
     armed: Option<usize>,
     crashed: Option<usize>,
@@ -152,6 +165,12 @@ struct State {
 }
 
 impl State {
+    /// Whether the calling thread draws from the main stream: the driver, or any thread
+    /// while the driver is parked (work it handed over and waits for, so sequential).
+    fn on_main_stream(&self) -> bool {
+        self.parked || self.driver.is_none_or(|d| d == std::thread::current().id())
+    }
+
     fn apply(&mut self, request: &Request) -> Result<Reply, S3Error> {
         match request {
             Request::PutIfAbsent(key, body) => {
@@ -198,30 +217,35 @@ impl State {
     /// one lands or is lost now). Each lands in its own order: a held PUT may land after
     /// requests sent after it.
     fn land(&mut self, all: bool) {
-        let mut kept = Vec::new();
-        for request in std::mem::take(&mut self.held) {
-            if all || self.rng.chance(self.faults.land) {
+        let mut kept = BTreeMap::new();
+        for (at, request) in std::mem::take(&mut self.held) {
+            // A request a second thread sent beside the driver's lands in the quiet period
+            // only: how many held requests a driver's request finds must not depend on
+            // which of the two got the lock first (see [`World::drive`]).
+            let (main, _) = at;
+            if all || (main && self.rng.chance(self.faults.land)) {
                 // A tenth of held requests never arrive.
                 if !self.rng.chance(100) {
                     let landed = self.apply(&request).is_ok();
                     self.note(&request, if landed { "landed" } else { "landed-refused" });
                 }
             } else {
-                kept.push(request);
+                kept.insert(at, request);
             }
         }
         self.held = kept;
     }
 
-    /// Folds an event into the trace (FNV-1a): the operation and its outcome, not the key
-    /// (keys hold random tenant ids and uuids).
+    /// Adds an event to the trace: the FNV-1a hash of the operation and its outcome (not
+    /// the key: keys hold random tenant ids and uuids), summed, so that two requests sent
+    /// at once by two threads count the same in either order.
     fn note(&mut self, request: &Request, outcome: &str) {
         let (op, _key) = request.name();
-        for part in [op, outcome] {
-            for b in part.bytes().chain([0]) {
-                self.trace = (self.trace ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in op.bytes().chain([0]).chain(outcome.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
+        self.trace = self.trace.wrapping_add(h);
     }
 }
 
@@ -243,15 +267,19 @@ impl World {
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
                 rng: SplitMix64::new(seed),
+                side_rng: SplitMix64::new(seed ^ 0x5eed_5eed_5eed_5eed),
+                driver: None,
+                parked: false,
                 now: Instant::now(),
                 faults,
-                held: Vec::new(),
+                held: BTreeMap::new(),
+                sent: [0, 0],
                 armed: None,
                 crashed: None,
                 mutation: None,
                 lose_answer: None,
                 requests: 0,
-                trace: 0xcbf2_9ce4_8422_2325,
+                trace: 0,
             }),
         })
     }
@@ -266,6 +294,28 @@ impl World {
             world: self.clone(),
             env,
         }
+    }
+
+    /// Makes the calling thread the simulation's driver. The store sends some requests
+    /// from a second thread at the same time as the driver's (a fork puts its marker and
+    /// its first entry at once), in an order the OS decides: those draw from a stream of
+    /// their own and never let held requests land, so one seed runs the same in any order.
+    pub fn drive(&self) {
+        self.state().driver = Some(std::thread::current().id());
+    }
+
+    /// Runs `f`, in which the driver waits for work it handed to another thread (a
+    /// blocking pool): requests made meanwhile count as the driver's.
+    pub fn parked<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.state().parked = true;
+        struct Unpark<'a>(&'a World);
+        impl Drop for Unpark<'_> {
+            fn drop(&mut self) {
+                self.0.state().parked = false;
+            }
+        }
+        let _unpark = Unpark(self);
+        f()
     }
 
     /// Changes the faults injected from now on.
@@ -343,33 +393,51 @@ impl MemoryStore {
         if deadline.is_some_and(|d| state.now >= d) {
             return Err(S3Error::DeadlinePassed);
         }
-        state.land(false);
+        let main = state.on_main_stream();
+        if main {
+            state.land(false);
+        }
         state.requests += 1;
+        state.sent[usize::from(main)] += 1;
+        let at = (main, state.sent[usize::from(main)]);
         let faults = state.faults;
-        let crash_here = state.armed == Some(self.env) && state.rng.chance(faults.crash);
-        let crash_before = crash_here && state.rng.chance(500);
-        if crash_before {
+        // Every decision about this request, drawn up front from its thread's stream, so
+        // that the number of draws never depends on the path taken.
+        let rng = if main {
+            &mut state.rng
+        } else {
+            &mut state.side_rng
+        };
+        let crash_here = rng.chance(faults.crash);
+        let crash_before = rng.chance(500);
+        let slow = rng.chance(faults.slow);
+        let latency = Duration::from_millis(if slow {
+            rng.between(1_000, 8_000)
+        } else {
+            rng.between(1, 20)
+        });
+        let abandoned = rng.between(0, 2);
+        let drop = rng.chance(faults.drop);
+        let hold = rng.chance(faults.hold);
+        let fail_after = rng.chance(faults.fail_after);
+        let crash_here = crash_here && state.armed == Some(self.env);
+        if crash_here && crash_before {
             self.crash(state, &request);
         }
-        let latency = if state.rng.chance(faults.slow) {
-            Duration::from_millis(state.rng.between(1_000, 8_000))
-        } else {
-            Duration::from_millis(state.rng.between(1, 20))
-        };
         let arrives = state.now + latency;
         if let Some(d) = deadline.filter(|d| arrives > *d) {
             // The caller gives up at its deadline; the request may already have applied,
             // may land later, or may be lost.
             state.now = d;
             if request.mutates() {
-                match state.rng.between(0, 2) {
+                match abandoned {
                     0 => {
                         let _ = state.apply(&request);
                         state.note(&request, "applied-abandoned");
                     }
                     1 => {
                         state.note(&request, "held-abandoned");
-                        state.held.push(request);
+                        state.held.insert(at, request);
                     }
                     _ => state.note(&request, "lost-abandoned"),
                 }
@@ -377,13 +445,13 @@ impl MemoryStore {
             return Err(S3Error::DeadlinePassed);
         }
         state.now = arrives;
-        if state.rng.chance(faults.drop) {
+        if drop {
             state.note(&request, "dropped");
             return Err(S3Error::Unavailable("simulated: request dropped".into()));
         }
-        if request.mutates() && state.rng.chance(faults.hold) {
+        if request.mutates() && hold {
             state.note(&request, "held");
-            state.held.push(request);
+            state.held.insert(at, request);
             let gives_up = state.now + HELD_TIMEOUT;
             return Err(match deadline {
                 Some(d) if d <= gives_up => {
@@ -414,7 +482,7 @@ impl MemoryStore {
         if aimed {
             state.lose_answer = None;
         }
-        if aimed || state.rng.chance(faults.fail_after) {
+        if aimed || fail_after {
             state.note(&request, "answer-lost");
             return Err(S3Error::Unavailable("simulated: answer lost".into()));
         }
@@ -426,7 +494,6 @@ impl MemoryStore {
     fn crash(&self, mut state: std::sync::MutexGuard<'_, State>, request: &Request) -> ! {
         state.note(request, "crash");
         state.crashed = Some(self.env);
-        state.armed = None;
         drop(state);
         std::panic::panic_any(Crash { env: self.env })
     }
@@ -495,7 +562,11 @@ impl ObjectStore for MemoryStore {
     /// world's generator instead (5 to 60 ms, the order of the protocol's pauses).
     fn pause(&self, _pause: Duration) {
         let mut state = self.world.state();
-        let ms = state.rng.between(5, 60);
+        let ms = if state.on_main_stream() {
+            state.rng.between(5, 60)
+        } else {
+            state.side_rng.between(5, 60)
+        };
         state.now += Duration::from_millis(ms);
     }
 

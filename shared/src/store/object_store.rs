@@ -51,8 +51,8 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
         std::thread::sleep(pause);
     }
     /// A deliberately wrong protocol step the simulation switches on to show that it is
-    /// caught (never set outside the simulation tests: only the in-memory store answers
-    /// anything but `None`).
+    /// caught. Only the in-memory store answers anything but `None`, and the write path asks
+    /// in test builds only (`cfg!(test)`): never in a build that serves.
     fn mutation(&self) -> Option<Mutation> {
         None
     }
@@ -64,4 +64,7 @@ pub enum Mutation {
     /// A write whose fence lost to its own entry (the PUT did land) answers "nothing was
     /// applied" instead of success.
     NothingAppliedWhenFenceLost,
+    /// A write whose PUT ended without an answer answers "nothing was applied" without
+    /// fencing its slot (the PUT may have landed, or land later).
+    SkipFence,
 }

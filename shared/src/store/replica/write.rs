@@ -138,18 +138,26 @@ impl Replica {
                 // somewhere on the way). Settle the slot before answering.
                 Err(e) => {
                     tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
-                    let settled =
-                        s3::with_deadline(deadline, || self.fence(&key, &attempt_id, schema));
-                    // The simulation's deliberately wrong protocol (tests only, object_store.rs).
-                    #[cfg(test)]
-                    let settled = if settled == Slot::Ours
-                        && self.bucket.mutation() == Some(s3::Mutation::NothingAppliedWhenFenceLost)
-                    {
-                        Slot::Fenced
+                    // The simulation's deliberately wrong protocols (object_store.rs): read
+                    // in test builds only.
+                    let mutation = if cfg!(test) {
+                        self.bucket.mutation()
                     } else {
-                        settled
+                        None
                     };
-                    settled
+                    match mutation {
+                        Some(s3::Mutation::SkipFence) => Slot::Fenced,
+                        _ => match s3::with_deadline(deadline, || {
+                            self.fence(&key, &attempt_id, schema)
+                        }) {
+                            Slot::Ours
+                                if mutation == Some(s3::Mutation::NothingAppliedWhenFenceLost) =>
+                            {
+                                Slot::Fenced
+                            }
+                            settled => settled,
+                        },
+                    }
                 }
             };
             match slot {

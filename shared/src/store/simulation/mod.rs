@@ -185,6 +185,7 @@ pub(super) fn run_seed(
     ));
     let world = World::new(seed, Faults::NONE);
     world.set_mutation(mutation);
+    world.drive();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

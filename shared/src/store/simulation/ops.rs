@@ -129,6 +129,7 @@ impl Sim {
         self.keys[k].attempts += 1;
         let name = format!("k{k}a{}", self.keys[k].attempts);
         let (tenant, key, rt) = (self.tenant.id.clone(), format!("key-{k}"), self.rt.clone());
+        let world = self.world.clone();
         let answer = self.on(env, crashable, |s| -> Result<KeyAttempt> {
             let db = s.tenant_db(&tenant)?;
             let looked = {
@@ -144,19 +145,23 @@ impl Sim {
                 idempotency::Found::Nothing => {
                     let scope = idempotency::KeyScope::new(&tenant, &key, "fp");
                     let row = name.clone();
-                    let ran = rt.block_on(idempotency::scope(
-                        scope.clone(),
-                        db.write(move |tx| insert(tx, &row)),
-                    ));
+                    let ran = world.parked(|| {
+                        rt.block_on(idempotency::scope(
+                            scope.clone(),
+                            db.write(move |tx| insert(tx, &row)),
+                        ))
+                    });
                     if let Ok(id) = &ran {
                         let answer = idempotency::Answer {
                             status: 201,
                             headers: Vec::new(),
                             body: id.to_string().into_bytes(),
                         };
-                        let _ = rt.block_on(
-                            db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)),
-                        );
+                        let _ = world.parked(|| {
+                            rt.block_on(
+                                db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)),
+                            )
+                        });
                     }
                     KeyAttempt::Ran(ran)
                 }

@@ -17,6 +17,10 @@ fn seeds() -> Vec<u64> {
     (1..=number("SIM_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect()
 }
 
+fn trace_asked() -> bool {
+    std::env::var_os("SIM_TRACE").is_some()
+}
+
 /// Runs `seeds` on a few threads (seeds are independent; each is deterministic on its own):
 /// the summed counts, or the failures, smallest seed first.
 fn run_all(
@@ -38,6 +42,14 @@ fn run_all(
                 }
                 let seed = seeds[i];
                 let out = run_seed(seed, mutation);
+                // `SIM_TRACE=1`: each seed's requests and trace hash, to compare two runs.
+                if let Some(s) = out.as_ref().ok().filter(|_| trace_asked()) {
+                    eprintln!(
+                        "SIM_SEED={seed} requests={} trace={:016x}",
+                        s.requests,
+                        LAST_TRACE.with(std::cell::Cell::get)
+                    );
+                }
                 let mut total = lock(&total);
                 match out {
                     Ok(s) => {
@@ -100,14 +112,24 @@ fn a_seed_replays_exactly() {
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
 }
 
-#[test]
-fn a_lost_fence_answered_as_nothing_applied_is_caught() {
+/// Runs the default seeds with `mutation` on: the first seed that catches it.
+fn caught(mutation: Mutation) {
     let seeds: Vec<u64> = (1..=DEFAULT_SEEDS).collect();
-    let (_, failures) = run_all(&seeds, Some(Mutation::NothingAppliedWhenFenceLost), true);
+    let (_, failures) = run_all(&seeds, Some(mutation), true);
     let (seed, e) = failures
         .first()
-        .unwrap_or_else(|| panic!("the wrong protocol passed {DEFAULT_SEEDS} seeds"));
-    eprintln!("mutation caught by SIM_SEED={seed}: {e}");
+        .unwrap_or_else(|| panic!("{mutation:?} passed {DEFAULT_SEEDS} seeds"));
+    eprintln!("{mutation:?} caught by SIM_SEED={seed}: {e}");
+}
+
+#[test]
+fn a_lost_fence_answered_as_nothing_applied_is_caught() {
+    caught(Mutation::NothingAppliedWhenFenceLost);
+}
+
+#[test]
+fn a_write_that_skips_its_fence_is_caught() {
+    caught(Mutation::SkipFence);
 }
 
 /// Found by the simulation (seeds 85, 110, 112, ... of 1,000): a checkpoint whose manifest
