@@ -276,18 +276,29 @@ impl Store {
                     file: file.clone(),
                 };
                 let body = serde_json::to_vec(&manifest)?;
-                match replica
+                let key = replica.object_key(&manifest_rel(name));
+                let Err(e) = replica.bucket().put_if_absent(&key, body) else {
+                    return Ok(manifest.into());
+                };
+                // The manifest's PUT may have landed all the same (an answer lost, an SDK
+                // retry meeting its own PUT, a PUT held past its timeout): the file is deleted
+                // only once the manifest is known to name another file, never while it may
+                // name this one (found by the S3 simulation: a checkpoint answered 503 whose
+                // manifest names a deleted file, and whose forks can never be read).
+                let found = replica
                     .bucket()
-                    .put_if_absent(&replica.object_key(&manifest_rel(name)), body)
-                {
-                    Ok(()) => Ok(manifest.into()),
-                    Err(e) => {
+                    .get(&key)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
+                match found {
+                    Some(m) if m.file == file => Ok(manifest.into()),
+                    Some(_) => {
                         let _ = replica.bucket().delete(&replica.object_key(&file));
-                        match e {
-                            super::s3::S3Error::Exists => Err(duplicate(tenant_id, name)),
-                            e => Err(e.into()),
-                        }
+                        Err(duplicate(tenant_id, name))
                     }
+                    None => Err(Error::OutcomeUnknown(format!(
+                        "checkpoint '{name}' of tenant {tenant_id}: S3 did not confirm its manifest ({e}); it may or may not exist"
+                    ))),
                 }
             }
         }

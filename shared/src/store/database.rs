@@ -408,7 +408,7 @@ impl Database {
     /// connection under the writer lock, so the copy is exactly one version and no file is
     /// ever copied by path while someone writes it), then the copy is uploaded without
     /// holding any lock. The copy keeps the header, hence the version (`application_id`).
-    fn compact(&self) {
+    pub(crate) fn compact(&self) {
         let Some(replica) = &self.inner.replica else {
             return;
         };

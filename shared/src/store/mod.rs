@@ -23,18 +23,23 @@
 //!   who owns which directory, [`replica`] states the protocol, [`capture`] how changes are
 //!   recorded, [`s3`] the bucket calls).
 
+mod aws;
 mod bucket_access;
 mod cache;
 pub mod capture;
 pub mod checkpoints;
 mod database;
 pub mod idempotency;
+pub mod memory;
+pub mod object_store;
 pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
 mod request;
 pub use request::{blocking, request_scope, request_scope_until};
 pub mod s3;
+#[cfg(test)]
+mod simulation;
 pub mod sqlite;
 
 use crate::{Error, Result};
@@ -104,16 +109,24 @@ impl Store {
     /// built from S3 (see `cache.rs` for who owns which directory, [`replica`] for the
     /// protocol). Two stores never share a cache, even in one process.
     pub fn open_with(data_dir: &Path, s3: Option<S3Config>) -> Result<Store> {
-        let (files_dir, bucket, cache) = match s3 {
-            None => (data_dir.to_path_buf(), None, None),
+        let bucket = match s3 {
+            None => None,
             Some(config) => {
-                let cache = cache::CacheDir::claim(&data_dir.join("s3-cache"))?;
                 let compact_every = config.compact_every;
-                (
-                    cache.path().to_path_buf(),
-                    Some((s3::Bucket::connect(config)?, compact_every)),
-                    Some(cache),
-                )
+                Some((s3::Bucket::connect(config)?, compact_every))
+            }
+        };
+        Store::open_on(data_dir, bucket)
+    }
+
+    /// [`Store::open_with`] on a bucket already built (with its snapshot interval), over any
+    /// [`object_store::ObjectStore`]: the simulation's in-memory one uses this.
+    pub fn open_on(data_dir: &Path, bucket: Option<(s3::Bucket, u64)>) -> Result<Store> {
+        let (files_dir, cache) = match &bucket {
+            None => (data_dir.to_path_buf(), None),
+            Some(_) => {
+                let cache = cache::CacheDir::claim(&data_dir.join("s3-cache"))?;
+                (cache.path().to_path_buf(), Some(cache))
             }
         };
         std::fs::create_dir_all(files_dir.join("tenants"))?;

@@ -209,7 +209,7 @@ impl Replica {
 
     /// When a write starting now must have answered.
     pub fn write_deadline(&self) -> Instant {
-        Instant::now() + self.bucket.write_deadline()
+        self.bucket.now() + self.bucket.write_deadline()
     }
 
     fn log_dir(&self) -> String {

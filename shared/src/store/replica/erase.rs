@@ -45,7 +45,7 @@ impl Replica {
                     tracing::info!(root = %self.root, seq = next, "tombstone written");
                     return Ok(());
                 }
-                Err(S3Error::Exists) => std::thread::sleep(backoff(attempt)),
+                Err(S3Error::Exists) => self.bucket.pause(backoff(attempt)),
                 Err(e) => return Err(e.into()),
             }
         }

@@ -56,10 +56,10 @@ impl Replica {
         reference: &RestoreRef,
         deadline: Instant,
     ) -> Result<u64> {
-        let settle_from = settle_from(deadline);
+        let settle_from = self.settle_from(deadline);
         let fixed = capture::restored_sequences(conn, capture::SOURCE)?;
         for attempt in 0u32.. {
-            if Instant::now() >= settle_from {
+            if self.bucket.now() >= settle_from {
                 return Err(Error::Unavailable(format!(
                     "{}: write deadline passed after {attempt} lost races; nothing was applied",
                     self.root
@@ -89,7 +89,8 @@ impl Replica {
                 Slot::Theirs => {
                     tracing::debug!(root = %self.root, seq = next, attempt, "restore lost the race; catching up");
                     // Only a short pause: the slot after the winner's is usually free now.
-                    std::thread::sleep(Duration::from_millis(u64::from(attempt.min(5))));
+                    self.bucket
+                        .pause(Duration::from_millis(u64::from(attempt.min(5))));
                 }
                 Slot::Fenced => return Err(self.fenced(next)),
                 Slot::Unknown(why) => return Err(self.unknown(next, &why)),
@@ -122,9 +123,9 @@ impl Replica {
     ) -> Result<(T, bool, u64)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
-        let settle_from = settle_from(deadline);
+        let settle_from = self.settle_from(deadline);
         for attempt in 0..MAX_WRITE_ATTEMPTS {
-            if Instant::now() >= settle_from {
+            if self.bucket.now() >= settle_from {
                 return Err(Error::Unavailable(format!(
                     "{}: write deadline passed; nothing was applied",
                     self.root
@@ -164,9 +165,9 @@ impl Replica {
                 Slot::Theirs => {
                     drop(tx);
                     tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
-                    let pause =
-                        backoff(attempt).min(settle_from.saturating_duration_since(Instant::now()));
-                    std::thread::sleep(pause);
+                    let pause = backoff(attempt)
+                        .min(settle_from.saturating_duration_since(self.bucket.now()));
+                    self.bucket.pause(pause);
                 }
                 Slot::Fenced => return Err(self.fenced(next)),
                 Slot::Unknown(why) => return Err(self.unknown(next, &why)),
@@ -203,9 +204,34 @@ impl Replica {
             // somewhere on the way). Settle the slot before answering.
             Err(e) => {
                 tracing::warn!(root = %self.root, seq = next, error = %e, "log PUT outcome unknown; fencing the slot");
-                s3::with_deadline(deadline, || self.fence(&key, attempt_id, schema))
+                // The simulation's deliberately wrong protocols (object_store.rs): read in
+                // test builds only.
+                let mutation = if cfg!(test) {
+                    self.bucket.mutation()
+                } else {
+                    None
+                };
+                match mutation {
+                    Some(s3::Mutation::SkipFence) => Slot::Fenced,
+                    _ => match s3::with_deadline(deadline, || self.fence(&key, attempt_id, schema))
+                    {
+                        Slot::Ours
+                            if mutation == Some(s3::Mutation::NothingAppliedWhenFenceLost) =>
+                        {
+                            Slot::Fenced
+                        }
+                        settled => settled,
+                    },
+                }
             }
         }
+    }
+
+    /// When a write with `deadline` must stop working and keep the rest for settling: a third
+    /// of the time left is kept for fencing a PUT whose outcome is unknown. Time is the
+    /// bucket's (simulated in the simulation).
+    fn settle_from(&self, deadline: Instant) -> Instant {
+        deadline - deadline.saturating_duration_since(self.bucket.now()) / 3
     }
 
     /// The answer of a write whose slot `next` this writer fenced: nothing was applied.
@@ -251,7 +277,7 @@ impl Replica {
                 }
                 Err(e) => last = e.to_string(),
             }
-            std::thread::sleep(settle_pause(round));
+            self.bucket.pause(settle_pause(round));
         }
         Slot::Unknown(last)
     }
@@ -284,7 +310,7 @@ impl Replica {
                 }
                 Err(e) => last = e.to_string(),
             }
-            std::thread::sleep(settle_pause(round));
+            self.bucket.pause(settle_pause(round));
         }
         Slot::Unknown(if last.is_empty() {
             "S3 did not answer".into()
@@ -343,12 +369,6 @@ fn settle_pause(round: u32) -> Duration {
     use rand::Rng;
     let base = 20 * u64::from(round.min(10) + 1);
     Duration::from_millis(rand::thread_rng().gen_range(base..=base * 2))
-}
-
-/// When a write with `deadline` must stop working and keep the rest for settling: a third
-/// of the time left is kept for fencing a PUT whose outcome is unknown.
-fn settle_from(deadline: Instant) -> Instant {
-    deadline - deadline.saturating_duration_since(Instant::now()) / 3
 }
 
 /// Jittered, growing pause after a lost race, so that racing writers spread out.
