@@ -536,4 +536,5 @@ impl Sim {
     }
 }
 
+#[cfg(test)] // (the whole module is test code; said again for the layer scanner)
 mod tests;
