@@ -9,7 +9,9 @@
 //! problem and the caller's transaction is then dropped, so a refused document applies nothing.
 
 pub mod document;
+pub mod export;
 pub mod schema;
+pub mod state;
 
 use crate::domain::collect::catalogue;
 use crate::domain::{
@@ -63,6 +65,18 @@ struct SeedYear {
     #[serde(flatten)]
     year: calendars::NewYear,
 }
+
+/// The fields of a [`SeedYear`] (its flattened year lists none to serde).
+const YEAR_FIELDS: &[&str] = &[
+    "ledger_id",
+    "generate_periods",
+    "id",
+    "name",
+    "description",
+    "start_date",
+    "end_date",
+    "accounting-periods",
+];
 
 /// A compact description of many agreement services, expanded by [`GeneratedServices::expand`]
 /// into [`agreements::NewService`] values (created through the same domain function). Record
@@ -177,13 +191,53 @@ impl GeneratedServices {
     }
 }
 
-/// A recorded payment applied to invoices, as the applyPayment command does it.
+/// A payment applied to invoices: either as the applyPayment command does it (`invoice_ids`,
+/// amounts computed), or one application as stored (`invoice_id` and `amount`, an export's
+/// form; balances are then the payment's and invoices' state fields).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SeedPaymentApplication {
+    #[serde(default)]
+    id: Option<i64>,
     payment_id: i64,
+    #[serde(default)]
     invoice_ids: Vec<i64>,
+    #[serde(default)]
+    invoice_id: Option<i64>,
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    amount: Option<rust_decimal::Decimal>,
     applied_on: String,
+}
+
+impl SeedPaymentApplication {
+    fn load(&self, tx: &Transaction<'_>, tz: Tz) -> Result<()> {
+        let applied_on = crate::domain::parse_time("applied_on", &self.applied_on, tz)?;
+        match (self.invoice_id, self.amount) {
+            (None, None) => {
+                let target = payments::PaymentTarget::Invoices(self.invoice_ids.clone());
+                payments::apply_payment(tx, self.payment_id, &target, &applied_on).map(|_| ())
+            }
+            (Some(invoice), Some(amount)) if self.invoice_ids.is_empty() => {
+                crate::domain::require(tx, "payments", "payment", self.payment_id)?;
+                crate::domain::require(tx, "invoices", "invoice", invoice)?;
+                crate::domain::insert(
+                    tx,
+                    "payment_applications",
+                    &[
+                        ("id", &self.id),
+                        ("payment_id", &self.payment_id),
+                        ("invoice_id", &invoice),
+                        ("amount", &crate::money::canonical(amount)),
+                        ("applied_on", &applied_on),
+                    ],
+                )
+                .map(|_| ())
+            }
+            _ => Err(Error::bad_request(
+                "invoice_id: an application as stored takes invoice_id and amount, and no invoice_ids",
+            )),
+        }
+    }
 }
 
 /// Declares the document's members once: `SeedData` (what the loader reads) and
@@ -197,10 +251,25 @@ macro_rules! members {
             $($name: $ty,)*
         }
 
+        /// The create input fields of member `name`'s records (None: not a list of records).
+        fn input_fields(name: &str) -> Option<Vec<&'static str>> {
+            match name {
+                // Its input reads a flattened map, which lists no fields.
+                "calendar_years" => Some(YEAR_FIELDS.to_vec()),
+                $(stringify!($name) => {
+                    let shape = schema::shape::<$ty>();
+                    shape.array.then_some(shape.fields?.to_vec())
+                })*
+                _ => None,
+            }
+        }
+
         /// The JSON Schema of the fixture document, served at
         /// `/sandbox/v1/fixtures.schema.json` (see [`schema`]).
         pub fn json_schema() -> serde_json::Value {
-            schema::document_schema(&[$((stringify!($name), schema::shape::<$ty>()),)*])
+            schema::document_schema(&[$(
+                (stringify!($name), schema::shape::<$ty>(), input_fields(stringify!($name))),
+            )*])
         }
     };
 }
@@ -243,11 +312,13 @@ pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
         Seed::Document(doc) => *doc,
     };
     document::prepare(&mut doc, crate::time::now_for(tx)?, tz)?;
+    let pending = state::split(&mut doc, input_fields)?;
     let data: SeedData = serde_path_to_error::deserialize(doc).map_err(|e| {
         let path = e.path().to_string();
         Error::bad_request(format!("{path}: {}", e.into_inner()))
     })?;
-    load(tx, &data, tz)
+    load(tx, &data, tz)?;
+    state::write(tx, &pending, tz)
 }
 
 /// Runs `f` on each record of `kind`, naming the record's path in a refusal.
@@ -313,9 +384,7 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
         payments::create_payment(tx, x, tz)
     })?;
     each("payment_applications", &d.payment_applications, |a| {
-        let applied_on = crate::domain::parse_time("applied_on", &a.applied_on, tz)?;
-        let target = payments::PaymentTarget::Invoices(a.invoice_ids.clone());
-        payments::apply_payment(tx, a.payment_id, &target, &applied_on)
+        a.load(tx, tz)
     })?;
     each("adjustments", &d.adjustments, |x| {
         adjustments::create_adjustment(tx, x, tz)

@@ -97,7 +97,7 @@ async fn a_demo_created_years_ahead_is_coherent_on_its_own_clock() {
 }
 
 /// The first JSON block of docs/fixtures.md: the documented example.
-fn docs_example() -> Value {
+pub(crate) fn docs_example() -> Value {
     let md = include_str!("../../docs/fixtures.md");
     let start = md.find("```json\n").expect("a json block") + "```json\n".len();
     let end = start + md[start..].find("```").expect("its end");

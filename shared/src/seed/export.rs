@@ -1,0 +1,487 @@
+//! A tenant's data read back as a fixture document (`GET /sandbox/v1/tenants/{id}/fixtures`):
+//! every kind the loader reads, ids included, dates absolute (as stored: RFC 3339 instants,
+//! calendar dates), records in id order, so the same data always gives the same document.
+//! Each record carries its create input's fields plus its kind's state fields
+//! ([`super::state`]), which the loader writes back after the records exist; loading an export
+//! into an empty tenant and exporting again gives the same document.
+//!
+//! Invariants: read inside the caller's read transaction (one consistent snapshot); a kind holding more than
+//! [`MAX_RECORDS_PER_KIND`] records is not read at all (the answer names it), so an export is
+//! bounded like the documents the loader takes. What no document holds (usage events,
+//! notes, runs, journals, period history) is listed in docs/fixtures.md.
+
+use super::document::MAX_RECORDS_PER_KIND;
+use super::state;
+use crate::{Error, Result};
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+/// Members whose stored 0/1 is a JSON boolean in a document.
+const BOOLS: &[&str] = &[
+    "automatic_recurring_payment",
+    "tax_exempt",
+    "prorate_on_cancel",
+    "preserve_service_price",
+    "enabled",
+    "supports_approval",
+    "auto_approve",
+    "use_payment_term",
+    "internal_render",
+    "invoiced",
+    "manual_invoice_application",
+    "create_zero_amount_entries",
+    "open",
+    "next_service_pay_on_purchase",
+    "renewed",
+    "next_preserve_service_price",
+    "omit_minimum_amount",
+];
+
+/// Members whose stored decimal text is a JSON number in a document.
+pub const AMOUNTS: &[&str] = &[
+    "amount",
+    "balance",
+    "pending_charges_total",
+    "min_amount",
+    "max_amount",
+    "termination_flat_charge",
+    "termination_percentage_charge",
+    "max_termination_charge",
+    "minimum_amount",
+    "value",
+    "accumulated_charges_amount",
+    "amount_to_pay",
+    "billed_pending_charges",
+    "unapplied_amount",
+    "received_amount",
+    "refunded_amount",
+    "canceled_amount",
+];
+
+/// Whether member `name` is a boolean in a document.
+pub fn is_bool(name: &str) -> bool {
+    BOOLS.contains(&name)
+}
+
+/// An export refused for its size: the kind and how many records it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TooMany {
+    /// The document member (`services`, ...).
+    pub kind: &'static str,
+    /// Its records in the tenant.
+    pub count: i64,
+}
+
+/// The tables counted against [`MAX_RECORDS_PER_KIND`], by member.
+const COUNTED: &[(&str, &str)] = &[
+    ("billing_account_categories", "billing_account_categories"),
+    ("bill_cycles", "bill_cycles"),
+    ("billing_accounts", "billing_accounts"),
+    ("products", "products"),
+    ("product_prices", "product_prices"),
+    ("charge_categories", "charge_categories"),
+    ("reasons", "reasons"),
+    ("lookup_tables", "lookup_tables"),
+    ("usage_rules", "usage_rules"),
+    ("agreements", "agreements"),
+    ("services", "agreement_services"),
+    ("actions", "actions"),
+    ("bill_batches", "bill_batches"),
+    ("bill_batch_runs", "bill_batch_runs"),
+    ("invoices", "invoices"),
+    ("payments", "payments"),
+    ("payment_applications", "payment_applications"),
+    ("adjustments", "account_adjustments"),
+    ("charts_of_accounts", "chart_of_accounts"),
+    ("rule_sets", "rule_sets"),
+    ("run_modes", "gl_run_modes"),
+    ("ledgers", "ledgers"),
+    ("calendar_years", "calendar_nodes WHERE type = 'YEAR'"),
+    ("collectors", "collectors"),
+];
+
+/// The JSON value of stored column `name`: booleans and amounts by name ([`BOOLS`],
+/// [`AMOUNTS`]), a usage rule's `rate` as the JSON it is stored as; None for NULL.
+fn json_of(name: &str, v: ValueRef<'_>) -> Result<Option<Value>> {
+    Ok(Some(match v {
+        ValueRef::Null => return Ok(None),
+        ValueRef::Integer(i) if is_bool(name) => Value::Bool(i != 0),
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => Value::from(f),
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            let text = String::from_utf8_lossy(t).into_owned();
+            if AMOUNTS.contains(&name) || name == "rate" {
+                serde_json::from_str(&text).map_err(|e| {
+                    Error::Internal(format!("stored {name} {text:?} is not JSON: {e}"))
+                })?
+            } else {
+                Value::String(text)
+            }
+        }
+    }))
+}
+
+/// The rows of `sql` as records named by their columns (NULLs left out).
+fn rows(
+    c: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Map<String, Value>>> {
+    let mut stmt = c.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
+    let mut out = Vec::new();
+    let mut q = stmt.query(params)?;
+    while let Some(row) = q.next()? {
+        let mut rec = Map::new();
+        for (i, name) in names.iter().enumerate() {
+            if let Some(v) = json_of(name, row.get_ref(i)?)? {
+                rec.insert(name.clone(), v);
+            }
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+/// One column of `sql`'s rows, as JSON values.
+fn column(c: &Connection, sql: &str, id: i64) -> Result<Vec<Value>> {
+    Ok(rows(c, sql, [id])?
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().map(|(_, v)| v))
+        .collect())
+}
+
+/// `SELECT <input columns>, <kind's state columns> FROM <from> ORDER BY <alias>.id`.
+fn select(member: &str, input: &str, from: &str, alias: &str) -> String {
+    let prefix = if alias.is_empty() {
+        String::new()
+    } else {
+        format!("{alias}.")
+    };
+    let mut cols = input.to_string();
+    for (name, _) in state::fields(member) {
+        cols.push_str(&format!(", {prefix}{name}"));
+    }
+    format!("SELECT {cols} FROM {from} ORDER BY {prefix}id")
+}
+
+/// The id of an exported record.
+fn id_of(rec: &Map<String, Value>) -> i64 {
+    rec.get("id").and_then(Value::as_i64).unwrap_or_default()
+}
+
+/// The tenant's data as a fixture document, or the first kind over the bound.
+pub fn export(c: &Connection) -> Result<std::result::Result<Value, TooMany>> {
+    // The store's read runs `c` in one read transaction: one snapshot for every kind.
+    for (kind, table) in COUNTED {
+        let count: i64 = c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+        if count > MAX_RECORDS_PER_KIND as i64 {
+            return Ok(Err(TooMany { kind, count }));
+        }
+    }
+    let mut doc = Map::new();
+    let mut put = |member: &str, records: Vec<Map<String, Value>>| {
+        if !records.is_empty() {
+            let items = records.into_iter().map(Value::Object).collect();
+            doc.insert(member.to_string(), Value::Array(items));
+        }
+    };
+    let simple =
+        |member: &str, cols: &str, table: &str| rows(c, &select(member, cols, table, ""), []);
+
+    put(
+        "billing_account_categories",
+        simple(
+            "billing_account_categories",
+            "id, name, type, description, status, conversion_currency",
+            "billing_account_categories",
+        )?,
+    );
+    put(
+        "bill_cycles",
+        simple("bill_cycles", "id, name, day_of_month", "bill_cycles")?,
+    );
+    put(
+        "billing_accounts",
+        simple(
+            "billing_accounts",
+            "id, account_num, external_account_num, name, billing_account_category_id, \
+             bill_cycle_id, bill_type, automatic_recurring_payment, status, currency_code, \
+             tax_exempt, start_date",
+            "billing_accounts",
+        )?,
+    );
+    put(
+        "products",
+        simple(
+            "products",
+            "id, name, sku, external_product_number",
+            "products",
+        )?,
+    );
+    put(
+        "product_prices",
+        simple(
+            "product_prices",
+            "id, product_id, product_price_type, price_type, amount",
+            "product_prices",
+        )?,
+    );
+    put(
+        "charge_categories",
+        simple(
+            "charge_categories",
+            "id, name, charge_category_type, description, priority, status",
+            "charge_categories",
+        )?,
+    );
+    put("reasons", simple("reasons", "id, name", "reasons")?);
+    let mut tables = simple("lookup_tables", "id, name", "lookup_tables")?;
+    for t in &mut tables {
+        let rows = rows(
+            c,
+            "SELECT key, value, valid_from, valid_to FROM lookup_table_rows
+             WHERE lookup_table_id = ?1 ORDER BY id",
+            [id_of(t)],
+        )?;
+        t.insert("rows".into(), rows.into_iter().map(Value::Object).collect());
+    }
+    put("lookup_tables", tables);
+    put(
+        "usage_rules",
+        simple(
+            "usage_rules",
+            "id, product_id, position, name, charge_category_id, uom, min_amount, max_amount, \
+             valid_from, valid_to, attribute_match, rate_kind, rate",
+            "usage_rules",
+        )?,
+    );
+    let mut agreements = simple(
+        "agreements",
+        "id, name, agreement_period, agreement_period_type, status, termination_flat_charge, \
+         termination_percentage_charge, max_termination_charge, prorate_on_cancel, \
+         adjustment_category_id, end_action, termination_fee_currency_code, \
+         max_termination_fee_currency_code, valid_from, valid_to, next_agreement_id, \
+         minimum_amount, minimum_amount_currency_type, true_up_adjustment_reason_id, \
+         preserve_service_price",
+        "agreements",
+    )?;
+    for a in &mut agreements {
+        let ids = column(
+            c,
+            "SELECT product_id FROM agreement_products WHERE agreement_id = ?1 ORDER BY rowid",
+            id_of(a),
+        )?;
+        a.insert("product_ids".into(), Value::Array(ids));
+    }
+    put("agreements", agreements);
+    put("services", services(c)?);
+    let mut actions = simple(
+        "actions",
+        "id, name, enabled, friendly_name, supports_approval, action_type, product_id, \
+         agreement_id, bill_cycle_id",
+        "actions",
+    )?;
+    for a in &mut actions {
+        let ops = rows(
+            c,
+            "SELECT operation_type, name, enabled FROM action_operations
+             WHERE action_id = ?1 ORDER BY id",
+            [id_of(a)],
+        )?;
+        a.insert(
+            "operations".into(),
+            ops.into_iter().map(Value::Object).collect(),
+        );
+    }
+    put("actions", actions);
+    let mut batches = simple(
+        "bill_batches",
+        "id, bill_batch_type, name, description, end_date, auto_approve, use_payment_term, \
+         internal_render, currency_code, status, billing_account_category_id, invoice_date, \
+         invoice_due_date",
+        "bill_batches",
+    )?;
+    for b in &mut batches {
+        let ids = column(
+            c,
+            "SELECT billing_account_id FROM bill_batch_accounts WHERE bill_batch_id = ?1
+             ORDER BY rowid",
+            id_of(b),
+        )?;
+        b.insert("billing_account_ids".into(), Value::Array(ids));
+    }
+    put("bill_batches", batches);
+    put(
+        "bill_batch_runs",
+        simple(
+            "bill_batch_runs",
+            "id, bill_batch_id, bill_run_type, sequence, step, step_status, status, open_date, \
+             close_date, scheduled_run_date, invoice_date, invoice_due_date",
+            "bill_batch_runs",
+        )?,
+    );
+    put(
+        "invoices",
+        simple(
+            "invoices",
+            "id, invoice_num, billing_account_id, bill_batch_run_id, invoice_type, amount, \
+             description, occurred_on, due_date, status",
+            "invoices",
+        )?,
+    );
+    put(
+        "payments",
+        simple(
+            "payments",
+            "id, billing_account_id, amount, description, reference, occurred_on, payment_method",
+            "payments",
+        )?,
+    );
+    put(
+        "payment_applications",
+        simple(
+            "payment_applications",
+            "id, payment_id, invoice_id, amount, applied_on",
+            "payment_applications",
+        )?,
+    );
+    let mut adjustments = simple(
+        "adjustments",
+        "id, billing_account_id, occurred_on, amount, description, invoiced, status, \
+         adjustment_type, reason_id, secondary_reason_id, posted_by, manual_invoice_application",
+        "account_adjustments",
+    )?;
+    for a in &mut adjustments {
+        let items = rows(
+            c,
+            "SELECT adjustment_item_type, amount, description, reason, secondary_reason,
+                    charge_category_id
+             FROM account_adjustment_items WHERE adjustment_id = ?1 ORDER BY id",
+            [id_of(a)],
+        )?;
+        a.insert(
+            "items".into(),
+            items.into_iter().map(Value::Object).collect(),
+        );
+        let apps = rows(
+            c,
+            "SELECT id, adjustment_application_type, invoice_id, amount, applied_on
+             FROM adjustment_applications WHERE adjustment_id = ?1 ORDER BY id",
+            [id_of(a)],
+        )?;
+        a.insert(
+            "applications".into(),
+            apps.into_iter().map(Value::Object).collect(),
+        );
+    }
+    put("adjustments", adjustments);
+    put(
+        "charts_of_accounts",
+        simple("charts_of_accounts", "id, name", "chart_of_accounts")?,
+    );
+    put("rule_sets", simple("rule_sets", "id, name", "rule_sets")?);
+    put(
+        "run_modes",
+        simple("run_modes", "id, name, run_type", "gl_run_modes")?,
+    );
+    let mut ledgers = simple(
+        "ledgers",
+        "id, name, description, status, convert_currency, conversion_currency, \
+         chart_of_account_id, rule_set_id, run_mode_actuals_id, conversion_rate_set_id, \
+         currency_exchange_version, expected_customer_lifetime, create_zero_amount_entries, \
+         timezone_name",
+        "ledgers",
+    )?;
+    for l in &mut ledgers {
+        let ids = column(
+            c,
+            "SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?1
+             ORDER BY rowid",
+            id_of(l),
+        )?;
+        l.insert("billing_account_category_ids".into(), Value::Array(ids));
+    }
+    put("ledgers", ledgers);
+    let mut years = rows(
+        c,
+        "SELECT id, ledger_id, name, description, start_date, end_date FROM calendar_nodes
+         WHERE type = 'YEAR' ORDER BY id",
+        [],
+    )?;
+    for y in &mut years {
+        let periods = rows(
+            c,
+            "SELECT name, description, quarter, start_date, end_date, open FROM calendar_nodes
+             WHERE type = 'PERIOD' AND parent_id = ?1 ORDER BY id",
+            [id_of(y)],
+        )?;
+        y.insert(
+            "accounting-periods".into(),
+            periods.into_iter().map(Value::Object).collect(),
+        );
+    }
+    put("calendar_years", years);
+    put(
+        "collectors",
+        simple(
+            "collectors",
+            "id, name, friendly_name, description, \"group\", category",
+            "collectors",
+        )?,
+    );
+    Ok(Ok(Value::Object(doc)))
+}
+
+/// Agreement services with their service's account and product, SRIDs (top-level ones with
+/// their children) and true-up charge types.
+fn services(c: &Connection) -> Result<Vec<Map<String, Value>>> {
+    let mut services = rows(
+        c,
+        &select(
+            "services",
+            "a.id, s.billing_account_id, s.product_id, a.agreement_id, a.status, a.start_date, \
+             a.end_date, a.end_action, a.minimum_amount, a.minimum_amount_currency_code, \
+             s.id AS service_id",
+            "agreement_services a JOIN services s ON s.id = a.service_id",
+            "a",
+        ),
+        [],
+    )?;
+    for s in &mut services {
+        let service_id = s
+            .remove("service_id")
+            .and_then(|v| v.as_i64())
+            .unwrap_or_default();
+        let mut resources = rows(
+            c,
+            "SELECT id, identifier, status FROM service_resources
+             WHERE service_id = ?1 AND parent_id IS NULL ORDER BY id",
+            [service_id],
+        )?;
+        for r in &mut resources {
+            let parent = r.remove("id").and_then(|v| v.as_i64()).unwrap_or_default();
+            let children = column(
+                c,
+                "SELECT identifier FROM service_resources WHERE parent_id = ?1 ORDER BY id",
+                parent,
+            )?;
+            if !children.is_empty() {
+                r.insert("children".into(), Value::Array(children));
+            }
+        }
+        s.insert(
+            "resources".into(),
+            resources.into_iter().map(Value::Object).collect(),
+        );
+        let types = column(
+            c,
+            "SELECT true_up_charge_type FROM true_up_charge_type_relations
+             WHERE agreement_service_id = ?1 ORDER BY id",
+            id_of(s),
+        )?;
+        s.insert("true_up_charge_types".into(), Value::Array(types));
+    }
+    Ok(services)
+}
