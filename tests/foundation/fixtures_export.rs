@@ -96,10 +96,41 @@ async fn a_demo_export_round_trips_and_every_surface_reads_the_same() {
         .create_tenant_with(json!({"name": "demo", "seed": "demo", "time_zone": zone,
             "clock": {"frozen_at": DEMO_REFERENCE}}))
         .await;
-    // State the create inputs do not take: a payment applied to an invoice (balances), a
-    // period closed, a bill run's step, an agreement service's renewal flags (the demo's
-    // generated services carry them).
+    // State the create inputs do not take: the demo's own (a payment applied to an invoice,
+    // bill runs' steps, agreement services' renewal flags), a period closed on Surface C, and
+    // what a month of the billing lifecycle writes (invoices, billed-through dates, next
+    // invoice dates, statuses) when the clock advances.
+    let ledger: Value = s
+        .client
+        .get(s.url("/revenue/3/ledgers/1"))
+        .header("X-Api-Key", &demo.api_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let year = &ledger["calendar"]["years"][1];
+    let period = &year["accounting-periods"][8];
+    let close = format!(
+        "/revenue/3/ledgers/1/calendar/years/{}/accounting-periods/{}/close",
+        year["id"], period["id"]
+    );
+    let r = s
+        .client
+        .put(s.url(&close))
+        .header("X-Api-Key", &demo.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{close}");
+    s.advance_clock(&demo, 35 * 86_400).await;
+    let advanced = "2026-12-11T12:00:00Z";
     let first = export(&s, &demo).await;
+    let closed = first["calendar_years"][1]["accounting-periods"][8].clone();
+    assert_eq!(closed["open"], false, "{closed}");
+    let invoices = first["invoices"].as_array().unwrap().len();
+    assert!(invoices > 5, "the advance billed: {invoices} invoices");
     for kind in [
         "billing_accounts",
         "services",
@@ -137,7 +168,10 @@ async fn a_demo_export_round_trips_and_every_surface_reads_the_same() {
     assert!(first.get("generated_services").is_none());
     assert_eq!(first["services"].as_array().unwrap().len(), 7 + 113);
 
-    let copy = create_from(&s, "copy", zone, &first).await;
+    let copy = s
+        .create_tenant_with(json!({"name": "copy", "time_zone": zone,
+            "clock": {"frozen_at": advanced}, "fixtures": first}))
+        .await;
     let second = export(&s, &copy).await;
     assert_eq!(first_difference("", &first, &second), None);
     assert_eq!(first, second);
@@ -184,7 +218,7 @@ async fn a_demo_export_round_trips_and_every_surface_reads_the_same() {
 
     // The copy rates the README tour's usage as the demo does (its SRIDs, rules and
     // services came through the document).
-    let day = "2026-11-05";
+    let day = "2026-12-10";
     let tour = json!({"mode": "FAIL_ON_EXISTING", "usage_events": [
         {"start_time": day, "service_resource_identifier": "srv-compute-0001", "usage_uom": "MINUTE", "usage_amount": 90},
         {"start_time": day, "service_resource_identifier": "srv-transfer-0001", "usage_uom": "GIGABYTE", "usage_amount": 150},

@@ -152,18 +152,22 @@ fn column(c: &Connection, sql: &str, id: i64) -> Result<Vec<Value>> {
         .collect())
 }
 
-/// `SELECT <input columns>, <kind's state columns> FROM <from> ORDER BY <alias>.id`.
-fn select(member: &str, input: &str, from: &str, alias: &str) -> String {
-    let prefix = if alias.is_empty() {
-        String::new()
-    } else {
-        format!("{alias}.")
+/// `SELECT <input columns>, <kind's state columns> FROM <from> ORDER BY <first>.id`, where
+/// `aliases` names each table of `from` (`(table, alias)`; none: one table, no alias).
+fn select(member: &str, input: &str, from: &str, aliases: &[(&str, &str)]) -> String {
+    let prefix = |table: &str| {
+        aliases
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map(|(_, a)| format!("{a}."))
+            .unwrap_or_default()
     };
     let mut cols = input.to_string();
-    for (name, _) in state::fields(member) {
-        cols.push_str(&format!(", {prefix}{name}"));
+    for (name, _, table) in state::fields(member) {
+        cols.push_str(&format!(", {}{name}", prefix(table)));
     }
-    format!("SELECT {cols} FROM {from} ORDER BY {prefix}id")
+    let first = aliases.first().map(|(t, _)| prefix(t)).unwrap_or_default();
+    format!("SELECT {cols} FROM {from} ORDER BY {first}id")
 }
 
 /// The id of an exported record.
@@ -188,7 +192,7 @@ pub fn export(c: &Connection) -> Result<std::result::Result<Value, TooMany>> {
         }
     };
     let simple =
-        |member: &str, cols: &str, table: &str| rows(c, &select(member, cols, table, ""), []);
+        |member: &str, cols: &str, table: &str| rows(c, &select(member, cols, table, &[]), []);
 
     put(
         "billing_account_categories",
@@ -445,7 +449,7 @@ fn services(c: &Connection) -> Result<Vec<Map<String, Value>>> {
              a.end_date, a.end_action, a.minimum_amount, a.minimum_amount_currency_code, \
              s.id AS service_id",
             "agreement_services a JOIN services s ON s.id = a.service_id",
-            "a",
+            &[("agreement_services", "a"), ("services", "s")],
         ),
         [],
     )?;

@@ -118,7 +118,7 @@ pub fn shape<T: for<'de> serde::Deserialize<'de>>() -> Shape {
 pub fn member_schema(shape: &Shape, input: Option<Vec<&'static str>>, name: &str) -> Value {
     let mut record = json!({"type": "object"});
     if let Some(fields) = input.or(shape.fields.map(<[_]>::to_vec)) {
-        let state = super::state::fields(name).iter().map(|(f, _)| *f);
+        let state = super::state::fields(name).into_iter().map(|(f, _, _)| f);
         let props: Map<String, Value> = fields
             .into_iter()
             .chain(state)

@@ -36,7 +36,8 @@ pub enum Ty {
 /// A kind's state fields: name and type.
 type Fields = &'static [(&'static str, Ty)];
 
-/// Each kind's state fields and the table they live in.
+/// Each kind's state fields and the table they live in (a kind may have several entries,
+/// one per table); a record is found by `id = ?`, or as the entry's `WHERE` says.
 const STATE: &[(&str, &str, Fields)] = &[
     (
         "billing_accounts",
@@ -46,6 +47,7 @@ const STATE: &[(&str, &str, Fields)] = &[
             ("pending_charges_total", Ty::Amount),
             ("end_date", Ty::Date),
             ("next_invoice_date", Ty::Date),
+            ("billed_through", Ty::Date),
         ],
     ),
     (
@@ -69,6 +71,13 @@ const STATE: &[(&str, &str, Fields)] = &[
             ("agreement_period", Ty::Int),
             ("omit_minimum_amount", Ty::Bool),
         ],
+    ),
+    // The service row behind the agreement service (same id: both are written together).
+    ("services", "services", &[("one_time_billed_at", Ty::Date)]),
+    (
+        "bill_batches",
+        "bill_batches",
+        &[("bill_cycle_id", Ty::Int)],
     ),
     (
         "bill_batch_runs",
@@ -110,30 +119,22 @@ const STATE: &[(&str, &str, Fields)] = &[
     ),
 ];
 
-/// The state fields of `member` (none for most kinds).
-pub fn fields(member: &str) -> &'static [(&'static str, Ty)] {
+/// The state fields of `member` (none for most kinds), each with its table.
+pub fn fields(member: &str) -> Vec<(&'static str, Ty, &'static str)> {
     STATE
         .iter()
-        .find(|(m, _, _)| *m == member)
-        .map(|(_, _, f)| *f)
-        .unwrap_or(&[])
-}
-
-fn table(member: &str) -> &'static str {
-    STATE
-        .iter()
-        .find(|(m, _, _)| *m == member)
-        .map(|(_, t, _)| *t)
-        .unwrap_or_default()
+        .filter(|(m, _, _)| *m == member)
+        .flat_map(|(_, table, f)| f.iter().map(|(name, ty)| (*name, *ty, *table)))
+        .collect()
 }
 
 /// State fields taken out of one record of the document, to write once it exists.
 #[derive(Debug, Clone)]
 pub struct Pending {
     path: String,
-    member: &'static str,
     id: i64,
-    fields: Vec<(&'static str, Ty, Value)>,
+    /// (field, type, table, value)
+    fields: Vec<(&'static str, Ty, &'static str, Value)>,
 }
 
 /// Takes the state fields out of every record of `doc` (so the create inputs read what is
@@ -152,7 +153,7 @@ pub fn split(
         let (Some(known), Value::Array(items)) = (input(member), value) else {
             continue;
         };
-        let state = STATE.iter().find(|(m, _, _)| m == member);
+        let state = fields(member);
         for (i, item) in items.iter_mut().enumerate() {
             let Value::Object(rec) = item else {
                 continue; // the create input's own refusal names it
@@ -164,15 +165,13 @@ pub fn split(
                 if known.contains(&key.as_str()) {
                     continue;
                 }
-                let Some((name, ty)) = state
-                    .and_then(|(_, _, f)| f.iter().find(|(n, _)| *n == key))
-                    .copied()
+                let Some((name, ty, table)) = state.iter().find(|(n, _, _)| *n == key).copied()
                 else {
                     return Err(Error::bad_request(format!("{path}.{key}: unknown field")));
                 };
-                taken.push((name, ty, rec.remove(&key).unwrap_or_default()));
+                taken.push((name, ty, table, rec.remove(&key).unwrap_or_default()));
             }
-            if let (Some((m, _, _)), false) = (state, taken.is_empty()) {
+            if !taken.is_empty() {
                 let id = rec.get("id").and_then(Value::as_i64).ok_or_else(|| {
                     Error::bad_request(format!(
                         "{path}.{}: a state field needs the record's id",
@@ -181,7 +180,6 @@ pub fn split(
                 })?;
                 pending.push(Pending {
                     path,
-                    member: m,
                     id,
                     fields: taken,
                 });
@@ -216,31 +214,36 @@ fn sql_of(name: &str, ty: Ty, v: &Value, tz: Tz) -> Result<Sql> {
     })
 }
 
-/// Writes the state fields taken by [`split`], now that every record exists.
+/// Writes the state fields taken by [`split`], now that every record exists: one `UPDATE`
+/// per record and table.
 pub fn write(tx: &Transaction<'_>, pending: &[Pending], tz: Tz) -> Result<()> {
     for p in pending {
-        let mut sets = Vec::new();
-        let mut values = Vec::new();
-        for (name, ty, v) in &p.fields {
-            let value = sql_of(name, *ty, v, tz).map_err(super::document::at(p.path.clone()))?;
-            values.push(value);
-            sets.push(format!("\"{name}\" = ?{}", values.len()));
-        }
-        values.push(Sql::Integer(p.id));
-        let sql = format!(
-            "UPDATE \"{}\" SET {} WHERE id = ?{}",
-            table(p.member),
-            sets.join(", "),
-            values.len()
-        );
-        let n = tx
-            .execute(&sql, rusqlite::params_from_iter(values))
-            .map_err(|e| super::document::at(p.path.clone())(e.into()))?;
-        if n == 0 {
-            return Err(Error::bad_request(format!(
-                "{}: no record {}",
-                p.path, p.id
-            )));
+        let mut tables: Vec<&str> = p.fields.iter().map(|f| f.2).collect();
+        tables.dedup();
+        for table in tables {
+            let mut sets = Vec::new();
+            let mut values = Vec::new();
+            for (name, ty, _, v) in p.fields.iter().filter(|f| f.2 == table) {
+                let value =
+                    sql_of(name, *ty, v, tz).map_err(super::document::at(p.path.clone()))?;
+                values.push(value);
+                sets.push(format!("\"{name}\" = ?{}", values.len()));
+            }
+            values.push(Sql::Integer(p.id));
+            let sql = format!(
+                "UPDATE \"{table}\" SET {} WHERE id = ?{}",
+                sets.join(", "),
+                values.len()
+            );
+            let n = tx
+                .execute(&sql, rusqlite::params_from_iter(values))
+                .map_err(|e| super::document::at(p.path.clone())(e.into()))?;
+            if n == 0 {
+                return Err(Error::bad_request(format!(
+                    "{}: no record {}",
+                    p.path, p.id
+                )));
+            }
         }
     }
     Ok(())
