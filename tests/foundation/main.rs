@@ -7,6 +7,7 @@ mod bounds;
 mod clock;
 mod faults;
 mod fixtures;
+mod fixtures_apply;
 mod fixtures_export;
 mod hostile;
 mod idempotency;

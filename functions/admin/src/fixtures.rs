@@ -3,9 +3,9 @@
 //! kind when one holds more records than a document may).
 //! `POST /sandbox/v1/tenants/{id}/fixtures`: applies a fixture document (docs/fixtures.md) to
 //! an existing tenant in one write (one transaction, one log entry in S3 mode), all or
-//! nothing. Records are created: a record whose id already exists is refused (400 naming its
-//! path), nothing is updated or deleted (updates in place are not part of this version). The
-//! document's relative dates resolve against the tenant's clock as the write reads it.
+//! nothing. A record whose id exists is updated in place, the others are created, nothing is
+//! deleted (`shared::seed::update`). The document's relative dates resolve against the
+//! tenant's clock as the write reads it.
 //! `GET /sandbox/v1/fixtures.schema.json` serves the document's JSON Schema.
 
 use crate::AdminAuth;
