@@ -96,12 +96,9 @@ async fn a_demo_created_years_ahead_is_coherent_on_its_own_clock() {
     }
 }
 
-/// The first JSON block of docs/fixtures.md: the documented example.
+/// docs/fixtures.md's example.
 pub(crate) fn docs_example() -> Value {
-    let md = include_str!("../../docs/fixtures.md");
-    let start = md.find("```json\n").expect("a json block") + "```json\n".len();
-    let end = start + md[start..].find("```").expect("its end");
-    serde_json::from_str(&md[start..end]).expect("the example is JSON")
+    e2e::fixtures_docs_example()
 }
 
 fn dec(v: &Value) -> Decimal {
