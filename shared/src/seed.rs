@@ -319,7 +319,7 @@ pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
     let current = if updates.is_empty() {
         serde_json::Value::Null
     } else {
-        export::export(tx)?.map_err(|too_many| {
+        export::export_of(tx, Some(&update::members(&updates)))?.map_err(|too_many| {
             Error::bad_request(format!(
                 "{}: {} records; updating in place reads the tenant as an export, which holds \
                  at most {} of each kind",

@@ -304,3 +304,48 @@ async fn the_export_needs_the_admin_key_and_a_tenant() {
     );
     assert!(message.starts_with("reasons: 10001 records"), "{message}");
 }
+
+/// The names between backticks in a table cell.
+fn names(cell: &str) -> std::collections::BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_member_table_of_the_docs_is_the_schema() {
+    let md = include_str!("../../docs/fixtures.md");
+    let schema = shared::seed::json_schema();
+    let start = md
+        .find("| Member | Fields | State fields |")
+        .expect("the table");
+    let rows: Vec<&str> = md[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let members = schema["properties"].as_object().unwrap();
+    assert_eq!(rows.len(), members.len());
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').collect();
+        let member = cells[1].trim().trim_matches('`');
+        let (fields, state) = (names(cells[2]), names(cells[3]));
+        let wanted: std::collections::BTreeSet<String> = shared::seed::state::fields(member)
+            .into_iter()
+            .map(|(f, _, _)| f.to_string())
+            .collect();
+        assert_eq!(state, wanted, "{member}'s state fields");
+        let member_schema = &members[member];
+        let record = member_schema.get("items").unwrap_or(member_schema);
+        let props: std::collections::BTreeSet<String> = record["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let all: std::collections::BTreeSet<String> = fields.union(&state).cloned().collect();
+        assert_eq!(all, props, "{member}");
+    }
+}

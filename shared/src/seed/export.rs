@@ -16,6 +16,7 @@ use crate::{Error, Result};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// Members whose stored 0/1 is a JSON boolean in a document.
 const BOOLS: &[&str] = &[
@@ -144,12 +145,46 @@ fn rows(
     Ok(out)
 }
 
-/// One column of `sql`'s rows, as JSON values.
-fn column(c: &Connection, sql: &str, id: i64) -> Result<Vec<Value>> {
-    Ok(rows(c, sql, [id])?
-        .into_iter()
-        .filter_map(|r| r.into_iter().next().map(|(_, v)| v))
-        .collect())
+/// The rows of `sql` grouped by their column `key` (a parent's id, left out of the rows), in
+/// row order: one query for all the children of a kind, however many parents it has.
+fn grouped(c: &Connection, sql: &str, key: &str) -> Result<HashMap<i64, Vec<Map<String, Value>>>> {
+    let mut out: HashMap<i64, Vec<Map<String, Value>>> = HashMap::new();
+    for mut row in rows(c, sql, [])? {
+        let parent = row.remove(key).and_then(|v| v.as_i64()).unwrap_or_default();
+        out.entry(parent).or_default().push(row);
+    }
+    Ok(out)
+}
+
+/// Sets member `name` of each record to its group of `sql`'s rows by their first column
+/// (see [`grouped`]): the rows as objects, or, when `values`, each row's one value (a list of
+/// ids).
+fn attach(
+    c: &Connection,
+    records: &mut [Map<String, Value>],
+    name: &str,
+    sql: &str,
+    values: bool,
+) -> Result<()> {
+    let key = sql
+        .trim_start()
+        .strip_prefix("SELECT ")
+        .and_then(|rest| rest.split(',').next())
+        .map(str::trim)
+        .unwrap_or_default();
+    let mut groups = grouped(c, sql, key)?;
+    for r in records {
+        let group = groups.remove(&id_of(r)).unwrap_or_default();
+        let items = group
+            .into_iter()
+            .filter_map(|row| match values {
+                true => row.into_iter().next().map(|(_, v)| v),
+                false => Some(Value::Object(row)),
+            })
+            .collect();
+        r.insert(name.to_string(), Value::Array(items));
+    }
+    Ok(())
 }
 
 /// `SELECT <input columns>, <kind's state columns> FROM <from> ORDER BY <first>.id`, where
@@ -177,266 +212,240 @@ fn id_of(rec: &Map<String, Value>) -> i64 {
 
 /// The tenant's data as a fixture document, or the first kind over the bound.
 pub fn export(c: &Connection) -> Result<std::result::Result<Value, TooMany>> {
+    export_of(c, None)
+}
+
+/// [`export`] of the members in `only` (every member: None), as updates in place read them.
+pub fn export_of(
+    c: &Connection,
+    only: Option<&[&str]>,
+) -> Result<std::result::Result<Value, TooMany>> {
+    let want = |member: &str| only.is_none_or(|o| o.contains(&member));
     // The store's read runs `c` in one read transaction: one snapshot for every kind.
-    for (kind, table) in COUNTED {
+    for (kind, table) in COUNTED.iter().filter(|(k, _)| want(k)) {
         let count: i64 = c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
         if count > MAX_RECORDS_PER_KIND as i64 {
             return Ok(Err(TooMany { kind, count }));
         }
     }
     let mut doc = Map::new();
-    let mut put = |member: &str, records: Vec<Map<String, Value>>| {
-        if !records.is_empty() {
-            let items = records.into_iter().map(Value::Object).collect();
-            doc.insert(member.to_string(), Value::Array(items));
+    for (member, cols, table) in SIMPLE {
+        if want(member) {
+            put(
+                &mut doc,
+                member,
+                rows(c, &select(member, cols, table, &[]), [])?,
+            );
         }
-    };
-    let simple =
-        |member: &str, cols: &str, table: &str| rows(c, &select(member, cols, table, &[]), []);
-
-    put(
-        "billing_account_categories",
-        simple(
-            "billing_account_categories",
-            "id, name, type, description, status, conversion_currency",
-            "billing_account_categories",
-        )?,
-    );
-    put(
-        "bill_cycles",
-        simple("bill_cycles", "id, name, day_of_month", "bill_cycles")?,
-    );
-    put(
-        "billing_accounts",
-        simple(
-            "billing_accounts",
-            "id, account_num, external_account_num, name, billing_account_category_id, \
-             bill_cycle_id, bill_type, automatic_recurring_payment, status, currency_code, \
-             tax_exempt, start_date",
-            "billing_accounts",
-        )?,
-    );
-    put(
-        "products",
-        simple(
-            "products",
-            "id, name, sku, external_product_number",
-            "products",
-        )?,
-    );
-    put(
-        "product_prices",
-        simple(
-            "product_prices",
-            "id, product_id, product_price_type, price_type, amount",
-            "product_prices",
-        )?,
-    );
-    put(
-        "charge_categories",
-        simple(
-            "charge_categories",
-            "id, name, charge_category_type, description, priority, status",
-            "charge_categories",
-        )?,
-    );
-    put("reasons", simple("reasons", "id, name", "reasons")?);
-    let mut tables = simple("lookup_tables", "id, name", "lookup_tables")?;
-    for t in &mut tables {
-        let rows = rows(
-            c,
-            "SELECT key, value, valid_from, valid_to FROM lookup_table_rows
-             WHERE lookup_table_id = ?1 ORDER BY id",
-            [id_of(t)],
-        )?;
-        t.insert("rows".into(), rows.into_iter().map(Value::Object).collect());
     }
-    put("lookup_tables", tables);
-    put(
-        "usage_rules",
-        simple(
-            "usage_rules",
-            "id, product_id, position, name, charge_category_id, uom, min_amount, max_amount, \
-             valid_from, valid_to, attribute_match, rate_kind, rate",
-            "usage_rules",
-        )?,
-    );
-    let mut agreements = simple(
-        "agreements",
-        "id, name, agreement_period, agreement_period_type, status, termination_flat_charge, \
-         termination_percentage_charge, max_termination_charge, prorate_on_cancel, \
-         adjustment_category_id, end_action, termination_fee_currency_code, \
-         max_termination_fee_currency_code, valid_from, valid_to, next_agreement_id, \
-         minimum_amount, minimum_amount_currency_type, true_up_adjustment_reason_id, \
-         preserve_service_price",
-        "agreements",
-    )?;
-    for a in &mut agreements {
-        let ids = column(
+    if want("lookup_tables") {
+        let mut tables = rows(c, "SELECT id, name FROM lookup_tables ORDER BY id", [])?;
+        attach(
             c,
-            "SELECT product_id FROM agreement_products WHERE agreement_id = ?1 ORDER BY rowid",
-            id_of(a),
+            &mut tables,
+            "rows",
+            "SELECT lookup_table_id, key, value, valid_from, valid_to FROM lookup_table_rows
+             ORDER BY id",
+            false,
         )?;
-        a.insert("product_ids".into(), Value::Array(ids));
+        put(&mut doc, "lookup_tables", tables);
     }
-    put("agreements", agreements);
-    put("services", services(c)?);
-    let mut actions = simple(
-        "actions",
-        "id, name, enabled, friendly_name, supports_approval, action_type, product_id, \
-         agreement_id, bill_cycle_id",
-        "actions",
-    )?;
-    for a in &mut actions {
-        let ops = rows(
+    if want("agreements") {
+        let mut agreements = rows(c, &select("agreements", AGREEMENT, "agreements", &[]), [])?;
+        attach(
             c,
-            "SELECT operation_type, name, enabled FROM action_operations
-             WHERE action_id = ?1 ORDER BY id",
-            [id_of(a)],
+            &mut agreements,
+            "product_ids",
+            "SELECT agreement_id, product_id FROM agreement_products ORDER BY rowid",
+            true,
         )?;
-        a.insert(
-            "operations".into(),
-            ops.into_iter().map(Value::Object).collect(),
-        );
+        put(&mut doc, "agreements", agreements);
     }
-    put("actions", actions);
-    let mut batches = simple(
-        "bill_batches",
-        "id, bill_batch_type, name, description, end_date, auto_approve, use_payment_term, \
-         internal_render, currency_code, status, billing_account_category_id, invoice_date, \
-         invoice_due_date",
-        "bill_batches",
-    )?;
-    for b in &mut batches {
-        let ids = column(
-            c,
-            "SELECT billing_account_id FROM bill_batch_accounts WHERE bill_batch_id = ?1
-             ORDER BY rowid",
-            id_of(b),
-        )?;
-        b.insert("billing_account_ids".into(), Value::Array(ids));
+    if want("services") {
+        put(&mut doc, "services", services(c)?);
     }
-    put("bill_batches", batches);
-    put(
-        "bill_batch_runs",
-        simple(
-            "bill_batch_runs",
-            "id, bill_batch_id, bill_run_type, sequence, step, step_status, status, open_date, \
-             close_date, scheduled_run_date, invoice_date, invoice_due_date",
-            "bill_batch_runs",
-        )?,
-    );
-    put(
-        "invoices",
-        simple(
-            "invoices",
-            "id, invoice_num, billing_account_id, bill_batch_run_id, invoice_type, amount, \
-             description, occurred_on, due_date, status",
-            "invoices",
-        )?,
-    );
-    put(
-        "payments",
-        simple(
-            "payments",
-            "id, billing_account_id, amount, description, reference, occurred_on, payment_method",
-            "payments",
-        )?,
-    );
-    put(
-        "payment_applications",
-        simple(
-            "payment_applications",
-            "id, payment_id, invoice_id, amount, applied_on",
-            "payment_applications",
-        )?,
-    );
-    let mut adjustments = simple(
-        "adjustments",
-        "id, billing_account_id, occurred_on, amount, description, invoiced, status, \
-         adjustment_type, reason_id, secondary_reason_id, posted_by, manual_invoice_application",
-        "account_adjustments",
-    )?;
-    for a in &mut adjustments {
-        let items = rows(
+    if want("actions") {
+        let mut actions = rows(c, &select("actions", ACTION, "actions", &[]), [])?;
+        attach(
             c,
-            "SELECT adjustment_item_type, amount, description, reason, secondary_reason,
-                    charge_category_id
-             FROM account_adjustment_items WHERE adjustment_id = ?1 ORDER BY id",
-            [id_of(a)],
+            &mut actions,
+            "operations",
+            "SELECT action_id, operation_type, name, enabled FROM action_operations ORDER BY id",
+            false,
         )?;
-        a.insert(
-            "items".into(),
-            items.into_iter().map(Value::Object).collect(),
-        );
-        let apps = rows(
-            c,
-            "SELECT id, adjustment_application_type, invoice_id, amount, applied_on
-             FROM adjustment_applications WHERE adjustment_id = ?1 ORDER BY id",
-            [id_of(a)],
-        )?;
-        a.insert(
-            "applications".into(),
-            apps.into_iter().map(Value::Object).collect(),
-        );
+        put(&mut doc, "actions", actions);
     }
-    put("adjustments", adjustments);
-    put(
-        "charts_of_accounts",
-        simple("charts_of_accounts", "id, name", "chart_of_accounts")?,
-    );
-    put("rule_sets", simple("rule_sets", "id, name", "rule_sets")?);
-    put(
-        "run_modes",
-        simple("run_modes", "id, name, run_type", "gl_run_modes")?,
-    );
-    let mut ledgers = simple(
-        "ledgers",
-        "id, name, description, status, convert_currency, conversion_currency, \
-         chart_of_account_id, rule_set_id, run_mode_actuals_id, conversion_rate_set_id, \
-         currency_exchange_version, expected_customer_lifetime, create_zero_amount_entries, \
-         timezone_name",
-        "ledgers",
-    )?;
-    for l in &mut ledgers {
-        let ids = column(
+    if want("bill_batches") {
+        let mut batches = rows(c, &select("bill_batches", BATCH, "bill_batches", &[]), [])?;
+        attach(
             c,
-            "SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?1
-             ORDER BY rowid",
-            id_of(l),
+            &mut batches,
+            "billing_account_ids",
+            "SELECT bill_batch_id, billing_account_id FROM bill_batch_accounts ORDER BY rowid",
+            true,
         )?;
-        l.insert("billing_account_category_ids".into(), Value::Array(ids));
+        put(&mut doc, "bill_batches", batches);
     }
-    put("ledgers", ledgers);
-    let mut years = rows(
-        c,
-        "SELECT id, ledger_id, name, description, start_date, end_date FROM calendar_nodes
-         WHERE type = 'YEAR' ORDER BY id",
-        [],
-    )?;
-    for y in &mut years {
-        let periods = rows(
+    for (member, cols, table) in LEDGER_SIMPLE {
+        if want(member) {
+            put(
+                &mut doc,
+                member,
+                rows(c, &select(member, cols, table, &[]), [])?,
+            );
+        }
+    }
+    if want("adjustments") {
+        let sql = select("adjustments", ADJUSTMENT, "account_adjustments", &[]);
+        let mut adjustments = rows(c, &sql, [])?;
+        attach(
             c,
-            "SELECT name, description, quarter, start_date, end_date, open FROM calendar_nodes
-             WHERE type = 'PERIOD' AND parent_id = ?1 ORDER BY id",
-            [id_of(y)],
+            &mut adjustments,
+            "items",
+            "SELECT adjustment_id, adjustment_item_type, amount, description, reason,
+                    secondary_reason, charge_category_id
+             FROM account_adjustment_items ORDER BY id",
+            false,
         )?;
-        y.insert(
-            "accounting-periods".into(),
-            periods.into_iter().map(Value::Object).collect(),
-        );
+        attach(
+            c,
+            &mut adjustments,
+            "applications",
+            "SELECT adjustment_id, id, adjustment_application_type, invoice_id, amount, applied_on
+             FROM adjustment_applications ORDER BY id",
+            false,
+        )?;
+        put(&mut doc, "adjustments", adjustments);
     }
-    put("calendar_years", years);
-    put(
-        "collectors",
-        simple(
-            "collectors",
-            "id, name, friendly_name, description, \"group\", category",
-            "collectors",
-        )?,
-    );
+    if want("ledgers") {
+        let mut ledgers = rows(c, &select("ledgers", LEDGER, "ledgers", &[]), [])?;
+        attach(
+            c,
+            &mut ledgers,
+            "billing_account_category_ids",
+            "SELECT ledger_id, billing_account_category_id FROM ledger_categories ORDER BY rowid",
+            true,
+        )?;
+        put(&mut doc, "ledgers", ledgers);
+    }
+    if want("calendar_years") {
+        let mut years = rows(
+            c,
+            "SELECT id, ledger_id, name, description, start_date, end_date FROM calendar_nodes
+             WHERE type = 'YEAR' ORDER BY id",
+            [],
+        )?;
+        attach(
+            c,
+            &mut years,
+            "accounting-periods",
+            "SELECT parent_id, name, description, quarter, start_date, end_date, open
+             FROM calendar_nodes WHERE type = 'PERIOD' ORDER BY id",
+            false,
+        )?;
+        put(&mut doc, "calendar_years", years);
+    }
+    if want("collectors") {
+        let sql = "SELECT id, name, friendly_name, description, \"group\", category FROM collectors
+                   ORDER BY id";
+        put(&mut doc, "collectors", rows(c, sql, [])?);
+    }
     Ok(Ok(Value::Object(doc)))
 }
+
+/// Sets `member` of the document to `records` (a kind without records is left out).
+fn put(doc: &mut Map<String, Value>, member: &str, records: Vec<Map<String, Value>>) {
+    if !records.is_empty() {
+        let items = records.into_iter().map(Value::Object).collect();
+        doc.insert(member.to_string(), Value::Array(items));
+    }
+}
+
+/// Kinds read from one table with no nested lists, written before services: (member,
+/// input columns, table).
+const SIMPLE: &[(&str, &str, &str)] = &[
+    (
+        "billing_account_categories",
+        "id, name, type, description, status, conversion_currency",
+        "billing_account_categories",
+    ),
+    ("bill_cycles", "id, name, day_of_month", "bill_cycles"),
+    (
+        "billing_accounts",
+        "id, account_num, external_account_num, name, billing_account_category_id, \
+         bill_cycle_id, bill_type, automatic_recurring_payment, status, currency_code, \
+         tax_exempt, start_date",
+        "billing_accounts",
+    ),
+    (
+        "products",
+        "id, name, sku, external_product_number",
+        "products",
+    ),
+    (
+        "product_prices",
+        "id, product_id, product_price_type, price_type, amount",
+        "product_prices",
+    ),
+    (
+        "charge_categories",
+        "id, name, charge_category_type, description, priority, status",
+        "charge_categories",
+    ),
+    ("reasons", "id, name", "reasons"),
+    (
+        "usage_rules",
+        "id, product_id, position, name, charge_category_id, uom, min_amount, max_amount, \
+         valid_from, valid_to, attribute_match, rate_kind, rate",
+        "usage_rules",
+    ),
+];
+
+/// Kinds read from one table with no nested lists, after bill batches.
+const LEDGER_SIMPLE: &[(&str, &str, &str)] = &[
+    (
+        "bill_batch_runs",
+        "id, bill_batch_id, bill_run_type, sequence, step, step_status, status, open_date, \
+         close_date, scheduled_run_date, invoice_date, invoice_due_date",
+        "bill_batch_runs",
+    ),
+    (
+        "invoices",
+        "id, invoice_num, billing_account_id, bill_batch_run_id, invoice_type, amount, \
+         description, occurred_on, due_date, status",
+        "invoices",
+    ),
+    (
+        "payments",
+        "id, billing_account_id, amount, description, reference, occurred_on, payment_method",
+        "payments",
+    ),
+    (
+        "payment_applications",
+        "id, payment_id, invoice_id, amount, applied_on",
+        "payment_applications",
+    ),
+    ("charts_of_accounts", "id, name", "chart_of_accounts"),
+    ("rule_sets", "id, name", "rule_sets"),
+    ("run_modes", "id, name, run_type", "gl_run_modes"),
+];
+
+const AGREEMENT: &str = "id, name, agreement_period, agreement_period_type, status, \
+    termination_flat_charge, termination_percentage_charge, max_termination_charge, \
+    prorate_on_cancel, adjustment_category_id, end_action, termination_fee_currency_code, \
+    max_termination_fee_currency_code, valid_from, valid_to, next_agreement_id, minimum_amount, \
+    minimum_amount_currency_type, true_up_adjustment_reason_id, preserve_service_price";
+const ACTION: &str = "id, name, enabled, friendly_name, supports_approval, action_type, \
+    product_id, agreement_id, bill_cycle_id";
+const BATCH: &str = "id, bill_batch_type, name, description, end_date, auto_approve, \
+    use_payment_term, internal_render, currency_code, status, billing_account_category_id, \
+    invoice_date, invoice_due_date";
+const ADJUSTMENT: &str = "id, billing_account_id, occurred_on, amount, description, invoiced, \
+    status, adjustment_type, reason_id, secondary_reason_id, posted_by, manual_invoice_application";
+const LEDGER: &str = "id, name, description, status, convert_currency, conversion_currency, \
+    chart_of_account_id, rule_set_id, run_mode_actuals_id, conversion_rate_set_id, \
+    currency_exchange_version, expected_customer_lifetime, create_zero_amount_entries, \
+    timezone_name";
 
 /// Agreement services with their service's account and product, SRIDs (top-level ones with
 /// their children) and true-up charge types.
@@ -453,39 +462,54 @@ fn services(c: &Connection) -> Result<Vec<Map<String, Value>>> {
         ),
         [],
     )?;
+    // Every SRID in one read: top-level ones by service, children by parent.
+    let mut roots: HashMap<i64, Vec<Map<String, Value>>> = HashMap::new();
+    let mut children: HashMap<i64, Vec<Value>> = HashMap::new();
+    let all = rows(
+        c,
+        "SELECT id, service_id, parent_id, identifier, status FROM service_resources ORDER BY id",
+        [],
+    )?;
+    for mut r in all {
+        let service = r
+            .remove("service_id")
+            .and_then(|v| v.as_i64())
+            .unwrap_or_default();
+        match r.remove("parent_id").and_then(|v| v.as_i64()) {
+            Some(parent) => children
+                .entry(parent)
+                .or_default()
+                .push(r.remove("identifier").unwrap_or_default()),
+            None => roots.entry(service).or_default().push(r),
+        }
+    }
+    let mut types = grouped(
+        c,
+        "SELECT agreement_service_id, true_up_charge_type FROM true_up_charge_type_relations
+         ORDER BY id",
+        "agreement_service_id",
+    )?;
     for s in &mut services {
         let service_id = s
             .remove("service_id")
             .and_then(|v| v.as_i64())
             .unwrap_or_default();
-        let mut resources = rows(
-            c,
-            "SELECT id, identifier, status FROM service_resources
-             WHERE service_id = ?1 AND parent_id IS NULL ORDER BY id",
-            [service_id],
-        )?;
+        let mut resources = roots.remove(&service_id).unwrap_or_default();
         for r in &mut resources {
-            let parent = r.remove("id").and_then(|v| v.as_i64()).unwrap_or_default();
-            let children = column(
-                c,
-                "SELECT identifier FROM service_resources WHERE parent_id = ?1 ORDER BY id",
-                parent,
-            )?;
-            if !children.is_empty() {
-                r.insert("children".into(), Value::Array(children));
+            let id = r.remove("id").and_then(|v| v.as_i64()).unwrap_or_default();
+            if let Some(kids) = children.remove(&id) {
+                r.insert("children".into(), Value::Array(kids));
             }
         }
         s.insert(
             "resources".into(),
             resources.into_iter().map(Value::Object).collect(),
         );
-        let types = column(
-            c,
-            "SELECT true_up_charge_type FROM true_up_charge_type_relations
-             WHERE agreement_service_id = ?1 ORDER BY id",
-            id_of(s),
-        )?;
-        s.insert("true_up_charge_types".into(), Value::Array(types));
+        let list = types.remove(&id_of(s)).unwrap_or_default();
+        let list = list
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().map(|(_, v)| v));
+        s.insert("true_up_charge_types".into(), list.collect());
     }
     Ok(services)
 }

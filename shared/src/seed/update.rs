@@ -79,6 +79,14 @@ pub struct Update {
 /// refusals name the document's paths after updates are taken out.
 pub type Indices = HashMap<String, Vec<usize>>;
 
+/// The kinds `updates` touch (what an update reads of the tenant).
+pub fn members(updates: &[Update]) -> Vec<&str> {
+    let mut out: Vec<&str> = updates.iter().map(|u| u.member.as_str()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 fn table(member: &str) -> Option<(&'static str, Option<&'static str>)> {
     TABLES
         .iter()
@@ -157,7 +165,7 @@ fn row(tx: &Transaction<'_>, table: &str, id: i64) -> Result<HashMap<String, Sql
 }
 
 /// Applies `updates` (after the document's creates): see the module doc. `current` is the
-/// tenant as an export renders it; `create` loads a one-record document of a member (with
+/// tenant as an export renders it (the kinds of [`members`] at least); `create` loads a one-record document of a member (with
 /// the record's original index for paths).
 pub fn apply(
     tx: &Transaction<'_>,
