@@ -248,3 +248,56 @@ pub fn write(tx: &Transaction<'_>, pending: &[Pending], tz: Tz) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(member: &str) -> Option<Vec<&'static str>> {
+        (member == "invoices").then(|| vec!["id", "invoice_num"])
+    }
+
+    #[test]
+    fn state_fields_are_taken_out_and_unknown_fields_refused() {
+        let mut doc = json!({"invoices": [{"id": 7, "invoice_num": "N", "amount_to_pay": 2.5}],
+                             "other": [{"anything": 1}]});
+        let pending = split(&mut doc, input).unwrap();
+        assert_eq!(doc["invoices"][0], json!({"id": 7, "invoice_num": "N"}));
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].id, 7);
+        assert_eq!(pending[0].fields[0].0, "amount_to_pay");
+        assert_eq!(pending[0].fields[0].2, "invoices");
+
+        let mut doc = json!({"invoices": [{}, {"id": 1, "nmae": "x"}]});
+        let e = split(&mut doc, input).unwrap_err().to_string();
+        assert_eq!(e, "invoices[1].nmae: unknown field");
+        let mut doc = json!({"invoices": [{"paid_date": "2026-01-01"}]});
+        let e = split(&mut doc, input).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invoices[0].paid_date: a state field needs the record's id"
+        );
+    }
+
+    #[test]
+    fn state_values_are_typed() {
+        let tz = chrono_tz::UTC;
+        let ok = sql_of("amount_to_pay", Ty::Amount, &json!(2.50), tz).unwrap();
+        assert_eq!(ok, Sql::Text("2.5".into()));
+        let ok = sql_of("paid_date", Ty::Date, &json!("2026-01-02"), tz).unwrap();
+        assert_eq!(ok, Sql::Text("2026-01-02T00:00:00.000Z".into()));
+        assert_eq!(
+            sql_of("renewed", Ty::Bool, &json!(true), tz).unwrap(),
+            Sql::Integer(1)
+        );
+        let e = sql_of("renewed", Ty::Bool, &json!("yes"), tz)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "renewed: expected true or false, got \"yes\"");
+        let e = sql_of("amount_to_pay", Ty::Amount, &json!("1"), tz)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("amount_to_pay: expected a number"), "{e}");
+    }
+}
