@@ -8,8 +8,8 @@
 //!
 //! Invariants: only a field that is a column of the kind's own table changes in place; a
 //! nested list (SRIDs, rows, operations, items, product ids, ...) or a field another table
-//! derives from (a service's start date) that differs is refused with its path; kinds whose
-//! records are not updated in place (`NOT_IN_PLACE`) refuse an existing id. Nothing is
+//! derives from (a service's start date) that differs is refused with its path; a record of
+//! a kind not updated in place (`NOT_IN_PLACE`) may only restate what is stored. Nothing is
 //! deleted. The caller's transaction makes the whole document all or nothing.
 
 use super::document::at;
@@ -107,8 +107,8 @@ fn exists(tx: &Transaction<'_>, member: &str, id: i64) -> Result<bool> {
     Ok(tx.query_row(&sql, [id], |r| r.get(0))?)
 }
 
-/// Takes the records whose id exists out of `doc` (refusing those of [`NOT_IN_PLACE`] kinds)
-/// and answers them with the original index of every record left.
+/// Takes the records whose id exists out of `doc` and answers them with the original index of
+/// every record left.
 pub fn take(tx: &Transaction<'_>, doc: &mut Value) -> Result<(Vec<Update>, Indices)> {
     let mut updates = Vec::new();
     let mut indices = Indices::new();
@@ -125,11 +125,6 @@ pub fn take(tx: &Transaction<'_>, doc: &mut Value) -> Result<(Vec<Update>, Indic
             let id = item.get("id").and_then(Value::as_i64);
             match (id, item) {
                 (Some(id), Value::Object(record)) if exists(tx, member, id)? => {
-                    if let Some((_, why)) = NOT_IN_PLACE.iter().find(|(m, _)| m == member) {
-                        return Err(Error::bad_request(format!(
-                            "{member}[{index}]: {member} {id} exists; {why}"
-                        )));
-                    }
                     updates.push(Update {
                         member: member.clone(),
                         index,
@@ -197,6 +192,14 @@ pub fn apply(
         for (field, value) in &u.record {
             if field == "id" || stored.get(field) == Some(value) {
                 continue;
+            }
+            // A record of these kinds may be restated as it is (an export applied back), not
+            // changed.
+            if let Some((_, why)) = NOT_IN_PLACE.iter().find(|(m, _)| *m == u.member) {
+                return Err(Error::bad_request(format!(
+                    "{path}: {} {} exists; {why}",
+                    u.member, u.id
+                )));
             }
             let fixed = FIXED.contains(&(u.member.as_str(), field.as_str()));
             if fixed || !columns.contains_key(field) {
