@@ -3,10 +3,14 @@
 //! document in the same format (docs/fixtures.md). Every document loads through the same
 //! domain create functions that API writes use, after its relative dates are resolved against
 //! the tenant's clock as it reads inside the loading transaction (`document`), so a tenant
-//! whose clock was set first gets data coherent with that clock.
+//! whose clock was set first gets data coherent with that clock. Applying a document: state
+//! fields are taken out of its records (`state`), records whose id exists are taken out as
+//! updates (`update`), the rest are created in the member table's order, then the updates,
+//! then the state fields are written. `export` reads a tenant back as a document.
 //!
-//! Invariants: unknown members are refused; a refusal names the JSON path of the first
-//! problem and the caller's transaction is then dropped, so a refused document applies nothing.
+//! Invariants: unknown members and unknown record fields are refused; a refusal names the
+//! JSON path of the first problem (its index as the client wrote it) and the caller's
+//! transaction is then dropped, so a refused document applies nothing.
 
 pub mod document;
 pub mod export;
