@@ -958,6 +958,7 @@ A_ERRORS = {
     409: "Conflict (e.g. a tenant or checkpoint name in use)",
     413: "Request body too large",
     415: "Content-Type is not application/json",
+    422: "The tenant is too large to export (a kind over 10,000 records, EXPORT_TOO_LARGE)",
     503: "Storage unavailable",
 }
 
@@ -1169,10 +1170,16 @@ def admin_doc():
         f"{P}/tenants/{{id}}/reset": {"post": a_op(
             "resetTenant", "Reset a tenant's data to a seed", 200, ref("ResetDone"), [tid],
             body=ref("ResetRequest"), errors=(400, 401, 404, 413, 415, 503))},
-        f"{P}/tenants/{{id}}/fixtures": {"post": a_op(
+        f"{P}/tenants/{{id}}/fixtures": {"get": a_op(
+            "exportFixtures",
+            "The tenant's data as a fixture document (docs/fixtures.md): ids included, "
+            "absolute dates, records in id order",
+            200, {"type": "object", "description": "A fixture document"}, [tid],
+            errors=(401, 404, 422, 503)), "post": a_op(
             "applyFixtures",
             "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or "
-            "nothing; records are created, an existing one is refused naming its JSON path",
+            "nothing; records whose id exists are updated in place, the others created, "
+            "nothing deleted; a refusal names the JSON path of its first problem",
             200, obj({"tenant": STR, "records": {"type": "object",
                                                   "additionalProperties": INT64}},
                      required=("tenant", "records")), [tid],

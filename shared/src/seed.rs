@@ -3,13 +3,20 @@
 //! document in the same format (docs/fixtures.md). Every document loads through the same
 //! domain create functions that API writes use, after its relative dates are resolved against
 //! the tenant's clock as it reads inside the loading transaction (`document`), so a tenant
-//! whose clock was set first gets data coherent with that clock.
+//! whose clock was set first gets data coherent with that clock. Applying a document: state
+//! fields are taken out of its records (`state`), records whose id exists are taken out as
+//! updates (`update`), the rest are created in the member table's order, then the updates,
+//! then the state fields are written. `export` reads a tenant back as a document.
 //!
-//! Invariants: unknown members are refused; a refusal names the JSON path of the first
-//! problem and the caller's transaction is then dropped, so a refused document applies nothing.
+//! Invariants: unknown members and unknown record fields are refused; a refusal names the
+//! JSON path of the first problem (its index as the client wrote it) and the caller's
+//! transaction is then dropped, so a refused document applies nothing.
 
 pub mod document;
+pub mod export;
 pub mod schema;
+pub mod state;
+pub mod update;
 
 use crate::domain::collect::catalogue;
 use crate::domain::{
@@ -63,6 +70,18 @@ struct SeedYear {
     #[serde(flatten)]
     year: calendars::NewYear,
 }
+
+/// The fields of a [`SeedYear`] (its flattened year lists none to serde).
+const YEAR_FIELDS: &[&str] = &[
+    "ledger_id",
+    "generate_periods",
+    "id",
+    "name",
+    "description",
+    "start_date",
+    "end_date",
+    "accounting-periods",
+];
 
 /// A compact description of many agreement services, expanded by [`GeneratedServices::expand`]
 /// into [`agreements::NewService`] values (created through the same domain function). Record
@@ -177,13 +196,53 @@ impl GeneratedServices {
     }
 }
 
-/// A recorded payment applied to invoices, as the applyPayment command does it.
+/// A payment applied to invoices: either as the applyPayment command does it (`invoice_ids`,
+/// amounts computed), or one application as stored (`invoice_id` and `amount`, an export's
+/// form; balances are then the payment's and invoices' state fields).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SeedPaymentApplication {
+    #[serde(default)]
+    id: Option<i64>,
     payment_id: i64,
+    #[serde(default)]
     invoice_ids: Vec<i64>,
+    #[serde(default)]
+    invoice_id: Option<i64>,
+    #[serde(default, deserialize_with = "crate::money::deserialize_opt_number")]
+    amount: Option<rust_decimal::Decimal>,
     applied_on: String,
+}
+
+impl SeedPaymentApplication {
+    fn load(&self, tx: &Transaction<'_>, tz: Tz) -> Result<()> {
+        let applied_on = crate::domain::parse_time("applied_on", &self.applied_on, tz)?;
+        match (self.invoice_id, self.amount) {
+            (None, None) => {
+                let target = payments::PaymentTarget::Invoices(self.invoice_ids.clone());
+                payments::apply_payment(tx, self.payment_id, &target, &applied_on).map(|_| ())
+            }
+            (Some(invoice), Some(amount)) if self.invoice_ids.is_empty() => {
+                crate::domain::require(tx, "payments", "payment", self.payment_id)?;
+                crate::domain::require(tx, "invoices", "invoice", invoice)?;
+                crate::domain::insert(
+                    tx,
+                    "payment_applications",
+                    &[
+                        ("id", &self.id),
+                        ("payment_id", &self.payment_id),
+                        ("invoice_id", &invoice),
+                        ("amount", &crate::money::canonical(amount)),
+                        ("applied_on", &applied_on),
+                    ],
+                )
+                .map(|_| ())
+            }
+            _ => Err(Error::bad_request(
+                "invoice_id: an application as stored takes invoice_id and amount, and no invoice_ids",
+            )),
+        }
+    }
 }
 
 /// Declares the document's members once: `SeedData` (what the loader reads) and
@@ -197,10 +256,25 @@ macro_rules! members {
             $($name: $ty,)*
         }
 
+        /// The create input fields of member `name`'s records (None: not a list of records).
+        fn input_fields(name: &str) -> Option<Vec<&'static str>> {
+            match name {
+                // Its input reads a flattened map, which lists no fields.
+                "calendar_years" => Some(YEAR_FIELDS.to_vec()),
+                $(stringify!($name) => {
+                    let shape = schema::shape::<$ty>();
+                    shape.array.then_some(shape.fields?.to_vec())
+                })*
+                _ => None,
+            }
+        }
+
         /// The JSON Schema of the fixture document, served at
         /// `/sandbox/v1/fixtures.schema.json` (see [`schema`]).
         pub fn json_schema() -> serde_json::Value {
-            schema::document_schema(&[$((stringify!($name), schema::shape::<$ty>()),)*])
+            schema::document_schema(&[$(
+                (stringify!($name), schema::shape::<$ty>(), input_fields(stringify!($name))),
+            )*])
         }
     };
 }
@@ -243,95 +317,160 @@ pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
         Seed::Document(doc) => *doc,
     };
     document::prepare(&mut doc, crate::time::now_for(tx)?, tz)?;
-    let data: SeedData = serde_path_to_error::deserialize(doc).map_err(|e| {
-        let path = e.path().to_string();
-        Error::bad_request(format!("{path}: {}", e.into_inner()))
+    let pending = state::split(&mut doc, input_fields)?;
+    let (updates, idx) = update::take(tx, &mut doc)?;
+    // The tenant as it stood before this document, read only when something is updated.
+    let current = if updates.is_empty() {
+        serde_json::Value::Null
+    } else {
+        export::export_of(tx, Some(&update::members(&updates)))?.map_err(|too_many| {
+            Error::bad_request(format!(
+                "{}: {} records; updating in place reads the tenant as an export, which holds \
+                 at most {} of each kind",
+                too_many.kind,
+                too_many.count,
+                document::MAX_RECORDS_PER_KIND
+            ))
+        })?
+    };
+    create(tx, doc, &idx, tz)?;
+    update::apply(tx, &updates, &current, |one, idx| {
+        create(tx, one.clone(), idx, tz)
     })?;
-    load(tx, &data, tz)
+    state::write(tx, &pending, tz)
 }
 
-/// Runs `f` on each record of `kind`, naming the record's path in a refusal.
-fn each<T, R>(kind: &str, items: &[T], mut f: impl FnMut(&T) -> Result<R>) -> Result<()> {
+/// Reads `doc` into records and creates them; `idx` gives each record's index in the
+/// document as the client wrote it (updates were taken out), for refusals.
+fn create(
+    tx: &Transaction<'_>,
+    doc: serde_json::Value,
+    idx: &update::Indices,
+    tz: Tz,
+) -> Result<()> {
+    let data: SeedData = serde_path_to_error::deserialize(doc).map_err(|e| {
+        let path = remap(&e.path().to_string(), idx);
+        Error::bad_request(format!("{path}: {}", e.into_inner()))
+    })?;
+    load(tx, &data, tz, idx)
+}
+
+/// `member[i]...` with `i` the record's index in the document as written.
+fn remap(path: &str, idx: &update::Indices) -> String {
+    let Some((member, rest)) = path.split_once('[') else {
+        return path.to_string();
+    };
+    let Some((i, rest)) = rest.split_once(']') else {
+        return path.to_string();
+    };
+    match i
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| idx.get(member)?.get(i))
+    {
+        Some(original) => format!("{member}[{original}]{rest}"),
+        None => path.to_string(),
+    }
+}
+
+/// Runs `f` on each record of `kind`, naming the record's path (its index as the document
+/// wrote it) in a refusal.
+fn each<T, R>(
+    kind: &str,
+    items: &[T],
+    idx: &update::Indices,
+    mut f: impl FnMut(&T) -> Result<R>,
+) -> Result<()> {
     for (i, x) in items.iter().enumerate() {
-        f(x).map_err(document::at(format!("{kind}[{i}]")))?;
+        let at = idx.get(kind).and_then(|v| v.get(i)).copied().unwrap_or(i);
+        f(x).map_err(document::at(format!("{kind}[{at}]")))?;
     }
     Ok(())
 }
 
-fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz) -> Result<()> {
+fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz, idx: &update::Indices) -> Result<()> {
     each(
         "billing_account_categories",
         &d.billing_account_categories,
+        idx,
         |x| accounts::create_category(tx, x),
     )?;
-    each("bill_cycles", &d.bill_cycles, |x| {
+    each("bill_cycles", &d.bill_cycles, idx, |x| {
         accounts::create_bill_cycle(tx, x)
     })?;
-    each("billing_accounts", &d.billing_accounts, |x| {
+    each("billing_accounts", &d.billing_accounts, idx, |x| {
         accounts::create_account(tx, x, tz)
     })?;
-    each("products", &d.products, |x| catalog::create_product(tx, x))?;
-    each("product_prices", &d.product_prices, |x| {
+    each("products", &d.products, idx, |x| {
+        catalog::create_product(tx, x)
+    })?;
+    each("product_prices", &d.product_prices, idx, |x| {
         catalog::create_product_price(tx, x)
     })?;
-    each("charge_categories", &d.charge_categories, |x| {
+    each("charge_categories", &d.charge_categories, idx, |x| {
         catalog::create_charge_category(tx, x)
     })?;
-    each("reasons", &d.reasons, |x| catalog::create_reason(tx, x))?;
-    each("lookup_tables", &d.lookup_tables, |x| {
+    each("reasons", &d.reasons, idx, |x| {
+        catalog::create_reason(tx, x)
+    })?;
+    each("lookup_tables", &d.lookup_tables, idx, |x| {
         catalog::create_lookup_table(tx, x, tz)
     })?;
-    each("usage_rules", &d.usage_rules, |x| {
+    each("usage_rules", &d.usage_rules, idx, |x| {
         catalog::create_usage_rule(tx, x, tz)
     })?;
-    each("agreements", &d.agreements, |x| {
+    each("agreements", &d.agreements, idx, |x| {
         agreements::create_agreement(tx, x, tz)
     })?;
-    each("services", &d.services, |x| {
+    each("services", &d.services, idx, |x| {
         agreements::create_service(tx, x, tz)
     })?;
     if let Some(generated) = &d.generated_services {
         let expanded = generated
             .expand()
             .map_err(document::at("generated_services".into()))?;
-        each("generated_services", &expanded, |service| {
+        each("generated_services", &expanded, idx, |service| {
             let id = agreements::create_service(tx, service, tz)?;
             generated.age(tx, id)
         })?;
     }
-    each("actions", &d.actions, |x| actions::create_action(tx, x))?;
-    each("bill_batches", &d.bill_batches, |x| {
+    each("actions", &d.actions, idx, |x| {
+        actions::create_action(tx, x)
+    })?;
+    each("bill_batches", &d.bill_batches, idx, |x| {
         bill_batches::create_bill_batch(tx, x, tz)
     })?;
-    each("bill_batch_runs", &d.bill_batch_runs, |x| {
+    each("bill_batch_runs", &d.bill_batch_runs, idx, |x| {
         bill_batches::create_bill_batch_run(tx, x, tz)
     })?;
-    each("invoices", &d.invoices, |x| {
+    each("invoices", &d.invoices, idx, |x| {
         invoices::create_invoice(tx, x, tz)
     })?;
-    each("payments", &d.payments, |x| {
+    each("payments", &d.payments, idx, |x| {
         payments::create_payment(tx, x, tz)
     })?;
-    each("payment_applications", &d.payment_applications, |a| {
-        let applied_on = crate::domain::parse_time("applied_on", &a.applied_on, tz)?;
-        let target = payments::PaymentTarget::Invoices(a.invoice_ids.clone());
-        payments::apply_payment(tx, a.payment_id, &target, &applied_on)
+    each("payment_applications", &d.payment_applications, idx, |a| {
+        a.load(tx, tz)
     })?;
-    each("adjustments", &d.adjustments, |x| {
+    each("adjustments", &d.adjustments, idx, |x| {
         adjustments::create_adjustment(tx, x, tz)
     })?;
-    each("charts_of_accounts", &d.charts_of_accounts, |x| {
+    each("charts_of_accounts", &d.charts_of_accounts, idx, |x| {
         ledgers::create_chart_of_accounts(tx, x)
     })?;
-    each("rule_sets", &d.rule_sets, |x| {
+    each("rule_sets", &d.rule_sets, idx, |x| {
         ledgers::create_rule_set(tx, x)
     })?;
-    each("run_modes", &d.run_modes, |x| glrun::create_run_mode(tx, x))?;
-    each("ledgers", &d.ledgers, |x| ledgers::create_ledger(tx, x))?;
-    each("calendar_years", &d.calendar_years, |y| {
+    each("run_modes", &d.run_modes, idx, |x| {
+        glrun::create_run_mode(tx, x)
+    })?;
+    each("ledgers", &d.ledgers, idx, |x| {
+        ledgers::create_ledger(tx, x)
+    })?;
+    each("calendar_years", &d.calendar_years, idx, |y| {
         calendars::create_year(tx, y.ledger_id, &y.year, y.generate_periods)
     })?;
-    each("collectors", &d.collectors, |x| {
+    each("collectors", &d.collectors, idx, |x| {
         catalogue::create_collector(tx, x)
     })?;
     Ok(())

@@ -7,6 +7,8 @@ mod bounds;
 mod clock;
 mod faults;
 mod fixtures;
+mod fixtures_apply;
+mod fixtures_export;
 mod hostile;
 mod idempotency;
 mod journal;

@@ -2,7 +2,8 @@
 //! writers in threads, environments and OS processes, crashes and S3 faults. The moto
 //! server and the fault proxy are `e2e::s3`; `powers`: the sandbox powers (clock, faults,
 //! journal) across environments on one bucket; `idempotency`: a write whose outcome was unknown,
-//! retried with its Idempotency-Key.
+//! retried with its Idempotency-Key; `fixtures`: a fixture document applied, checkpointed,
+//! restored, forked and read by a cold environment.
 
 mod cache;
 mod chaos;
@@ -11,6 +12,7 @@ mod checkpoints;
 mod costs;
 mod deadlines;
 mod fencing;
+mod fixtures;
 mod idempotency;
 mod isolation;
 mod lifecycle;

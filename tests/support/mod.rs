@@ -338,6 +338,14 @@ pub fn check_refusal(case: &str, got: (u16, &str, &str), status: u16, needle: &s
 
 pub mod lambda_runtime;
 pub mod s3;
+
+/// The first JSON block of docs/fixtures.md: the documented fixture example, which tests load.
+pub fn fixtures_docs_example() -> Value {
+    let md = include_str!("../../docs/fixtures.md");
+    let start = md.find("```json\n").expect("a json block") + "```json\n".len();
+    let end = start + md[start..].find("```").expect("its end");
+    serde_json::from_str(&md[start..end]).expect("the example is JSON")
+}
 pub mod s3_count;
 
 /// Installs the Python test tools of tests/requirements.txt (moto's S3 server, schemathesis)

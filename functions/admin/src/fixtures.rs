@@ -1,12 +1,16 @@
+//! `GET /sandbox/v1/tenants/{id}/fixtures`: the tenant's data as a fixture document
+//! (`shared::seed::export`: ids included, dates absolute, records in id order; 422 naming the
+//! kind when one holds more records than a document may).
 //! `POST /sandbox/v1/tenants/{id}/fixtures`: applies a fixture document (docs/fixtures.md) to
 //! an existing tenant in one write (one transaction, one log entry in S3 mode), all or
-//! nothing. Records are created: a record whose id already exists is refused (400 naming its
-//! path), nothing is updated or deleted (updates in place are not part of this version). The
-//! document's relative dates resolve against the tenant's clock as the write reads it.
+//! nothing. A record whose id exists is updated in place, the others are created, nothing is
+//! deleted (`shared::seed::update`). The document's relative dates resolve against the
+//! tenant's clock as the write reads it.
 //! `GET /sandbox/v1/fixtures.schema.json` serves the document's JSON Schema.
 
 use crate::AdminAuth;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
@@ -18,7 +22,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
             &format!("{ADMIN_PREFIX}/tenants/{{id}}/fixtures"),
-            post(apply_fixtures),
+            post(apply_fixtures).get(export_fixtures),
         )
         .route(
             &format!("{ADMIN_PREFIX}/fixtures.schema.json"),
@@ -62,6 +66,28 @@ async fn apply_fixtures(
         tenant: id,
         records,
     }))
+}
+
+async fn export_fixtures(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let t = crate::powers::tenant(&app, &id).await?;
+    match t.db.read(shared::seed::export::export).await? {
+        Ok(doc) => Ok(Json(doc)),
+        Err(too_many) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "EXPORT_TOO_LARGE",
+            format!(
+                "{}: {} records; an export holds at most {} of each kind (the bound of a document); \
+                 use a checkpoint or a fork to copy this tenant",
+                too_many.kind,
+                too_many.count,
+                shared::seed::document::MAX_RECORDS_PER_KIND
+            ),
+        )),
+    }
 }
 
 /// `GET /sandbox/v1/fixtures.schema.json`, without the admin key (like the OpenAPI document):

@@ -291,20 +291,25 @@ fn every_failure_has_its_exit_code() {
         6,
         "refused (400)",
     );
-    // 1: the sandbox cannot export fixtures yet, and says so; a fixtures file that is not
-    // there is named.
-    expect(
-        server.cli(&["fixtures", "export", "demo"]),
-        1,
-        "does not export fixtures yet",
-    );
+    // 1: a fixtures file that is not there is named.
     expect(
         server.cli(&["tenant", "create", "fx", "--fixtures", "no-such-file.json"]),
         1,
         "no-such-file.json",
     );
     let help = server.cli(&["fixtures", "--help"]);
-    assert!(help.stdout.contains("NOT AVAILABLE YET"), "{}", help.stdout);
+    assert!(help.stdout.contains("export"), "{}", help.stdout);
+    // The demo tenant exported: a document with ids and absolute dates.
+    let demo = server.cli(&["fixtures", "export", "demo"]).json();
+    assert_eq!(
+        demo["billing_accounts"][0]["account_num"], "ACC-1001",
+        "{demo}"
+    );
+    expect(
+        server.cli(&["fixtures", "export", "no-such-tenant"]),
+        5,
+        "no-such-tenant",
+    );
     // A tenant from docs/fixtures.md's example, and a document applied to it.
     let docs = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -324,8 +329,31 @@ fn every_failure_has_its_exit_code() {
         .cli(&["tenant", "create", "fx", "--fixtures", file, "--json"])
         .json();
     assert_eq!(created["name"], "fx", "{created}");
-    let again = server.cli(&["fixtures", "apply", "fx", file]);
-    assert_eq!(again.code, 6, "its records exist already: {}", again.stderr);
+    // Exported, the tenant's document creates a tenant whose export is the same, and
+    // applies to the tenant itself without a change (its records exist: updated in place).
+    let exported = server.cli(&["fixtures", "export", "fx"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let first: serde_json::Value = exported.json();
+    let copy = dir.path().join("exported.json");
+    std::fs::write(&copy, &exported.stdout).expect("write");
+    let copy = copy.to_str().expect("utf-8 path");
+    let made = server.cli(&["tenant", "create", "fx-copy", "--fixtures", copy]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    assert_eq!(server.cli(&["fixtures", "export", "fx-copy"]).json(), first);
+    let again = server.cli(&["fixtures", "apply", "fx", copy]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(server.cli(&["fixtures", "export", "fx"]).json(), first);
+    let missing = dir.path().join("missing.json");
+    std::fs::write(
+        &missing,
+        r#"{"usage_rules": [{"id": 1, "product_id": 987654321}]}"#,
+    )
+    .expect("write");
+    expect(
+        server.cli(&["fixtures", "apply", "fx", missing.to_str().expect("path")]),
+        6,
+        "usage_rules[0].product_id",
+    );
     let empty = dir.path().join("empty.json");
     std::fs::write(&empty, "{}").expect("write");
     let applied = server.cli(&["fixtures", "apply", "fx", empty.to_str().expect("path")]);

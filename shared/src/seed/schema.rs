@@ -5,9 +5,9 @@
 //! the shape it was asked for. Date members (`document::is_date_key`) carry the pattern of
 //! an absolute date or a relative one (`time::relative`).
 //!
-//! What the schema cannot say is left open rather than guessed: a record type that reads a
-//! map (`#[serde(flatten)]`) lists no properties, and record properties are not closed
-//! (unknown fields are refused by the loader where the create input refuses them).
+//! Records list their state fields too (`state`) and are closed (the loader refuses any other
+//! field). What the schema cannot say is left open rather than guessed: field types other
+//! than dates, and the fields of nested objects.
 
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::{json, Map, Value};
@@ -112,15 +112,19 @@ pub fn shape<T: for<'de> serde::Deserialize<'de>>() -> Shape {
     }
 }
 
-/// The schema of one member of the document.
-pub fn member_schema(shape: &Shape) -> Value {
+/// The schema of one member of the document: its create input's fields (`input`, None when
+/// they cannot be listed) and its state fields (`state`); records are closed when listed, as
+/// the loader refuses any other field.
+pub fn member_schema(shape: &Shape, input: Option<Vec<&'static str>>, name: &str) -> Value {
     let mut record = json!({"type": "object"});
-    if let Some(fields) = shape.fields {
+    if let Some(fields) = input.or(shape.fields.map(<[_]>::to_vec)) {
+        let state = super::state::fields(name).into_iter().map(|(f, _, _)| f);
         let props: Map<String, Value> = fields
-            .iter()
+            .into_iter()
+            .chain(state)
             .map(|f| {
                 let p = if super::document::is_date_key(f) {
-                    json!({"type": "string", "pattern": DATE_PATTERN})
+                    json!({"type": ["string", "null"], "pattern": DATE_PATTERN})
                 } else {
                     json!({})
                 };
@@ -128,6 +132,7 @@ pub fn member_schema(shape: &Shape) -> Value {
             })
             .collect();
         record["properties"] = Value::Object(props);
+        record["additionalProperties"] = Value::Bool(false);
     }
     if shape.array {
         json!({"type": "array", "maxItems": super::document::MAX_RECORDS_PER_KIND, "items": record})
@@ -137,10 +142,10 @@ pub fn member_schema(shape: &Shape) -> Value {
 }
 
 /// The whole document's schema from its members' shapes, in order.
-pub fn document_schema(members: &[(&str, Shape)]) -> Value {
+pub fn document_schema(members: &[(&str, Shape, Option<Vec<&'static str>>)]) -> Value {
     let props: Map<String, Value> = members
         .iter()
-        .map(|(name, shape)| (name.to_string(), member_schema(shape)))
+        .map(|(name, shape, input)| (name.to_string(), member_schema(shape, input.clone(), name)))
         .collect();
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",

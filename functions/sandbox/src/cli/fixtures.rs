@@ -1,15 +1,12 @@
 //! The fixtures commands: `tenant create --fixtures FILE` and `fixtures apply` send a fixtures
-//! document (docs/fixtures.md) read from a file; `fixtures export` says the sandbox cannot
-//! read one back yet.
+//! document (docs/fixtures.md) read from a file; `fixtures export` prints a tenant's data as
+//! one (`GET /sandbox/v1/tenants/{id}/fixtures`), which those two read back.
 
 use super::client::{Failure, Outcome};
 use super::output::{json, out};
 use super::Conn;
 use reqwest::Method;
 use serde_json::Value;
-
-/// What `fixtures export` answers until the sandbox exports fixtures.
-const NO_EXPORT: &str = "the sandbox does not export fixtures yet (issue 23: applying a document works, reading one back does not); keep the document you applied, or use a checkpoint";
 
 /// A fixtures document read from `file` (a JSON object), or exit 1 naming the file.
 pub fn read(file: &std::path::Path) -> Outcome<Value> {
@@ -30,8 +27,11 @@ pub fn read(file: &std::path::Path) -> Outcome<Value> {
 pub async fn run(conn: &Conn, command: super::FixturesCommand) -> Outcome<()> {
     match command {
         super::FixturesCommand::Export { tenant } => {
-            let _ = tenant;
-            Err(Failure::other(NO_EXPORT))
+            let c = super::commands::client(conn)?;
+            let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
+            // The document is JSON whatever `--json` says: it is meant for a file.
+            json(&c.admin(Method::GET, &path, None).await?.body);
+            Ok(())
         }
         super::FixturesCommand::Apply { tenant, file } => {
             let doc = read(&file)?;

@@ -317,10 +317,11 @@ pub enum FaultCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum FixturesCommand {
-    /// Print a tenant's fixtures as JSON. NOT AVAILABLE YET: the sandbox cannot export a
-    /// document (exit 1).
+    /// Print a tenant's data as a fixtures document (JSON; ids included, dates absolute), which
+    /// `tenant create --fixtures` and `fixtures apply` read back.
     Export { tenant: String },
-    /// Apply a fixtures document to a tenant in one write (creates records; all or nothing).
+    /// Apply a fixtures document to a tenant in one write (records whose id exists are updated,
+    /// the others created, nothing deleted; all or nothing).
     Apply { tenant: String, file: PathBuf },
 }
 
