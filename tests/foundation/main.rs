@@ -414,7 +414,7 @@ async fn concurrent_writes_to_one_tenant_lose_nothing() {
             Ok(c.query_row(
                 "SELECT COUNT(*), COUNT(DISTINCT name) FROM reasons",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )?)
         })
         .await

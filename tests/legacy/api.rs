@@ -375,7 +375,7 @@ async fn read_only_entities_share_ids_with_the_other_surfaces() {
                 "SELECT (SELECT name FROM agreements WHERE id = 1), (SELECT name FROM products WHERE id = 1), \
                  (SELECT s.billing_account_id FROM agreement_services t JOIN services s ON s.id = t.service_id WHERE t.id = 1)",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| r.try_into(),
             )?)
         })
         .await

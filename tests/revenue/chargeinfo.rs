@@ -202,7 +202,7 @@ async fn svs_replication_writes_json_lines_batches() {
                         (SELECT COUNT(*) FROM invoices) + (SELECT COUNT(*) FROM payments)
                         + (SELECT COUNT(*) FROM account_adjustments)",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )?)
         })
         .unwrap();

@@ -121,16 +121,7 @@ fn storage_limit(db: &shared::store::TenantDb, calls: usize, offset: usize) -> D
                         service_period_id, usage_rule_id, charge_category_id
                  FROM usage_events ORDER BY id LIMIT 1",
                 [],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
+                |r| r.try_into(),
             )?)
         })
         .expect("a posted event");

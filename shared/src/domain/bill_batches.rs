@@ -222,7 +222,7 @@ mod tests {
             .query_row(
                 "SELECT status, currency_code FROM bill_batches WHERE id = ?1",
                 [id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )
             .unwrap();
         assert_eq!((status.as_str(), currency.as_str()), ("ACTIVE", "USD"));

@@ -172,16 +172,7 @@ fn end_service(
              FROM agreement_services s JOIN agreements a ON a.id = s.agreement_id
              WHERE s.id = ?1",
             [id],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
+            |r| r.try_into(),
         )
         .optional()?;
     let Some((status, end_date, action, period, next_agreement, service_id)) = row else {

@@ -222,7 +222,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
             "SELECT status, timezone_name, run_mode_actuals_id, create_zero_amount_entries
          FROM ledgers WHERE id = ?1",
             [r.ledger_id],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            |row| row.try_into(),
         )?;
     if let Some(mode) = r.gl_run_mode_id {
         require(tx, "gl_run_modes", "run mode", mode)?;

@@ -405,7 +405,7 @@ mod tests {
             .query_row(
                 "SELECT status, paid_date FROM invoices WHERE id = ?1",
                 [older],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )
             .unwrap();
         assert_eq!((status.as_str(), paid.as_deref()), ("CLOSED", Some("T")));

@@ -270,7 +270,7 @@ pub fn update_agreement_service(
     let (start, current_agreement): (String, i64) = tx.query_row(
         "SELECT start_date, agreement_id FROM agreement_services WHERE id = ?1",
         [id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| r.try_into(),
     )?;
     let mut sets: Vec<(&str, SqlValue)> = Vec::new();
     let flag = |v: bool| SqlValue::Integer(i64::from(v));

@@ -121,7 +121,7 @@ fn a_valid_update_writes_the_fields_and_replaces_the_true_up_types() {
             "SELECT agreement_id, agreement_period, end_date, minimum_amount
              FROM agreement_services WHERE id = 1",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| r.try_into(),
         )
         .unwrap();
     // The agreement's period comes along; the date is read in the tenant's zone.

@@ -31,7 +31,7 @@ pub fn autopay(
              FROM billing_accounts a JOIN invoices i ON i.billing_account_id = a.id
              WHERE i.id = ?1",
         )?
-        .query_row([invoice_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row([invoice_id], |r| r.try_into())?;
     if !automatic || to_pay <= Decimal::ZERO {
         return Ok(None);
     }

@@ -219,17 +219,7 @@ pub fn run_batch(
              FROM bill_batches
              WHERE id = ?1 AND status = 'ACTIVE' AND bill_cycle_id IS NULL",
             [batch_id],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            },
+            |r| r.try_into(),
         )
         .optional()?;
     let Some((name, kind, auto_approve, use_term, due, currency, invoice_date)) = row else {

@@ -179,7 +179,7 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
     }
     let catalogue: Vec<(String, String)> = tx
         .prepare("SELECT name, category FROM collectors ORDER BY id")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .query_map([], |row| row.try_into())?
         .collect::<rusqlite::Result<_>>()?;
     // A run naming platform operations needs no catalogue; one naming nothing runs the
     // catalogue, so there must be one.

@@ -251,7 +251,7 @@ fn the_database_keeps_one_live_event_per_pair_and_posting_finds_it_through_the_i
             "SELECT SUM(voided = 0), SUM(voided = 1) FROM usage_events
              WHERE reference_id = 'ref-1' AND sequence_id = '1'",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.try_into(),
         )
         .unwrap();
     assert_eq!((live, voided), (1, 2));

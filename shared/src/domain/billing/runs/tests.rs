@@ -337,7 +337,7 @@ fn a_bill_batch_runs_on_its_invoice_date_and_waits_for_review_unless_auto_approv
     let runs: Vec<(i64, String, String, i64)> = conn
         .prepare("SELECT bill_batch_id, step_status, status, processed_invoice_count FROM bill_batch_runs ORDER BY id")
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .query_map([], |r| r.try_into())
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
