@@ -1002,7 +1002,6 @@ def with_idempotency(build):
 # The admin document is built in code (functions/admin/src/openapi.rs, issue 25).
 DOCS = {
     "billing.json": with_idempotency(billing_doc),
-    "revenue.json": with_idempotency(revenue_doc),
 }
 
 

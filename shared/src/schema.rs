@@ -56,3 +56,50 @@ pub fn string_pairs() -> Array {
         .max_items(Some(2));
     ArrayBuilder::new().items(pair).build()
 }
+
+/// The description of every exact decimal.
+pub const DECIMAL: &str = "Exact decimal written with its exact digits (rust_decimal: at most 28 significant digits, no trailing zeros). A submitted decimal has at most 18 integer digits (magnitude below 10^18); beyond: 400.";
+
+/// An exact decimal (`money::Number` on the wire: a JSON number with its exact digits).
+pub fn decimal() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .description(Some(DECIMAL))
+        .build()
+}
+
+/// An exact decimal or null.
+pub fn decimal_or_null() -> Object {
+    ObjectBuilder::new()
+        .schema_type(
+            [Type::Number, Type::Null]
+                .into_iter()
+                .collect::<SchemaType>(),
+        )
+        .description(Some(DECIMAL))
+        .build()
+}
+
+/// A calendar day, `YYYY-MM-DD`.
+pub fn date() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .build()
+}
+
+/// A calendar day or null.
+pub fn date_or_null() -> Object {
+    ObjectBuilder::new()
+        .schema_type(
+            [Type::String, Type::Null]
+                .into_iter()
+                .collect::<SchemaType>(),
+        )
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .build()
+}

@@ -80,6 +80,115 @@ impl Builder {
     }
 }
 
+/// One operation as it is put together: its errors are described by the surface's `describe`.
+pub struct Op {
+    op: Value,
+    describe: fn(u16) -> &'static str,
+}
+
+impl Op {
+    /// An operation of `tag` without answers yet.
+    pub fn new(tag: &str, id: &str, summary: &str, describe: fn(u16) -> &'static str) -> Self {
+        let op = json!({ "operationId": id, "summary": summary, "tags": [tag], "responses": {} });
+        Op { op, describe }
+    }
+    /// Its success answer, "Done", with a JSON body of `schema` if any.
+    pub fn answer(self, status: u16, schema: Option<Value>) -> Self {
+        self.answer_described(status, "Done", schema)
+    }
+    /// Its success answer described in words.
+    pub fn answer_described(mut self, status: u16, text: &str, schema: Option<Value>) -> Self {
+        let mut ok = json!({ "description": text });
+        if let Some(schema) = schema {
+            ok["content"] = json_content(schema);
+        }
+        self.op["responses"][status.to_string()] = ok;
+        self
+    }
+    /// Headers of an answer declared before.
+    pub fn headers(mut self, status: u16, headers: Value) -> Self {
+        self.op["responses"][status.to_string()]["headers"] = headers;
+        self
+    }
+    /// Its parameters, in order (none: the member is left out).
+    pub fn params<'a>(mut self, params: impl IntoIterator<Item = &'a Value>) -> Self {
+        let list: Vec<Value> = params.into_iter().cloned().collect();
+        if !list.is_empty() {
+            self.op["parameters"] = Value::Array(list);
+        }
+        self
+    }
+    /// Its JSON request body.
+    pub fn body(mut self, schema: Value, required: bool) -> Self {
+        self.op["requestBody"] = json!({ "required": required, "content": json_content(schema) });
+        self
+    }
+    /// An example request body (on the media type, not in the schema: as a schema keyword it
+    /// made schemathesis' coverage phase fail inside hypothesis on 50-item arrays).
+    pub fn example(mut self, example: Value) -> Self {
+        self.op["requestBody"]["content"]["application/json"]["example"] = example;
+        self
+    }
+    /// Its error answers, each the `{code, message}` error `error`.
+    pub fn errors(mut self, statuses: &[u16], error: &Value) -> Self {
+        let answers = error_responses(statuses, self.describe, error);
+        self.op["responses"]
+            .as_object_mut()
+            .expect("responses")
+            .extend(answers);
+        self
+    }
+    /// The operation.
+    pub fn build(self) -> Value {
+        self.op
+    }
+}
+
+/// Every write (POST, PUT, PATCH, DELETE) of a tenant surface takes the Idempotency-Key
+/// header (`web::idempotency`): named, with the answers it may add, on each write of `doc`.
+pub fn with_idempotency(doc: &mut Value, error: &Value) {
+    let key = param(
+        "Idempotency-Key",
+        "header",
+        json!({ "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" }),
+        Some("Optional: makes a retry of this write safe. The same key with the same request (method, path, query, body) within 24 hours of the tenant clock replays the first answer (with Idempotent-Replayed: true) instead of running again; 409 while the first is in flight or when it was applied without a recorded answer (its outcome was unknown); 422 with a different request. At most 10,000 keys per tenant are kept."),
+    );
+    let describe = |status: u16| {
+        match status {
+        400 => "The request or its Idempotency-Key is malformed",
+        409 => "Conflict, or a request with this Idempotency-Key is in progress or was applied without a recorded answer",
+        _ => "The Idempotency-Key was used with a different request",
+    }
+    };
+    let replayed = json!({
+        "description": "true: this is the recorded answer of an earlier request with the same Idempotency-Key",
+        "schema": { "type": "string", "enum": ["true"] },
+    });
+    let paths = doc["paths"].as_object_mut().expect("paths");
+    for item in paths.values_mut() {
+        for (method, op) in item.as_object_mut().expect("path item") {
+            if !matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
+                continue;
+            }
+            match op["parameters"].as_array_mut() {
+                Some(params) => params.push(key.clone()),
+                None => op["parameters"] = json!([key.clone()]),
+            }
+            let responses = op["responses"].as_object_mut().expect("responses");
+            for status in [400u16, 409, 422] {
+                if !responses.contains_key(&status.to_string()) {
+                    responses.extend(error_responses(&[status], describe, error));
+                }
+            }
+            for (code, response) in responses.iter_mut() {
+                if code.starts_with('2') {
+                    response["headers"]["Idempotent-Replayed"] = replayed.clone();
+                }
+            }
+        }
+    }
+}
+
 /// `{"$ref": "#/components/schemas/<name>"}`.
 pub fn reference(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
@@ -110,6 +219,12 @@ pub fn param(name: &str, r#in: &str, schema: Value, description: Option<&str>) -
 /// `{"type": "string"}`.
 pub fn string() -> Value {
     json!({ "type": "string" })
+}
+
+/// `omit_total_count`: one spelling documented (an enum whose values differ only in case is
+/// one member twice to a generated client); the servers take any case.
+pub fn omit_total_count() -> Value {
+    json!({ "type": "string", "enum": ["TRUE", "FALSE"], "description": "TRUE or FALSE; any case is accepted." })
 }
 
 /// The header a 503 carries.
