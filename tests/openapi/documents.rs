@@ -1,5 +1,5 @@
 //! Each shipped document describes exactly the (method, path) set its routers serve, is what
-//! docs/openapi/generate.py writes, is served as-is without credentials, and names its
+//! the code builds (C, admin) or docs/openapi/generate.py writes (B), is served as-is without credentials, and names its
 //! security schemes and the `{code, message}` error shape.
 
 use e2e::openapi::{fill, operations, Document, DOCUMENTS, METHODS};
