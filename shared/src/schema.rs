@@ -103,3 +103,29 @@ pub fn date_or_null() -> Object {
         )))
         .build()
 }
+
+/// A schema object written as JSON (for the few shapes a derive cannot see: raw JSON members,
+/// read-only echoes). Without a `type` it admits any value.
+pub fn object(mut schema: serde_json::Value) -> Object {
+    let typed = schema.get("type").is_some();
+    if !typed {
+        schema["type"] = "object".into();
+    }
+    let mut object: Object = serde_json::from_value(schema).expect("a schema object");
+    if !typed {
+        object.schema_type = SchemaType::AnyValue;
+    }
+    object
+}
+
+/// An array schema written as JSON (`items` and all).
+pub fn array(schema: serde_json::Value) -> Array {
+    serde_json::from_value(schema).expect("an array schema")
+}
+
+/// A Surface B identifier.
+pub fn identifier() -> Object {
+    object(
+        serde_json::json!({ "type": "string", "description": "Identifier (a string in Surface B)." }),
+    )
+}

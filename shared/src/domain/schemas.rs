@@ -64,3 +64,28 @@ pub fn year_type() -> Object {
 pub fn calendar_type() -> Object {
     enumeration(&["CALENDAR"])
 }
+
+/// An agreement service's status.
+pub fn agreement_service_status() -> Object {
+    enumeration(super::agreements::AGREEMENT_SERVICE_STATUSES)
+}
+
+/// A catalogue category's status (adjustment categories).
+pub fn category_status() -> Object {
+    enumeration(super::catalog::CATEGORY_STATUSES)
+}
+
+/// A bill batch's status.
+pub fn bill_batch_status() -> Object {
+    enumeration(super::bill_batches::BILL_BATCH_STATUSES)
+}
+
+/// A bill batch's type.
+pub fn bill_batch_type() -> Object {
+    enumeration(super::bill_batches::BILL_BATCH_TYPES)
+}
+
+/// A usage unit of measure.
+pub fn usage_uom() -> Object {
+    enumeration(crate::rating::uom::USAGE_UOMS)
+}

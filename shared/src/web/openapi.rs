@@ -46,6 +46,16 @@ impl Builder {
         reference(name)
     }
 
+    /// A schema registered before, to derive a variant of it.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.schemas.get(name)
+    }
+
+    /// A schema registered before, to adjust it.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
+        self.schemas.get_mut(name)
+    }
+
     fn add_schema(&mut self, name: &str, schema: Value) {
         match self.schemas.get(name) {
             Some(known) => assert_eq!(known, &schema, "two schemas named {name}"),
@@ -71,6 +81,15 @@ impl Builder {
     /// The document: `head` (openapi, info, servers, security) with the paths, the schemas
     /// and `security_schemes`.
     pub fn finish(self, mut head: Value, security_schemes: Value) -> Value {
+        let mut refs = Vec::new();
+        references(&Value::Object(self.paths.clone()), &mut refs);
+        references(&Value::Object(self.schemas.clone()), &mut refs);
+        for name in refs {
+            assert!(
+                self.schemas.contains_key(&name),
+                "{name} is named, not registered"
+            );
+        }
         head["paths"] = Value::Object(self.paths);
         head["components"] = json!({
             "schemas": Value::Object(self.schemas),
@@ -103,6 +122,11 @@ impl Op {
             ok["content"] = json_content(schema);
         }
         self.op["responses"][status.to_string()] = ok;
+        self
+    }
+    /// An answer written out (`304`, `default`, ...).
+    pub fn response(mut self, code: &str, response: Value) -> Self {
+        self.op["responses"][code] = response;
         self
     }
     /// Headers of an answer declared before.
@@ -186,6 +210,20 @@ pub fn with_idempotency(doc: &mut Value, error: &Value) {
                 }
             }
         }
+    }
+}
+
+/// The schema names `v` refers to.
+fn references(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push(r.trim_start_matches("#/components/schemas/").to_string());
+            }
+            map.values().for_each(|child| references(child, out));
+        }
+        Value::Array(items) => items.iter().for_each(|child| references(child, out)),
+        _ => {}
     }
 }
 
