@@ -55,111 +55,63 @@ pub fn document() -> Value {
         filter("agreement_id", string()),
         filter("bill_cycle_id", string()),
     ];
-    let list = List {
-        filters,
-        ..Default::default()
-    };
-    b.operation(
+    List::new(filters).collection(
+        &mut b,
         &p("/actions"),
-        "get",
-        list.build("listActions", "Actions", action.clone(), e),
-    );
-    b.operation(
-        &p("/actions/{id}"),
-        "get",
-        one(
-            "billing",
-            "getAction",
-            "One action",
-            action.clone(),
-            &[pid("id")],
-            e,
-        ),
+        action.clone(),
+        [("listActions", "Actions"), ("getAction", "One action")],
+        e,
     );
     let list = List {
         path_params: vec![pid("bill_cycle_id")],
         extra_errors: &[404],
-        ..Default::default()
+        ..List::new(vec![])
     };
-    let built = list.build(
-        "listBillCycleActions",
-        "Actions of a bill cycle",
-        action.clone(),
-        e,
-    );
-    b.operation(&p("/bill-cycles/{bill_cycle_id}/actions"), "get", built);
-    let built = one(
-        "billing",
-        "getBillCycleAction",
-        "One action of a bill cycle",
+    list.collection(
+        &mut b,
+        &p("/bill-cycles/{bill_cycle_id}/actions"),
         action,
-        &[pid("bill_cycle_id"), pid("id")],
+        [
+            ("listBillCycleActions", "Actions of a bill cycle"),
+            ("getBillCycleAction", "One action of a bill cycle"),
+        ],
         e,
-    );
-    b.operation(
-        &p("/bill-cycles/{bill_cycle_id}/actions/{id}"),
-        "get",
-        built,
     );
 
     // Adjustments.
     let application = b.schema::<AdjustmentApplication>();
+    let decimal = json!({ "type": "string", "description": "Exact decimal" });
+    let types = shared::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES;
     let filters = vec![
         filter("adjustment_id", string()),
         filter("billing_account_id", string()),
         filter("account_num", string()),
         filter("occurred_on", dt.clone()),
-        filter(
-            "unapplied_amount",
-            json!({ "type": "string", "description": "Exact decimal" }),
-        ),
-        filter(
-            "adjustment_application_type",
-            enumeration(shared::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES),
-        ),
+        filter("unapplied_amount", decimal),
+        filter("adjustment_application_type", enumeration(types)),
     ];
-    let list = List {
-        filters,
-        ..Default::default()
-    };
-    let built = list.build(
-        "listAdjustmentApplications",
-        "Adjustment applications",
-        application.clone(),
-        e,
-    );
-    b.operation(&p("/adjustment-applications"), "get", built);
-    let built = one(
-        "billing",
-        "getAdjustmentApplication",
-        "One adjustment application",
+    List::new(filters).collection(
+        &mut b,
+        &p("/adjustment-applications"),
         application,
-        &[pid("id")],
+        [
+            ("listAdjustmentApplications", "Adjustment applications"),
+            ("getAdjustmentApplication", "One adjustment application"),
+        ],
         e,
     );
-    b.operation(&p("/adjustment-applications/{id}"), "get", built);
     let category = b.schema::<AdjustmentCategory>();
     let statuses = enumeration(shared::domain::catalog::CATEGORY_STATUSES);
-    let list = List {
-        filters: vec![filter("name", string()), filter("status", statuses)],
-        ..Default::default()
-    };
-    let built = list.build(
-        "listAdjustmentCategories",
-        "Adjustment categories",
-        category.clone(),
-        e,
-    );
-    b.operation(&p("/adjustment-categories"), "get", built);
-    let built = one(
-        "billing",
-        "getAdjustmentCategory",
-        "One adjustment category",
+    List::new(vec![filter("name", string()), filter("status", statuses)]).collection(
+        &mut b,
+        &p("/adjustment-categories"),
         category,
-        &[pid("id")],
+        [
+            ("listAdjustmentCategories", "Adjustment categories"),
+            ("getAdjustmentCategory", "One adjustment category"),
+        ],
         e,
     );
-    b.operation(&p("/adjustment-categories/{id}"), "get", built);
 
     // Agreements and their services.
     let agreement = b.schema::<Agreement>();
@@ -172,26 +124,15 @@ pub fn document() -> Value {
         filter("termination_fee_currency_code", currency.clone()),
         filter("max_termination_fee_currency_code", currency.clone()),
     ];
-    let list = List {
-        filters,
-        ..Default::default()
-    };
-    b.operation(
+    List::new(filters).collection(
+        &mut b,
         &p("/agreements"),
-        "get",
-        list.build("listAgreements", "Agreements", agreement.clone(), e),
-    );
-    b.operation(
-        &p("/agreements/{id}"),
-        "get",
-        one(
-            "billing",
-            "getAgreement",
-            "One agreement",
-            agreement,
-            &[pid("id")],
-            e,
-        ),
+        agreement,
+        [
+            ("listAgreements", "Agreements"),
+            ("getAgreement", "One agreement"),
+        ],
+        e,
     );
     services::agreement_services(&mut b, e);
 
@@ -220,11 +161,7 @@ pub fn document() -> Value {
             Some("bill_batch_runs or bill_batch_runs.invoices"),
         ),
     ];
-    let list = List {
-        filters,
-        ..Default::default()
-    };
-    let built = list.build(
+    let built = List::new(filters).build(
         "listBillBatches",
         "Bill batches (status ACTIVE unless named)",
         batch.clone(),
@@ -260,10 +197,9 @@ pub fn document() -> Value {
         filter("external_account_num", string()),
     ];
     let list = List {
-        filters,
         path_params: vec![pid("bill_batch_id")],
         extra_errors: &[404],
-        ..Default::default()
+        ..List::new(filters)
     };
     let account = b.schema::<AccountRef>();
     let built = list.build(

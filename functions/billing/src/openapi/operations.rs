@@ -121,18 +121,40 @@ pub(super) struct List<'a> {
     pub(super) extra_errors: &'a [u16],
 }
 
-impl Default for List<'_> {
-    fn default() -> Self {
+impl<'a> List<'a> {
+    /// A list of Surface B's `billing` tag with these query filters.
+    pub(super) fn new(filters: Vec<Value>) -> Self {
         List {
             tag: "billing",
             path_params: vec![],
-            filters: vec![],
+            filters,
             extra_errors: &[],
         }
     }
-}
 
-impl List<'_> {
+    /// This list at `path` and the read of one of its `item`s at `path/{id}`, named by
+    /// `names` (operation id, summary: the list's, then the read's).
+    pub(super) fn collection(
+        self,
+        b: &mut Builder,
+        path: &str,
+        item: Value,
+        names: [(&str, &str); 2],
+        e: &Value,
+    ) {
+        let tag = self.tag;
+        let mut params = self.path_params.clone();
+        params.push(pid("id"));
+        let [(list_id, list_summary), (one_id, one_summary)] = names;
+        b.operation(
+            path,
+            "get",
+            self.build(list_id, list_summary, item.clone(), e),
+        );
+        let read = one(tag, one_id, one_summary, item, &params, e);
+        b.operation(&format!("{path}/{{id}}"), "get", read);
+    }
+
     pub(super) fn build(self, id: &str, summary: &str, item: Value, e: &Value) -> Value {
         let mut errors = vec![400, 401];
         errors.extend(self.extra_errors);

@@ -1,7 +1,7 @@
 //! Agreement services in Surface B's document: the list, the read, the PUT (its body the
 //! `Patch` type) and the true-up charge type relations.
 
-use super::operations::{enumeration, filter, one, op, pid, write, List};
+use super::operations::{enumeration, filter, op, pid, write, List};
 use crate::resources::agreement_services::{AgreementService, Patch};
 use crate::resources::true_ups::{NewRelation, Relation};
 use serde_json::{json, Value};
@@ -28,27 +28,17 @@ pub(super) fn agreement_services(b: &mut Builder, e: &Value) {
             enumeration(shared::domain::agreements::AGREEMENT_SERVICE_STATUSES),
         ),
     ];
-    let list = List {
-        filters,
-        ..Default::default()
-    };
-    let built = list.build(
-        "listAgreementServices",
-        "Agreement services",
+    List::new(filters).collection(
+        b,
+        &p("/agreement-services"),
         service.clone(),
+        [
+            ("listAgreementServices", "Agreement services"),
+            ("getAgreementService", "One agreement service"),
+        ],
         e,
     );
-    b.operation(&p("/agreement-services"), "get", built);
     let one_path = p("/agreement-services/{id}");
-    let built = one(
-        "billing",
-        "getAgreementService",
-        "One agreement service",
-        service.clone(),
-        &[pid("id")],
-        e,
-    );
-    b.operation(&one_path, "get", built);
     let put = op(
         "billing",
         "updateAgreementService",
@@ -65,15 +55,18 @@ pub(super) fn agreement_services(b: &mut Builder, e: &Value) {
     let list = List {
         path_params: vec![pid("agreement_service_id")],
         extra_errors: &[404],
-        ..Default::default()
+        ..List::new(vec![])
     };
-    let built = list.build(
-        "listTrueUpRelations",
-        "True-up charge type relations",
+    list.collection(
+        b,
+        &relations,
         relation.clone(),
+        [
+            ("listTrueUpRelations", "True-up charge type relations"),
+            ("getTrueUpRelation", "One true-up charge type relation"),
+        ],
         e,
     );
-    b.operation(&relations, "get", built);
     let create = op(
         "billing",
         "createTrueUpRelation",
@@ -92,15 +85,6 @@ pub(super) fn agreement_services(b: &mut Builder, e: &Value) {
     b.operation(&relations, "post", create.build());
     let one_relation = format!("{relations}/{{id}}");
     let ids = [pid("agreement_service_id"), pid("id")];
-    let built = one(
-        "billing",
-        "getTrueUpRelation",
-        "One true-up charge type relation",
-        relation,
-        &ids,
-        e,
-    );
-    b.operation(&one_relation, "get", built);
     let delete = op("billing", "deleteTrueUpRelation", "Delete a relation", e)
         .params(&ids)
         .answer_described(204, "Deleted; empty body", None)

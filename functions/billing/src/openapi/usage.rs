@@ -1,7 +1,7 @@
 //! Usage events in Surface B's document: posting and simulating (bodies `BulkRequest`,
 //! answers `BulkOutcome` and the simulation's variant of it) and reading.
 
-use super::operations::{filter, one, op, pid, write, List};
+use super::operations::{filter, op, write, List};
 use serde_json::{json, Value};
 use shared::domain::usage::{BulkOutcome, BulkRequest, ErredEvent, RatedEvent};
 use shared::web::openapi::{array, string, Builder};
@@ -55,25 +55,21 @@ pub(super) fn usage(b: &mut Builder, e: &Value) {
     .to_vec();
     let list = List {
         tag: "usage",
-        filters,
-        ..Default::default()
+        ..List::new(filters)
     };
-    let built = list.build(
-        "listUsageEvents",
-        "Rated usage events (at least one narrowing parameter)",
-        rated.clone(),
-        e,
-    );
-    b.operation(&p("/usage-events"), "get", built);
-    let built = one(
-        "usage",
-        "getUsageEvent",
-        "One rated usage event (voided or live)",
+    list.collection(
+        b,
+        &p("/usage-events"),
         rated,
-        &[pid("id")],
+        [
+            (
+                "listUsageEvents",
+                "Rated usage events (at least one narrowing parameter)",
+            ),
+            ("getUsageEvent", "One rated usage event (voided or live)"),
+        ],
         e,
     );
-    b.operation(&p("/usage-events/{id}"), "get", built);
 }
 
 /// A simulation answers what posting answers minus request_id; its ids name nothing stored:
