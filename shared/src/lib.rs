@@ -32,6 +32,7 @@ pub mod names;
 pub mod query;
 pub mod rating;
 pub mod sandbox;
+pub mod schema;
 pub mod seed;
 pub mod store;
 pub mod tenants;

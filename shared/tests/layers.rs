@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("leaf: the error type", &["error"]),
     (
-        "leaf: values (amounts, names, instants and the tenant clock's reading)",
-        &["money", "names", "time"],
+        "leaf: values (amounts, names, instants and the tenant clock's reading; JSON Schema pieces)",
+        &["money", "names", "time", "schema"],
     ),
     ("leaf: credentials and tokens", &["auth"]),
     ("store (tenant databases, registry, S3)", &["store"]),

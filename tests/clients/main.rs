@@ -182,7 +182,7 @@ export const servicePuts: BS["AgreementServicePatch"][] = services;
 export const ledgers: CS["LedgerListItem"][] = {ledgers};
 export const ledger: CS["Ledger"] = {ledger};
 export const ledgerPut: CS["LedgerFields"] = ledger;
-export const chargeInfos: CS["LedgerChargeInfo"][] = {infos};
+export const chargeInfos: CS["ChargeInfo"][] = {infos};
 export const clock: AS["Clock"] = {clock};
 export const setClock: AS["SetClock"][] = [{{ mode: "frozen" }}, {{ mode: null }}, {{ offset_seconds: 60 }}];
 "#

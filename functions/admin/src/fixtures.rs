@@ -31,9 +31,12 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// Answer of an apply: how many records of each kind the document held (all written).
-#[derive(Debug, Serialize)]
-struct Applied {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = FixturesApplied)]
+pub(crate) struct Applied {
     tenant: String,
+    /// Records of each kind.
+    #[schema(value_type = std::collections::BTreeMap<String, u64>)]
     records: serde_json::Map<String, serde_json::Value>,
 }
 

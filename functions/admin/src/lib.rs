@@ -5,6 +5,7 @@
 
 pub mod console;
 pub mod fixtures;
+pub mod openapi;
 pub mod powers;
 
 use axum::body::Bytes;
@@ -20,6 +21,7 @@ use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
 use shared::web::{parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
+use utoipa::ToSchema;
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
@@ -39,10 +41,7 @@ pub fn routes() -> Router<AppState> {
         );
     Router::new()
         .merge(checkpoints)
-        .route(
-            &format!("{ADMIN_PREFIX}/openapi.json"),
-            get(openapi_document),
-        )
+        .route(&format!("{ADMIN_PREFIX}/openapi.json"), get(openapi::serve))
         .route(
             &format!("{ADMIN_PREFIX}/tenants"),
             post(create_tenant).get(list_tenants),
@@ -62,19 +61,6 @@ pub fn routes() -> Router<AppState> {
         .merge(powers::routes())
         .merge(fixtures::routes())
         .merge(console::routes())
-}
-
-/// The admin API's OpenAPI 3.1 document (docs/openapi/admin.json, written by
-/// docs/openapi/generate.py), embedded so what is served is what is shipped.
-pub const OPENAPI_DOCUMENT: &str = include_str!("../../../docs/openapi/admin.json");
-
-/// `GET /sandbox/v1/openapi.json`, without the admin key.
-async fn openapi_document() -> Response {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        OPENAPI_DOCUMENT,
-    )
-        .into_response()
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
@@ -101,28 +87,35 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminAuth {
 }
 
 /// Body of `POST /tenants`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewTenant)]
 struct CreateTenant {
+    #[schema(min_length = 1)]
     name: String,
     /// Default `demo`; not with `from` or `fixtures`.
+    #[schema(schema_with = seeds)]
     seed: Option<String>,
     /// The tenant's own fixture document (docs/fixtures.md) instead of a seed.
+    #[schema(schema_with = fixture_document)]
     fixtures: Option<serde_json::Value>,
     /// The tenant's clock from the start (the body of `PUT .../clock`), set before its data
     /// is written so that relative dates resolve against it; not with `from`.
     clock: Option<shared::sandbox::clock::Setting>,
-    /// Default `UTC`; not with `from` (a fork keeps its source's).
+    /// IANA time zone. Default `UTC`; not with `from` (a fork keeps its source's).
+    #[schema(default = "UTC")]
     time_zone: Option<String>,
     /// Fork: start from a checkpoint of another tenant instead of a seed.
     from: Option<ForkFrom>,
 }
 
-/// Where a fork starts: a checkpoint of an existing tenant.
-#[derive(Debug, Deserialize, Serialize)]
+/// Fork: the new tenant starts with a copy of this checkpoint (and the source's time zone)
+/// instead of a seed; 'seed' and 'time_zone' are then refused.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ForkFrom {
     tenant: String,
+    #[schema(schema_with = checkpoint_name)]
     checkpoint: String,
 }
 
@@ -130,24 +123,55 @@ fn default_seed() -> String {
     "demo".into()
 }
 
+/// The seeds a tenant starts from (`shared::seed::Seed::parse`), `demo` by default.
+fn seeds() -> utoipa::openapi::Object {
+    let mut schema = shared::schema::enumeration(&["demo", "empty"]);
+    schema.default = Some(default_seed().into());
+    schema
+}
+
+fn fixture_document() -> utoipa::openapi::Object {
+    shared::schema::any_object(
+        "The tenant's own fixture document instead of a seed (docs/fixtures.md); a refusal names its JSON path and creates no tenant",
+    )
+}
+
+/// A checkpoint's name, as `shared::store::checkpoints` checks it.
+fn checkpoint_name() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(shared::store::checkpoints::MAX_NAME_LEN))
+        .pattern(Some("^[A-Za-z0-9][A-Za-z0-9._-]*$"))
+        .description(Some(format!(
+            "1 to {} of A-Z a-z 0-9 - _ ., starting with a letter or digit; unique per tenant (at most {} checkpoints per tenant)",
+            shared::store::checkpoints::MAX_NAME_LEN,
+            shared::store::checkpoints::MAX_CHECKPOINTS
+        )))
+        .build()
+}
+
 /// HTTP Basic credentials in a creation answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Basic {
     username: String,
     password: String,
 }
 
-/// Answer of `POST /tenants`: the tenant and its clear-text credentials, shown once.
-#[derive(Debug, Serialize)]
+/// The tenant and its clear-text credentials, shown once (answer of `POST /tenants`).
+#[derive(Debug, Serialize, ToSchema)]
 struct CreatedTenant {
     id: String,
     name: String,
     time_zone: String,
     api_key: String,
     basic: Basic,
+    #[schema(format = DateTime)]
     created_at: String,
     /// The checkpoint a fork was made from.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = ForkFrom)]
     from: Option<ForkFrom>,
 }
 
@@ -244,18 +268,23 @@ async fn delete_tenant(
 }
 
 /// Body of `POST /tenants/{id}/tokens` (optional).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct TokenRequest {
     ttl_seconds: Option<i64>,
 }
 
 /// Answer of `POST /tenants/{id}/tokens`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Token {
     access_token: String,
+    #[schema(schema_with = bearer)]
     token_type: &'static str,
     expires_in: i64,
+}
+
+fn bearer() -> utoipa::openapi::Object {
+    shared::schema::enumeration(&["Bearer"])
 }
 
 async fn issue_token(
@@ -282,15 +311,16 @@ async fn issue_token(
 }
 
 /// Body of `POST /tenants/{id}/reset`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ResetRequest {
     #[serde(default = "default_seed")]
+    #[schema(schema_with = seeds)]
     seed: String,
 }
 
 /// Answer of a reset.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct ResetDone {
     #[serde(flatten)]
     tenant: TenantRecord,
@@ -314,21 +344,24 @@ async fn reset_tenant(
 // --- Checkpoints, restore and forks (issue 15) ---
 
 /// Body of `POST /tenants/{id}/checkpoints`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewCheckpoint)]
 struct CreateCheckpoint {
+    #[schema(schema_with = checkpoint_name)]
     name: String,
 }
 
 /// Body of `POST /tenants/{id}/restore`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RestoreRequest {
+    #[schema(schema_with = checkpoint_name)]
     checkpoint: String,
 }
 
 /// Answer of a restore.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Restored {
     tenant: String,
     checkpoint: Checkpoint,

@@ -83,11 +83,14 @@ async fn set_clock(
     Ok(Json(view))
 }
 
-/// Body of `POST .../clock/advance`: `{"seconds": N}` or `{"to": "<date-time>"}`.
-#[derive(Debug, Deserialize)]
+/// Body of `POST .../clock/advance`: exactly one of seconds and to (forward only).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AdvanceClock {
+pub(crate) struct AdvanceClock {
+    /// 1 to ten years of 365 days (`clock::MAX_ADVANCE_SECONDS`).
+    #[schema(minimum = 1, maximum = 315360000)]
     seconds: Option<i64>,
+    /// A date-time (or a date: midnight in the tenant's zone) ahead of the clock.
     to: Option<String>,
 }
 

@@ -23,13 +23,15 @@ pub const DEFAULT_MAX_RECORDS: i64 = 1000;
 pub const MAX_DELETE_IDS: usize = 1000;
 
 /// A charge info record as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ChargeInfo {
     /// Id.
     pub id: i64,
     /// When collected.
+    #[schema(format = DateTime)]
     pub created_on: String,
     /// When last changed (collected, or posted by a ledger run).
+    #[schema(format = DateTime)]
     pub updated_on: String,
     /// The collector run that created it.
     pub created_by: String,
@@ -40,10 +42,12 @@ pub struct ChargeInfo {
     /// The source record in the platform, `core:<kind>:<id>`.
     pub core_id: String,
     /// The charge's facts (see docs/revenue.md for the keys).
+    #[schema(schema_with = ci_values)]
     pub ci_values: Box<RawValue>,
     /// Per-ledger list only: the record's state in that ledger (POSTED, SKIPPED, ERROR, or
     /// null when no run has handled it). Absent from the other lists.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::domain::schemas::charge_info_state_or_null)]
     pub charge_info_state_values: Option<Option<String>>,
 }
 
@@ -65,6 +69,10 @@ fn row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<ChargeInfo> {
         })?,
         charge_info_state_values: None,
     })
+}
+
+fn ci_values() -> utoipa::openapi::Object {
+    crate::schema::any_object("created_date, transaction_type, charge_category, billing_account_num, order_id, service_id, invoice_number, charge_amount (exact decimal), order_amount, product_id, product_name, currency_code; merged records add merged_charge_info_ids")
 }
 
 /// The filters of the charge info lists; `None` does not filter. Times are stored instants.
@@ -280,15 +288,16 @@ pub fn list_for_ledger(
 }
 
 /// The body of the charge info deletions.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ids {
     /// Charge info ids.
+    #[schema(min_items = 1, max_items = 1000)]
     pub ids: Vec<i64>,
 }
 
 /// What a deletion removed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Deleted {
     /// Charge info records (or states) removed.
     pub deleted: usize,

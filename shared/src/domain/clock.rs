@@ -41,13 +41,29 @@ pub const LIVE_SERVICE_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "TRIAL"];
 /// changes: advance in smaller steps.
 pub const MAX_TRANSITIONS: usize = 10_000;
 
+/// The kinds of transition ([`Transition::kind`]).
+pub const TRANSITION_KINDS: &[&str] = &[
+    "agreement_service.renewed",
+    "agreement_service.ended",
+    "invoice.past_due",
+    "invoice.autopaid",
+    "account.collection_cleared",
+    "bill_cycle.run",
+    "bill_batch.run",
+];
+
+fn transition_kinds() -> utoipa::openapi::Object {
+    crate::schema::enumeration(TRANSITION_KINDS)
+}
+
 /// One transition that ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Transition {
     /// When it happened (the tenant's offset).
+    #[schema(format = DateTime)]
     pub at: String,
-    /// `agreement_service.renewed`, `agreement_service.ended`, `invoice.past_due`,
-    /// `invoice.autopaid`, `account.collection_cleared`, `bill_cycle.run`, `bill_batch.run`.
+    /// What ran (`TRANSITION_KINDS`).
+    #[schema(schema_with = transition_kinds)]
     pub kind: &'static str,
     /// The id of the agreement service, invoice, billing account, bill cycle or bill batch.
     pub id: i64,

@@ -52,7 +52,7 @@ pub fn create_run_mode(tx: &Transaction<'_>, m: &NewRunMode) -> Result<i64> {
 }
 
 /// The body of `POST /glruns`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct NewGlRun {
     /// Run mode (default: the ledger's actuals run mode).
     pub gl_run_mode_id: Option<i64>,
@@ -63,30 +63,35 @@ pub struct NewGlRun {
 }
 
 /// A ledger run as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct GlRun {
     /// Id.
     pub id: i64,
     /// When it started.
+    #[schema(format = DateTime, required = true)]
     pub date_started: Option<String>,
     /// When it ended.
+    #[schema(format = DateTime, required = true)]
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
+    #[schema(schema_with = crate::domain::schemas::run_status)]
     pub status: String,
     /// Number of run errors.
     pub num_errors: i64,
     /// ON_DEMAND for runs started over the API.
     pub run_trigger_type: String,
     /// Run mode.
+    #[schema(required = true)]
     pub gl_run_mode_id: Option<i64>,
     /// Ledger.
     pub ledger_id: i64,
     /// Upper bound (exclusive) of the charge dates posted.
+    #[schema(format = DateTime)]
     pub run_to_date: String,
 }
 
 /// A journal entry as rendered (a sandbox extension: the platform shows them elsewhere).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct JournalEntry {
     /// Id.
     pub id: i64,
@@ -99,12 +104,16 @@ pub struct JournalEntry {
     /// The accounting period posted into.
     pub period_id: i64,
     /// Posting day (`YYYY-MM-DD`, ledger time zone).
+    #[schema(schema_with = crate::schema::date)]
     pub posting_date: String,
     /// Amount (positive; the accounts carry the direction).
+    #[schema(schema_with = crate::schema::decimal)]
     pub amount: Number,
     /// Account debited.
+    #[schema(required = true)]
     pub debit_account: Option<String>,
     /// Account credited.
+    #[schema(required = true)]
     pub credit_account: Option<String>,
 }
 

@@ -43,19 +43,26 @@ pub fn create_rule_set(tx: &Transaction<'_>, c: &NewNamed) -> Result<i64> {
 /// The fields of a ledger, as a create or an update carries them. On create, `name` is
 /// required and absent fields take their defaults; on update, present fields replace the
 /// stored ones and absent (or null) ones are kept.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[schema(
+    description = "Ledger fields. POST needs name (status and id are ignored); PUT replaces the fields present (id, when given, must equal the path's). Other members (what a Ledger renders besides: valid, calendar, the list's names) are ignored, so a ledger read may be sent back."
+)]
 pub struct LedgerFields {
     /// On create: an explicit id (seed data only). On update: must equal the path's id.
     pub id: Option<i64>,
     /// Unique name.
+    #[schema(min_length = 1)]
     pub name: Option<String>,
     /// Description.
     pub description: Option<String>,
     /// One of [`LEDGER_STATUSES`], default ACTIVE.
+    #[schema(schema_with = crate::domain::schemas::ledger_status_or_null)]
     pub status: Option<String>,
     /// One of [`CONVERT_CURRENCY`], default NONE.
+    #[schema(schema_with = crate::domain::schemas::convert_currency_or_null)]
     pub convert_currency: Option<String>,
     /// Conversion currency.
+    #[schema(schema_with = crate::domain::schemas::currency_or_null)]
     pub conversion_currency: Option<String>,
     /// Chart of accounts.
     pub chart_of_account_id: Option<i64>,
@@ -68,8 +75,10 @@ pub struct LedgerFields {
     /// Currency exchange version.
     pub currency_exchange_version: Option<String>,
     /// Billing account categories the ledger posts for (an update replaces the set).
+    #[schema(max_items = 1000)]
     pub billing_account_category_ids: Option<Vec<i64>>,
     /// Expected customer lifetime (months).
+    #[schema(minimum = 0, maximum = 1200)]
     pub expected_customer_lifetime: Option<i64>,
     /// Create zero-amount journal entries (default false).
     pub create_zero_amount_entries: Option<bool>,
@@ -291,33 +300,43 @@ pub fn update_ledger(tx: &Transaction<'_>, id: i64, u: &LedgerFields) -> Result<
 }
 
 /// An AR ledger as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Ledger {
     /// Id.
     pub id: i64,
     /// Unique name.
     pub name: String,
     /// Description.
+    #[schema(required = true)]
     pub description: Option<String>,
     /// ACTIVE or INACTIVE.
+    #[schema(schema_with = crate::domain::schemas::ledger_status)]
     pub status: String,
     /// NONE, GL or ACCOUNT_CATEGORY.
+    #[schema(schema_with = crate::domain::schemas::convert_currency)]
     pub convert_currency: String,
     /// Conversion currency.
+    #[schema(schema_with = crate::domain::schemas::currency_or_null, required = true)]
     pub conversion_currency: Option<String>,
     /// Chart of accounts.
+    #[schema(required = true)]
     pub chart_of_account_id: Option<i64>,
     /// Rule set.
+    #[schema(required = true)]
     pub rule_set_id: Option<i64>,
     /// Actuals run mode.
+    #[schema(required = true)]
     pub run_mode_actuals_id: Option<i64>,
     /// Conversion rate set.
+    #[schema(required = true)]
     pub conversion_rate_set_id: Option<String>,
     /// Currency exchange version.
+    #[schema(required = true)]
     pub currency_exchange_version: Option<String>,
     /// Billing account categories the ledger posts for.
     pub billing_account_category_ids: Vec<i64>,
     /// Expected customer lifetime (months).
+    #[schema(required = true)]
     pub expected_customer_lifetime: Option<i64>,
     /// Create zero-amount journal entries.
     pub create_zero_amount_entries: bool,
@@ -330,16 +349,20 @@ pub struct Ledger {
 }
 
 /// A ledger as the list renders it: with the names of what it references.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = LedgerListItem)]
 pub struct ListedLedger {
     /// The ledger.
     #[serde(flatten)]
     pub ledger: Ledger,
     /// Name of the chart of accounts.
+    #[schema(required = true)]
     pub chart_of_account_name: Option<String>,
     /// Name of the rule set.
+    #[schema(required = true)]
     pub rule_set_name: Option<String>,
     /// Name of the accounting calendar.
+    #[schema(required = true)]
     pub accounting_calendar_name: Option<String>,
 }
 

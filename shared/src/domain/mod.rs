@@ -32,6 +32,7 @@ pub mod invoices;
 pub mod ledgers;
 pub mod payments;
 pub mod replication;
+pub mod schemas;
 pub mod usage;
 
 use crate::{Error, Result};

@@ -194,7 +194,8 @@ pub fn read_svs(conn: &Connection) -> Result<SvsSnapshot> {
 }
 
 /// What one view's replication wrote.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = ReplicationView)]
 pub struct ViewSummary {
     /// `service_view` or `charge_view`.
     pub name: String,
@@ -205,7 +206,7 @@ pub struct ViewSummary {
 }
 
 /// The answer of `POST /replication/svs`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ReplicationSummary {
     /// Identifies this replication; also the folder of its objects.
     pub replication_id: String,
@@ -223,6 +224,7 @@ pub struct ReplicationSummary {
     /// Objects written in all.
     pub total_objects: usize,
     /// When the snapshot was taken.
+    #[schema(format = DateTime)]
     pub replicated_at: String,
 }
 

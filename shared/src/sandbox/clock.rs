@@ -17,6 +17,17 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::Transaction;
 use serde::Serialize;
 
+/// The modes a clock shows (`ClockView::mode`) and a setting names.
+pub const MODES: &[&str] = &["real", "frozen", "offset"];
+
+fn modes() -> utoipa::openapi::Object {
+    crate::schema::enumeration(MODES)
+}
+
+fn nullable_modes() -> utoipa::openapi::Object {
+    crate::schema::nullable_enumeration(MODES)
+}
+
 /// Earliest instant a clock may show (2000-01-01T00:00:00Z).
 pub const MIN_YEAR: i32 = 2000;
 /// A clock may show instants before the start of this year (2100-01-01T00:00:00Z).
@@ -25,17 +36,22 @@ pub const MAX_YEAR: i32 = 2100;
 pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
 /// How the admin API shows a clock.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Clock)]
 pub struct ClockView {
     /// `real`, `frozen` or `offset`.
+    #[schema(schema_with = modes)]
     pub mode: &'static str,
-    /// What the clock reads now (tenant's UTC offset).
+    /// What the clock reads now (the tenant's offset).
+    #[schema(format = DateTime)]
     pub now: String,
     /// The frozen instant (mode `frozen`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, format = DateTime)]
     pub frozen_at: Option<String>,
     /// Seconds ahead of real time (mode `offset`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = f64)]
     pub offset_seconds: Option<f64>,
 }
 
@@ -104,10 +120,12 @@ impl Clock {
 /// "<date-time>"}`, `{"mode": "frozen"}` (freeze at the clock's current reading),
 /// `{"offset_seconds": N}` (run N seconds ahead of real time; negative behind) or
 /// `{"mode": "real"}`.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = SetClock)]
 pub struct Setting {
     /// `real`, `frozen` or `offset` (implied by the other member when absent).
+    #[schema(schema_with = nullable_modes)]
     pub mode: Option<String>,
     /// The instant to freeze at (a date-time, or a date: midnight in the tenant's zone).
     pub frozen_at: Option<String>,
@@ -183,16 +201,19 @@ pub enum Target {
 }
 
 /// What an advance did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = ClockAdvanced)]
 pub struct Advanced {
     /// The clock after the advance.
     #[serde(flatten)]
     pub clock: ClockView,
     /// What the clock read before.
+    #[schema(format = DateTime)]
     pub advanced_from: String,
     /// What it was advanced to.
+    #[schema(format = DateTime)]
     pub advanced_to: String,
-    /// The transitions that ran, in order (see [`crate::domain::clock`]).
+    /// The transitions that ran, in order.
     pub transitions: Vec<crate::domain::clock::Transition>,
 }
 

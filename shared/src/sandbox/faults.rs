@@ -36,28 +36,36 @@ pub const MAX_SEED: u64 = (1 << 53) - 1;
 /// Methods a rule may name (besides `*`).
 pub const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
-/// Body of `POST .../faults`.
-#[derive(Debug, Clone, Deserialize)]
+/// Body of `POST .../faults`: a fault rule; it needs a status, a latency_ms, or both.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewFaultRule)]
 pub struct NewRule {
-    /// An HTTP method or `*` (default).
+    /// GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS or * (default).
     pub method: Option<String>,
-    /// A path glob.
+    /// Glob over the request path (any surface): * any run, ? one character.
+    #[schema(min_length = 1, max_length = 512)]
     pub path: String,
-    /// The status answered (400-599); absent: delay only.
+    /// The status answered (400-599); absent: the rule only delays.
+    #[schema(minimum = 400, maximum = 599)]
     pub status: Option<u16>,
     /// Delay before the answer, in milliseconds (default 0).
+    #[schema(minimum = 0, maximum = 20000)]
     pub latency_ms: Option<u64>,
     /// Chance that a matching request is hit, 0 to 1 (default 1).
+    #[schema(minimum = 0, maximum = 1)]
     pub probability: Option<f64>,
     /// Hits before the rule stops (default: no limit).
+    #[schema(minimum = 1, maximum = 1000000)]
     pub times: Option<i64>,
     /// Seed of the rule's draws (default: a random one, shown in the rule).
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     pub seed: Option<u64>,
 }
 
-/// A stored rule.
-#[derive(Debug, Clone, Serialize)]
+/// A stored fault rule.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = FaultRule)]
 pub struct Rule {
     /// Rule id, e.g. `flt_3f2a...`; answered in the `X-Sandbox-Fault` header.
     pub id: String,
@@ -65,19 +73,26 @@ pub struct Rule {
     pub method: String,
     /// Path glob.
     pub path: String,
-    /// Status answered; `None`: delay only.
+    /// Status answered; null: delay only.
+    #[schema(minimum = 400, maximum = 599, required = true)]
     pub status: Option<u16>,
     /// Delay in milliseconds.
+    #[schema(minimum = 0, maximum = 20000)]
     pub latency_ms: u64,
     /// Chance of a hit.
+    #[schema(minimum = 0, maximum = 1)]
     pub probability: f64,
-    /// Hits it was created with (`None`: no limit).
+    /// Hits it was created with (null: no limit).
+    #[schema(minimum = 1, maximum = 1000000, required = true)]
     pub times: Option<i64>,
-    /// Hits left (`None`: no limit).
+    /// Hits left (null: no limit).
+    #[schema(minimum = 0, required = true)]
     pub remaining: Option<i64>,
     /// Seed of its draws.
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     pub seed: u64,
     /// Creation time (real time, UTC).
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

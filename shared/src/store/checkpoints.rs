@@ -43,14 +43,15 @@ pub const MAX_NAME_LEN: usize = crate::names::MAX_LEN;
 pub const MAX_CHECKPOINTS: usize = 100;
 
 /// A checkpoint as the admin API shows it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Checkpoint {
     /// Unique per tenant.
     pub name: String,
-    /// The tenant's version the checkpoint holds: its log version in S3 mode, its count of
-    /// writes locally.
+    /// The tenant's version it holds: its log version in S3 mode, its count of writes
+    /// locally.
     pub version: u64,
     /// RFC 3339 creation time (UTC).
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A tenant as the registry knows it (no secrets).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = Tenant)]
 pub struct TenantRecord {
     /// Stable identifier, e.g. `t_5f2c...`.
     pub id: String,
@@ -34,6 +35,7 @@ pub struct TenantRecord {
     /// IANA time zone the tenant's date-times are rendered in.
     pub time_zone: String,
     /// RFC 3339 creation time (UTC).
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

@@ -10,15 +10,18 @@ use serde::Serialize;
 /// The message of a write whose outcome storage could not confirm (503).
 pub const OUTCOME_UNKNOWN_MESSAGE: &str = "The service is temporarily unavailable and could not confirm whether the request was applied: it may or may not have been. Retry with the same Idempotency-Key to learn the outcome (a request sent without one: check before retrying).";
 
-/// The error body of Surfaces B and C: `{code, message}` with an HTTP status.
-#[derive(Debug, Clone, Serialize)]
+/// The error body of Surfaces B, C and the admin API: `{code, message}` with an HTTP status.
+/// (`deny_unknown_fields` is for its schema: an answer holds these two members only.)
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = Error, description = "Every error body: {code, message}.")]
 pub struct ApiError {
     /// The HTTP status (not serialized).
     #[serde(skip)]
     pub status: StatusCode,
-    /// A stable, upper-case code, e.g. `BAD_REQUEST`.
+    /// Stable upper-case code, e.g. BAD_REQUEST.
     pub code: String,
-    /// A human-readable explanation.
+    /// What went wrong, in words.
     pub message: String,
 }
 

@@ -9,12 +9,14 @@
 //! - [`extract`]: extractors (identified tenant, JSON body, query map) and their bounds;
 //! - [`error`]: the `{code, message}` error and the mapping of domain errors to it;
 //! - [`router`]: finishing a route group's router (fallbacks, layers, trailing slash);
-//! - [`listing`]: the HTTP side of lists (paging conventions, Surface B's filter/sort).
+//! - [`listing`]: the HTTP side of lists (paging conventions, Surface B's filter/sort);
+//! - [`openapi`]: assembling, rendering and serving the OpenAPI documents built in code.
 
 pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod listing;
+pub mod openapi;
 pub mod pipeline;
 pub mod powers;
 pub mod router;

@@ -41,20 +41,23 @@ pub const BY_BILL_CYCLE: Parent = Parent {
 };
 
 /// An operation of an action.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Operation {
     operation_type: String,
     name: String,
     enabled: bool,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 
 /// An action as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Action {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
     name: String,
     enabled: bool,
+    #[schema(required = true)]
     friendly_name: Option<String>,
     supports_approval: bool,
     action_type: String,

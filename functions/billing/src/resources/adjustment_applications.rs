@@ -96,41 +96,58 @@ pub static SOURCE: ListSource = ListSource {
 };
 
 /// An item of an account adjustment.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = AdjustmentItem)]
 pub struct Item {
     adjustment_item_type: String,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     amount: Option<Number>,
+    #[schema(required = true)]
     description: Option<String>,
+    #[schema(required = true)]
     reason: Option<String>,
+    #[schema(required = true)]
     secondary_reason: Option<String>,
+    #[schema(required = true)]
     category: Option<CategoryRef>,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 
 /// An account adjustment.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AccountAdjustment {
+    #[schema(format = DateTime, required = true)]
     occurred_on: Option<String>,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     amount: Option<Number>,
+    #[schema(required = true)]
     description: Option<String>,
     invoiced: bool,
     status: String,
     adjustment_type: String,
     billing_account: AccountRef,
+    #[schema(required = true)]
     reason: Option<NamedRef>,
+    #[schema(required = true)]
     secondary_reason: Option<NamedRef>,
+    #[schema(format = DateTime, required = true)]
     posted_on: Option<String>,
+    #[schema(required = true)]
     posted_by: Option<String>,
     manual_invoice_application: bool,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     unapplied_amount: Option<Number>,
     items: Vec<Item>,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 
 /// An adjustment application as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentApplication {
     account_adjustment: AccountAdjustment,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 

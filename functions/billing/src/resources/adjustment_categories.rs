@@ -32,13 +32,16 @@ pub static SOURCE: ListSource = ListSource {
 pub const SCOPE: &str = "c.charge_category_type = 'Adjustment'";
 
 /// An adjustment category as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentCategory {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
     charge_category_type: String,
     name: String,
+    #[schema(required = true)]
     description: Option<String>,
     priority: i64,
+    #[schema(schema_with = shared::domain::schemas::category_status)]
     status: String,
 }
 

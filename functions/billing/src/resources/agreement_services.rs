@@ -111,49 +111,112 @@ pub static SOURCE: ListSource = ListSource {
     id: "s.id",
 };
 
+/// The schemas of the PUT body's members that a derive cannot see: the read-only echoes
+/// (checked against the stored values by `check_echoed`) and the bounded inputs.
+fn read_only(mut schema: serde_json::Value) -> utoipa::openapi::Object {
+    schema["description"] = "Read-only: may be sent back as GET renders it; a value other than the stored one is a 400.".into();
+    shared::schema::object(schema)
+}
+fn echo_id() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": ["string", "integer"] }))
+}
+fn echo_start_date() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": ["string", "null"], "format": "date-time" }))
+}
+fn echo_renewed() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": "boolean" }))
+}
+fn echo_agreement_period() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": "integer", "format": "int32" }))
+}
+fn echo_status() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": "string", "enum": AGREEMENT_SERVICE_STATUSES }))
+}
+fn echo_srid() -> utoipa::openapi::Object {
+    read_only(serde_json::json!({ "type": ["string", "null"] }))
+}
+fn amount_in() -> utoipa::openapi::Object {
+    let mut schema = shared::schema::decimal_or_null();
+    schema.minimum = Some(0.into());
+    schema
+}
+fn action_in() -> utoipa::openapi::Object {
+    shared::schema::object(
+        serde_json::json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 255 }),
+    )
+}
+fn charge_types_in() -> utoipa::openapi::Array {
+    shared::schema::array(serde_json::json!({
+        "type": ["array", "null"],
+        "items": { "type": "string", "minLength": 1, "maxLength": 255 },
+        "maxItems": 50,
+    }))
+}
+
 /// `{name, sku, external_product_number, id}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ProductRef {
+    #[schema(required = true)]
     name: Option<String>,
+    #[schema(required = true)]
     sku: Option<String>,
+    #[schema(required = true)]
     external_product_number: Option<String>,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 
 /// `{product_price_type, price_type, id}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct PriceRef {
+    #[schema(required = true)]
     product_price_type: Option<String>,
+    #[schema(required = true)]
     price_type: Option<String>,
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
 }
 
 /// An agreement service as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AgreementService {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
+    #[schema(format = DateTime, required = true)]
     start_date: Option<String>,
     next_service_pay_on_purchase: bool,
     renewed: bool,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     accumulated_charges_amount: Option<Number>,
+    #[schema(required = true)]
     agreement: Option<NamedRef>,
+    #[schema(format = DateTime, required = true)]
     end_date: Option<String>,
+    #[schema(required = true)]
     end_action: Option<String>,
+    #[schema(required = true)]
     next_agreement: Option<NamedRef>,
+    #[schema(required = true)]
     next_end_action: Option<String>,
+    #[schema(required = true)]
     next_service_product: Option<ProductRef>,
+    #[schema(required = true)]
     next_service_product_price: Option<PriceRef>,
     preserve_service_price: bool,
     next_preserve_service_price: bool,
     agreement_period: i32,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     minimum_amount: Option<Number>,
+    #[schema(schema_with = shared::domain::schemas::currency_or_null, required = true)]
     minimum_amount_currency_code: Option<String>,
     omit_minimum_amount: bool,
     true_up_charge_types: Vec<String>,
     /// One of the agreement service statuses (what the `status` filter selects on).
+    #[schema(schema_with = shared::domain::schemas::agreement_service_status)]
     status: String,
     /// The service's first top-level SRID (what the `service_resource_identifier` filter
     /// selects on), null when it has none.
+    #[schema(required = true)]
     service_resource_identifier: Option<String>,
 }
 
@@ -265,32 +328,43 @@ pub const READ_ONLY: &[&str] = &[
 /// read-only members ([`READ_ONLY`]) are kept aside for [`super::check_echoed`], its nested
 /// references are read by their `id` ([`RefIn`]); any other member is refused (400), so a
 /// misspelt field is never silently dropped.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AgreementServicePatch, description = "Partial update: absent fields stay, null clears a nullable one. The whole AgreementService a GET answers is accepted (read-only members unchanged, nested references as rendered); any other member is a 400.")]
 pub struct Patch {
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_id)]
     id: Option<Value>,
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_start_date)]
     start_date: Option<Value>,
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_renewed)]
     renewed: Option<Value>,
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_agreement_period)]
     agreement_period: Option<Value>,
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_status)]
     status: Option<Value>,
     #[serde(default, deserialize_with = "echo")]
+    #[schema(schema_with = echo_srid)]
     service_resource_identifier: Option<Value>,
     next_service_pay_on_purchase: Option<bool>,
     #[serde(default, deserialize_with = "shared::money::deserialize_opt_number")]
+    #[schema(schema_with = amount_in)]
     accumulated_charges_amount: Option<Decimal>,
     agreement: Option<RefIn>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(format = DateTime)]
     end_date: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = action_in)]
     end_action: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     next_agreement: Option<Option<RefIn>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = action_in)]
     next_end_action: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     next_service_product: Option<Option<RefIn>>,
@@ -299,10 +373,13 @@ pub struct Patch {
     preserve_service_price: Option<bool>,
     next_preserve_service_price: Option<bool>,
     #[serde(default, deserialize_with = "nullable_number")]
+    #[schema(schema_with = amount_in)]
     minimum_amount: Option<Option<Decimal>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = shared::domain::schemas::currency_or_null)]
     minimum_amount_currency_code: Option<Option<String>>,
     omit_minimum_amount: Option<bool>,
+    #[schema(schema_with = charge_types_in)]
     true_up_charge_types: Option<Vec<String>>,
 }
 

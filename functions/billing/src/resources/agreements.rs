@@ -102,26 +102,40 @@ pub static SOURCE: ListSource = ListSource {
 };
 
 /// An agreement as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Agreement {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
     name: String,
     agreement_period: i32,
     status: String,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     termination_flat_charge: Option<Number>,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     termination_percentage_charge: Option<Number>,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     max_termination_charge: Option<Number>,
     prorate_on_cancel: bool,
+    #[schema(required = true)]
     adjustment_category: Option<CategoryRef>,
+    #[schema(required = true)]
     end_action: Option<String>,
+    #[schema(required = true)]
     termination_fee_currency_code: Option<String>,
+    #[schema(required = true)]
     max_termination_fee_currency_code: Option<String>,
+    #[schema(format = DateTime, required = true)]
     valid_from: Option<String>,
+    #[schema(format = DateTime, required = true)]
     valid_to: Option<String>,
+    #[schema(required = true)]
     next_agreement: Option<NamedRef>,
     agreement_period_type: String,
+    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
     minimum_amount: Option<Number>,
+    #[schema(required = true)]
     minimum_amount_currency_type: Option<String>,
+    #[schema(required = true)]
     true_up_adjustment_reason: Option<NamedRef>,
     preserve_service_price: bool,
 }

@@ -88,16 +88,38 @@ pub const BY_BILL_BATCH: Parent = Parent {
 };
 
 /// An invoice inside a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Invoice {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
+    #[schema(required = false)]
     invoice_type: String,
+    #[schema(required = false)]
     invoice_num: String,
+    #[schema(required = false)]
     external_invoice_num: Option<String>,
+    #[schema(schema_with = shared::schema::decimal_or_null)]
     amount: Option<Number>,
+    #[schema(required = false)]
     description: Option<String>,
+    #[schema(required = false)]
     billing_account: AccountRef,
+    #[schema(required = false)]
     original_billing_account: Option<IdRef>,
+}
+
+/// A run's `invoices`: each an `Invoice` (whole with the `invoices` expansion, else `{id}`).
+fn invoices() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("Invoice"))
+        .build()
+}
+
+/// A batch's `bill_batch_runs`: each a `BillBatchRun` (whole when expanded, else `{id}`).
+fn runs() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("BillBatchRun"))
+        .build()
 }
 
 /// An entry of a collection: a reference, or the whole object when expanded.
@@ -111,44 +133,69 @@ pub enum Entry<T> {
 }
 
 /// A run of a bill batch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = BillBatchRun, description = "A bill batch run; without expand only {id}.")]
 pub struct Run {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
+    #[schema(schema_with = invoices, required = false)]
     invoices: Vec<Entry<Invoice>>,
+    #[schema(required = false)]
     bill_run_type: String,
+    #[schema(required = false)]
     step_status: Option<String>,
+    #[schema(required = false)]
     sequence: i32,
+    #[schema(required = false)]
     step: Option<String>,
+    #[schema(required = false)]
     status: String,
+    #[schema(format = DateTime)]
     status_date: Option<String>,
+    #[schema(format = DateTime)]
     open_date: Option<String>,
+    #[schema(format = DateTime)]
     close_date: Option<String>,
+    #[schema(format = DateTime)]
     scheduled_run_date: Option<String>,
+    #[schema(format = DateTime)]
     invoice_due_date: Option<String>,
+    #[schema(format = DateTime)]
     invoice_date: Option<String>,
+    #[schema(required = false)]
     processed_invoice_count: i64,
+    #[schema(required = false)]
     error_msg: Option<String>,
+    #[schema(required = false)]
     use_payment_term: bool,
 }
 
 /// A bill batch as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct BillBatch {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
     bill_batch_type: String,
+    #[schema(required = true)]
     description: Option<String>,
+    #[schema(format = DateTime, required = true)]
     end_date: Option<String>,
     /// The invoice date the batch was created with (a POST field).
+    #[schema(format = DateTime, required = true)]
     invoice_date: Option<String>,
     /// The invoice due date the batch was created with (a POST field).
+    #[schema(format = DateTime, required = true)]
     invoice_due_date: Option<String>,
     auto_approve: bool,
     name: String,
     use_payment_term: bool,
     internal_render: bool,
     currency_code: String,
+    #[schema(schema_with = shared::domain::schemas::bill_batch_status)]
     status: String,
+    #[schema(required = true)]
     billing_account_category: Option<NamedRef>,
+    #[schema(schema_with = runs)]
     bill_batch_runs: Vec<Entry<Run>>,
 }
 
@@ -333,15 +380,20 @@ pub fn load_accounts(conn: &Connection, ids: &[i64], _: &RenderContext) -> Resul
 }
 
 /// The body of `POST /bill-batches`: the fields the interface lists.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewBillBatch)]
 pub struct CreateBody {
+    #[schema(schema_with = shared::domain::schemas::bill_batch_type)]
     bill_batch_type: String,
     description: Option<String>,
+    #[schema(format = DateTime)]
     invoice_date: Option<String>,
     #[serde(default)]
     auto_approve: bool,
+    #[schema(format = DateTime)]
     invoice_due_date: Option<String>,
+    #[schema(min_length = 1, max_length = 255)]
     name: String,
     #[serde(default)]
     use_payment_term: bool,

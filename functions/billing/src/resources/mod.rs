@@ -58,50 +58,72 @@ pub struct Parent {
 }
 
 /// A nested reference: `{id}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct IdRef {
     /// Identifier.
+    #[schema(schema_with = shared::schema::identifier)]
     pub id: String,
 }
 
 /// A nested reference with a name: `{name, id}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct NamedRef {
     /// Display name.
+    #[schema(required = true)]
     pub name: Option<String>,
     /// Identifier.
+    #[schema(schema_with = shared::schema::identifier)]
     pub id: String,
 }
 
 /// A charge category reference: `{charge_category_type, name, id}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CategoryRef {
     /// Charge category type.
+    #[schema(required = true)]
     pub charge_category_type: Option<String>,
     /// Name.
+    #[schema(required = true)]
     pub name: Option<String>,
     /// Identifier.
+    #[schema(schema_with = shared::schema::identifier)]
     pub id: String,
 }
 
 /// A billing account reference.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = BillingAccountRef)]
 pub struct AccountRef {
     /// Account number.
     pub account_num: String,
     /// External account number.
+    #[schema(required = true)]
     pub external_account_num: Option<String>,
     /// CPQ discounts (the sandbox keeps none).
+    #[schema(schema_with = cpq_discounts)]
     pub cpq_discounts: Vec<serde_json::Value>,
     /// Identifier.
+    #[schema(schema_with = shared::schema::identifier)]
     pub id: String,
+}
+
+/// `cpq_discounts` of a billing account reference: `CpqDiscount`s (documented by the document,
+/// `openapi::cpq_discount`: the sandbox keeps none, so no type renders one).
+fn cpq_discounts() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("CpqDiscount"))
+        .build()
 }
 
 /// A nested reference in a request body: the object GET renders (`{"id": "2", "name": ...}`)
 /// or just `{"id": 2}`. Its `id` (a string or a number) is what is used; the other members
 /// describe the referenced record and are ignored, so a client may send back what it read.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[schema(
+    description = "A nested reference: its id is used; the other members of the object GET renders (name, sku, ...) may be sent back and are ignored."
+)]
 pub struct RefIn {
+    #[schema(value_type = IdIn)]
     id: IdIn,
 }
 
@@ -113,7 +135,7 @@ impl RefIn {
 }
 
 /// An identifier written as a string or a number.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum IdIn {
     Text(String),

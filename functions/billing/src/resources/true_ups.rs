@@ -32,8 +32,10 @@ pub const BY_AGREEMENT_SERVICE: Parent = Parent {
 };
 
 /// A relation as Surface B renders it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = TrueUpRelation)]
 pub struct Relation {
+    #[schema(schema_with = shared::schema::identifier)]
     id: String,
     true_up_charge_type: String,
     agreement_service: IdRef,
@@ -60,9 +62,11 @@ pub fn load(conn: &Connection, ids: &[i64], _: &RenderContext) -> Result<Vec<Rel
 }
 
 /// The body of `POST .../true-up-charge-type-relations`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewTrueUpRelation)]
 pub struct NewRelation {
     /// The charge type.
+    #[schema(min_length = 1, max_length = 255)]
     pub true_up_charge_type: String,
 }

@@ -20,7 +20,8 @@ use serde::Deserialize;
 use view::{HistoryEntry, Year};
 
 /// An accounting period of a year.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[schema(as = NewAccountingPeriod)]
 pub struct NewPeriod {
     /// The period being kept, when a year update names an existing one.
     #[serde(default)]
@@ -31,12 +32,15 @@ pub struct NewPeriod {
     #[serde(default)]
     pub description: Option<String>,
     /// Quarter 1..4.
+    #[schema(minimum = 1, maximum = 4)]
     pub quarter: Option<i64>,
     /// First day.
     #[serde(deserialize_with = "calendar_date")]
+    #[schema(value_type = String, format = Date)]
     pub start_date: NaiveDate,
     /// Last day (inclusive).
     #[serde(deserialize_with = "calendar_date")]
+    #[schema(value_type = String, format = Date)]
     pub end_date: NaiveDate,
     /// Open for postings.
     #[serde(default = "open_default")]
@@ -75,9 +79,11 @@ pub fn parse_calendar_date(text: &str) -> Option<NaiveDate> {
 /// members a year renders that no body sets (`type`, `path`, `time_zone`, `parent_id`,
 /// `open`, `complete`, and the like of its periods) are ignored, so a client may PUT back
 /// what it read.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[schema(as = NewAccountingYear)]
 pub struct NewYear {
-    /// On update: when given, must be the id of the path (a create ignores it).
+    /// PUT: when given, must equal the path's yid (POST ignores it). Other members an
+    /// AccountingYear renders are ignored.
     #[serde(default)]
     pub id: Option<i64>,
     /// Name, e.g. `FY2025`.
@@ -86,12 +92,15 @@ pub struct NewYear {
     pub description: Option<String>,
     /// First day.
     #[serde(deserialize_with = "calendar_date")]
+    #[schema(value_type = String, format = Date)]
     pub start_date: NaiveDate,
     /// Last day (inclusive).
     #[serde(deserialize_with = "calendar_date")]
+    #[schema(value_type = String, format = Date)]
     pub end_date: NaiveDate,
     /// The periods; ignored when generating.
     #[serde(default, rename = "accounting-periods")]
+    #[schema(max_items = 1000)]
     pub accounting_periods: Vec<NewPeriod>,
 }
 

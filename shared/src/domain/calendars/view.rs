@@ -8,23 +8,30 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 /// An accounting period as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = AccountingPeriod)]
 pub struct Period {
     /// Always `PERIOD`.
+    #[schema(schema_with = crate::domain::schemas::period_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
     /// Name.
+    #[schema(required = true)]
     pub name: Option<String>,
     /// Description.
+    #[schema(required = true)]
     pub description: Option<String>,
     /// Ids from the calendar down to this period.
     pub path: Vec<i64>,
     /// Quarter 1..4.
+    #[schema(required = true)]
     pub quarter: Option<i64>,
     /// First day (`YYYY-MM-DD`, in `time_zone`).
+    #[schema(schema_with = crate::schema::date)]
     pub start_date: String,
     /// Last day, inclusive.
+    #[schema(schema_with = crate::schema::date)]
     pub end_date: String,
     /// The ledger's time zone.
     pub time_zone: String,
@@ -35,21 +42,27 @@ pub struct Period {
 }
 
 /// An accounting year as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = AccountingYear)]
 pub struct Year {
     /// Always `YEAR`.
+    #[schema(schema_with = crate::domain::schemas::year_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
     /// Name.
+    #[schema(required = true)]
     pub name: Option<String>,
     /// Description.
+    #[schema(required = true)]
     pub description: Option<String>,
     /// Ids from the calendar down to this year.
     pub path: Vec<i64>,
     /// First day.
+    #[schema(schema_with = crate::schema::date)]
     pub start_date: String,
     /// Last day, inclusive.
+    #[schema(schema_with = crate::schema::date)]
     pub end_date: String,
     /// The ledger's time zone.
     pub time_zone: String,
@@ -65,17 +78,20 @@ pub struct Year {
 }
 
 /// A ledger's accounting calendar as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Calendar {
     /// Always `CALENDAR`.
+    #[schema(schema_with = crate::domain::schemas::calendar_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
     /// `[id]`.
     pub path: Vec<i64>,
     /// First day of the first year (null without years).
+    #[schema(schema_with = crate::schema::date_or_null, required = true)]
     pub start_date: Option<String>,
     /// Last day of the last year.
+    #[schema(schema_with = crate::schema::date_or_null, required = true)]
     pub end_date: Option<String>,
     /// The ledger's time zone.
     pub time_zone: String,
@@ -86,15 +102,18 @@ pub struct Calendar {
 }
 
 /// A period history entry: one span during which the period was open or closed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = PeriodHistoryEntry)]
 pub struct HistoryEntry {
     /// Id.
     pub id: i64,
     /// The state during the span.
     pub open: bool,
     /// When the state began.
+    #[schema(format = DateTime)]
     pub start_date: String,
     /// When it ended (null for the current state).
+    #[schema(format = DateTime, required = true)]
     pub end_date: Option<String>,
 }
 

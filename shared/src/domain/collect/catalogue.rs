@@ -43,13 +43,14 @@ pub fn create_collector(tx: &Transaction<'_>, c: &NewCollector) -> Result<i64> {
 }
 
 /// A collector of the catalogue as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Collector {
     /// Unique name (what `collector_operations` names).
     pub name: String,
     /// Display name.
     pub friendly_name: String,
     /// Description.
+    #[schema(required = true)]
     pub description: Option<String>,
     /// Group.
     pub group: String,

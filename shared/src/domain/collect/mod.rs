@@ -105,37 +105,44 @@ pub const MAX_OVERLAP_SECONDS: i64 = 31 * 24 * 3600;
 pub const MAX_OPERATIONS: usize = 100;
 
 /// The body of `POST /collector-runs`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct NewCollectorRun {
     /// AUTO or MANUAL.
     #[serde(rename = "type")]
+    #[schema(schema_with = crate::domain::schemas::collector_run_type)]
     pub run_type: String,
     /// Names of catalogue collectors to run; empty runs them all.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub collector_operations: Vec<String>,
     /// Start of the window (default: the end of the previous run's window, else the epoch).
     pub data_fetch_from_date: Option<String>,
     /// End of the window, exclusive (default: now).
     pub data_fetch_to_date: Option<String>,
-    /// Seconds by which the window's start is moved back, 0..=[`MAX_OVERLAP_SECONDS`].
+    /// Seconds by which the window's start is moved back, 0 to 31 days (`MAX_OVERLAP_SECONDS`).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 2678400)]
     pub overlap_fetch_time: i64,
 }
 
 /// A collector run as rendered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CollectorRun {
     /// Id.
     pub id: i64,
-    /// The tenant's int64 number (`crate::tenants::number`), as Surface C ids are int64.
+    /// The tenant's number: a stable int64 derived from the tenant's id.
     pub tenant_id: i64,
     /// The COLLECTOR_AUTO run mode, when the tenant has one.
+    #[schema(required = true)]
     pub gl_run_mode_id: Option<i64>,
     /// When it started.
+    #[schema(format = DateTime, required = true)]
     pub date_started: Option<String>,
     /// When it ended.
+    #[schema(format = DateTime, required = true)]
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
+    #[schema(schema_with = crate::domain::schemas::run_status)]
     pub status: String,
     /// ON_DEMAND for runs started over the API.
     pub run_trigger_type: String,
@@ -143,25 +150,30 @@ pub struct CollectorRun {
     pub num_errors: i64,
     /// AUTO or MANUAL.
     #[serde(rename = "type")]
+    #[schema(schema_with = crate::domain::schemas::collector_run_type)]
     pub run_type: String,
     /// The collectors run.
     pub collector_operations: Vec<String>,
     /// Window start as requested.
+    #[schema(format = DateTime, required = true)]
     pub data_fetch_from_date: Option<String>,
     /// Window end, exclusive.
+    #[schema(format = DateTime, required = true)]
     pub data_fetch_to_date: Option<String>,
     /// Seconds the window start was moved back.
     pub overlap_fetch_time: i64,
 }
 
 /// A run error record (ledger run or collector run).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunError {
     /// Id.
     pub id: i64,
     /// The collector run, for collector run errors.
+    #[schema(required = true)]
     pub collector_run_id: Option<i64>,
     /// The ledger run, for ledger run errors.
+    #[schema(required = true)]
     pub gl_run_id: Option<i64>,
     /// What went wrong.
     pub error_message: String,

@@ -55,7 +55,7 @@ pub const EVENT_FIELDS: &[&str] = &[
 ];
 
 /// What happens when an event's (reference_id, sequence_id) pair is already live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Mode {
     /// The event is erred with `DUPLICATE_EVENT`.
@@ -66,12 +66,14 @@ pub enum Mode {
 
 /// The body of a bulk call. Events stay raw JSON so that each is checked, and echoed in
 /// `erred_events`, on its own, with its numbers' exact digits.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkRequest {
     /// FAIL_ON_EXISTING or OVERWRITE_ON_EXISTING.
+    #[schema(schema_with = <Mode as utoipa::PartialSchema>::schema)]
     pub mode: Mode,
     /// 1 to [`MAX_EVENTS_PER_CALL`] events.
+    #[schema(schema_with = usage_events)]
     pub usage_events: Vec<Box<RawValue>>,
 }
 
@@ -88,8 +90,43 @@ impl BulkRequest {
     }
 }
 
+/// A usage event as a bulk call carries it: the parser (`post`) reads each event from raw
+/// JSON on its own, so this schema states what it takes.
+pub fn usage_event() -> utoipa::openapi::Object {
+    let text =
+        |min: u32| serde_json::json!({ "type": "string", "minLength": min, "maxLength": 255 });
+    let mut amount = crate::schema::decimal();
+    amount.minimum = Some(0.into());
+    crate::schema::object(serde_json::json!({
+        "type": "object",
+        "description": "A usage event. An event breaking these rules is not refused: it is listed in erred_events.",
+        "properties": {
+            "start_time": { "type": "string", "description": "Date, RFC 3339 date-time, or local date-time" },
+            "end_time": { "type": "string" },
+            "service_resource_identifier": text(1),
+            "usage_uom": crate::domain::schemas::usage_uom(),
+            "usage_amount": amount,
+            "reference_id": text(1),
+            "sequence_id": text(1),
+        },
+        "required": ["start_time", "service_resource_identifier", "usage_uom", "usage_amount"],
+    }))
+}
+
+fn usage_events() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("UsageEvent"))
+        .min_items(Some(1))
+        .max_items(Some(MAX_EVENTS_PER_CALL))
+        .build()
+}
+
+fn unrated_event() -> utoipa::openapi::Object {
+    crate::schema::object(serde_json::json!({ "description": "The event exactly as submitted" }))
+}
+
 /// Why an event was not rated: the `code` of an erred event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErredCode {
     /// A required field is absent or null.
@@ -121,83 +158,102 @@ pub enum ErredCode {
 }
 
 /// An event that could not be rated, as answered in `erred_events`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ErredEvent {
     /// The event as submitted.
+    #[schema(schema_with = unrated_event)]
     pub unrated_event: Box<RawValue>,
     /// Why, as a stable code.
+    #[schema(schema_with = <ErredCode as utoipa::PartialSchema>::schema)]
     pub code: ErredCode,
     /// Why, in words.
     pub message: String,
 }
 
 /// `{id}` reference.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = RecordRef)]
 pub struct IdRef {
     /// The id.
+    #[schema(schema_with = crate::schema::identifier)]
     pub id: String,
 }
 
 /// A charge category as embedded in an event charge.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ChargeCategoryRef {
     /// Its type (Usage, Adhoc...).
     pub charge_category_type: String,
     /// Its id.
+    #[schema(schema_with = crate::schema::identifier)]
     pub id: String,
     /// Its name.
     pub name: String,
 }
 
 /// One charge of a rated event.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EventCharge {
     /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, schema_with = crate::schema::identifier)]
     pub id: Option<String>,
     /// The charge, rounded to the account's currency.
     #[serde(serialize_with = "serialize_number")]
+    #[schema(schema_with = crate::schema::decimal)]
     pub charge: Decimal,
     /// The per-unit rate applied.
     #[serde(serialize_with = "serialize_number")]
+    #[schema(schema_with = crate::schema::decimal)]
     pub rate: Decimal,
     /// The rule that produced it.
     pub usage_rule: IdRef,
     /// The rule's charge category.
     pub charge_category: ChargeCategoryRef,
     /// The rule's unit.
+    #[schema(schema_with = crate::domain::schemas::usage_uom)]
     pub usage_uom: String,
     /// The event's amount converted into the rule's unit.
     #[serde(serialize_with = "serialize_number")]
+    #[schema(schema_with = crate::schema::decimal)]
     pub usage_amount: Decimal,
 }
 
 /// A rated event as Surface B renders it (times in the tenant's zone, with offsets).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RatedEvent {
     /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, schema_with = crate::schema::identifier)]
     pub id: Option<String>,
     /// Sum of the event charges.
     #[serde(serialize_with = "serialize_number")]
+    #[schema(schema_with = crate::schema::decimal)]
     pub total_charge: Decimal,
     /// Start, with offset.
+    #[schema(format = DateTime)]
     pub start_time: String,
     /// End, with offset.
+    #[schema(format = DateTime)]
     pub end_time: String,
     /// Echoed.
     pub service_resource_identifier: String,
     /// Echoed.
+    #[schema(schema_with = crate::domain::schemas::usage_uom)]
     pub usage_uom: String,
     /// Echoed.
     #[serde(serialize_with = "serialize_number")]
+    #[schema(schema_with = crate::schema::decimal)]
     pub usage_amount: Decimal,
     /// Echoed (null when not sent).
+    #[schema(required = true)]
     pub reference_id: Option<String>,
     /// Echoed (null when not sent).
+    #[schema(required = true)]
     pub sequence_id: Option<String>,
     /// The posting call's id (absent in simulations).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, format = "uuid")]
     pub request_id: Option<String>,
     /// The charges.
     pub event_charges: Vec<EventCharge>,
@@ -210,7 +266,7 @@ pub struct RatedEvent {
 }
 
 /// The answer of a bulk call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct BulkOutcome {
     /// Events rated (and, when posting, stored), in submission order.
     pub rated_events: Vec<RatedEvent>,

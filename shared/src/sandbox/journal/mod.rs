@@ -50,39 +50,50 @@ pub const FLUSH_BATCH: usize = 200;
 /// Batches of other environments read per journal read at most (newest first).
 pub const MAX_BATCHES_READ: usize = 50;
 
-/// One request as served.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One request as served; credentials and secrets redacted.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = JournalEntry)]
 pub struct Entry {
     /// Unique and time-ordered: `<ms since epoch, 13 digits>-<environment>-<sequence>`.
     pub id: String,
     /// When the request arrived (real time, UTC).
+    #[schema(format = DateTime)]
     pub time: String,
     /// The environment (process) that served it.
     pub environment: String,
     /// `A`, `B`, `C` or `admin`.
+    #[schema(schema_with = surfaces)]
     pub surface: String,
     /// HTTP method.
     pub method: String,
     /// Path without the query.
     pub path: String,
     /// The query string, if any.
+    #[schema(required = true)]
     pub query: Option<String>,
     /// The status answered.
+    #[schema(minimum = 100, maximum = 599)]
     pub status: u16,
     /// Time to the answer, in milliseconds.
     pub duration_ms: f64,
     /// Request headers, secrets redacted.
+    #[schema(schema_with = crate::schema::string_pairs)]
     pub request_headers: Vec<(String, String)>,
-    /// The request body's first [`BODY_LIMIT`] bytes (text, lossy UTF-8), secrets redacted.
+    /// The request body's first 64 KiB (`BODY_LIMIT`; text, lossy UTF-8), secrets redacted.
     pub request_body: String,
     /// Whether the request body was longer (or not read: no length given).
     pub request_body_truncated: bool,
-    /// The response body's first [`BODY_LIMIT`] bytes, secrets redacted.
+    /// The response body's first 64 KiB, secrets redacted.
     pub response_body: String,
     /// Whether the response body was longer.
     pub response_body_truncated: bool,
     /// The fault rule that answered (or delayed) it.
+    #[schema(required = true)]
     pub fault: Option<String>,
+}
+
+fn surfaces() -> utoipa::openapi::Object {
+    crate::schema::enumeration(&["A", "B", "C", "admin"])
 }
 
 /// One request as the layer hands it over: its parts as they were, nothing converted.

@@ -1,0 +1,364 @@
+//! The admin API's OpenAPI 3.1 document, built from its operations (below) and the Rust types
+//! of their bodies (`ToSchema`, see `shared::web::openapi`), served at
+//! `GET /sandbox/v1/openapi.json` and committed as docs/openapi/admin.json (the e2e test
+//! `openapi` checks the file equals [`text`]; `OPENAPI_WRITE=1` rewrites it). Operations are
+//! listed here once per route; the test also checks them against the routers.
+
+use crate::fixtures::Applied;
+use crate::powers::AdvanceClock;
+use crate::{
+    CreateCheckpoint, CreateTenant, CreatedTenant, ResetDone, ResetRequest, Restored, Token,
+    TokenRequest,
+};
+use serde_json::{json, Value};
+use shared::sandbox::clock::{Advanced, ClockView, Setting};
+use shared::sandbox::faults::{NewRule, Rule};
+use shared::sandbox::journal::Entry;
+use shared::store::checkpoints::Checkpoint;
+use shared::store::TenantRecord;
+use shared::web::openapi::{
+    array, document_operation, error_responses, json_content, param, string, Builder,
+};
+use shared::web::{ApiError, ADMIN_PREFIX};
+use std::sync::LazyLock;
+
+/// The document as served and committed.
+pub fn text() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| shared::web::openapi::render(&document()));
+    &TEXT
+}
+
+/// `GET /sandbox/v1/openapi.json`, without the admin key.
+pub async fn serve() -> axum::response::Response {
+    shared::web::openapi::serve(text())
+}
+
+fn describe(status: u16) -> &'static str {
+    match status {
+        400 => "Bad request (malformed JSON, unknown field, bad seed or time zone)",
+        401 => "Missing or invalid X-Admin-Key",
+        404 => "No such tenant (or checkpoint)",
+        409 => "Conflict (e.g. a tenant or checkpoint name in use)",
+        413 => "Request body too large",
+        415 => "Content-Type is not application/json",
+        422 => "The tenant is too large to export (a kind over 10,000 records, EXPORT_TOO_LARGE)",
+        503 => "Storage unavailable",
+        _ => "error",
+    }
+}
+
+/// One operation of the admin API, as it is put together.
+struct Op(Value);
+
+fn op(id: &str, summary: &str) -> Op {
+    Op(json!({ "operationId": id, "summary": summary, "tags": ["admin"], "responses": {} }))
+}
+
+impl Op {
+    /// Its success answer: `status`, with a JSON body of `schema` if any.
+    fn answer(mut self, status: u16, schema: Option<Value>) -> Self {
+        let mut ok = json!({ "description": "Done" });
+        if let Some(schema) = schema {
+            ok["content"] = json_content(schema);
+        }
+        self.0["responses"][status.to_string()] = ok;
+        self
+    }
+    fn params(mut self, params: &[&Value]) -> Self {
+        self.0["parameters"] = params.iter().map(|p| (*p).clone()).collect();
+        self
+    }
+    fn body(mut self, schema: Value, required: bool) -> Self {
+        self.0["requestBody"] = json!({ "required": required, "content": json_content(schema) });
+        self
+    }
+    fn errors(mut self, statuses: &[u16], error: &Value) -> Self {
+        let responses = self.0["responses"].as_object_mut().expect("responses");
+        responses.extend(error_responses(statuses, describe, error));
+        self
+    }
+    /// Headers of its success answer (declared before).
+    fn headers(mut self, status: u16, headers: Value) -> Self {
+        self.0["responses"][status.to_string()]["headers"] = headers;
+        self
+    }
+}
+
+/// The paging headers of the admin lists (tenants, journal).
+fn counts() -> Value {
+    let count =
+        |what: &str| json!({ "description": what, "schema": { "type": "integer", "minimum": 0 } });
+    json!({
+        "X-Total-Count": count("Entries matching"),
+        "X-Elements-Count": count("Entries in this answer"),
+        "X-Total-Pages": count("Pages of the current size"),
+    })
+}
+
+/// `page_number` and `page_size` of the admin lists (`powers::JOURNAL_PAGING`).
+fn paging() -> [Value; 2] {
+    [
+        param(
+            "page_number",
+            "query",
+            json!({ "type": "integer", "minimum": 1 }),
+            None,
+        ),
+        param(
+            "page_size",
+            "query",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+            None,
+        ),
+    ]
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut b = Builder::new();
+    let e = &b.schema::<ApiError>();
+    let p = ADMIN_PREFIX;
+    let tid = &param("id", "path", string(), None);
+    let any = || json!({ "type": "object", "additionalProperties": true });
+    b.operation(
+        &format!("{p}/openapi.json"),
+        "get",
+        document_operation("admin"),
+    );
+    b.operation(
+        &format!("{p}/fixtures.schema.json"),
+        "get",
+        json!({
+            "operationId": "fixturesSchema",
+            "summary": "The JSON Schema of a fixture document (docs/fixtures.md), derived from the types the loader reads",
+            "security": [],
+            "tags": ["meta"],
+            "responses": { "200": { "description": "The schema", "content": json_content(any()) } },
+        }),
+    );
+
+    // Tenants.
+    let tenants = format!("{p}/tenants");
+    let tenant = format!("{p}/tenants/{{id}}");
+    let created = b.schema::<CreatedTenant>();
+    let new_tenant = b.schema::<CreateTenant>();
+    let op_ = op(
+        "createTenant",
+        "Create a tenant with credentials (or fork one)",
+    )
+    .answer(201, Some(created))
+    .body(new_tenant, true)
+    .errors(&[400, 401, 404, 409, 413, 415, 503], e);
+    b.operation(&tenants, "post", op_.0);
+    let [page_number, page_size] = &paging();
+    let list = array(b.schema::<TenantRecord>());
+    let op_ = op("listTenants", "A page of the tenants, oldest first")
+        .params(&[page_number, page_size])
+        .answer(200, Some(list))
+        .headers(200, counts())
+        .errors(&[400, 401, 503], e);
+    b.operation(&tenants, "get", op_.0);
+    let one = b.schema::<TenantRecord>();
+    let op_ = op("getTenant", "One tenant")
+        .params(&[tid])
+        .answer(200, Some(one))
+        .errors(&[401, 404, 503], e);
+    b.operation(&tenant, "get", op_.0);
+    let op_ = op("deleteTenant", "Delete a tenant and its data")
+        .params(&[tid])
+        .answer(204, None)
+        .errors(&[401, 404, 503], e);
+    b.operation(&tenant, "delete", op_.0);
+    let (token, token_request) = (b.schema::<Token>(), b.schema::<TokenRequest>());
+    let op_ = op("issueToken", "Issue a bearer JWT for Surface B")
+        .params(&[tid])
+        .answer(201, Some(token))
+        .body(token_request, false)
+        .errors(&[400, 401, 404, 413, 503], e);
+    b.operation(&format!("{tenant}/tokens"), "post", op_.0);
+    let (done, reset) = (b.schema::<ResetDone>(), b.schema::<ResetRequest>());
+    let op_ = op("resetTenant", "Reset a tenant's data to a seed")
+        .params(&[tid])
+        .answer(200, Some(done))
+        .body(reset, true)
+        .errors(&[400, 401, 404, 413, 415, 503], e);
+    b.operation(&format!("{tenant}/reset"), "post", op_.0);
+
+    // Fixtures.
+    let fixtures = format!("{tenant}/fixtures");
+    let op_ = op(
+        "exportFixtures",
+        "The tenant's data as a fixture document (docs/fixtures.md): ids included, absolute dates, records in id order",
+    )
+    .params(&[tid])
+    .answer(200, Some(json!({ "type": "object", "description": "A fixture document" })))
+    .errors(&[401, 404, 422, 503], e);
+    b.operation(&fixtures, "get", op_.0);
+    let applied = b.schema::<Applied>();
+    let mut document = any();
+    document["description"] = json!("A fixture document");
+    let op_ = op(
+        "applyFixtures",
+        "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or nothing; records whose id exists are updated in place, the others created, nothing deleted; a refusal names the JSON path of its first problem",
+    )
+    .params(&[tid])
+    .answer(200, Some(applied))
+    .body(document, true)
+    .errors(&[400, 401, 404, 413, 415, 503], e);
+    b.operation(&fixtures, "post", op_.0);
+
+    checkpoints(&mut b, &tenant, tid, e);
+    powers(&mut b, &tenant, tid, e);
+    b.finish(
+        json!({
+            "openapi": "3.1.0",
+            "info": {
+                "title": "Billing sandbox: admin API",
+                "version": "1",
+                "description": "Tenants, their credentials and tokens, and each tenant's test clock, fault rules and request journal. Guarded by X-Admin-Key.",
+            },
+            "servers": [{ "url": "/" }],
+            "security": [{ "AdminKey": [] }],
+        }),
+        json!({ "AdminKey": { "type": "apiKey", "in": "header", "name": "X-Admin-Key" } }),
+    )
+}
+
+/// Checkpoints, restore (forks are `POST /tenants` with `from`).
+fn checkpoints(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
+    let name = &param(
+        "name",
+        "path",
+        serde_json::to_value(crate::checkpoint_name()).expect("schema"),
+        None,
+    );
+    let list = format!("{tenant}/checkpoints");
+    let one = format!("{tenant}/checkpoints/{{name}}");
+    let (checkpoint, new) = (b.schema::<Checkpoint>(), b.schema::<CreateCheckpoint>());
+    let op_ = op("createCheckpoint", "Checkpoint the tenant's current data")
+        .params(&[tid])
+        .answer(201, Some(checkpoint.clone()))
+        .body(new, true)
+        .errors(&[400, 401, 404, 409, 413, 415, 503], e);
+    b.operation(&list, "post", op_.0);
+    let op_ = op("listCheckpoints", "The tenant's checkpoints, oldest first")
+        .params(&[tid])
+        .answer(200, Some(array(checkpoint.clone())))
+        .errors(&[401, 404, 503], e);
+    b.operation(&list, "get", op_.0);
+    let op_ = op("getCheckpoint", "One checkpoint")
+        .params(&[tid, name])
+        .answer(200, Some(checkpoint))
+        .errors(&[400, 401, 404, 503], e);
+    b.operation(&one, "get", op_.0);
+    let op_ = op(
+        "deleteCheckpoint",
+        "Delete a checkpoint (restores and forks made from it keep their data)",
+    )
+    .params(&[tid, name])
+    .answer(204, None)
+    .errors(&[400, 401, 404, 503], e);
+    b.operation(&one, "delete", op_.0);
+    let (restored, request) = (b.schema::<Restored>(), b.schema::<crate::RestoreRequest>());
+    let op_ = op(
+        "restoreCheckpoint",
+        "Replace the tenant's data with a checkpoint's (credentials kept)",
+    )
+    .params(&[tid])
+    .answer(200, Some(restored))
+    .body(request, true)
+    .errors(&[400, 401, 404, 413, 415, 503], e);
+    b.operation(&format!("{tenant}/restore"), "post", op_.0);
+}
+
+/// The sandbox powers of one tenant: test clock, fault rules, request journal.
+fn powers(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
+    const WRITE: &[u16] = &[400, 401, 404, 413, 415, 503];
+    const READ: &[u16] = &[401, 404, 503];
+    let rid = &param("rule", "path", string(), None);
+    let clock = format!("{tenant}/clock");
+    let (view, setting) = (b.schema::<ClockView>(), b.schema::<Setting>());
+    let op_ = op("getClock", "The tenant's test clock")
+        .params(&[tid])
+        .answer(200, Some(view.clone()))
+        .errors(READ, e);
+    b.operation(&clock, "get", op_.0);
+    let op_ = op(
+        "setClock",
+        "Freeze the clock at an instant, or return it to real time",
+    )
+    .params(&[tid])
+    .answer(200, Some(view))
+    .body(setting, true)
+    .errors(WRITE, e);
+    b.operation(&clock, "put", op_.0);
+    let (advanced, advance) = (b.schema::<Advanced>(), b.schema::<AdvanceClock>());
+    let op_ = op(
+        "advanceClock",
+        "Move the clock forward, running the transitions due on the way",
+    )
+    .params(&[tid])
+    .answer(200, Some(advanced))
+    .body(advance, true)
+    .errors(WRITE, e);
+    b.operation(&format!("{clock}/advance"), "post", op_.0);
+
+    let faults = format!("{tenant}/faults");
+    let fault = format!("{tenant}/faults/{{rule}}");
+    let (rule, new_rule) = (b.schema::<Rule>(), b.schema::<NewRule>());
+    let op_ = op("createFault", "Add a fault rule")
+        .params(&[tid])
+        .answer(201, Some(rule.clone()))
+        .body(new_rule, true)
+        .errors(WRITE, e);
+    b.operation(&faults, "post", op_.0);
+    let op_ = op(
+        "listFaults",
+        "The tenant's fault rules, in the order they are tried",
+    )
+    .params(&[tid])
+    .answer(200, Some(array(rule.clone())))
+    .errors(READ, e);
+    b.operation(&faults, "get", op_.0);
+    let op_ = op("deleteFaults", "Delete every fault rule")
+        .params(&[tid])
+        .answer(204, None)
+        .errors(READ, e);
+    b.operation(&faults, "delete", op_.0);
+    let op_ = op("getFault", "One fault rule")
+        .params(&[tid, rid])
+        .answer(200, Some(rule))
+        .errors(READ, e);
+    b.operation(&fault, "get", op_.0);
+    let op_ = op("deleteFault", "Delete one fault rule")
+        .params(&[tid, rid])
+        .answer(204, None)
+        .errors(READ, e);
+    b.operation(&fault, "delete", op_.0);
+
+    let requests = format!("{tenant}/requests");
+    let q = |name: &str, description: Option<&str>| param(name, "query", string(), description);
+    let [page_number, page_size] = paging();
+    let params = [
+        tid.clone(),
+        q("method", None),
+        q("path", Some("Glob over the path")),
+        q("status", Some("A status (503) or a class (5xx)")),
+        q("from", Some("Date or date-time, inclusive")),
+        q("to", Some("Date or date-time, exclusive")),
+        page_number,
+        page_size,
+    ];
+    let entries = array(b.schema::<Entry>());
+    let op_ = op("listRequests", "The tenant's request journal, newest first")
+        .params(&params.iter().collect::<Vec<_>>())
+        .answer(200, Some(entries))
+        .headers(200, counts())
+        .errors(&[400, 401, 404, 503], e);
+    b.operation(&requests, "get", op_.0);
+    let op_ = op("clearRequests", "Clear the tenant's request journal")
+        .params(&[tid])
+        .answer(204, None)
+        .errors(READ, e);
+    b.operation(&requests, "delete", op_.0);
+}

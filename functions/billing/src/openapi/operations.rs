@@ -1,0 +1,261 @@
+//! The pieces of Surface B's operations: error descriptions, the paging, shape and ETag
+//! parameters and headers (`web::listing`), list, read and write operations, and the SIMPLE
+//! shape's effect on the records' schemas.
+
+use serde_json::{json, Value};
+use shared::web::listing::BILLING_PAGING;
+use shared::web::openapi::{array, json_content, omit_total_count, param, string, Builder, Op};
+
+fn describe(status: u16) -> &'static str {
+    match status {
+        400 => "Bad request: malformed parameter, filter, sort or body (the message names it)",
+        401 => "Missing or invalid credentials",
+        404 => "Not found",
+        413 => "Request body too large",
+        415 => "Content-Type is not application/json",
+        503 => "Storage unavailable; nothing was applied",
+        _ => "error",
+    }
+}
+
+/// What every operation of Surface B shares: its tag and the `default` answer.
+pub(super) fn op(tag: &str, id: &str, summary: &str, e: &Value) -> Op {
+    let unknown = json!({ "description": "Unknown error", "content": json_content(e.clone()) });
+    Op::new(tag, id, summary, describe).response("default", unknown)
+}
+
+fn not_modified() -> Value {
+    json!({ "description": "Not modified (If-None-Match matched)" })
+}
+
+fn header(text: &str, schema: Value) -> Value {
+    json!({ "description": text, "schema": schema })
+}
+
+/// The headers of a page (`BILLING_PAGING`), with ETag and Preference-Applied.
+fn list_headers() -> Value {
+    let names = BILLING_PAGING.headers.expect("Surface B counts in headers");
+    let int64 = json!({ "type": "integer", "format": "int64" });
+    let mut headers = one_headers();
+    headers[names.total] = header(
+        "Records matching (left out with omit_total_count=TRUE)",
+        int64.clone(),
+    );
+    headers[names.elements] = header("Records in this answer", int64.clone());
+    headers[names.pages] = header("Pages (left out with omit_total_count=TRUE)", int64);
+    headers
+}
+
+fn one_headers() -> Value {
+    json!({
+        "ETag": header("Hash of the body and total", string()),
+        "Preference-Applied": header("return=minimal|representation, when a Prefer: return=... was sent", string()),
+    })
+}
+
+fn prefer() -> Value {
+    param(
+        "Prefer",
+        "header",
+        json!({ "type": "string", "enum": ["return=minimal", "return=representation"] }),
+        Some("return=minimal equals return=SIMPLE, return=representation equals FULL"),
+    )
+}
+
+fn shape_params() -> [Value; 2] {
+    let ret = param(
+        "return",
+        "query",
+        json!({ "type": "string", "enum": ["SIMPLE", "FULL"] }),
+        Some("SIMPLE: scalar fields, references as {id}, nested collections left out. Default FULL; wins over Prefer."),
+    );
+    [ret, prefer()]
+}
+
+fn if_none_match() -> Value {
+    param(
+        "If-None-Match",
+        "header",
+        string(),
+        Some("An ETag of an earlier answer (or *): 304 when unchanged"),
+    )
+}
+
+/// Filters, sort, paging (`BILLING_PAGING`) and the shape of a list.
+fn list_params() -> Vec<Value> {
+    let rules = BILLING_PAGING.rules;
+    let q = |name: &str, schema: Value, text: &str| param(name, "query", schema, Some(text));
+    let mut params = vec![
+        q("filter", json!({ "type": "string", "maxLength": shared::query::MAX_FILTER_CHARS }), "Query-language expression, e.g. status EQ 'ACTIVE' AND name LIKE 'A%'"),
+        q("sort", string(), "Comma-separated sortable fields; a leading - sorts descending; at most 8 keys, each field once"),
+        q(BILLING_PAGING.number, json!({ "type": "integer", "format": "int32", "minimum": rules.min_number }), "Page, >= 0 (0 and 1 are the first page); default 1"),
+        q(BILLING_PAGING.size, json!({ "type": "integer", "format": "int32", "minimum": rules.min_size, "maximum": rules.max_size }), &format!("{}..{}, default {}; 0 answers [] with the totals", rules.min_size, rules.max_size, rules.default_size)),
+        q("omit_total_count", omit_total_count(), "TRUE leaves out X-total-count and X-total-pages"),
+        q("id", string(), "Internal identifier"),
+        if_none_match(),
+    ];
+    params.extend(shape_params());
+    params
+}
+
+/// A path id, naming a demo-seed record as example.
+pub(super) fn pid(name: &str) -> Value {
+    let mut p = param(name, "path", string(), None);
+    p["example"] = json!("1");
+    p
+}
+
+pub(super) fn filter(name: &str, schema: Value) -> Value {
+    param(name, "query", schema, None)
+}
+
+pub(super) fn enumeration(values: &[&str]) -> Value {
+    json!({ "type": "string", "enum": values })
+}
+
+/// A list operation.
+pub(super) struct List<'a> {
+    pub(super) tag: &'a str,
+    pub(super) path_params: Vec<Value>,
+    pub(super) filters: Vec<Value>,
+    pub(super) extra_errors: &'a [u16],
+}
+
+impl<'a> List<'a> {
+    /// A list of Surface B's `billing` tag with these query filters.
+    pub(super) fn new(filters: Vec<Value>) -> Self {
+        List {
+            tag: "billing",
+            path_params: vec![],
+            filters,
+            extra_errors: &[],
+        }
+    }
+
+    /// This list at `path` and the read of one of its `item`s at `path/{id}`, named by
+    /// `names` (operation id, summary: the list's, then the read's).
+    pub(super) fn collection(
+        self,
+        b: &mut Builder,
+        path: &str,
+        item: Value,
+        names: [(&str, &str); 2],
+        e: &Value,
+    ) {
+        let tag = self.tag;
+        let mut params = self.path_params.clone();
+        params.push(pid("id"));
+        let [(list_id, list_summary), (one_id, one_summary)] = names;
+        b.operation(
+            path,
+            "get",
+            self.build(list_id, list_summary, item.clone(), e),
+        );
+        let read = one(tag, one_id, one_summary, item, &params, e);
+        b.operation(&format!("{path}/{{id}}"), "get", read);
+    }
+
+    pub(super) fn build(self, id: &str, summary: &str, item: Value, e: &Value) -> Value {
+        let mut errors = vec![400, 401];
+        errors.extend(self.extra_errors);
+        errors.push(503);
+        let params: Vec<Value> = self
+            .path_params
+            .into_iter()
+            .chain(self.filters)
+            .chain(list_params())
+            .collect();
+        op(self.tag, id, summary, e)
+            .params(&params)
+            .answer_described(200, "One page of records", Some(array(item)))
+            .headers(200, list_headers())
+            .response("304", not_modified())
+            .errors(&errors, e)
+            .build()
+    }
+}
+
+/// A read of one record.
+pub(super) fn one(
+    tag: &str,
+    id: &str,
+    summary: &str,
+    item: Value,
+    params: &[Value],
+    e: &Value,
+) -> Value {
+    let params: Vec<Value> = params
+        .iter()
+        .cloned()
+        .chain(shape_params())
+        .chain([if_none_match()])
+        .collect();
+    op(tag, id, summary, e)
+        .params(&params)
+        .answer_described(200, "The record", Some(item))
+        .headers(200, one_headers())
+        .response("304", not_modified())
+        .errors(&[400, 401, 404, 503], e)
+        .build()
+}
+
+/// A write answering `status` with `item`; `prefer`: it takes Prefer.
+pub(super) fn write(op: Op, status: u16, item: Value, params: &[Value], prefer_: bool) -> Op {
+    let mut params = params.to_vec();
+    if prefer_ {
+        params.push(prefer());
+    }
+    let applied = header(
+        "Always: return=minimal|representation, the form answered (return=representation unless SIMPLE was asked for)",
+        string(),
+    );
+    op.params(&params)
+        .answer(status, Some(item))
+        .headers(status, json!({ "Preference-Applied": applied }))
+}
+
+/// The SIMPLE shape (`return=SIMPLE`, `Prefer: return=minimal`; `web::listing::simplify`)
+/// leaves out a record's arrays and reduces its nested objects to `{id}`. So in the schemas of
+/// the `records` a read answers, an array member is not required, and a schema a member
+/// refers to requires only `id`.
+pub(super) fn simple_shape(b: &mut Builder, records: &[&str]) {
+    let mut nested = Vec::new();
+    for name in records {
+        let schema = b.get_mut(name).expect("a record schema");
+        let properties = schema["properties"].clone();
+        let is_array = |p: &Value| match &p["type"] {
+            Value::String(t) => t == "array",
+            Value::Array(types) => types.iter().any(|t| t == "array"),
+            _ => false,
+        };
+        if let Some(required) = schema["required"].as_array_mut() {
+            required.retain(|r| {
+                !properties
+                    .get(r.as_str().unwrap_or(""))
+                    .is_some_and(is_array)
+            });
+        }
+        let mut refs = Vec::new();
+        for p in properties.as_object().into_iter().flat_map(|m| m.values()) {
+            if !is_array(p) {
+                references_of(p, &mut refs);
+            }
+        }
+        nested.extend(refs);
+    }
+    for name in nested {
+        let schema = b.get_mut(&name).expect("a nested schema");
+        let has_id = schema["properties"].get("id").is_some();
+        schema["required"] = if has_id { json!(["id"]) } else { json!([]) };
+    }
+}
+
+/// The schema names `v` refers to directly (a `$ref`, or one in a `oneOf`).
+fn references_of(v: &Value, out: &mut Vec<String>) {
+    if let Some(r) = v["$ref"].as_str() {
+        out.push(r.trim_start_matches("#/components/schemas/").to_string());
+    }
+    for alternative in v["oneOf"].as_array().into_iter().flatten() {
+        references_of(alternative, out);
+    }
+}

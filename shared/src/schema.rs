@@ -1,0 +1,131 @@
+//! Pieces of JSON Schema for the types the OpenAPI documents are derived from (utoipa's
+//! `ToSchema`), where a Rust type says less than the wire does: a `String` that holds one of
+//! a fixed set of values, a free-form JSON object. Nothing here knows HTTP; the documents
+//! themselves are assembled in `web::openapi` and the surface crates.
+//!
+//! Invariant (what generated clients need): an enumeration that admits null lists null among
+//! its values, and no two values differ only in case.
+
+use utoipa::openapi::schema::{
+    AdditionalProperties, Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type,
+};
+
+/// A string that is one of `values`.
+pub fn enumeration(values: &[&str]) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
+/// A string that is one of `values`, or null (null is listed among the values: JSON Schema
+/// checks `enum` apart from `type`).
+pub fn nullable_enumeration(values: &[&str]) -> Object {
+    let values: Vec<serde_json::Value> = values
+        .iter()
+        .map(|v| serde_json::Value::from(*v))
+        .chain([serde_json::Value::Null])
+        .collect();
+    ObjectBuilder::new()
+        .schema_type(
+            [Type::String, Type::Null]
+                .into_iter()
+                .collect::<SchemaType>(),
+        )
+        .enum_values(Some(values))
+        .build()
+}
+
+/// An object with members of its own (described in words): `additionalProperties: true`, or
+/// generated types read a bare `{"type": "object"}` as one with no members at all.
+pub fn any_object(description: &str) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(
+            AdditionalProperties::<utoipa::openapi::Schema>::FreeForm(true),
+        ))
+        .description(Some(description))
+        .build()
+}
+
+/// An array of `[name, value]` string pairs (a `Vec<(String, String)>` on the wire).
+pub fn string_pairs() -> Array {
+    let pair = ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(Type::String))
+        .min_items(Some(2))
+        .max_items(Some(2));
+    ArrayBuilder::new().items(pair).build()
+}
+
+/// The description of every exact decimal.
+pub const DECIMAL: &str = "Exact decimal written with its exact digits (rust_decimal: at most 28 significant digits, no trailing zeros). A submitted decimal has at most 18 integer digits (magnitude below 10^18); beyond: 400.";
+
+/// An exact decimal (`money::Number` on the wire: a JSON number with its exact digits).
+pub fn decimal() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .description(Some(DECIMAL))
+        .build()
+}
+
+/// An exact decimal or null.
+pub fn decimal_or_null() -> Object {
+    ObjectBuilder::new()
+        .schema_type(
+            [Type::Number, Type::Null]
+                .into_iter()
+                .collect::<SchemaType>(),
+        )
+        .description(Some(DECIMAL))
+        .build()
+}
+
+/// A calendar day, `YYYY-MM-DD`.
+pub fn date() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .build()
+}
+
+/// A calendar day or null.
+pub fn date_or_null() -> Object {
+    ObjectBuilder::new()
+        .schema_type(
+            [Type::String, Type::Null]
+                .into_iter()
+                .collect::<SchemaType>(),
+        )
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .build()
+}
+
+/// A schema object written as JSON (for the few shapes a derive cannot see: raw JSON members,
+/// read-only echoes). Without a `type` it admits any value.
+pub fn object(mut schema: serde_json::Value) -> Object {
+    let typed = schema.get("type").is_some();
+    if !typed {
+        schema["type"] = "object".into();
+    }
+    let mut object: Object = serde_json::from_value(schema).expect("a schema object");
+    if !typed {
+        object.schema_type = SchemaType::AnyValue;
+    }
+    object
+}
+
+/// An array schema written as JSON (`items` and all).
+pub fn array(schema: serde_json::Value) -> Array {
+    serde_json::from_value(schema).expect("an array schema")
+}
+
+/// A Surface B identifier.
+pub fn identifier() -> Object {
+    object(
+        serde_json::json!({ "type": "string", "description": "Identifier (a string in Surface B)." }),
+    )
+}
