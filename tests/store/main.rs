@@ -19,3 +19,4 @@ mod lifecycle;
 mod powers;
 mod restore_load;
 mod s3_sync;
+mod stale_read;
