@@ -2,7 +2,8 @@
 //! usage post succeeded but Surface A's `pendingChargesTotal` of the account stayed 0 until
 //! a checkpoint was made. Tried here in rounds, on one environment and across two on one
 //! bucket: apply (A), post (B, then A), read the account through Surface A on both, no
-//! checkpoint in between; every read must show the charge at once.
+//! checkpoint in between; every read must show the charge at once, and a cold third
+//! environment reads the same afterwards.
 
 use e2e::billing::{post_ok, USAGE_BULK};
 use e2e::legacy::{attr, read, ROOT};
@@ -45,6 +46,7 @@ async fn a_usage_post_after_a_fixtures_apply_is_read_at_once_on_every_environmen
     let config = moto.bucket("stale");
     let a = server(&config).await;
     let b = server(&config).await;
+    let mut tenants = Vec::new();
     for round in 0..6 {
         let name = format!("stale{round}");
         let r = a
@@ -82,5 +84,16 @@ async fn a_usage_post_after_a_fixtures_apply_is_read_at_once_on_every_environmen
         let two = rust_decimal::Decimal::TWO;
         assert_eq!(pending(&a, &t).await, two, "round {round}, A");
         assert_eq!(pending(&b, &t).await, two, "round {round}, B");
+        tenants.push(t);
+    }
+    // A cold environment (a restarted process) reads every tenant as it was left.
+    let c = server(&config).await;
+    for t in &tenants {
+        assert_eq!(
+            pending(&c, t).await,
+            rust_decimal::Decimal::TWO,
+            "{}",
+            t.name
+        );
     }
 }
