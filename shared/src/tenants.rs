@@ -64,7 +64,15 @@ pub async fn create(
         ))
     })?;
     let (st, name, zone) = (store.clone(), name.to_string(), time_zone.to_string());
-    let (record, creds) = blocking(move || st.registry().create_tenant(&name, &zone)).await?;
+    // An admin request with an Idempotency-Key: its row joins the registration.
+    let key = registry_key();
+    let (record, creds) = blocking(move || {
+        let (record, creds) = crate::store::Registry::new_tenant(&name, &zone);
+        st.registry()
+            .register_keyed(&record, &creds, key.as_deref())?;
+        Ok((record, creds))
+    })
+    .await?;
     let (st, id) = (store.clone(), record.id.clone());
     let seeded = blocking(move || {
         st.tenant_db(&id)?.write_blocking(move |tx| {
@@ -76,7 +84,7 @@ pub async fn create(
     if let Err(e) = seeded {
         let (st, id) = (store.clone(), record.id.clone());
         let _ = blocking(move || {
-            let _ = st.registry().delete(&id);
+            let _ = st.registry().unregister(&id);
             st.drop_tenant_db(&id)
         })
         .await;
@@ -85,30 +93,36 @@ pub async fn create(
     Ok((record, creds))
 }
 
-/// Replaces all data of a tenant with `seed`; credentials are kept.
+/// Replaces all data of a tenant with `seed`; credentials are kept. An admin request's
+/// Idempotency-Key joins the reset's transaction (`TenantDb::write`).
 pub async fn reset(store: &Store, id: &str, seed: Seed) -> Result<TenantRecord> {
-    let (st, id) = (store.clone(), id.to_string());
-    blocking(move || {
-        let record = get_blocking(&st, &id)?;
-        let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
-        st.tenant_db(&record.id)?
-            .write_blocking(move |tx| seed::reset(tx, seed.clone(), tz))?;
-        Ok(record)
-    })
-    .await
+    let record = get(store, id).await?;
+    let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
+    let (st, tenant_id) = (store.clone(), record.id.clone());
+    let db = blocking(move || st.tenant_db(&tenant_id)).await?;
+    db.write(move |tx| seed::reset(tx, seed.clone(), tz))
+        .await?;
+    Ok(record)
 }
 
 /// Deletes a tenant: its tombstone first (S3 mode), then its credentials, then its data
 /// (database, snapshots, exports; local and S3). Safe to retry after a failure at any step.
 pub async fn delete(store: &Store, id: &str) -> Result<()> {
     let (st, id) = (store.clone(), id.to_string());
+    let key = registry_key();
     blocking(move || {
         get_blocking(&st, &id)?;
         st.tombstone_tenant(&id)?;
-        st.registry().delete(&id)?;
+        st.registry().delete_keyed(&id, key.as_deref())?;
         st.drop_tenant_db(&id)
     })
     .await
+}
+
+/// The idempotency key of the current admin request, when the registry keeps it (see
+/// `store::idempotency::REGISTRY`).
+pub fn registry_key() -> Option<std::sync::Arc<crate::store::idempotency::KeyScope>> {
+    crate::store::idempotency::current_for(crate::store::idempotency::REGISTRY)
 }
 
 /// Every tenant, oldest first.

@@ -3,6 +3,7 @@
 //! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
 //! clock, fault injection, request journal); `idempotency`: the Idempotency-Key header.
 
+mod admin_idempotency;
 mod bounds;
 mod clock;
 mod faults;

@@ -1,6 +1,9 @@
 //! Issue 22, finding 1, over HTTP in S3 mode: a write whose log PUTs S3 holds past the write
 //! deadline answers 503 "outcome unknown" naming the `Idempotency-Key` header; once the held
-//! PUTs are through, retries with the same key never apply the write a second time.
+//! PUTs are through, retries with the same key never apply the write a second time. And the
+//! admin API's keyed writes (a tenant's creation and deletion, kept by the registry; a clock
+//! advance, kept by the tenant's database) answered by one environment and retried on
+//! another get their first answer there.
 
 use e2e::s3::{Gate, Moto};
 use e2e::ADMIN_KEY;
@@ -12,13 +15,24 @@ use std::time::Duration;
 
 /// A sandbox server over the S3 store `config`; answers its base URL and state.
 async fn serve(config: &S3Config) -> (String, AppState, tempfile::TempDir) {
+    serve_signing(config, None).await
+}
+
+/// [`serve`] with `token_secret` configured (deployed environments share one:
+/// `SANDBOX_TOKEN_SECRET`), else a secret of its own data directory.
+async fn serve_signing(
+    config: &S3Config,
+    token_secret: Option<&str>,
+) -> (String, AppState, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (path, cfg) = (dir.path().to_path_buf(), config.clone());
     let store = tokio::task::spawn_blocking(move || Store::open_with(&path, Some(cfg)))
         .await
         .expect("join")
         .expect("open S3 store");
-    let state = AppState::from_parts(store, Config::new(dir.path(), Some(ADMIN_KEY.to_string())));
+    let mut settings = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
+    settings.token_secret = token_secret.map(str::to_string);
+    let state = AppState::from_parts(store, settings);
     let base = e2e::listen(state.clone()).await;
     (base, state, dir)
 }
@@ -113,4 +127,92 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
         "outcome unknown, then retries with the key: {status} then {again_status}; gate {:?}",
         held.counts()
     );
+}
+
+/// `method path` with the admin key, `body` and Idempotency-Key `key` against `base`:
+/// status, whether replayed, JSON body.
+async fn admin_keyed(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: &Value,
+    key: &str,
+) -> (u16, bool, Value) {
+    let r = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .expect("admin request");
+    let replayed = r.headers().contains_key("idempotent-replayed");
+    let status = r.status().as_u16();
+    (status, replayed, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
+    let moto = Moto::start();
+    let bucket = moto.bucket("adminkeys");
+    let secret = Some("a shared token secret, 32 characters or more");
+    let (a, _state_a, _dir_a) = serve_signing(&bucket, secret).await;
+    let (b, _state_b, _dir_b) = serve_signing(&bucket, secret).await;
+    let post = reqwest::Method::POST;
+
+    // A creation answered by A, retried on B: B replays A's answer (the registry's key row
+    // and sealed answer came to B with the registry's log), with the same credentials.
+    let body = json!({"name": "twice", "seed": "empty"});
+    let first = admin_keyed(&a, post.clone(), "/sandbox/v1/tenants", &body, "c-1").await;
+    assert_eq!((first.0, first.1), (201, false), "{}", first.2);
+    let again = admin_keyed(&b, post.clone(), "/sandbox/v1/tenants", &body, "c-1").await;
+    assert_eq!((again.0, again.1, &again.2), (201, true, &first.2));
+    let other = json!({"name": "twice-2", "seed": "empty"});
+    let refused = admin_keyed(&b, post.clone(), "/sandbox/v1/tenants", &other, "c-1").await;
+    assert_eq!(refused.0, 422, "{}", refused.2);
+    // An environment with another token secret cannot open the sealed answer: it says the
+    // creation was applied (409) and creates nothing.
+    let (c, _state_c, _dir_c) = serve(&bucket).await;
+    let sealed = admin_keyed(&c, post.clone(), "/sandbox/v1/tenants", &body, "c-1").await;
+    assert_eq!(
+        (sealed.0, &sealed.2["code"]),
+        (409, &json!("CONFLICT")),
+        "{}",
+        sealed.2
+    );
+
+    // A clock advance answered by A, retried on B: applied once (the key's row rode in the
+    // advance's own log entry).
+    let id = first.2["id"].as_str().expect("id");
+    let clock = format!("/sandbox/v1/tenants/{id}/clock");
+    let frozen = json!({"frozen_at": "2026-03-01T00:00:00Z"});
+    let put = reqwest::Method::PUT;
+    assert_eq!(admin_keyed(&a, put, &clock, &frozen, "f-1").await.0, 200);
+    let advance = format!("{clock}/advance");
+    let hour = json!({"seconds": 3600});
+    let first = admin_keyed(&a, post.clone(), &advance, &hour, "adv-1").await;
+    assert_eq!(first.0, 200, "{}", first.2);
+    let again = admin_keyed(&b, post.clone(), &advance, &hour, "adv-1").await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &first.2));
+    let r = reqwest::Client::new()
+        .get(format!("{b}{clock}"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("clock");
+    let v: Value = r.json().await.expect("json");
+    let now = chrono::DateTime::parse_from_rfc3339(v["now"].as_str().expect("now")).expect("time");
+    assert_eq!(
+        now.with_timezone(&chrono::Utc).to_rfc3339(),
+        "2026-03-01T01:00:00+00:00",
+        "one hour advanced: {v}"
+    );
+
+    // A deletion answered by A, retried on B: 204 replayed, not 404.
+    let one = format!("/sandbox/v1/tenants/{id}");
+    let delete = reqwest::Method::DELETE;
+    let first = admin_keyed(&a, delete.clone(), &one, &Value::Null, "d-1").await;
+    assert_eq!(first.0, 204, "{}", first.2);
+    let again = admin_keyed(&b, delete, &one, &Value::Null, "d-1").await;
+    assert_eq!((again.0, again.1), (204, true));
 }

@@ -3,7 +3,8 @@
 //! server and the fault proxy are `e2e::s3`; `powers`: the sandbox powers (clock, faults,
 //! journal) across environments on one bucket; `idempotency`: a write whose outcome was unknown,
 //! retried with its Idempotency-Key; `fixtures`: a fixture document applied, checkpointed,
-//! restored, forked and read by a cold environment.
+//! restored, forked and read by a cold environment; `stale_read`: a usage post after a
+//! fixtures apply read at once through Surface A on every environment.
 
 mod cache;
 mod chaos;
@@ -19,3 +20,4 @@ mod lifecycle;
 mod powers;
 mod restore_load;
 mod s3_sync;
+mod stale_read;

@@ -341,3 +341,40 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     let log = format!("sandbox/tenants/{id}/log/");
     assert!(left.iter().all(|k| k.starts_with(&log)), "{left:?}");
 }
+
+/// Issue 22, finding 2 ("a batch upload can also land after the tenant's deletion"): an
+/// environment journals an admin call about a tenant whose database it never opened (a
+/// checkpoint listing reads the bucket only), and the tenant is deleted through another
+/// environment before that entry's upload. The uploader cannot ask the tenant's log, so it
+/// asks the registry; nothing of the journal outlives the tenant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_batch_of_a_tenant_never_opened_here_does_not_outlive_its_deletion() {
+    let moto = Moto::start();
+    let config = moto.bucket("fenced");
+    let (a, _da) = serve(&config, 20).await;
+    let (b, _db) = serve(&config, 1500).await;
+    let (status, created) = admin(
+        &a,
+        Method::POST,
+        "/sandbox/v1/tenants",
+        Some(json!({"name": "fenced", "seed": "empty"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let tenant = format!("/sandbox/v1/tenants/{id}");
+    for _ in 0..3 {
+        let (status, v) = admin(&b, Method::GET, &format!("{tenant}/checkpoints"), None).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let (status, _) = admin(&a, Method::DELETE, &tenant, None).await;
+    assert_eq!(status, 204);
+    // B's flush interval passes: its upload runs after the deletion.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let left = moto.keys("fenced", &format!("sandbox/tenants/{id}/"));
+    let log = format!("sandbox/tenants/{id}/log/");
+    assert!(
+        left.iter().all(|k| k.starts_with(&log)),
+        "left behind: {left:?}"
+    );
+}

@@ -442,5 +442,10 @@ async fn fork_tenant(
     tenants::check_name(name)?;
     let source = tenants::get(&app.store, &from.tenant).await?;
     let (store, name, checkpoint) = (app.store.clone(), name.to_string(), from.checkpoint.clone());
-    Ok(blocking(move || store.fork_tenant(&source, &checkpoint, &name)).await?)
+    // An Idempotency-Key's row joins the fork's registration (the registry keeps it).
+    let key = tenants::registry_key();
+    Ok(
+        blocking(move || store.fork_tenant_keyed(&source, &checkpoint, &name, key.as_deref()))
+            .await?,
+    )
 }

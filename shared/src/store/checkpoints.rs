@@ -418,20 +418,29 @@ impl Store {
         Ok((manifest.into(), version))
     }
 
-    /// Creates tenant `name` (same time zone as the source, fresh credentials) holding a
-    /// copy of checkpoint `checkpoint` of tenant `source`. 404 for an unknown source or
-    /// checkpoint, 409 for a name in use. In S3 mode nothing is copied: the fork's first
-    /// entry names the checkpoint's file, which the fork holds (module doc).
+    /// Creates tenant `name` (the source's time zone, fresh credentials) holding a copy of
+    /// checkpoint `checkpoint` of `source`; 404 for an unknown source or checkpoint, 409 for
+    /// a name in use. In S3 mode the fork's first entry names the checkpoint's file (no copy).
     pub fn fork_tenant(
         &self,
         source: &TenantRecord,
         checkpoint: &str,
         name: &str,
     ) -> Result<(TenantRecord, Credentials)> {
+        self.fork_tenant_keyed(source, checkpoint, name, None)
+    }
+
+    /// [`Store::fork_tenant`] whose registration inserts `key`'s row too (an admin request's).
+    pub fn fork_tenant_keyed(
+        &self,
+        source: &TenantRecord,
+        checkpoint: &str,
+        name: &str,
+        key: Option<&super::idempotency::KeyScope>,
+    ) -> Result<(TenantRecord, Credentials)> {
         let manifest = self.manifest(&source.id, checkpoint)?;
-        // A name in use is found by the registration below (409); what was written under the
-        // unregistered id is then undone. No look-up first: a fork costs a few small
-        // requests and the registration.
+        // A name in use is found by the registration below (409; no look-up first), and what
+        // was written under the unregistered id is then undone.
         let (record, creds) = Registry::new_tenant(name, &source.time_zone);
         // The argument: whether the registration may have landed (its outcome is unknown).
         let undo: Box<dyn Fn(bool)> = match self.tenant_replica(&record.id) {
@@ -469,7 +478,7 @@ impl Store {
                 Box::new(undo)
             }
         };
-        if let Err(e) = self.registry().register(&record, &creds) {
+        if let Err(e) = self.registry().register_keyed(&record, &creds, key) {
             undo(matches!(e, Error::OutcomeUnknown(_)));
             return Err(e);
         }
@@ -532,10 +541,8 @@ impl Store {
 
 /// Puts the marker by which fork `fork` holds the file at bucket key `file`.
 fn hold(fork: &Replica, file: &str) -> Result<()> {
-    match fork
-        .bucket()
-        .put_if_absent(&replica::holder_key(file, fork.root()), Vec::new())
-    {
+    let marker = replica::holder_key(file, fork.root());
+    match fork.bucket().put_if_absent(&marker, Vec::new()) {
         Ok(()) | Err(super::s3::S3Error::Exists) => Ok(()),
         Err(e) => Err(e.into()),
     }

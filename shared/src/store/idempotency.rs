@@ -30,6 +30,11 @@ pub const KEEP_HOURS: i64 = 24;
 /// Most keys kept per tenant; the oldest are deleted past it.
 pub const MAX_KEYS: i64 = 10_000;
 
+/// The "tenant id" of a key kept by the registry (an admin API write that creates, forks or
+/// deletes a tenant; see `Registry::register_keyed`): no tenant id looks like it (ids are
+/// `t_...`), so a registry key never joins a tenant's write.
+pub const REGISTRY: &str = "(registry)";
+
 /// Whether `key` is a valid key: 1 to [`MAX_KEY_CHARS`] visible ASCII characters (`!`..`~`).
 pub fn valid_key(key: &str) -> bool {
     (1..=MAX_KEY_CHARS).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
@@ -106,6 +111,12 @@ impl KeyScope {
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
+
+    /// The random id of this request (unique per request; the registry seals answers with
+    /// it as the nonce).
+    pub fn request_id(&self) -> &str {
+        &self.request_id
+    }
 }
 
 /// A recorded answer.
@@ -152,15 +163,25 @@ fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// The oldest `created_at` still live at the tenant clock's `now`.
-fn live_from(conn: &Connection) -> Result<String> {
-    let now = crate::time::now_for(conn)?;
-    Ok(stamp(now - chrono::Duration::hours(KEEP_HOURS)))
+/// The oldest `created_at` still live at `now`.
+fn live_from(now: DateTime<Utc>) -> String {
+    stamp(now - chrono::Duration::hours(KEEP_HOURS))
 }
 
-/// What the store holds for `key`, compared with `fingerprint`.
+/// What the tenant's store holds for `key`, compared with `fingerprint`.
 pub fn lookup(conn: &Connection, key: &str, fingerprint: &str) -> Result<Found> {
-    let from = live_from(conn)?;
+    lookup_at(conn, key, fingerprint, crate::time::now_for(conn)?)
+}
+
+/// [`lookup`] with `now` given (the registry has no tenant clock: it keeps keys by the
+/// server's clock).
+pub fn lookup_at(
+    conn: &Connection,
+    key: &str,
+    fingerprint: &str,
+    now: DateTime<Utc>,
+) -> Result<Found> {
+    let from = live_from(now);
     let row = conn
         .query_row(
             "SELECT fingerprint, status, headers, body FROM idempotency_keys
@@ -191,12 +212,16 @@ pub fn lookup(conn: &Connection, key: &str, fingerprint: &str) -> Result<Found> 
 /// Inside a write of `scope`'s request: inserts the key's row (expired and surplus rows
 /// pruned first). A row of another request under the key fails the write with a conflict.
 pub(crate) fn insert(tx: &Transaction<'_>, scope: &KeyScope) -> Result<()> {
-    let from = live_from(tx)?;
+    insert_at(tx, scope, crate::time::now_for(tx)?)
+}
+
+/// [`insert`] with `now` given (see [`lookup_at`]).
+pub(crate) fn insert_at(tx: &Transaction<'_>, scope: &KeyScope, now: DateTime<Utc>) -> Result<()> {
     tx.execute(
         "DELETE FROM idempotency_keys WHERE created_at < ?1",
-        [&from],
+        [live_from(now)],
     )?;
-    let now = stamp(crate::time::now_for(tx)?);
+    let now = stamp(now);
     let inserted = tx.execute(
         "INSERT INTO idempotency_keys (key, fingerprint, request_id, created_at)
          VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO NOTHING",

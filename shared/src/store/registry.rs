@@ -14,6 +14,7 @@
 //! it. Unknown credentials cost one registry read (one GET when the registry is current).
 
 use super::database::Database;
+use super::idempotency::{self, Answer, Found, KeyScope};
 use super::replica::Replica;
 use crate::auth::{self, Credentials};
 use crate::{Error, Result};
@@ -83,7 +84,39 @@ CREATE TABLE IF NOT EXISTS server_secrets (
     name   TEXT PRIMARY KEY,
     value  BLOB NOT NULL
 );
+-- Idempotency keys of the admin API's registry writes (create, fork, delete of a tenant;
+-- issue 22): the columns of a tenant's table (migration 0010), kept by the server's clock,
+-- plus the tenant the write made or deleted. The answer's body is sealed (see
+-- `web::idempotency::registry`): a creation's answer holds the tenant's clear credentials.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    fingerprint TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status INTEGER,
+    content_type TEXT,
+    headers TEXT,
+    body BLOB,
+    tenant_id TEXT
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at, id);
 ";
+
+/// Inserts `key`'s row (if any) in a registry write about tenant `tenant_id`.
+fn insert_key(
+    tx: &rusqlite::Transaction<'_>,
+    key: Option<&KeyScope>,
+    tenant_id: &str,
+) -> Result<()> {
+    let Some(key) = key else { return Ok(()) };
+    idempotency::insert_at(tx, key, crate::time::now())?;
+    tx.execute(
+        "UPDATE idempotency_keys SET tenant_id = ?1 WHERE key = ?2 AND request_id = ?3",
+        params![tenant_id, key.key(), key.request_id()],
+    )?;
+    Ok(())
+}
 
 const TENANT_COLUMNS: &str = "t.id, t.name, t.time_zone, t.created_at";
 
@@ -148,6 +181,18 @@ impl Registry {
     /// use is a conflict, and so is a tenant beyond the configured most (counted on the
     /// write's transaction, so concurrent creations cannot pass it together).
     pub fn register(&self, record: &TenantRecord, creds: &Credentials) -> Result<()> {
+        self.register_keyed(record, creds, None)
+    }
+
+    /// [`Registry::register`] of an admin request with an idempotency key: the key's row is
+    /// inserted by the registration's own transaction (so it is replicated in the same log
+    /// entry), naming the tenant; `key` is then marked written.
+    pub fn register_keyed(
+        &self,
+        record: &TenantRecord,
+        creds: &Credentials,
+        key: Option<&KeyScope>,
+    ) -> Result<()> {
         let name = record.name.as_str();
         let max = self.max_tenants.load(Ordering::Relaxed);
         self.db.write(|tx| {
@@ -182,8 +227,12 @@ impl Registry {
                     auth::hash_secret(&creds.password)
                 ],
             )?;
-            Ok(())
-        })
+            insert_key(tx, key, &record.id)
+        })?;
+        if let Some(key) = key {
+            key.mark_written();
+        }
+        Ok(())
     }
 
     /// All tenants, oldest first.
@@ -214,12 +263,48 @@ impl Registry {
 
     /// Removes a tenant and its credentials. Returns whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool> {
+        self.delete_keyed(id, None)
+    }
+
+    /// [`Registry::delete`] of an admin request with an idempotency key (its row inserted by
+    /// the same transaction, as [`Registry::register_keyed`] does). The keys of the tenant's
+    /// creation stay: a retried creation still gets its first answer.
+    pub fn delete_keyed(&self, id: &str, key: Option<&KeyScope>) -> Result<bool> {
         let existed = self.db.write(|tx| {
             tx.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
-            Ok(tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0)
+            let existed = tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0;
+            insert_key(tx, key, id)?;
+            Ok(existed)
         })?;
+        if let Some(key) = key {
+            key.mark_written();
+        }
         self.forget(id);
         Ok(existed)
+    }
+
+    /// Undoes a creation that failed after its registration (its seed was refused): the
+    /// tenant and the keys naming it, so that a retry with the key runs anew.
+    pub fn unregister(&self, id: &str) -> Result<bool> {
+        let existed = self.delete(id)?;
+        self.db.write(|tx| {
+            tx.execute("DELETE FROM idempotency_keys WHERE tenant_id = ?1", [id])?;
+            Ok(())
+        })?;
+        Ok(existed)
+    }
+
+    /// What the registry holds for idempotency key `key` (see [`idempotency::lookup`]); the
+    /// body of a recorded answer as it was recorded (sealed).
+    pub fn lookup_key(&self, key: &str, fingerprint: &str) -> Result<Found> {
+        self.db
+            .read(|conn| idempotency::lookup_at(conn, key, fingerprint, crate::time::now()))
+    }
+
+    /// Records the answer of `key`'s request on its row (see [`idempotency::record_answer`]).
+    pub fn record_key_answer(&self, key: &KeyScope, answer: &Answer) -> Result<()> {
+        self.db
+            .write(|tx| idempotency::record_answer(tx, key, answer))
     }
 
     /// Forgets the cached credentials of a tenant (deleted here, or its tombstone was seen).

@@ -2,13 +2,18 @@
 //! powers: a tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
 //! runs inside a `store::idempotency` scope, so the key's row is stored by the write's own
 //! transaction; the answer it rendered is then recorded on that row, and a retry with the
-//! same key and the same request gets it replayed (`Idempotent-Replayed: true`).
+//! same key and the same request gets it replayed (`Idempotent-Replayed: true`). An admin
+//! write is keyed where its data is ([`Keeper`]): in the tenant's database for a write inside
+//! one tenant (clock, faults, fixtures, reset), in the registry for a tenant's creation, fork
+//! or deletion (its answer sealed there, [`seal`]: a creation's holds clear credentials).
 //!
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
 //! but its answer was not recorded (its outcome was unknown, or it is running in another
 //! environment); 422 for the key used with a different request. See docs/storage.md,
 //! "Idempotency keys", for the store's side and its invariants.
+
+mod seal;
 
 use super::state::{AppState, Tenant};
 use super::surface::Surface;
@@ -83,9 +88,81 @@ impl InFlight {
     }
 }
 
+/// Where a keyed request's key is kept: with the data its write changes.
+#[derive(Clone)]
+pub(super) enum Keeper {
+    /// A tenant's database: a write of a surface, or an admin write inside one tenant (its
+    /// clock, fault rules, fixtures, reset).
+    Tenant(Tenant),
+    /// The registry: an admin write that creates, forks or deletes a tenant.
+    Registry,
+}
+
+impl Keeper {
+    /// The id the key's scope and in-flight claims are counted under.
+    fn id(&self) -> &str {
+        match self {
+            Keeper::Tenant(t) => t.db.tenant_id(),
+            Keeper::Registry => keys::REGISTRY,
+        }
+    }
+
+    async fn lookup(
+        &self,
+        app: &AppState,
+        key: String,
+        fingerprint: String,
+    ) -> crate::Result<Found> {
+        match self {
+            Keeper::Tenant(t) => {
+                t.db.read(move |c| keys::lookup(c, &key, &fingerprint))
+                    .await
+            }
+            Keeper::Registry => {
+                let store = app.store.clone();
+                let found =
+                    crate::store::blocking(move || store.registry().lookup_key(&key, &fingerprint))
+                        .await?;
+                let Found::Answer(mut answer) = found else {
+                    return Ok(found);
+                };
+                // A body sealed under another token secret cannot be replayed: the request
+                // was applied, its answer is not known here.
+                match seal::open(&app.token_secret()?, &answer.body) {
+                    Some(body) => {
+                        answer.body = body;
+                        Ok(Found::Answer(answer))
+                    }
+                    None => Ok(Found::Unrecorded),
+                }
+            }
+        }
+    }
+
+    async fn record(
+        &self,
+        app: &AppState,
+        scope: Arc<KeyScope>,
+        mut answer: Answer,
+    ) -> crate::Result<()> {
+        match self {
+            Keeper::Tenant(t) => {
+                t.db.write(move |tx| keys::record_answer(tx, &scope, &answer))
+                    .await
+            }
+            Keeper::Registry => {
+                answer.body = seal::close(&app.token_secret()?, &answer.body);
+                let store = app.store.clone();
+                crate::store::blocking(move || store.registry().record_key_answer(&scope, &answer))
+                    .await
+            }
+        }
+    }
+}
+
 /// A keyed write, ready to be served by [`serve`].
 pub(super) struct Keyed {
-    tenant: Tenant,
+    keeper: Keeper,
     scope: Arc<KeyScope>,
 }
 
@@ -98,18 +175,32 @@ pub(super) async fn handler(req: Request, next: axum::middleware::Next) -> Respo
     }
 }
 
-/// The key of a tenant's write that carries the header: `Ok(None)` when the request is no
-/// write or has no header, `Err` the message of the 400 of a malformed key.
-pub(super) fn prepare(
-    tenant: &Tenant,
-    req: &Request,
-    body: &Bytes,
-) -> Result<Option<Keyed>, String> {
-    let method = req.method();
-    if ![Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method) {
+/// The parts of a request's head this step reads (borrowed apart from the request, whose
+/// body is not `Sync`, so that [`prepare_admin`] may hold them across its look-ups).
+#[derive(Clone, Copy)]
+pub(super) struct Head<'a> {
+    method: &'a Method,
+    uri: &'a axum::http::Uri,
+    headers: &'a axum::http::HeaderMap,
+}
+
+impl<'a> Head<'a> {
+    pub(super) fn of(req: &'a Request) -> Head<'a> {
+        Head {
+            method: req.method(),
+            uri: req.uri(),
+            headers: req.headers(),
+        }
+    }
+}
+
+/// The key a write carries: `Ok(None)` when the request is no write or has no header, `Err`
+/// the message of the 400 of a malformed key.
+fn header_key(head: Head<'_>) -> Result<Option<String>, String> {
+    if ![Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(head.method) {
         return Ok(None);
     }
-    let mut values = req.headers().get_all(HEADER).iter();
+    let mut values = head.headers.get_all(HEADER).iter();
     let Some(value) = values.next() else {
         return Ok(None);
     };
@@ -120,23 +211,74 @@ pub(super) fn prepare(
             keys::MAX_KEY_CHARS
         ));
     };
-    let tenant_id = tenant.record.id.as_str();
+    Ok(Some(key.to_string()))
+}
+
+/// The key of a tenant's write that carries the header (see [`header_key`]).
+pub(super) fn prepare(
+    tenant: &Tenant,
+    req: &Request,
+    body: &Bytes,
+) -> Result<Option<Keyed>, String> {
+    let head = Head::of(req);
+    Ok(header_key(head)?.map(|key| keyed(Keeper::Tenant(tenant.clone()), &key, head, body)))
+}
+
+/// The key of an admin write that carries the header (see [`header_key`]), kept by the
+/// registry for `POST /tenants` and `DELETE /tenants/{id}`, by the tenant's database for a
+/// write under `/tenants/{id}/` of a registered tenant; `None` for any other admin call (an
+/// unknown tenant is the handler's 404).
+pub(super) async fn prepare_admin(
+    app: &AppState,
+    head: Head<'_>,
+    body: &Bytes,
+) -> Result<Option<Keyed>, String> {
+    let Some(key) = header_key(head)? else {
+        return Ok(None);
+    };
+    let path = head.uri.path();
+    let Some(rest) = path
+        .strip_prefix(super::ADMIN_PREFIX)
+        .and_then(|r| r.strip_prefix("/tenants"))
+    else {
+        return Ok(None);
+    };
+    let keeper = match rest.strip_prefix('/') {
+        None if rest.is_empty() => Keeper::Registry,
+        Some(id) if !id.is_empty() && !id.contains('/') => Keeper::Registry,
+        _ => {
+            let Some(id) = super::powers::admin_subject(path) else {
+                return Ok(None);
+            };
+            let Ok(record) = crate::tenants::get(&app.store, &id).await else {
+                return Ok(None);
+            };
+            match app.tenant(record).await {
+                Ok(Some(tenant)) => Keeper::Tenant(tenant),
+                _ => return Ok(None),
+            }
+        }
+    };
+    Ok(Some(keyed(keeper, &key, head, body)))
+}
+
+/// The scope of `key` for `req`: its fingerprint is SHA-256 over the method, path, query,
+/// the body's SHA-256 and the keeper's id.
+fn keyed(keeper: Keeper, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
     let mut hash = Sha256::new();
     for part in [
-        method.as_str(),
-        req.uri().path(),
-        req.uri().query().unwrap_or(""),
+        head.method.as_str(),
+        head.uri.path(),
+        head.uri.query().unwrap_or(""),
         &hex::encode(Sha256::digest(body)),
-        tenant_id,
+        keeper.id(),
     ] {
         hash.update(part.len().to_le_bytes());
         hash.update(part.as_bytes());
     }
     let fingerprint = hex::encode(hash.finalize());
-    Ok(Some(Keyed {
-        tenant: tenant.clone(),
-        scope: KeyScope::new(tenant_id, key, &fingerprint),
-    }))
+    let scope = KeyScope::new(keeper.id(), key, &fingerprint);
+    Keyed { keeper, scope }
 }
 
 /// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler) on `req`
@@ -151,21 +293,16 @@ pub(super) async fn serve<F>(
 where
     F: Future<Output = Response>,
 {
-    let Keyed { tenant, mut scope } = keyed;
+    let Keyed { keeper, mut scope } = keyed;
     let mut resumed = false;
     let key = scope.key().to_string();
-    let Some(_claim) = app.idempotency.claim(tenant.db.tenant_id(), &key) else {
+    let owner = keeper.id().to_string();
+    let Some(_claim) = app.idempotency.claim(&owner, &key) else {
         let message = format!("a request with this Idempotency-Key ('{key}') is in progress; retry once it has been answered");
         return conflict(surface, message);
     };
     let fingerprint = scope.fingerprint().to_string();
-    let looked = {
-        let key = key.clone();
-        tenant
-            .db
-            .read(move |c| keys::lookup(c, &key, &fingerprint))
-            .await
-    };
+    let looked = keeper.lookup(app, key.clone(), fingerprint).await;
     match looked {
         Err(e) => return surface.from_error(e),
         Ok(Found::Answer(answer)) => return replay(answer),
@@ -173,7 +310,7 @@ where
             // This process ran the first request and kept the result of its write, whose
             // outcome was unknown and which has landed since: the request runs again to
             // render that first answer, its write answered by the kept result.
-            if let Some(first) = app.idempotency.kept(tenant.db.tenant_id(), &key) {
+            if let Some(first) = app.idempotency.kept(&owner, &key) {
                 if first.fingerprint() == scope.fingerprint() {
                     first.resume();
                     scope = first;
@@ -198,7 +335,7 @@ where
         }
         Ok(Found::Nothing) => {
             // A kept "outcome unknown" write that did not land (fenced) has nothing to render.
-            app.idempotency.kept(tenant.db.tenant_id(), &key);
+            app.idempotency.kept(&owner, &key);
         }
     }
     // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
@@ -207,7 +344,7 @@ where
     let response = run(req).await;
     if scope.has_stash() {
         // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
-        app.idempotency.keep(tenant.db.tenant_id(), scope.clone());
+        app.idempotency.keep(&owner, scope.clone());
     }
     if !scope.written() {
         // Nothing of the request was written (refused, or no write of this tenant): nothing
@@ -232,12 +369,7 @@ where
             .collect(),
         body: body.to_vec(),
     };
-    let recorded = scope.clone();
-    if let Err(e) = tenant
-        .db
-        .write(move |tx| keys::record_answer(tx, &recorded, &answer))
-        .await
-    {
+    if let Err(e) = keeper.record(app, scope.clone(), answer).await {
         // The write stands; a retry learns it was applied (409) instead of its answer.
         tracing::warn!(error = %e, key, "a keyed write's answer was not recorded");
     }

@@ -16,9 +16,10 @@
 //!    or past the limit. The request timeout runs from here to the answer.
 //! 5. **Body**: an identified request's body is read here, at most `max_body_bytes` (413)
 //!    within `body_timeout_ms` (408); an anonymous request's body is never read.
-//! 6. **Idempotency** (`super::idempotency`): a tenant's write with an `Idempotency-Key`
-//!    header is replayed, refused (in flight, applied without a recorded answer, another
-//!    request's key), or run with the key joining its write transaction, its answer recorded.
+//! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
+//!    tenant's, or an admin write the registry or one tenant's database keeps) is replayed,
+//!    refused (in flight, applied without a recorded answer, another request's key), or run
+//!    with the key joining its write transaction, its answer recorded.
 //! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
 //! 8. **Handler**: its extractors take the [`Identity`] from the request's extensions.
 //!
@@ -230,6 +231,7 @@ async fn identify_and_serve(
         Err(message) => return unavailable(path, message),
     };
     let anonymous = matches!(identity, Identity::Anonymous);
+    let admin = matches!(identity, Identity::Admin);
     req.extensions_mut().insert(identity);
     if anonymous {
         return next.run(req).await;
@@ -239,11 +241,16 @@ async fn identify_and_serve(
         Err((status, message)) => return surface.error(status, None, message),
     };
     let keyed = match &subject {
-        Some(Subject::Tenant(tenant)) => match idempotency::prepare(tenant, &req, &body) {
-            Ok(keyed) => keyed,
-            Err(message) => return surface.error(StatusCode::BAD_REQUEST, None, message),
-        },
-        _ => None,
+        Some(Subject::Tenant(tenant)) => idempotency::prepare(tenant, &req, &body),
+        _ if admin => {
+            let head = idempotency::Head::of(&req);
+            idempotency::prepare_admin(&app, head, &body).await
+        }
+        _ => Ok(None),
+    };
+    let keyed = match keyed {
+        Ok(keyed) => keyed,
+        Err(message) => return surface.error(StatusCode::BAD_REQUEST, None, message),
     };
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
@@ -251,7 +258,11 @@ async fn identify_and_serve(
             idempotency::serve(&app, surface, keyed, req, run).await
         }
         (Some(subject), None) => powers::apply(&app, surface, subject, body, req, next).await,
-        (None, _) => next.run(req).await,
+        (None, Some(keyed)) => {
+            let run = |req| idempotency::handler(req, next);
+            idempotency::serve(&app, surface, keyed, req, run).await
+        }
+        (None, None) => next.run(req).await,
     }
 }
 

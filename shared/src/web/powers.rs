@@ -245,13 +245,16 @@ impl Recording {
 
 /// Whether `tenant` is still to be journaled in S3, as this process can tell (blocking):
 /// when its database is open here, one freshness check of its log, which finds a tombstone
-/// another environment appended; a tenant not open here is taken as alive (opening it only
-/// to ask would cost a download). Any other failure of the check counts as alive: the upload
+/// another environment appended; otherwise (an admin call that reads the bucket only, a
+/// checkpoint listing, or a database closed since) one registry read. Either check, made
+/// after the batch's PUT, is sound: a deletion writes the tombstone, then removes the
+/// registry entry, then lists the tenant's objects, so a batch that landed before a check
+/// answering "alive" is in that listing. A failure of the check counts as alive: the upload
 /// then fails or succeeds on its own.
 fn tenant_alive(store: &crate::store::Store, tenant: &str) -> bool {
     match store.open_tenant_db(tenant) {
         Some(db) => !matches!(db.read_blocking(|_| Ok(())), Err(crate::Error::NotFound(_))),
-        None => true,
+        None => !matches!(store.registry().get(tenant), Ok(None)),
     }
 }
 
