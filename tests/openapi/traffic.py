@@ -157,6 +157,11 @@ def check_cassette(document_path, cassette_path):
         positive = (item.get("generation") or {}).get("mode") == "positive"
         if positive:
             checker.request(request, what)
+        if "truncated_from" in resp:
+            # schemathesis records at most 1 MiB of a body (a journal page of exports is
+            # more): a prefix is not the answer, so it is not judged.
+            checker.skipped += 1
+            continue
         status = int(resp["status"]["code"])
         headers = pairs(resp.get("headers"))
         body = body_of(resp.get("body"))

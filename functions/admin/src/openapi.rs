@@ -17,7 +17,8 @@ use shared::sandbox::journal::Entry;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
-    array, document_operation, error_responses, json_content, param, string, Builder,
+    array, document_operation, error_responses, json_content, param, string, with_idempotency_on,
+    Builder,
 };
 use shared::web::{ApiError, ADMIN_PREFIX};
 use std::sync::LazyLock;
@@ -209,7 +210,7 @@ pub fn document() -> Value {
 
     checkpoints(&mut b, &tenant, tid, e);
     powers(&mut b, &tenant, tid, e);
-    b.finish(
+    let mut doc = b.finish(
         json!({
             "openapi": "3.1.0",
             "info": {
@@ -221,7 +222,33 @@ pub fn document() -> Value {
             "security": [{ "AdminKey": [] }],
         }),
         json!({ "AdminKey": { "type": "apiKey", "in": "header", "name": "X-Admin-Key" } }),
-    )
+    );
+    with_idempotency_on(&mut doc, e, KEY_TEXT, keyed);
+    doc
+}
+
+/// What Idempotency-Key promises on the admin writes that keep it (docs/storage.md,
+/// "Idempotency keys": the tenant's database or the registry holds the key with the write).
+const KEY_TEXT: &str = "Optional: makes a retry of this write safe. The same key with the same request (method, path, query, body) replays the first answer (with Idempotent-Replayed: true) instead of running again: a retried tenant creation gets the same tenant and credentials. Kept 24 hours (a tenant's writes by its clock, creations and deletions by the server's clock), at most 10,000 keys; 409 while the first is in flight or when it was applied without a recorded answer; 422 with a different request.";
+
+/// The admin writes whose key is stored with them. The others (tokens, journal clear,
+/// checkpoints, restore) accept the header but run again on a retry, so the document does
+/// not promise it there.
+fn keyed(path: &str, method: &str) -> bool {
+    let tenant = format!("{ADMIN_PREFIX}/tenants/{{id}}");
+    match path.strip_prefix(&tenant) {
+        None => path == format!("{ADMIN_PREFIX}/tenants") && method == "post",
+        Some(rest) => matches!(
+            (rest, method),
+            ("", "delete")
+                | ("/clock", "put")
+                | ("/clock/advance", "post")
+                | ("/faults", "post" | "delete")
+                | ("/faults/{rule}", "delete")
+                | ("/fixtures", "post")
+                | ("/reset", "post")
+        ),
+    }
 }
 
 /// Checkpoints, restore (forks are `POST /tenants` with `from`).

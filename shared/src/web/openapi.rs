@@ -168,14 +168,29 @@ impl Op {
     }
 }
 
+/// What the Idempotency-Key header promises on a tenant surface's write.
+pub const TENANT_KEY_TEXT: &str = "Optional: makes a retry of this write safe. The same key with the same request (method, path, query, body) within 24 hours of the tenant clock replays the first answer (with Idempotent-Replayed: true) instead of running again; 409 while the first is in flight or when it was applied without a recorded answer (its outcome was unknown); 422 with a different request. At most 10,000 keys per tenant are kept.";
+
 /// Every write (POST, PUT, PATCH, DELETE) of a tenant surface takes the Idempotency-Key
 /// header (`web::idempotency`): named, with the answers it may add, on each write of `doc`.
 pub fn with_idempotency(doc: &mut Value, error: &Value) {
+    with_idempotency_on(doc, error, TENANT_KEY_TEXT, |_, _| true);
+}
+
+/// The Idempotency-Key header, described by `text`, on the writes of `doc` for which
+/// `keyed(path, method)` holds (the admin API keys only the writes whose key is stored with
+/// them, see docs/storage.md).
+pub fn with_idempotency_on(
+    doc: &mut Value,
+    error: &Value,
+    text: &str,
+    keyed: impl Fn(&str, &str) -> bool,
+) {
     let key = param(
         "Idempotency-Key",
         "header",
         json!({ "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" }),
-        Some("Optional: makes a retry of this write safe. The same key with the same request (method, path, query, body) within 24 hours of the tenant clock replays the first answer (with Idempotent-Replayed: true) instead of running again; 409 while the first is in flight or when it was applied without a recorded answer (its outcome was unknown); 422 with a different request. At most 10,000 keys per tenant are kept."),
+        Some(text),
     );
     let describe = |status: u16| {
         match status {
@@ -189,9 +204,11 @@ pub fn with_idempotency(doc: &mut Value, error: &Value) {
         "schema": { "type": "string", "enum": ["true"] },
     });
     let paths = doc["paths"].as_object_mut().expect("paths");
-    for item in paths.values_mut() {
+    for (path, item) in paths.iter_mut() {
         for (method, op) in item.as_object_mut().expect("path item") {
-            if !matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
+            if !matches!(method.as_str(), "post" | "put" | "patch" | "delete")
+                || !keyed(path, method)
+            {
                 continue;
             }
             match op["parameters"].as_array_mut() {
