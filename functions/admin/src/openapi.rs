@@ -18,21 +18,13 @@ use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
     array, document_operation, error_responses, json_content, param, string, with_idempotency_on,
-    Builder,
+    Builder, Served,
 };
 use shared::web::{ApiError, ADMIN_PREFIX};
-use std::sync::LazyLock;
 
-/// The document as served and committed.
-pub fn text() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(|| shared::web::openapi::render(&document()));
-    &TEXT
-}
-
-/// `GET /sandbox/v1/openapi.json`, without the admin key.
-pub async fn serve() -> axum::response::Response {
-    shared::web::openapi::serve(text())
-}
+/// The document, built on first use: served without credentials at `.../openapi.json`,
+/// committed as docs/openapi/*.json.
+pub static DOCUMENT: Served = Served::new(document);
 
 fn describe(status: u16) -> &'static str {
     match status {

@@ -16,20 +16,13 @@ use shared::domain::replication::ReplicationSummary;
 use shared::web::listing::REVENUE_PAGING;
 use shared::web::openapi::{
     array, document_operation, omit_total_count, param, string, with_idempotency, Builder, Op,
+    Served,
 };
 use shared::web::ApiError;
-use std::sync::LazyLock;
 
-/// The document as served and committed.
-pub fn text() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(|| shared::web::openapi::render(&document()));
-    &TEXT
-}
-
-/// `GET /revenue/3/openapi.json` (and `/calypso/3/openapi.json`), without credentials.
-pub async fn serve() -> axum::response::Response {
-    shared::web::openapi::serve(text())
-}
+/// The document, built on first use: served without credentials at `.../openapi.json`,
+/// committed as docs/openapi/*.json.
+pub static DOCUMENT: Served = Served::new(document);
 
 fn describe(status: u16) -> &'static str {
     match status {

@@ -13,6 +13,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
+use std::sync::OnceLock;
 use utoipa::ToSchema;
 
 /// A document under construction: its paths and the schemas its operations name.
@@ -335,7 +336,30 @@ pub fn render(doc: &Value) -> String {
     text
 }
 
-/// The answer of `GET <prefix>/openapi.json`.
-pub fn serve(text: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+/// A surface's document, built and rendered on first use and kept as that text (what is
+/// served and what is committed). Each surface crate holds one in a static:
+/// `pub static DOCUMENT: Served = Served::new(document);`.
+pub struct Served {
+    build: fn() -> Value,
+    text: OnceLock<String>,
+}
+
+impl Served {
+    /// The document `build` makes.
+    pub const fn new(build: fn() -> Value) -> Served {
+        Served {
+            build,
+            text: OnceLock::new(),
+        }
+    }
+
+    /// The rendered document ([`render`]).
+    pub fn text(&self) -> &str {
+        self.text.get_or_init(|| render(&(self.build)()))
+    }
+
+    /// The answer of `GET <prefix>/openapi.json` (served without credentials).
+    pub fn answer(&'static self) -> Response {
+        ([(header::CONTENT_TYPE, "application/json")], self.text()).into_response()
+    }
 }

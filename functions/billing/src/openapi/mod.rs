@@ -16,20 +16,12 @@ use crate::resources::bill_batches::{BillBatch, CreateBody, Invoice, Run};
 use crate::resources::AccountRef;
 use operations::{enumeration, filter, one, op, pid, simple_shape, write, List};
 use serde_json::{json, Value};
-use shared::web::openapi::{document_operation, param, string, with_idempotency, Builder};
+use shared::web::openapi::{document_operation, param, string, with_idempotency, Builder, Served};
 use shared::web::{ApiError, BILLING_PREFIX};
-use std::sync::LazyLock;
 
-/// The document as served and committed.
-pub fn text() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(|| shared::web::openapi::render(&document()));
-    &TEXT
-}
-
-/// `GET /billing/2/openapi.json`, without credentials.
-pub async fn serve() -> axum::response::Response {
-    shared::web::openapi::serve(text())
-}
+/// The document, built on first use: served without credentials at `.../openapi.json`,
+/// committed as docs/openapi/*.json.
+pub static DOCUMENT: Served = Served::new(document);
 
 /// The document.
 pub fn document() -> Value {
