@@ -14,13 +14,18 @@ type HmacSha256 = Hmac<Sha256>;
 const NONCE: usize = 16;
 const TAG: usize = 16;
 
-fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+/// HMAC-SHA256 under `key`, fed `parts`, not finalised.
+fn hmac(key: &[u8], parts: &[&[u8]]) -> HmacSha256 {
     // HMAC takes a key of any length: `new_from_slice` cannot fail.
     let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
     for part in parts {
         mac.update(part);
     }
-    mac.finalize().into_bytes().into()
+    mac
+}
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    hmac(key, parts).finalize().into_bytes().into()
 }
 
 /// The two keys of `secret`: the keystream's and the tag's.
@@ -63,14 +68,11 @@ pub(super) fn open(secret: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
     let (stream, tag_key) = keys(secret);
     let (nonce, rest) = sealed.split_at(NONCE);
     let (cipher, tag) = rest.split_at(rest.len() - TAG);
-    let expected = mac(&tag_key, &[nonce, cipher]);
-    // Compared in constant time, as every check of a secret-derived value here.
-    let same = expected[..TAG]
-        .iter()
-        .zip(tag)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0;
-    same.then(|| xor_stream(&stream, nonce, cipher))
+    // The hmac crate compares the truncated tag in constant time.
+    hmac(&tag_key, &[nonce, cipher])
+        .verify_truncated_left(tag)
+        .ok()?;
+    Some(xor_stream(&stream, nonce, cipher))
 }
 
 #[cfg(test)]
