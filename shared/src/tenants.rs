@@ -67,10 +67,8 @@ pub async fn create(
     // An admin request with an Idempotency-Key: its row joins the registration.
     let key = registry_key();
     let (record, creds) = blocking(move || {
-        let (record, creds) = crate::store::Registry::new_tenant(&name, &zone);
         st.registry()
-            .register_keyed(&record, &creds, key.as_deref())?;
-        Ok((record, creds))
+            .create_tenant_keyed(&name, &zone, key.as_deref())
     })
     .await?;
     let (st, id) = (store.clone(), record.id.clone());

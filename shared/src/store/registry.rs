@@ -118,6 +118,12 @@ fn insert_key(
     Ok(())
 }
 
+/// Removes tenant `id` and its credentials in a registry write; whether it existed.
+fn remove_tenant(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<bool> {
+    tx.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
+    Ok(tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0)
+}
+
 const TENANT_COLUMNS: &str = "t.id, t.name, t.time_zone, t.created_at";
 
 fn tenant_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRecord> {
@@ -153,8 +159,19 @@ impl Registry {
         name: &str,
         time_zone: &str,
     ) -> Result<(TenantRecord, Credentials)> {
+        self.create_tenant_keyed(name, time_zone, None)
+    }
+
+    /// [`Registry::create_tenant`] of an admin request with an idempotency key (see
+    /// [`Registry::register_keyed`]).
+    pub fn create_tenant_keyed(
+        &self,
+        name: &str,
+        time_zone: &str,
+        key: Option<&KeyScope>,
+    ) -> Result<(TenantRecord, Credentials)> {
         let (record, creds) = Registry::new_tenant(name, time_zone);
-        self.register(&record, &creds)?;
+        self.register_keyed(&record, &creds, key)?;
         Ok((record, creds))
     }
 
@@ -271,8 +288,7 @@ impl Registry {
     /// creation stay: a retried creation still gets its first answer.
     pub fn delete_keyed(&self, id: &str, key: Option<&KeyScope>) -> Result<bool> {
         let existed = self.db.write(|tx| {
-            tx.execute("DELETE FROM credentials WHERE tenant_id = ?1", [id])?;
-            let existed = tx.execute("DELETE FROM tenants WHERE id = ?1", [id])? > 0;
+            let existed = remove_tenant(tx, id)?;
             insert_key(tx, key, id)?;
             Ok(existed)
         })?;
@@ -286,11 +302,11 @@ impl Registry {
     /// Undoes a creation that failed after its registration (its seed was refused): the
     /// tenant and the keys naming it, so that a retry with the key runs anew.
     pub fn unregister(&self, id: &str) -> Result<bool> {
-        let existed = self.delete(id)?;
-        self.db.write(|tx| {
+        let existed = self.db.write(|tx| {
             tx.execute("DELETE FROM idempotency_keys WHERE tenant_id = ?1", [id])?;
-            Ok(())
+            remove_tenant(tx, id)
         })?;
+        self.forget(id);
         Ok(existed)
     }
 
