@@ -5,24 +5,10 @@
 //! tenants as they were left.
 
 use e2e::billing::{post_ok, USAGE_BULK};
-use e2e::s3::{open_store, Moto};
-use e2e::{TestServer, TestTenant, ADMIN_KEY};
+use e2e::s3::{server, Moto};
+use e2e::{TestServer, TestTenant};
 use reqwest::Method;
 use serde_json::{json, Value};
-use shared::config::Config;
-use shared::store::S3Config;
-use shared::web::AppState;
-
-/// A sandbox over an S3 store on `config`, in a fresh data directory.
-async fn server(config: &S3Config) -> TestServer {
-    let cfg = config.clone();
-    let (store, dir) = tokio::task::spawn_blocking(move || open_store(&cfg))
-        .await
-        .expect("join");
-    let state = AppState::from_parts(store, Config::new(dir.path(), Some(ADMIN_KEY.into())));
-    let base = e2e::listen(state.clone()).await;
-    TestServer::from_parts(base, state, dir)
-}
 
 /// `method /sandbox/v1{path}` with the admin key: status and JSON body.
 async fn admin(s: &TestServer, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {

@@ -7,22 +7,9 @@
 
 use e2e::billing::{post_ok, USAGE_BULK};
 use e2e::legacy::{attr, read, ROOT};
-use e2e::s3::{open_store, Moto};
-use e2e::{TestServer, TestTenant, ADMIN_KEY};
+use e2e::s3::{server, Moto};
+use e2e::{TestServer, TestTenant};
 use serde_json::{json, Value};
-use shared::config::Config;
-use shared::store::S3Config;
-use shared::web::AppState;
-
-async fn server(config: &S3Config) -> TestServer {
-    let cfg = config.clone();
-    let (store, dir) = tokio::task::spawn_blocking(move || open_store(&cfg))
-        .await
-        .expect("join");
-    let state = AppState::from_parts(store, Config::new(dir.path(), Some(ADMIN_KEY.into())));
-    let base = e2e::listen(state.clone()).await;
-    TestServer::from_parts(base, state, dir)
-}
 
 /// The account's `pendingChargesTotal` as `s` serves it on Surface A.
 async fn pending(s: &TestServer, t: &TestTenant) -> rust_decimal::Decimal {

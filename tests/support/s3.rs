@@ -565,6 +565,19 @@ pub fn open_store(config: &S3Config) -> (shared::store::Store, tempfile::TempDir
     (store, dir)
 }
 
+/// A sandbox server on a loopback port over an S3 store on `config`, in a fresh data
+/// directory (one "environment" of a multi-environment test).
+pub async fn server(config: &S3Config) -> crate::TestServer {
+    let cfg = config.clone();
+    let (store, dir) = tokio::task::spawn_blocking(move || open_store(&cfg))
+        .await
+        .expect("join");
+    let config = shared::config::Config::new(dir.path(), Some(crate::ADMIN_KEY.into()));
+    let state = shared::web::AppState::from_parts(store, config);
+    let base = crate::listen(state.clone()).await;
+    crate::TestServer::from_parts(base, state, dir)
+}
+
 /// Inserts one row into a tenant's `reasons` table (one write; not retried).
 pub fn try_insert_reason(
     store: &shared::store::Store,
