@@ -68,6 +68,8 @@ struct StoreInner {
     files_dir: PathBuf,
     registry: Registry,
     bucket: Option<(s3::Bucket, u64)>,
+    /// Brings a tenant database to the schema this build serves ([`sqlite::migrate`]).
+    tenant_schema: TenantSchema,
     /// Tenants this process has opened (or failed to open). The map's lock is only held to
     /// find or insert a slot; opening runs under the slot's own lock (see [`Store::tenant_db`]).
     open: Mutex<HashMap<String, Arc<Slot>>>,
@@ -77,6 +79,9 @@ struct StoreInner {
     /// (and the directory removed) after every database in it was closed.
     _cache: Option<cache::CacheDir>,
 }
+
+/// What brings a tenant database to the schema a store serves.
+pub(crate) type TenantSchema = fn(&mut rusqlite::Connection) -> Result<()>;
 
 /// One tenant's place in the open map. Its mutex serializes the opening of that tenant only:
 /// concurrent first requests for one tenant wait for (and share) one open, while requests for
@@ -122,6 +127,17 @@ impl Store {
     /// [`Store::open_with`] on a bucket already built (with its snapshot interval), over any
     /// [`object_store::ObjectStore`]: the simulation's in-memory one uses this.
     pub fn open_on(data_dir: &Path, bucket: Option<(s3::Bucket, u64)>) -> Result<Store> {
+        Store::open_on_schema(data_dir, bucket, sqlite::migrate)
+    }
+
+    /// [`Store::open_on`] with tenant databases brought to `tenant_schema` instead of the
+    /// product's schema: the simulation's tenants hold only the tables it writes, so that a
+    /// cold start parses three tables, not the product's sixty.
+    pub(crate) fn open_on_schema(
+        data_dir: &Path,
+        bucket: Option<(s3::Bucket, u64)>,
+        tenant_schema: TenantSchema,
+    ) -> Result<Store> {
         let (files_dir, cache) = match &bucket {
             None => (data_dir.to_path_buf(), None),
             Some(_) => {
@@ -140,6 +156,7 @@ impl Store {
                 files_dir,
                 registry,
                 bucket,
+                tenant_schema,
                 open: Mutex::new(HashMap::new()),
                 token_secret: OnceLock::new(),
                 _cache: cache,
@@ -198,7 +215,7 @@ impl Store {
         }
         let opened = Database::open(
             &self.tenant_path(tenant_id),
-            sqlite::migrate,
+            self.inner.tenant_schema,
             self.tenant_replica(tenant_id),
         );
         match opened {

@@ -21,14 +21,15 @@
 //! deliberately wrong protocol it must catch ([`Mutation`]) is compiled in only under
 //! `cfg(test)` (never in a build that serves), and because a change to the store then
 //! rebuilds one crate, not the whole server. `SIM_SEED=<n>` replays one seed,
-//! `SIM_SEEDS=<n>` runs more seeds than the default.
+//! `SIM_SEEDS=<n>` runs more seeds than the default, `SIM_TABLES=product` runs them on the
+//! product's schema instead of the simulation's three tables (see [`Tables`]).
 
 mod model;
 mod ops;
 
 use super::memory::{Crash, Faults, World};
 use super::s3::{Bucket, Mutation, S3Config};
-use super::{lock, SlotState, Store, TenantDb, TenantRecord};
+use super::{lock, SlotState, Store, TenantDb, TenantRecord, TenantSchema};
 use crate::{Error, Result};
 use model::{Model, Outcome};
 use std::collections::BTreeMap;
@@ -39,8 +40,11 @@ use std::sync::Arc;
 const ENVS: usize = 3;
 /// Operations per seed before the quiet period.
 const OPS: usize = 40;
-/// Seeds run by default (`SIM_SEEDS` to change): well under 30 s in a debug build.
-const DEFAULT_SEEDS: u64 = 80;
+/// Seeds run by default (`SIM_SEEDS` to change): about 7 s in a debug build on this
+/// project's 2-core machine.
+const DEFAULT_SEEDS: u64 = 300;
+/// Of those, the seeds also run on the product's schema ([`Tables::Product`]).
+const PRODUCT_SEEDS: usize = 12;
 /// No background compaction: it would run on a thread of its own, outside the scheduler's
 /// order; the simulation compacts as one of its operations instead.
 const NO_COMPACTION: u64 = 1 << 40;
@@ -55,6 +59,50 @@ const FAULTS: Faults = Faults {
     crash: 40,
     land: 150,
 };
+
+/// The tables a seed's tenant holds.
+///
+/// Most seeds run on [`Tables::Sim`]: the one product table the simulation writes
+/// (`ledgers`, cut to the columns it uses, ids never reused as in the product), the tenant
+/// clock idempotency keys are kept by, and the product's own idempotency-key table. The
+/// protocol never reads table names (capture covers whatever tables there are), so the small
+/// schema runs the same code, while a cold start parses three tables instead of the
+/// product's schema, which was most of a seed's time (docs/storage.md, "Speed"). A smaller
+/// tier of seeds runs on [`Tables::Product`], the schema every deployment serves, so that
+/// snapshots, restores and forks of the real schema (its foreign keys, its `AUTOINCREMENT`
+/// sequences, its many tables) stay under the simulation too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tables {
+    Sim,
+    Product,
+}
+
+impl Tables {
+    fn schema(self) -> TenantSchema {
+        match self {
+            Tables::Sim => sim_schema,
+            Tables::Product => super::sqlite::migrate,
+        }
+    }
+}
+
+/// [`Tables::Sim`]'s schema, created in one transaction on an empty database.
+fn sim_schema(conn: &mut rusqlite::Connection) -> Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version == 0 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(concat!(
+            "CREATE TABLE ledgers (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);
+             CREATE TABLE sandbox_clock (
+                 id INTEGER PRIMARY KEY CHECK (id = 1), frozen_at TEXT,
+                 offset_ms INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL);",
+            include_str!("../migrations/0010_idempotency_keys.sql"),
+            "PRAGMA user_version = 1;"
+        ))?;
+        tx.commit()?;
+    }
+    Ok(())
+}
 
 /// A ledger row's id, as the write that made it answers.
 fn insert(tx: &rusqlite::Transaction<'_>, name: &str) -> Result<i64> {
@@ -155,6 +203,7 @@ pub(super) struct Stats {
 /// One seed's run.
 struct Sim {
     world: Arc<World>,
+    tables: Tables,
     rt: Arc<tokio::runtime::Runtime>,
     root: PathBuf,
     config: S3Config,
@@ -175,6 +224,7 @@ struct Sim {
 /// invariant with the operations that led to it.
 pub(super) fn run_seed(
     seed: u64,
+    tables: Tables,
     mutation: Option<Mutation>,
 ) -> std::result::Result<Stats, String> {
     silence_crashes();
@@ -193,7 +243,7 @@ pub(super) fn run_seed(
     let mut config = S3Config::new("sim", "", None);
     config.compact_every = NO_COMPACTION;
     let result = (|| {
-        let mut sim = Sim::start(world.clone(), Arc::new(rt), root.clone(), config)?;
+        let mut sim = Sim::start(world.clone(), Arc::new(rt), root.clone(), config, tables)?;
         let run = sim.run();
         sim.stats.requests = world.requests();
         LAST_TRACE.with(|t| t.set(world.trace()));
@@ -214,7 +264,7 @@ pub(super) fn run_seed(
 
 /// The trace hash of a seed's run (for the determinism test).
 pub(super) fn trace_of(seed: u64) -> (u64, std::result::Result<Stats, String>) {
-    let out = run_seed(seed, None);
+    let out = run_seed(seed, Tables::Sim, None);
     (LAST_TRACE.with(std::cell::Cell::get), out)
 }
 
@@ -222,13 +272,19 @@ thread_local! {
     static LAST_TRACE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// The bucket every seed starts from, made once per process without faults: the registry
-/// with the tenant, and the tenant's first snapshot (so that a cold start downloads a
-/// migrated database instead of migrating an empty one, which would cost most of a seed).
-fn template() -> std::result::Result<(BTreeMap<String, Vec<u8>>, TenantRecord), String> {
-    static TEMPLATE: std::sync::OnceLock<(BTreeMap<String, Vec<u8>>, TenantRecord)> =
-        std::sync::OnceLock::new();
-    if let Some(t) = TEMPLATE.get() {
+/// The bucket every seed starts from, made once per process and per [`Tables`] without
+/// faults: the registry with the tenant, and the tenant's first snapshot (so that a cold start
+/// downloads a migrated database instead of migrating an empty one).
+type Template = (BTreeMap<String, Vec<u8>>, TenantRecord);
+
+fn template(tables: Tables) -> std::result::Result<Template, String> {
+    static SIM: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
+    static PRODUCT: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
+    let cell = match tables {
+        Tables::Sim => &SIM,
+        Tables::Product => &PRODUCT,
+    };
+    if let Some(t) = cell.get() {
         return Ok(t.clone());
     }
     let world = World::new(0, Faults::NONE);
@@ -237,7 +293,7 @@ fn template() -> std::result::Result<(BTreeMap<String, Vec<u8>>, TenantRecord), 
     config.compact_every = NO_COMPACTION;
     let made = (|| -> Result<TenantRecord> {
         let bucket = Bucket::on(Arc::new(world.store(0)), config);
-        let store = Store::open_on(&dir, Some((bucket, NO_COMPACTION)))?;
+        let store = Store::open_on_schema(&dir, Some((bucket, NO_COMPACTION)), tables.schema())?;
         let (tenant, _) = store.registry().create_tenant("sim", "UTC")?;
         let db = store.tenant_db(&tenant.id)?;
         // One write, so that the snapshot has a version to name.
@@ -248,7 +304,7 @@ fn template() -> std::result::Result<(BTreeMap<String, Vec<u8>>, TenantRecord), 
     })();
     let _ = std::fs::remove_dir_all(&dir);
     let tenant = made.map_err(|e| format!("template: {e}"))?;
-    Ok(TEMPLATE.get_or_init(|| (world.objects(), tenant)).clone())
+    Ok(cell.get_or_init(|| (world.objects(), tenant)).clone())
 }
 
 /// Where the environments' cache directories go: a RAM disk when there is one (the
@@ -281,9 +337,11 @@ impl Sim {
         rt: Arc<tokio::runtime::Runtime>,
         root: PathBuf,
         config: S3Config,
+        tables: Tables,
     ) -> std::result::Result<Sim, String> {
         let mut sim = Sim {
             world,
+            tables,
             rt,
             root,
             config,
@@ -304,7 +362,7 @@ impl Sim {
             stats: Stats::default(),
             log: Vec::new(),
         };
-        let (objects, tenant) = template()?;
+        let (objects, tenant) = template(tables)?;
         sim.world.load(objects.clone());
         sim.tenant = tenant.clone();
         for env in 0..ENVS {
@@ -326,7 +384,9 @@ impl Sim {
             self.incarnation += 1;
             let dir = self.root.join(format!("env{env}-{}", self.incarnation));
             let bucket = Bucket::on(Arc::new(self.world.store(env)), self.config.clone());
-            if let Ok(store) = Store::open_on(&dir, Some((bucket, NO_COMPACTION))) {
+            if let Ok(store) =
+                Store::open_on_schema(&dir, Some((bucket, NO_COMPACTION)), self.tables.schema())
+            {
                 self.envs[env] = Some(store);
                 return Ok(());
             }

@@ -25,6 +25,7 @@ fn trace_asked() -> bool {
 /// the summed counts, or the failures, smallest seed first.
 fn run_all(
     seeds: &[u64],
+    tables: Tables,
     mutation: Option<Mutation>,
     stop_at_first: bool,
 ) -> (Stats, Vec<(u64, String)>) {
@@ -41,7 +42,7 @@ fn run_all(
                     return;
                 }
                 let seed = seeds[i];
-                let out = run_seed(seed, mutation);
+                let out = run_seed(seed, tables, mutation);
                 // `SIM_TRACE=1`: each seed's requests and trace hash, to compare two runs.
                 if let Some(s) = out.as_ref().ok().filter(|_| trace_asked()) {
                     eprintln!(
@@ -77,20 +78,20 @@ fn run_all(
     (stats, failures)
 }
 
-#[test]
-fn simulation_keeps_the_invariants_of_docs_storage_md() {
+/// Runs `seeds` on `tables`, fails with the first broken invariant, and checks that the
+/// faults were exercised.
+fn keeps_the_invariants(seeds: &[u64], tables: Tables) {
     let started = std::time::Instant::now();
-    let seeds = seeds();
-    let (total, failures) = run_all(&seeds, None, false);
+    let (total, failures) = run_all(seeds, tables, None, false);
     if let Some((seed, e)) = failures.first() {
         let all: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
         panic!(
-            "SIM_SEED={seed} broke an invariant: {e}\nfailing seeds: {all:?}\nreplay it: SIM_SEED={seed} cargo test -p shared --lib store::simulation"
+            "SIM_SEED={seed} broke an invariant ({tables:?} tables): {e}\nfailing seeds: {all:?}\nreplay it: SIM_SEED={seed} cargo test -p shared --lib store::simulation"
         );
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "simulation: {} seeds in {secs:.1} s ({:.1} seeds/s): {total:?}",
+        "simulation ({tables:?} tables): {} seeds in {secs:.1} s ({:.1} seeds/s): {total:?}",
         seeds.len(),
         seeds.len() as f64 / secs
     );
@@ -101,6 +102,27 @@ fn simulation_keeps_the_invariants_of_docs_storage_md() {
             "{total:?}"
         );
     }
+}
+
+/// `SIM_TABLES=product`: the product's schema for every seed (slower, see [`Tables`]).
+fn tables() -> Tables {
+    match std::env::var("SIM_TABLES").as_deref() {
+        Ok("product") => Tables::Product,
+        _ => Tables::Sim,
+    }
+}
+
+#[test]
+fn simulation_keeps_the_invariants_of_docs_storage_md() {
+    keeps_the_invariants(&seeds(), tables());
+}
+
+/// The same seeds' first [`PRODUCT_SEEDS`] on the product's schema (a cold start there costs
+/// about four times as much).
+#[test]
+fn simulation_keeps_them_on_the_product_schema() {
+    let seeds = seeds();
+    keeps_the_invariants(&seeds[..seeds.len().min(PRODUCT_SEEDS)], Tables::Product);
 }
 
 #[test]
@@ -115,7 +137,7 @@ fn a_seed_replays_exactly() {
 /// Runs the default seeds with `mutation` on: the first seed that catches it.
 fn caught(mutation: Mutation) {
     let seeds: Vec<u64> = (1..=DEFAULT_SEEDS).collect();
-    let (_, failures) = run_all(&seeds, Some(mutation), true);
+    let (_, failures) = run_all(&seeds, Tables::Sim, Some(mutation), true);
     let (seed, e) = failures
         .first()
         .unwrap_or_else(|| panic!("{mutation:?} passed {DEFAULT_SEEDS} seeds"));
@@ -138,14 +160,15 @@ fn a_write_that_skips_its_fence_is_caught() {
 /// succeed.
 #[test]
 fn a_checkpoint_whose_manifest_answer_was_lost_stays_usable() {
-    let (objects, tenant) = template().expect("template");
+    let (objects, tenant) = template(Tables::Sim).expect("template");
     let world = World::new(1, Faults::NONE);
     world.load(objects);
     let dir = scratch_dir().join(format!("sim-lost-manifest-{}", uuid::Uuid::new_v4()));
     let mut config = S3Config::new("sim", "", None);
     config.compact_every = NO_COMPACTION;
     let bucket = Bucket::on(Arc::new(world.store(0)), config);
-    let store = Store::open_on(&dir, Some((bucket, NO_COMPACTION))).expect("store");
+    let store = Store::open_on_schema(&dir, Some((bucket, NO_COMPACTION)), Tables::Sim.schema())
+        .expect("store");
     let db = store.tenant_db(&tenant.id).expect("tenant");
     let id = db.write_blocking(|tx| insert(tx, "before")).expect("write");
     world.lose_answer_of("checkpoints/lost.json");
