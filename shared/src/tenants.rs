@@ -123,6 +123,12 @@ pub fn registry_key() -> Option<std::sync::Arc<crate::store::idempotency::KeySco
     crate::store::idempotency::current_for(crate::store::idempotency::REGISTRY)
 }
 
+/// The idempotency key of the current admin request, when tenant `tenant_id`'s database
+/// keeps it (a write under `/tenants/{id}/`; see `web::idempotency::prepare_admin`).
+pub fn tenant_key(tenant_id: &str) -> Option<std::sync::Arc<crate::store::idempotency::KeyScope>> {
+    crate::store::idempotency::current_for(tenant_id)
+}
+
 /// Every tenant, oldest first.
 pub async fn list(store: &Store) -> Result<Vec<TenantRecord>> {
     let st = store.clone();

@@ -1,6 +1,7 @@
 //! The `Idempotency-Key` header on the admin API's writes (issue 22): a retried clock
-//! advance, clock setting, fault rule, fixtures apply or reset is replayed and applied once
-//! (its key kept by the tenant's database, in the write's own transaction); a retried tenant
+//! advance, clock setting, fault rule, fixtures apply, reset or restore is replayed and
+//! applied once (its key kept by the tenant's database, in the write's own transaction; a
+//! restore's inserted by the restore itself); a retried tenant
 //! creation, fork or deletion gets its first answer (the key kept by the registry, the
 //! creation's credentials sealed there, never in clear); the same key with another body is a
 //! 422, concurrent retries a 409, both in the admin `{code, message}` shape.
@@ -146,6 +147,60 @@ async fn admin_writes_of_one_tenant_are_replayed_and_applied_once() {
         "{}",
         bad.2
     );
+}
+
+/// A restore retried with its key is replayed, so a write made after the first restore
+/// survives the retry (a second restore would remove it); without a key each restore runs.
+#[tokio::test]
+async fn a_retried_restore_is_replayed_and_keeps_later_writes() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("restoreidem", "empty").await;
+    let base = format!("/sandbox/v1/tenants/{}", t.id);
+    let checkpoint = json!({"name": "base"});
+    let made = admin(
+        &s,
+        Method::POST,
+        &format!("{base}/checkpoints"),
+        Some(&checkpoint),
+        None,
+    )
+    .await;
+    assert_eq!(made.0, 201, "{}", made.2);
+    let other = json!({"name": "other"});
+    let made = admin(
+        &s,
+        Method::POST,
+        &format!("{base}/checkpoints"),
+        Some(&other),
+        None,
+    )
+    .await;
+    assert_eq!(made.0, 201, "{}", made.2);
+
+    let restore = format!("{base}/restore");
+    let body = json!({"checkpoint": "base"});
+    let first = admin(&s, Method::POST, &restore, Some(&body), Some("r-1")).await;
+    assert_eq!((first.0, first.1), (200, false), "{}", first.2);
+    let faults = format!("{base}/faults");
+    let rule = json!({"path": "/revenue/3/never/*", "status": 503});
+    assert_eq!(
+        admin(&s, Method::POST, &faults, Some(&rule), None).await.0,
+        201
+    );
+    let again = admin(&s, Method::POST, &restore, Some(&body), Some("r-1")).await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &first.2));
+    assert_eq!(fault_count(&s, &t).await, 1, "the retry restored again");
+    // The same key for another checkpoint: 422, nothing restored.
+    let elsewhere = json!({"checkpoint": "other"});
+    let refused = admin(&s, Method::POST, &restore, Some(&elsewhere), Some("r-1")).await;
+    assert_mismatch(&refused, "r-1");
+    assert_eq!(fault_count(&s, &t).await, 1);
+    // Without a key, a restore runs each time: the rule made since is gone.
+    assert_eq!(
+        admin(&s, Method::POST, &restore, Some(&body), None).await.0,
+        200
+    );
+    assert_eq!(fault_count(&s, &t).await, 0);
 }
 
 #[tokio::test]

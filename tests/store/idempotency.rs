@@ -208,6 +208,50 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
         "one hour advanced: {v}"
     );
 
+    // A restore answered by A, retried on B after a write made since, and on C, started
+    // afterwards from the snapshot S3 copied from the checkpoint: replayed on both, so the
+    // write survives (the key's row rode in the restore's own log entry, and a cold start
+    // adds it to the copied snapshot as the replay does).
+    let checkpoints = format!("/sandbox/v1/tenants/{id}/checkpoints");
+    let made = admin_keyed(
+        &a,
+        post.clone(),
+        &checkpoints,
+        &json!({"name": "cp"}),
+        "cp-1",
+    )
+    .await;
+    assert_eq!(made.0, 201, "{}", made.2);
+    let restore = format!("/sandbox/v1/tenants/{id}/restore");
+    let body = json!({"checkpoint": "cp"});
+    let first = admin_keyed(&a, post.clone(), &restore, &body, "r-1").await;
+    assert_eq!((first.0, first.1), (200, false), "{}", first.2);
+    let faults = format!("/sandbox/v1/tenants/{id}/faults");
+    let rule = json!({"path": "/revenue/3/never/*", "status": 503});
+    assert_eq!(
+        admin_keyed(&a, post.clone(), &faults, &rule, "rule-1")
+            .await
+            .0,
+        201
+    );
+    let again = admin_keyed(&b, post.clone(), &restore, &body, "r-1").await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &first.2));
+    let (c2, _state_c2, _dir_c2) = serve_signing(&bucket, secret).await;
+    let again = admin_keyed(&c2, post.clone(), &restore, &body, "r-1").await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &first.2));
+    let rules = reqwest::Client::new()
+        .get(format!("{c2}{faults}"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("faults");
+    let rules: Value = rules.json().await.expect("json");
+    assert_eq!(
+        rules.as_array().map(Vec::len),
+        Some(1),
+        "the retry restored again: {rules}"
+    );
+
     // A deletion answered by A, retried on B: 204 replayed, not 404.
     let one = format!("/sandbox/v1/tenants/{id}");
     let delete = reqwest::Method::DELETE;

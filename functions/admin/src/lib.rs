@@ -427,8 +427,12 @@ async fn restore_checkpoint(
 ) -> Result<Json<Restored>, ApiError> {
     let tenant = tenants::get(&app.store, &id).await?;
     let store = app.store.clone();
-    let (checkpoint, version) =
-        blocking(move || store.restore_checkpoint(&tenant.id, &body.checkpoint)).await?;
+    // An Idempotency-Key's row joins the restore (the tenant's database keeps it).
+    let key = tenants::tenant_key(&tenant.id);
+    let (checkpoint, version) = blocking(move || {
+        store.restore_checkpoint_keyed(&tenant.id, &body.checkpoint, key.as_deref())
+    })
+    .await?;
     Ok(Json(Restored {
         tenant: id,
         checkpoint,

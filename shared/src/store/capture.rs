@@ -25,7 +25,7 @@
 use super::sqlite;
 use crate::{Error, Result};
 use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection};
+use rusqlite::{params_from_iter, Connection, Transaction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::path::Path;
@@ -471,15 +471,17 @@ pub fn raise_sequences(conn: &Connection, sequences: &[(String, i64)]) -> Result
 /// Replays a restore entry: the rows of the database file at `path` replace the current ones
 /// in one transaction that also records `seq` (readers see the old state or the new one) and
 /// raises the id sequences to at least the entry's (`sequences`, the writer's after the
-/// restore), so every environment numbers new rows alike.
+/// restore), so every environment numbers new rows alike; `then` writes what else the entry
+/// carries (a keyed restore's idempotency-key row) in the same transaction.
 pub fn apply_file(
     conn: &mut Connection,
     path: &Path,
     seq: u64,
     sequences: &[(String, i64)],
+    then: impl FnOnce(&Transaction<'_>) -> Result<()>,
 ) -> Result<()> {
     attach(conn, path, REPLAYED)?;
-    let applied = apply_attached(conn, REPLAYED, seq, sequences);
+    let applied = apply_attached(conn, REPLAYED, seq, sequences, then);
     detach(conn, REPLAYED);
     applied
 }
@@ -491,10 +493,12 @@ pub fn apply_attached(
     alias: &str,
     seq: u64,
     sequences: &[(String, i64)],
+    then: impl FnOnce(&Transaction<'_>) -> Result<()>,
 ) -> Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     replace_rows(&tx, alias)?;
     raise_sequences(&tx, sequences)?;
+    then(&tx)?;
     clear(&tx)?;
     set_seq(&tx, seq)?;
     tx.commit()?;

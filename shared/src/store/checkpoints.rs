@@ -376,12 +376,25 @@ impl Store {
     /// new version (credentials are the registry's and stay). Answers the checkpoint and the
     /// tenant's new version. In S3 mode every environment sees it at its next request.
     pub fn restore_checkpoint(&self, tenant_id: &str, name: &str) -> Result<(Checkpoint, u64)> {
+        self.restore_checkpoint_keyed(tenant_id, name, None)
+    }
+
+    /// [`Store::restore_checkpoint`] of an admin request with an idempotency key: the key's
+    /// row is inserted by the restore itself (the restored image holds the checkpoint's keys,
+    /// not this one; see `Database::replace_with`), and the key is marked written once the
+    /// restore is acknowledged, so that its answer is recorded and replayed.
+    pub fn restore_checkpoint_keyed(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        key: Option<&super::idempotency::KeyScope>,
+    ) -> Result<(Checkpoint, u64)> {
         let manifest = self.manifest(tenant_id, name)?;
         let db = self.tenant_db(tenant_id)?;
         let version = match self.tenant_replica(tenant_id) {
             None => {
                 let file = self.local_place(tenant_id).join(&manifest.file);
-                db.db.replace_with(&file, None)?
+                db.db.replace_with(&file, None, key)?
             }
             Some(replica) => {
                 let bucket = replica.bucket();
@@ -403,7 +416,7 @@ impl Store {
                 let restored = bucket
                     .get_to_file(&replica.object_key(&object), &tmp)
                     .map_err(Error::from)
-                    .and_then(|()| db.db.replace_with(&tmp, Some(&reference)));
+                    .and_then(|()| db.db.replace_with(&tmp, Some(&reference), key));
                 let _ = super::replica::remove_database_files(&tmp);
                 // Nothing applied: no entry names the copy (its slot was taken or fenced), so
                 // it can go. Outcome unknown: an entry naming it may still land; it stays.
@@ -415,6 +428,9 @@ impl Store {
                 restored?
             }
         };
+        if let Some(key) = key {
+            key.mark_written();
+        }
         Ok((manifest.into(), version))
     }
 

@@ -45,6 +45,7 @@
 //! crash may lose is unchanged: see "Durability" in docs/storage.md. S3 mode keeps SQLite's
 //! own checkpoints (its writes wait for S3, not for the disk).
 
+use super::idempotency::KeyScope;
 use super::replica::{self, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
 use crate::{Error, Result};
@@ -456,15 +457,23 @@ impl Database {
     /// Replaces every row with those of the SQLite file `source` (a checkpoint), in one
     /// transaction: readers see the old state or the new one. Local mode: a new local
     /// version. S3 mode: a restore entry naming `reference` (whose object must hold the
-    /// same file), written like any write (see [`Replica::write_restore`]). Answers the new
-    /// version.
-    pub fn replace_with(&self, source: &Path, reference: Option<&RestoreRef>) -> Result<u64> {
+    /// same file), written like any write (see [`Replica::write_restore`]). With `key` (an
+    /// admin request's `Idempotency-Key`), the key's row joins the restore: inserted by its
+    /// transaction, carried by its S3 entry. Answers the new version.
+    pub fn replace_with(
+        &self,
+        source: &Path,
+        reference: Option<&RestoreRef>,
+        key: Option<&KeyScope>,
+    ) -> Result<u64> {
         let deadline = self.deadline();
         let mut conn = self.writer_until(deadline)?;
+        // The key's row is stamped by the tenant clock before the restore replaces it.
+        let key = key.map(|k| k.row_for(&conn)).transpose()?;
         capture::attach(&conn, source, capture::SOURCE)?;
         let replaced = match (&self.inner.replica, reference, deadline) {
             (Some(replica), Some(reference), Some(deadline)) => {
-                replica.write_restore(&mut conn, reference, deadline)
+                replica.write_restore(&mut conn, reference, deadline, key.as_ref())
             }
             (Some(_), _, _) => Err(Error::Internal(
                 "a restore in S3 mode needs its bucket object".into(),
@@ -473,6 +482,9 @@ impl Database {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 capture::replace_rows(&tx, capture::SOURCE)?;
+                if let Some(row) = &key {
+                    super::idempotency::insert_row(&tx, row, true)?;
+                }
                 let seq = capture::seq(&tx)? + 1;
                 capture::set_seq(&tx, seq)?;
                 tx.commit()?;

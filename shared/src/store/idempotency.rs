@@ -217,28 +217,87 @@ pub(crate) fn insert(tx: &Transaction<'_>, scope: &KeyScope) -> Result<()> {
 
 /// [`insert`] with `now` given (see [`lookup_at`]).
 pub(crate) fn insert_at(tx: &Transaction<'_>, scope: &KeyScope, now: DateTime<Utc>) -> Result<()> {
+    insert_row(tx, &scope.row_at(now), true)
+}
+
+/// A key's row as a write inserts it, carried whole by an S3 log entry that is not a row
+/// change (a restore's, whose replay on every environment inserts the same row).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyRow {
+    pub key: String,
+    pub fingerprint: String,
+    pub request_id: String,
+    /// The tenant clock when the write ran (stored form, see [`stamp`]).
+    pub created_at: String,
+}
+
+impl KeyScope {
+    /// This request's row, created at `now`.
+    pub(crate) fn row_at(&self, now: DateTime<Utc>) -> KeyRow {
+        KeyRow {
+            key: self.key.clone(),
+            fingerprint: self.fingerprint.clone(),
+            request_id: self.request_id.clone(),
+            created_at: stamp(now),
+        }
+    }
+
+    /// This request's row, created now by the tenant clock of the database `conn` is.
+    pub(crate) fn row_for(&self, conn: &Connection) -> Result<KeyRow> {
+        Ok(self.row_at(crate::time::now_for(conn)?))
+    }
+}
+
+/// Fails with the conflict [`insert_row`] would, without writing: for a write that carries
+/// its row in an S3 entry (a restore), checked on the caught-up database before each attempt
+/// to claim a log slot, so that a restore of another request under the key applies nothing.
+pub(crate) fn check_free(conn: &Connection, row: &KeyRow) -> Result<()> {
+    let owner: Option<String> = conn
+        .query_row(
+            "SELECT request_id FROM idempotency_keys WHERE key = ?1",
+            [&row.key],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match owner {
+        Some(owner) if owner != row.request_id => Err(Error::Conflict(format!(
+            "a request with Idempotency-Key '{}' was applied meanwhile by another request; retry to learn its answer",
+            row.key
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Inserts `row` (expired and surplus rows pruned first, by its own `created_at`, so that
+/// every replay of the same row prunes the same rows). A row of another request under the
+/// key fails the write with a conflict when `strict`; otherwise (the replay of an entry S3
+/// already holds, which must apply on every environment) that row stays and this one is
+/// dropped.
+pub(crate) fn insert_row(tx: &Transaction<'_>, row: &KeyRow, strict: bool) -> Result<()> {
+    let now = DateTime::parse_from_rfc3339(&row.created_at)
+        .map_err(|e| Error::Internal(format!("key row created at {:?}: {e}", row.created_at)))?
+        .with_timezone(&Utc);
     tx.execute(
         "DELETE FROM idempotency_keys WHERE created_at < ?1",
         [live_from(now)],
     )?;
-    let now = stamp(now);
     let inserted = tx.execute(
         "INSERT INTO idempotency_keys (key, fingerprint, request_id, created_at)
          VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO NOTHING",
-        params![scope.key, scope.fingerprint, scope.request_id, now],
+        params![row.key, row.fingerprint, row.request_id, row.created_at],
     )?;
     if inserted == 0 {
         let owner: String = tx.query_row(
             "SELECT request_id FROM idempotency_keys WHERE key = ?1",
-            [&scope.key],
+            [&row.key],
             |r| r.get(0),
         )?;
-        if owner == scope.request_id {
+        if owner == row.request_id || !strict {
             return Ok(());
         }
         return Err(Error::Conflict(format!(
             "a request with Idempotency-Key '{}' was applied meanwhile by another request; retry to learn its answer",
-            scope.key
+            row.key
         )));
     }
     // The bound: keep the newest MAX_KEYS rows (ids grow with insertion).

@@ -72,6 +72,7 @@ mod snapshot;
 mod write;
 
 use super::capture;
+use super::idempotency::{self, KeyRow};
 use super::s3::{Bucket, S3Error};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -116,6 +117,10 @@ struct EntryHead {
     /// object's own are older and lower, and ids are never reused.
     #[serde(default)]
     sequences: Vec<(String, i64)>,
+    /// A keyed restore's idempotency-key row, inserted by the restore's own transaction on
+    /// every environment (a restore is not a row change, so its entry carries the row).
+    #[serde(default)]
+    key: Option<KeyRow>,
 }
 
 /// What a restore entry points at: a database file in the bucket, written once before the
@@ -170,17 +175,30 @@ fn restore_body(
     attempt: &str,
     schema: i64,
     sequences: &[(String, i64)],
+    key: Option<&KeyRow>,
 ) -> Vec<u8> {
-    serde_json::json!({
+    let mut body = serde_json::json!({
         "format": RESTORE_FORMAT,
         "attempt": attempt,
         "schema": schema,
         "tables": [],
         "restore": reference,
         "sequences": sequences,
-    })
-    .to_string()
-    .into_bytes()
+    });
+    if let Some(key) = key {
+        body["key"] = serde_json::json!(key);
+    }
+    body.to_string().into_bytes()
+}
+
+/// What a restore entry writes after replacing the rows: its key's row, if keyed (never
+/// refused: S3 holds the entry, so it must apply on every environment; see
+/// [`idempotency::insert_row`]).
+fn insert_key(key: Option<&KeyRow>) -> impl FnOnce(&rusqlite::Transaction<'_>) -> Result<()> + '_ {
+    move |tx| match key {
+        Some(row) => idempotency::insert_row(tx, row, false),
+        None => Ok(()),
+    }
 }
 
 fn seq_name(seq: u64) -> String {
@@ -256,7 +274,7 @@ impl Replica {
         let attempt = uuid::Uuid::new_v4().to_string();
         match self.bucket.put_if_absent(
             &self.log_key(1),
-            restore_body(reference, &attempt, schema, &[]),
+            restore_body(reference, &attempt, schema, &[], None),
         ) {
             Ok(()) => Ok(()),
             Err(S3Error::Exists) => {

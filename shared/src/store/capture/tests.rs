@@ -160,7 +160,7 @@ fn a_replacement_never_lowers_an_id_sequence() {
     install(&conn).expect("install");
     conn.execute_batch("INSERT INTO note (body) VALUES ('a'), ('b'), ('c'), ('d'), ('e');")
         .expect("rows");
-    apply_file(&mut conn, &path, 1, &[]).expect("restore");
+    apply_file(&mut conn, &path, 1, &[], |_| Ok(())).expect("restore");
     let next = |conn: &Connection| -> i64 {
         conn.execute("INSERT INTO note (body) VALUES ('new')", [])
             .expect("insert");
@@ -173,6 +173,7 @@ fn a_replacement_never_lowers_an_id_sequence() {
         &path,
         2,
         &[("note".into(), 9), ("gone".into(), 4)],
+        |_| Ok(()),
     )
     .expect("restore");
     assert_eq!(next(&conn), 10);
@@ -180,7 +181,7 @@ fn a_replacement_never_lowers_an_id_sequence() {
     let mut fresh = Connection::open_in_memory().expect("open");
     fresh.execute_batch(schema).expect("schema");
     install(&fresh).expect("install");
-    apply_file(&mut fresh, &path, 1, &[]).expect("restore");
+    apply_file(&mut fresh, &path, 1, &[], |_| Ok(())).expect("restore");
     assert_eq!(next(&fresh), 3);
     let _ = std::fs::remove_file(&path);
 }
@@ -222,7 +223,7 @@ fn restored_sequences_are_what_the_replace_leaves() {
             &restored_sequences(&conn, SOURCE).expect("source"),
         );
         // The replace alone (no entry sequences to raise to) leaves exactly the prediction.
-        apply_attached(&mut conn, SOURCE, 1, &[]).expect("restore");
+        apply_attached(&mut conn, SOURCE, 1, &[], |_| Ok(())).expect("restore");
         let left = sequences(&conn, "main").expect("after");
         assert_eq!(predicted, left, "live rows {live:?}");
         detach(&conn, SOURCE);

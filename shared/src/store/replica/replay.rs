@@ -6,7 +6,9 @@
 //! row.
 
 use super::snapshot::stamp_version;
-use super::{capture, parse_seq, remove_database_files, EntryHead, Replica, RestoreRef};
+use super::{
+    capture, insert_key, parse_seq, remove_database_files, EntryHead, KeyRow, Replica, RestoreRef,
+};
 use crate::store::s3::S3Error;
 use crate::{Error, Result};
 use capture::Changeset;
@@ -61,12 +63,17 @@ impl Replica {
             Err(S3Error::NotFound) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        let sequences = serde_json::from_slice::<EntryHead>(&body)
-            .map(|head| head.sequences)
+        let (sequences, key) = serde_json::from_slice::<EntryHead>(&body)
+            .map(|head| (head.sequences, head.key))
             .unwrap_or_default();
-        if !sequences.is_empty() {
-            let conn = Connection::open(path)?;
-            capture::raise_sequences(&conn, &sequences)?;
+        if !sequences.is_empty() || key.is_some() {
+            // The copy is the checkpoint's image: what the entry adds to it (raised sequences,
+            // a keyed restore's key row) is added here as its replay adds it.
+            let mut conn = Connection::open(path)?;
+            let tx = conn.transaction()?;
+            capture::raise_sequences(&tx, &sequences)?;
+            insert_key(key.as_ref())(&tx)?;
+            tx.commit()?;
         }
         Ok(())
     }
@@ -84,7 +91,8 @@ impl Replica {
         let head = serde_json::from_slice::<EntryHead>(&body)
             .ok()
             .filter(|head| !head.tombstone);
-        let Some((reference, sequences)) = head.and_then(|h| Some((h.restore?, h.sequences)))
+        let Some((reference, sequences, key)) =
+            head.and_then(|h| Some((h.restore?, h.sequences, h.key)))
         else {
             *crate::store::lock(&self.probed) = Some((1, body));
             return Ok(());
@@ -95,9 +103,13 @@ impl Replica {
             .map_err(|e| self.missing_restore(e, 1, &reference))?;
         std::fs::rename(&tmp, path)?;
         stamp_version(path, 1)?;
-        // A restore made as a tenant's first write (a fork's entry carries none).
-        if !sequences.is_empty() {
-            capture::raise_sequences(&Connection::open(path)?, &sequences)?;
+        // A restore made as a tenant's first write (a fork's entry carries neither).
+        if !sequences.is_empty() || key.is_some() {
+            let mut conn = Connection::open(path)?;
+            let tx = conn.transaction()?;
+            capture::raise_sequences(&tx, &sequences)?;
+            insert_key(key.as_ref())(&tx)?;
+            tx.commit()?;
         }
         tracing::info!(root = %self.root, checkpoint = %reference.checkpoint, "cold start from the file entry 1 names");
         Ok(())
@@ -158,7 +170,7 @@ impl Replica {
             return Err(self.deleted_error());
         }
         if let Some(reference) = head.restore {
-            return self.apply_restore(conn, n, &reference, &head.sequences);
+            return self.apply_restore(conn, n, &reference, &head.sequences, head.key.as_ref());
         }
         let mine: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if head.schema > mine {
@@ -185,6 +197,7 @@ impl Replica {
         n: u64,
         reference: &RestoreRef,
         sequences: &[(String, i64)],
+        key: Option<&KeyRow>,
     ) -> Result<()> {
         let local = conn
             .path()
@@ -195,7 +208,7 @@ impl Replica {
             .bucket
             .get_to_file(&self.reference_key(reference), &tmp)
             .map_err(|e| self.missing_restore(e, n, reference))
-            .and_then(|()| capture::apply_file(conn, &tmp, n, sequences));
+            .and_then(|()| capture::apply_file(conn, &tmp, n, sequences, insert_key(key)));
         let _ = remove_database_files(&tmp);
         tracing::info!(root = %self.root, seq = n, checkpoint = %reference.checkpoint, "replayed a restore");
         applied

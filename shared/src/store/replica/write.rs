@@ -4,7 +4,9 @@
 //! rolls back, catches up and runs again; a PUT whose outcome is unknown is settled by a
 //! fence before the write answers, all within one deadline.
 
-use super::{capture, restore_body, Replica, RestoreRef, MAX_WRITE_ATTEMPTS};
+use super::{
+    capture, idempotency, insert_key, restore_body, KeyRow, Replica, RestoreRef, MAX_WRITE_ATTEMPTS,
+};
 use crate::store::s3::{self, Bucket, S3Error};
 use crate::{Error, Result};
 use capture::Changeset;
@@ -55,6 +57,7 @@ impl Replica {
         conn: &mut Connection,
         reference: &RestoreRef,
         deadline: Instant,
+        key: Option<&KeyRow>,
     ) -> Result<u64> {
         let settle_from = self.settle_from(deadline);
         let fixed = capture::restored_sequences(conn, capture::SOURCE)?;
@@ -66,18 +69,30 @@ impl Replica {
                 )));
             }
             s3::with_deadline(settle_from, || self.catch_up(conn))?;
+            // A key another request's restore took (its entry is in now): nothing applied.
+            // Checked before every claim, so of two restores racing with one key only the
+            // first entry in the log carries a row; the replay's insert never has to refuse.
+            if let Some(row) = key {
+                idempotency::check_free(conn, row)?;
+            }
             let seq = capture::seq(conn)?;
             let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
             let sequences = capture::merge_sequences(&capture::sequences(conn, "main")?, &fixed);
             let attempt_id = uuid::Uuid::new_v4().to_string();
-            let body = restore_body(reference, &attempt_id, schema, &sequences);
+            let body = restore_body(reference, &attempt_id, schema, &sequences, key);
             let next = seq + 1;
             match self.claim(next, body, &attempt_id, schema, settle_from, deadline) {
                 Slot::Ours => {
                     crash_point(&self.bucket, s3::CrashAt::AfterPut);
                     // S3 holds the entry: apply it here as a replay would. Should that fail,
                     // the next catch-up replays it from S3.
-                    match capture::apply_attached(conn, capture::SOURCE, next, &sequences) {
+                    match capture::apply_attached(
+                        conn,
+                        capture::SOURCE,
+                        next,
+                        &sequences,
+                        insert_key(key),
+                    ) {
                         Ok(()) => self.seq.store(next, Ordering::SeqCst),
                         Err(e) => {
                             tracing::warn!(root = %self.root, seq = next, error = %e, "local restore failed after S3 accepted the entry; will catch up")

@@ -191,3 +191,59 @@ fn a_checkpoint_whose_manifest_answer_was_lost_stays_usable() {
     drop((db, store));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A keyed restore's key row rides in its log entry: an environment that replays the entry
+/// and one cold-started from the snapshot S3 copied from the checkpoint both hold it (no
+/// answer recorded yet, so a retry there learns the restore was applied instead of running
+/// it again).
+#[test]
+fn a_keyed_restore_keeps_its_key_on_every_environment() {
+    use crate::store::idempotency::{self, Found, KeyScope};
+    let (objects, tenant) = template(Tables::Sim).expect("template");
+    let world = World::new(1, Faults::NONE);
+    world.load(objects);
+    let root = scratch_dir().join(format!("sim-keyed-restore-{}", uuid::Uuid::new_v4()));
+    let open = |env: usize| {
+        let mut config = S3Config::new("sim", "", None);
+        config.compact_every = NO_COMPACTION;
+        let bucket = Bucket::on(Arc::new(world.store(env)), config);
+        let dir = root.join(format!("env{env}"));
+        Store::open_on_schema(&dir, Some((bucket, NO_COMPACTION)), Tables::Sim.schema())
+            .expect("store")
+    };
+    let found = |store: &Store| {
+        store
+            .tenant_db(&tenant.id)
+            .and_then(|db| db.read_blocking(|c| idempotency::lookup(c, "r-1", "fp")))
+            .expect("lookup")
+    };
+    let (writer, replayer) = (open(0), open(1));
+    let db = writer.tenant_db(&tenant.id).expect("tenant");
+    db.write_blocking(|tx| insert(tx, "kept")).expect("write");
+    writer
+        .create_checkpoint(&tenant.id, "cp")
+        .expect("checkpoint");
+    assert_eq!(
+        found(&replayer),
+        Found::Nothing,
+        "opened before the restore"
+    );
+    let key = KeyScope::new(&tenant.id, "r-1", "fp");
+    writer
+        .restore_checkpoint_keyed(&tenant.id, "cp", Some(&key))
+        .expect("restore");
+    assert!(key.written());
+    assert_eq!(found(&writer), Found::Unrecorded, "the writer");
+    assert_eq!(
+        found(&replayer),
+        Found::Unrecorded,
+        "replayed the restore entry"
+    );
+    assert_eq!(
+        found(&open(2)),
+        Found::Unrecorded,
+        "cold start from the copied snapshot"
+    );
+    drop((db, writer));
+    let _ = std::fs::remove_dir_all(&root);
+}
