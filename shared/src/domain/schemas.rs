@@ -47,7 +47,7 @@ pub fn collector_run_type() -> Object {
 
 /// A charge info's state in a ledger, or null (no run has handled it).
 pub fn charge_info_state_or_null() -> Object {
-    nullable_enumeration(&["POSTED", "SKIPPED", "ERROR"])
+    nullable_enumeration(super::chargeinfo::CHARGE_INFO_STATES)
 }
 
 /// The `type` of a calendar node.
