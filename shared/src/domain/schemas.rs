@@ -20,19 +20,9 @@ pub fn ledger_status() -> Object {
     enumeration(super::ledgers::LEDGER_STATUSES)
 }
 
-/// A ledger's status or null.
-pub fn ledger_status_or_null() -> Object {
-    nullable_enumeration(super::ledgers::LEDGER_STATUSES)
-}
-
 /// A ledger's currency conversion.
 pub fn convert_currency() -> Object {
     enumeration(super::ledgers::CONVERT_CURRENCY)
-}
-
-/// A ledger's currency conversion or null.
-pub fn convert_currency_or_null() -> Object {
-    nullable_enumeration(super::ledgers::CONVERT_CURRENCY)
 }
 
 /// A ledger or collector run's status.
