@@ -7,28 +7,14 @@
 
 use e2e::billing::{post_raw, USAGE_BULK};
 use e2e::legacy::{attr, Legacy};
+use legacy::xml::testing;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 
-/// Whether `body` is a well-formed XML document: quick-xml's reader (which checks no
-/// characters itself) reads it through, and every character is one XML 1.0 carries.
-fn xml_document(body: &str) -> bool {
-    let mut reader = quick_xml::Reader::from_str(body);
-    loop {
-        match reader.read_event() {
-            Ok(quick_xml::events::Event::Eof) => break,
-            Ok(_) => {}
-            Err(_) => return false,
-        }
-    }
-    body.chars().all(shared::domain::is_xml_char)
-}
-
-/// [`xml_document`], and Surface A's own reader parses it (an answer, not a fault: faults
-/// carry text content, which request bodies never do).
-fn well_formed(body: &str) -> bool {
-    xml_document(body) && legacy::xml::parse(body.as_bytes(), legacy::DEFAULT_XML_NAMESPACE).is_ok()
+/// Whether `body` is a well-formed document that Surface A's own reader parses.
+fn well_formed(body: &str) -> Result<(), String> {
+    testing::well_formed(body, legacy::DEFAULT_XML_NAMESPACE)
 }
 
 /// `text` as an XML attribute value: escaped, every character outside printable ASCII as a
@@ -152,7 +138,9 @@ async fn surface_b_refuses_text_xml_cannot_carry_naming_the_field() {
         "{message}"
     );
     let listed = a.get("usageEvents").await;
-    assert!(well_formed(&listed.body), "{}", listed.body);
+    if let Err(e) = well_formed(&listed.body) {
+        panic!("{e}: {}", listed.body);
+    }
     assert_eq!(attr(listed.el(), "totalElements"), "0", "{}", listed.body);
 }
 
@@ -181,23 +169,6 @@ async fn duplicate_members_inside_a_usage_event_are_a_400() {
     assert_eq!(attr(listed.el(), "totalElements"), "0", "{}", listed.body);
 }
 
-/// Text as a hostile client would send it: any characters, with the ones XML 1.0 cannot
-/// carry and the ones it must escape made likely.
-fn hostile_text() -> impl Strategy<Value = String> {
-    use proptest::prelude::*;
-    let special = prop_oneof![
-        (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap_or('?')),
-        Just('\u{FFFE}'),
-        Just('\u{FFFF}'),
-        Just('&'),
-        Just('<'),
-        Just('"'),
-        Just(']'),
-    ];
-    proptest::collection::vec(prop_oneof![any::<char>(), special], 1..24)
-        .prop_map(|cs| cs.into_iter().collect())
-}
-
 #[tokio::test]
 async fn every_surface_a_answer_is_well_formed_whatever_was_sent() {
     // Random text stored through Surface A (notes) and Surface B (usage reference ids), and
@@ -207,7 +178,7 @@ async fn every_surface_a_answer_is_well_formed_whatever_was_sent() {
     let mut runner = TestRunner::deterministic();
     let (mut notes, mut references) = (Vec::new(), Vec::new());
     for i in 0..40 {
-        let text = hostile_text()
+        let text = testing::hostile_text(1..24)
             .new_tree(&mut runner)
             .expect("a value")
             .current();
@@ -256,12 +227,16 @@ async fn every_surface_a_answer_is_well_formed_whatever_was_sent() {
 
     let page = a.get("billingAccounts/1/notes?pageSize=100").await;
     assert_eq!(page.status, 200);
-    assert!(well_formed(&page.body), "{:?}", page.body);
+    if let Err(e) = well_formed(&page.body) {
+        panic!("{e}: {:?}", page.body);
+    }
     let read: Vec<&str> = page.el().children.iter().map(|n| attr(n, "note")).collect();
     assert_eq!(read, notes.iter().map(String::as_str).collect::<Vec<_>>());
     let events = a.get("usageEvents?pageSize=100").await;
     assert_eq!(events.status, 200);
-    assert!(well_formed(&events.body), "{:?}", events.body);
+    if let Err(e) = well_formed(&events.body) {
+        panic!("{e}: {:?}", events.body);
+    }
     let mut read: Vec<&str> = events
         .el()
         .children
@@ -281,10 +256,14 @@ async fn every_surface_a_answer_is_well_formed_whatever_was_sent() {
         "billingAccounts?status=%EF%BF%BE",
     ] {
         let r = a.get(path).await;
-        assert!(xml_document(&r.body), "{path}: {:?}", r.body);
+        if let Err(e) = testing::xml_document(&r.body) {
+            panic!("{path}: {e}: {:?}", r.body);
+        }
     }
     for path in ["notes?pageSize=100", "billingAccounts/1"] {
         let r = a.get(path).await;
-        assert!(well_formed(&r.body), "{path}: {:?}", r.body);
+        if let Err(e) = well_formed(&r.body) {
+            panic!("{path}: {e}: {:?}", r.body);
+        }
     }
 }

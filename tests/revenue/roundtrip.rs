@@ -2,7 +2,8 @@
 //! `PUT /ledgers/{id}/calendar/years/{yid}`) accepts the representation its GET returns,
 //! read-only members included (the ledger list's extra names too). A client reads a
 //! record, changes one writable field, sends the whole body back and reads it again: only
-//! that field (and what derives from it) changed. The open/close PUTs take no body.
+//! that field (and what derives from it) changed; a ledger member set to null is cleared,
+//! an absent one kept. The open/close PUTs take no body.
 
 use crate::chain::autumn_run;
 use e2e::revenue::Rev;
@@ -95,6 +96,102 @@ async fn a_ledger_put_back_with_one_field_changed_changes_that_field() {
         let set = |body: &mut Value| body[field] = value.clone();
         change_one(&c, path, field, &set, derived).await;
     }
+}
+
+/// Members a ledger may lack: (member, a value to set first, the members derived from it).
+/// Without a chart of accounts or a rule set a ledger cannot run (`valid`).
+const NULLABLE: [(&str, &str, &[&str]); 9] = [
+    ("description", r#""Renamed ledger""#, &[]),
+    ("conversion_currency", r#""EUR""#, &[]),
+    ("chart_of_account_id", "2", &["valid"]),
+    ("rule_set_id", "2", &["valid"]),
+    ("run_mode_actuals_id", "2", &[]),
+    ("conversion_rate_set_id", r#""ECB-DAILY""#, &[]),
+    ("currency_exchange_version", r#""2027.1""#, &[]),
+    ("expected_customer_lifetime", "48", &[]),
+    ("billing_account_category_ids", "[3]", &[]),
+];
+
+#[tokio::test]
+async fn a_ledger_put_back_with_a_member_null_clears_it() {
+    // The spec lists the members of PUT /ledgers/{id} but not what null does: a client that
+    // reads a ledger, sets a member a ledger may lack to null and sends the body back has
+    // cleared it (null used to keep the stored value, so conversion_currency could not be
+    // dropped once set).
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let path = "/ledgers/1";
+    let mut body = c.get_ok(path).await;
+    for (member, value, _) in NULLABLE {
+        body[member] = serde_json::from_str(value).expect("json");
+    }
+    let set = c.expect(Method::PUT, path, Some(body), 200).await;
+    assert_eq!(set["valid"], true, "{set}");
+    for (member, _, derived) in &NULLABLE[..8] {
+        let null = |body: &mut Value| body[*member] = Value::Null;
+        change_one(&c, path, member, &null, derived).await;
+    }
+    assert_eq!(
+        c.get_ok(path).await["valid"],
+        false,
+        "no chart, no rule set"
+    );
+    // The category set nulled is empty (a list is never rendered null); nothing else moves.
+    let before = c.get_ok(path).await;
+    let mut body = before.clone();
+    body["billing_account_category_ids"] = Value::Null;
+    let after = c.expect(Method::PUT, path, Some(body), 200).await;
+    let mut expected = before;
+    expected["billing_account_category_ids"] = json!([]);
+    assert_eq!(after, expected);
+}
+
+#[tokio::test]
+async fn a_ledger_put_keeps_absent_members_and_refuses_null_on_required_ones() {
+    let s = TestServer::start().await;
+    let c = Rev::new(&s, "acme", "demo").await;
+    let path = "/ledgers/1";
+    let before = c.get_ok(path).await;
+    // Absent: kept (a partial body changes only what it names).
+    let answer = c.expect(Method::PUT, path, Some(json!({})), 200).await;
+    assert_eq!(answer, before);
+    let answer = c
+        .expect(Method::PUT, path, Some(json!({"description": null})), 200)
+        .await;
+    assert_eq!(answer["description"], Value::Null);
+    assert_eq!(answer["conversion_currency"], before["conversion_currency"]);
+    let before = answer;
+    // Null on a member every ledger has: 400 naming it, nothing applied (the other member
+    // of the body included).
+    for member in [
+        "name",
+        "status",
+        "convert_currency",
+        "create_zero_amount_entries",
+        "timezone_name",
+    ] {
+        let body = json!({member: null, "conversion_currency": "SEK"});
+        let message = c.error(Method::PUT, path, Some(body), 400).await;
+        assert!(
+            message.contains(&format!("{member} must not be null")),
+            "{member}: {message}"
+        );
+    }
+    assert_eq!(c.get_ok(path).await, before);
+    // On create there is nothing to clear: null is as if absent (the default).
+    let nulls = json!({"name": "Nulls", "description": null, "status": null,
+        "convert_currency": null, "conversion_currency": null, "create_zero_amount_entries": null,
+        "timezone_name": null, "billing_account_category_ids": null});
+    let created = c.expect(Method::POST, "/ledgers", Some(nulls), 201).await;
+    assert_eq!(created["status"], "ACTIVE");
+    assert_eq!(created["convert_currency"], "NONE");
+    assert_eq!(created["create_zero_amount_entries"], false);
+    assert_eq!(
+        created["timezone_name"], "America/Chicago",
+        "the tenant's zone"
+    );
+    assert_eq!(created["description"], Value::Null);
+    assert_eq!(created["billing_account_category_ids"], json!([]));
 }
 
 #[tokio::test]

@@ -2,12 +2,10 @@
 //! writers on one tenant (threads, in-process "environments" and OS processes), writers
 //! killed at every step of a write, and S3 refusing requests.
 
-use e2e::s3::{open_store, reason_names, Gate, Moto, AWS_ENV};
+use e2e::s3::{open_store, reason_names, server, try_insert_reason, Gate, Moto, AWS_ENV};
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
-use shared::config::Config;
 use shared::store::{sqlite, S3Config, Store};
-use shared::web::AppState;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -39,20 +37,6 @@ fn dump(store: &Store, tenant: &str) -> Vec<String> {
     .expect("dump")
 }
 
-/// A sandbox server on a loopback port over an S3 store; answers its base URL.
-async fn serve(config: &S3Config) -> (String, AppState, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().to_path_buf();
-    let cfg = config.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open_with(&path, Some(cfg)))
-        .await
-        .expect("join")
-        .expect("open S3 store");
-    let state = AppState::from_parts(store, Config::new(dir.path(), Some(ADMIN_KEY.to_string())));
-    let base = e2e::listen(state.clone()).await;
-    (base, state, dir)
-}
-
 async fn create_tenant(base: &str, name: &str, seed: &str) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("{base}/sandbox/v1/tenants"))
@@ -63,22 +47,13 @@ async fn create_tenant(base: &str, name: &str, seed: &str) -> reqwest::Response 
         .expect("request")
 }
 
-fn insert_reason(store: &Store, tenant: &str, name: &str) {
-    let db = store.tenant_db(tenant).expect("tenant db");
-    let name = name.to_string();
-    db.write_blocking(move |tx| {
-        tx.execute("INSERT INTO reasons (name) VALUES (?1)", [&name])?;
-        Ok(())
-    })
-    .expect("write");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cold_load_equals_what_was_written() {
     let moto = Moto::start();
     let config = moto.bucket("cold-load");
-    let (base, state, _dir) = serve(&config).await;
-    let r = create_tenant(&base, "acme", "demo").await;
+    let s = server(&config).await;
+    let (base, state) = (&s.base, &s.state);
+    let r = create_tenant(base, "acme", "demo").await;
     assert_eq!(r.status(), 201);
     let created: Value = r.json().await.expect("json");
     let id = created["id"].as_str().expect("id").to_string();
@@ -88,7 +63,7 @@ async fn cold_load_equals_what_was_written() {
         let store = state.store.clone();
         let id = id.clone();
         move || {
-            insert_reason(&store, &id, "after seeding");
+            try_insert_reason(&store, &id, "after seeding").expect("write");
             dump(&store, &id)
         }
     })
@@ -133,7 +108,7 @@ fn compaction_makes_a_snapshot_and_cold_starts_use_it() {
     let (a, _da) = open_store(&config);
     let (tenant, _) = a.registry().create_tenant("snap", "UTC").expect("register");
     for i in 0..10 {
-        insert_reason(&a, &tenant.id, &format!("r{i:02}"));
+        try_insert_reason(&a, &tenant.id, &format!("r{i:02}")).expect("write");
     }
     let snapshots = |moto: &Moto| {
         moto.keys(
@@ -149,8 +124,8 @@ fn compaction_makes_a_snapshot_and_cold_starts_use_it() {
     let (b, _db) = open_store(&config);
     assert_eq!(dump(&b, &tenant.id), dump(&a, &tenant.id));
     // Writes from the cold store are seen by the first one's next read, and vice versa.
-    insert_reason(&b, &tenant.id, "from b");
-    insert_reason(&a, &tenant.id, "from a");
+    try_insert_reason(&b, &tenant.id, "from b").expect("write");
+    try_insert_reason(&a, &tenant.id, "from a").expect("write");
     assert_eq!(reason_names(&a, &tenant.id), reason_names(&b, &tenant.id));
     assert_eq!(reason_names(&a, &tenant.id).len(), 12);
     // Older snapshots are deleted once a newer one is up; the log is kept.
@@ -195,7 +170,7 @@ fn processes_writing_one_tenant_keep_exactly_the_acknowledged_writes() {
         .registry()
         .create_tenant("race", "UTC")
         .expect("register");
-    insert_reason(&setup, &tenant.id, "base");
+    try_insert_reason(&setup, &tenant.id, "base").expect("write");
 
     let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().expect("dir")).collect();
     let children: Vec<_> = dirs
@@ -350,8 +325,9 @@ async fn s3_refusing_requests_answers_503_and_applies_nothing() {
     let gate = Gate::start(&moto);
     let mut gated = direct.clone();
     gated.endpoint = Some(gate.endpoint.clone());
-    let (base, state, _dir) = serve(&gated).await;
-    let r = create_tenant(&base, "steady", "empty").await;
+    let s = server(&gated).await;
+    let (base, state) = (&s.base, &s.state);
+    let r = create_tenant(base, "steady", "empty").await;
     assert_eq!(r.status(), 201);
     let created: Value = r.json().await.expect("json");
     let id = created["id"].as_str().expect("id").to_string();
@@ -365,7 +341,7 @@ async fn s3_refusing_requests_answers_503_and_applies_nothing() {
 
     gate.refuse(true);
     let client = reqwest::Client::new();
-    let r = create_tenant(&base, "refused", "demo").await;
+    let r = create_tenant(base, "refused", "demo").await;
     assert_eq!(r.status(), 503);
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
@@ -462,9 +438,9 @@ async fn environments_on_one_bucket_share_tenants_and_agree_on_names() {
     let config = moto.bucket("environments");
     let mut servers = Vec::new();
     for _ in 0..3 {
-        servers.push(serve(&config).await);
+        servers.push(server(&config).await);
     }
-    let bases: Vec<String> = servers.iter().map(|s| s.0.clone()).collect();
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
     // The same name at all three at once: exactly one wins.
     let same = futures_join(bases.iter().map(|b| {
         let b = b.clone();
@@ -563,7 +539,7 @@ fn a_put_whose_answer_was_lost_is_recognized_and_not_applied_twice() {
         .expect("register");
 
     gate.lose_next_log_put_answer();
-    insert_reason(&store, &tenant.id, "once");
+    try_insert_reason(&store, &tenant.id, "once").expect("write");
     assert!(gate.lost_an_answer(), "the PUT's answer was dropped");
 
     assert_eq!(

@@ -485,3 +485,7 @@ mod tests {
 #[cfg(test)]
 #[path = "xml_fuzz.rs"]
 mod fuzz;
+
+#[cfg(any(test, feature = "test-support"))]
+#[path = "xml_testing.rs"]
+pub mod testing;

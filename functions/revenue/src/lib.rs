@@ -154,8 +154,9 @@ async fn create_ledger(
     // ledger that names no zone keeps its books in the tenant's.
     body.id = None;
     body.status = None;
-    body.timezone_name
-        .get_or_insert_with(|| t.record.time_zone.clone());
+    if !matches!(body.timezone_name, Some(Some(_))) {
+        body.timezone_name = Some(Some(t.record.time_zone.clone()));
+    }
     let new_id =
         t.db.write(move |tx| ledgers::create_ledger(tx, &body))
             .await?;

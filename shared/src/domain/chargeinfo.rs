@@ -22,6 +22,16 @@ pub const DEFAULT_MAX_RECORDS: i64 = 1000;
 /// Most ids one deletion accepts.
 pub const MAX_DELETE_IDS: usize = 1000;
 
+/// A record's state in a ledger, as a ledger run leaves it (`charge_info_states.state`):
+/// posted as journal entries.
+pub const STATE_POSTED: &str = "POSTED";
+/// Not posted because its amount is zero and the run mode makes no zero entries.
+pub const STATE_SKIPPED: &str = "SKIPPED";
+/// Not posted because no open period takes it (a later run retries it).
+pub const STATE_ERROR: &str = "ERROR";
+/// Every state a record can have in a ledger (the OpenAPI documents list them in this order).
+pub const CHARGE_INFO_STATES: &[&str] = &[STATE_POSTED, STATE_SKIPPED, STATE_ERROR];
+
 /// A charge info record as rendered.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ChargeInfo {

@@ -16,6 +16,7 @@
 //! The run executes inside the request's write transaction: `POST /glruns` answers the
 //! finished run (COMPLETE, or ERROR when any record failed).
 
+use super::chargeinfo::{STATE_ERROR, STATE_POSTED, STATE_SKIPPED};
 use super::{check_enum, insert, require};
 use crate::money::{canonical, Number};
 use crate::query::{Page, Paged, Selection};
@@ -287,18 +288,21 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
            AND NOT EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)
            AND ci.charge_date < ?2
            AND NOT EXISTS (SELECT 1 FROM charge_info_states s WHERE s.ledger_id = ?1
-                           AND s.charge_info_id = ci.id AND s.state IN ('POSTED', 'SKIPPED'))
+                           AND s.charge_info_id = ci.id AND s.state IN (?3, ?4))
          ORDER BY ci.charge_date, ci.id",
     )?;
     let candidates = stmt
-        .query_map(rusqlite::params![r.ledger_id, bound], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-            ))
-        })?
+        .query_map(
+            rusqlite::params![r.ledger_id, bound, STATE_POSTED, STATE_SKIPPED],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            },
+        )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let run_by = format!("gl-run-{run_id}");
     let mut errors = 0i64;
@@ -323,9 +327,9 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
                         ("error_message", &format!("charge info {ci_id}: {why}")),
                     ],
                 )?;
-                "ERROR"
+                STATE_ERROR
             }
-            Ok(_) if amount.is_zero() && !zero_entries => "SKIPPED",
+            Ok(_) if amount.is_zero() && !zero_entries => STATE_SKIPPED,
             Ok((period, posting_day)) => {
                 let (debit, credit) = accounts_for(&ci_type);
                 let (debit, credit) = if amount.is_sign_negative() {
@@ -347,7 +351,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
                         ("credit_account", &credit),
                     ],
                 )?;
-                "POSTED"
+                STATE_POSTED
             }
         };
         tx.execute(

@@ -5,7 +5,8 @@
 //! Create and update take the same [`LedgerFields`] and check them with the same rules:
 //! a name unused by other ledgers, known enums, currency and time zone, and references that
 //! exist. Create fills the defaults (ACTIVE, NONE, UTC; Surface C's handler names the
-//! tenant's zone when the body names none); update keeps what a field omits, and ignores
+//! tenant's zone when the body names none); update keeps what a body omits, clears a
+//! nullable field the body sends as null (a 400 for a field every ledger has), and ignores
 //! what a ledger renders but no body sets (`valid`, `calendar`, the list's names), so a
 //! client may PUT back what it read.
 
@@ -40,50 +41,74 @@ pub fn create_rule_set(tx: &Transaction<'_>, c: &NewNamed) -> Result<i64> {
     insert(tx, "rule_sets", &[("id", &c.id), ("name", &c.name)])
 }
 
-/// The fields of a ledger, as a create or an update carries them. On create, `name` is
-/// required and absent fields take their defaults; on update, present fields replace the
-/// stored ones and absent (or null) ones are kept.
+/// The fields of a ledger, as a create or an update carries them. Each member but `id` is
+/// absent (`None`), null (`Some(None)`) or a value. On create, `name` is required, and absent
+/// or null members take their defaults (none for the nullable ones). On update, absent
+/// members are kept, values replace the stored ones, null clears a nullable member, and null
+/// on one a ledger always has (`name`, `status`, `convert_currency`,
+/// `create_zero_amount_entries`, `timezone_name`) is a 400.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[schema(
-    description = "Ledger fields. POST needs name (status and id are ignored); PUT replaces the fields present (id, when given, must equal the path's). Other members (what a Ledger renders besides: valid, calendar, the list's names) are ignored, so a ledger read may be sent back."
+    description = "Ledger fields. POST needs name (status and id are ignored; a null member takes its default). PUT: a member present replaces the stored value, null clears a nullable one (null on name, status, convert_currency, create_zero_amount_entries or timezone_name is a 400), an absent one is kept; id, when given, must equal the path's. Other members (what a Ledger renders besides: valid, calendar, the list's names) are ignored, so a ledger read may be sent back."
 )]
 pub struct LedgerFields {
     /// On create: an explicit id (seed data only). On update: must equal the path's id.
     pub id: Option<i64>,
     /// Unique name.
-    #[schema(min_length = 1)]
-    pub name: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = String, min_length = 1)]
+    pub name: Option<Option<String>>,
     /// Description.
-    pub description: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub description: Option<Option<String>>,
     /// One of [`LEDGER_STATUSES`], default ACTIVE.
-    #[schema(schema_with = crate::domain::schemas::ledger_status_or_null)]
-    pub status: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(schema_with = crate::domain::schemas::ledger_status)]
+    pub status: Option<Option<String>>,
     /// One of [`CONVERT_CURRENCY`], default NONE.
-    #[schema(schema_with = crate::domain::schemas::convert_currency_or_null)]
-    pub convert_currency: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(schema_with = crate::domain::schemas::convert_currency)]
+    pub convert_currency: Option<Option<String>>,
     /// Conversion currency.
+    #[serde(default, deserialize_with = "super::nullable")]
     #[schema(schema_with = crate::domain::schemas::currency_or_null)]
-    pub conversion_currency: Option<String>,
+    pub conversion_currency: Option<Option<String>>,
     /// Chart of accounts.
-    pub chart_of_account_id: Option<i64>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub chart_of_account_id: Option<Option<i64>>,
     /// Rule set.
-    pub rule_set_id: Option<i64>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub rule_set_id: Option<Option<i64>>,
     /// Actuals run mode.
-    pub run_mode_actuals_id: Option<i64>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub run_mode_actuals_id: Option<Option<i64>>,
     /// Conversion rate set.
-    pub conversion_rate_set_id: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub conversion_rate_set_id: Option<Option<String>>,
     /// Currency exchange version.
-    pub currency_exchange_version: Option<String>,
-    /// Billing account categories the ledger posts for (an update replaces the set).
+    #[serde(default, deserialize_with = "super::nullable")]
+    pub currency_exchange_version: Option<Option<String>>,
+    /// Billing account categories the ledger posts for (update: replaces the set; null: none).
+    #[serde(default, deserialize_with = "super::nullable")]
     #[schema(max_items = 1000)]
-    pub billing_account_category_ids: Option<Vec<i64>>,
+    pub billing_account_category_ids: Option<Option<Vec<i64>>>,
     /// Expected customer lifetime (months).
+    #[serde(default, deserialize_with = "super::nullable")]
     #[schema(minimum = 0, maximum = 1200)]
-    pub expected_customer_lifetime: Option<i64>,
+    pub expected_customer_lifetime: Option<Option<i64>>,
     /// Create zero-amount journal entries (default false).
-    pub create_zero_amount_entries: Option<bool>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = bool)]
+    pub create_zero_amount_entries: Option<Option<bool>>,
     /// IANA time zone of the ledger, default UTC (Surface C: the tenant's zone).
-    pub timezone_name: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = String)]
+    pub timezone_name: Option<Option<String>>,
+}
+
+/// The value of a member, when the body gives one (absent and null alike: none).
+fn given<T>(member: &Option<Option<T>>) -> Option<&T> {
+    member.as_ref().and_then(Option::as_ref)
 }
 
 /// Longest `expected_customer_lifetime`, in months (100 years): a real ledger's is a few
@@ -98,7 +123,7 @@ impl LedgerFields {
     /// 400 for a status, conversion mode or currency no ledger can have (what the list
     /// filters check too). Absent fields are not checked.
     fn check_values(&self) -> Result<()> {
-        // update_ledger writes with its own UPDATE, so the length rule is applied here
+        // Before the lookups below, so an overlong value is refused for its length.
         for (field, value) in [
             ("name", &self.name),
             ("description", &self.description),
@@ -106,19 +131,18 @@ impl LedgerFields {
             ("currency_exchange_version", &self.currency_exchange_version),
             ("timezone_name", &self.timezone_name),
         ] {
-            if let Some(v) = value {
+            if let Some(v) = given(value) {
                 super::check_text(field, v)?;
             }
         }
-        if let Some(months) = self
-            .expected_customer_lifetime
-            .filter(|m| !(0..=MAX_CUSTOMER_LIFETIME_MONTHS).contains(m))
+        if let Some(months) = given(&self.expected_customer_lifetime)
+            .filter(|m| !(0..=MAX_CUSTOMER_LIFETIME_MONTHS).contains(*m))
         {
             return Err(Error::bad_request(format!(
                 "expected_customer_lifetime: {months} is out of range 0..{MAX_CUSTOMER_LIFETIME_MONTHS} (months)"
             )));
         }
-        if let Some(ids) = &self.billing_account_category_ids {
+        if let Some(ids) = given(&self.billing_account_category_ids) {
             if ids.len() > MAX_LEDGER_CATEGORIES {
                 return Err(Error::bad_request(format!(
                     "billing_account_category_ids: at most {MAX_LEDGER_CATEGORIES}, found {}",
@@ -126,14 +150,35 @@ impl LedgerFields {
                 )));
             }
         }
-        if let Some(s) = &self.status {
+        if let Some(s) = given(&self.status) {
             check_enum("status", s, LEDGER_STATUSES)?;
         }
-        if let Some(c) = &self.convert_currency {
+        if let Some(c) = given(&self.convert_currency) {
             check_enum("convert_currency", c, CONVERT_CURRENCY)?;
         }
-        if let Some(c) = &self.conversion_currency {
+        if let Some(c) = given(&self.conversion_currency) {
             check_currency("conversion_currency", c)?;
+        }
+        Ok(())
+    }
+
+    /// 400 for null on a member every ledger has (an update cannot clear it).
+    fn refuse_nulls(&self) -> Result<()> {
+        for (field, null) in [
+            ("name", self.name == Some(None)),
+            ("status", self.status == Some(None)),
+            ("convert_currency", self.convert_currency == Some(None)),
+            (
+                "create_zero_amount_entries",
+                self.create_zero_amount_entries == Some(None),
+            ),
+            ("timezone_name", self.timezone_name == Some(None)),
+        ] {
+            if null {
+                return Err(Error::bad_request(format!(
+                    "{field} must not be null: every ledger has one (omit it to keep it)"
+                )));
+            }
         }
         Ok(())
     }
@@ -142,7 +187,7 @@ impl LedgerFields {
     /// unknown reference, 409 for a name used by a ledger other than `ledger_id`.
     fn check(&self, tx: &Transaction<'_>, ledger_id: Option<i64>) -> Result<()> {
         self.check_values()?;
-        if let Some(tz) = &self.timezone_name {
+        if let Some(tz) = given(&self.timezone_name) {
             if crate::time::parse_tz(tz).is_none() {
                 return Err(Error::bad_request(format!(
                     "timezone_name: {} is not an IANA time zone",
@@ -150,7 +195,7 @@ impl LedgerFields {
                 )));
             }
         }
-        if let Some(name) = &self.name {
+        if let Some(name) = given(&self.name) {
             if name.trim().is_empty() {
                 return Err(Error::bad_request("name must not be empty"));
             }
@@ -165,14 +210,14 @@ impl LedgerFields {
                 )));
             }
         }
-        if let Some(id) = self.chart_of_account_id {
-            require(tx, "chart_of_accounts", "chart of accounts", id)?;
+        if let Some(id) = given(&self.chart_of_account_id) {
+            require(tx, "chart_of_accounts", "chart of accounts", *id)?;
         }
-        if let Some(id) = self.rule_set_id {
-            require(tx, "rule_sets", "rule set", id)?;
+        if let Some(id) = given(&self.rule_set_id) {
+            require(tx, "rule_sets", "rule set", *id)?;
         }
-        if let Some(id) = self.run_mode_actuals_id {
-            require(tx, "gl_run_modes", "run mode", id)?;
+        if let Some(id) = given(&self.run_mode_actuals_id) {
+            require(tx, "gl_run_modes", "run mode", *id)?;
         }
         Ok(())
     }
@@ -199,14 +244,19 @@ fn set_categories(tx: &Transaction<'_>, id: i64, categories: &[i64]) -> Result<(
 
 /// Creates an AR ledger with its (empty) calendar; the name is required and must be unused.
 pub fn create_ledger(tx: &Transaction<'_>, l: &LedgerFields) -> Result<i64> {
-    let Some(name) = l.name.clone() else {
+    let Some(name) = given(&l.name).cloned() else {
         return Err(Error::bad_request("name is required"));
     };
+    let or = |member: &Option<Option<String>>, default: &str| {
+        Some(Some(
+            given(member).map_or(default, String::as_str).to_string(),
+        ))
+    };
     let l = LedgerFields {
-        status: Some(l.status.clone().unwrap_or_else(|| "ACTIVE".into())),
-        convert_currency: Some(l.convert_currency.clone().unwrap_or_else(|| "NONE".into())),
-        timezone_name: Some(l.timezone_name.clone().unwrap_or_else(|| "UTC".into())),
-        create_zero_amount_entries: Some(l.create_zero_amount_entries.unwrap_or(false)),
+        status: or(&l.status, "ACTIVE"),
+        convert_currency: or(&l.convert_currency, "NONE"),
+        timezone_name: or(&l.timezone_name, "UTC"),
+        create_zero_amount_entries: Some(Some(given(&l.create_zero_amount_entries) == Some(&true))),
         ..l.clone()
     };
     l.check(tx, None)?;
@@ -233,7 +283,7 @@ pub fn create_ledger(tx: &Transaction<'_>, l: &LedgerFields) -> Result<i64> {
     set_categories(
         tx,
         id,
-        l.billing_account_category_ids.as_deref().unwrap_or(&[]),
+        given(&l.billing_account_category_ids).map_or(&[], Vec::as_slice),
     )?;
     insert(
         tx,
@@ -253,48 +303,37 @@ pub fn update_ledger(tx: &Transaction<'_>, id: i64, u: &LedgerFields) -> Result<
             )));
         }
     }
+    u.refuse_nulls()?;
     u.check(tx, Some(id))?;
-    tx.execute(
-        "UPDATE ledgers SET
-            name = COALESCE(?2, name),
-            description = COALESCE(?3, description),
-            status = COALESCE(?4, status),
-            convert_currency = COALESCE(?5, convert_currency),
-            conversion_currency = COALESCE(?6, conversion_currency),
-            chart_of_account_id = COALESCE(?7, chart_of_account_id),
-            rule_set_id = COALESCE(?8, rule_set_id),
-            run_mode_actuals_id = COALESCE(?9, run_mode_actuals_id),
-            conversion_rate_set_id = COALESCE(?10, conversion_rate_set_id),
-            currency_exchange_version = COALESCE(?11, currency_exchange_version),
-            expected_customer_lifetime = COALESCE(?12, expected_customer_lifetime),
-            create_zero_amount_entries = COALESCE(?13, create_zero_amount_entries),
-            timezone_name = COALESCE(?14, timezone_name)
-         WHERE id = ?1",
-        rusqlite::params![
-            id,
-            u.name,
-            u.description,
-            u.status,
-            u.convert_currency,
-            u.conversion_currency,
-            u.chart_of_account_id,
-            u.rule_set_id,
-            u.run_mode_actuals_id,
-            u.conversion_rate_set_id,
-            u.currency_exchange_version,
-            u.expected_customer_lifetime,
-            u.create_zero_amount_entries,
-            u.timezone_name,
+    // Absent members (`None`) keep the column; null (`Some(None)`) writes NULL.
+    super::update(
+        tx,
+        "ledgers",
+        id,
+        &[
+            ("name", &u.name),
+            ("description", &u.description),
+            ("status", &u.status),
+            ("convert_currency", &u.convert_currency),
+            ("conversion_currency", &u.conversion_currency),
+            ("chart_of_account_id", &u.chart_of_account_id),
+            ("rule_set_id", &u.rule_set_id),
+            ("run_mode_actuals_id", &u.run_mode_actuals_id),
+            ("conversion_rate_set_id", &u.conversion_rate_set_id),
+            ("currency_exchange_version", &u.currency_exchange_version),
+            ("expected_customer_lifetime", &u.expected_customer_lifetime),
+            ("create_zero_amount_entries", &u.create_zero_amount_entries),
+            ("timezone_name", &u.timezone_name),
         ],
     )?;
-    if let Some(name) = &u.name {
+    if let Some(name) = given(&u.name) {
         tx.execute(
             "UPDATE calendar_nodes SET name = ?2 WHERE ledger_id = ?1 AND type = 'CALENDAR'",
             rusqlite::params![id, name],
         )?;
     }
     if let Some(categories) = &u.billing_account_category_ids {
-        set_categories(tx, id, categories)?;
+        set_categories(tx, id, categories.as_deref().unwrap_or(&[]))?;
     }
     Ok(())
 }
@@ -454,9 +493,9 @@ impl LedgerFilter {
     /// 400 for a status, conversion mode or currency that no ledger can have.
     fn check(&self) -> Result<()> {
         LedgerFields {
-            status: self.status.clone(),
-            convert_currency: self.convert_currency.clone(),
-            conversion_currency: self.conversion_currency.clone(),
+            status: self.status.clone().map(Some),
+            convert_currency: self.convert_currency.clone().map(Some),
+            conversion_currency: self.conversion_currency.clone().map(Some),
             ..LedgerFields::default()
         }
         .check_values()

@@ -238,6 +238,17 @@ impl<T: ToSql> OptionalValue for Option<T> {
     }
 }
 
+/// Deserializes a body member that may be absent (`None`, with `#[serde(default)]`), null
+/// (`Some(None)`) or a value (`Some(Some(v))`): an update keeps an absent member and clears
+/// a null one, which plain `Option` cannot tell apart.
+pub fn nullable<'de, T, D>(d: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// Fails with 404 unless `table` has a row with `id` (inside a write transaction or a read).
 pub fn require(conn: &rusqlite::Connection, table: &str, what: &str, id: i64) -> Result<()> {
     let found = conn

@@ -20,19 +20,9 @@ pub fn ledger_status() -> Object {
     enumeration(super::ledgers::LEDGER_STATUSES)
 }
 
-/// A ledger's status or null.
-pub fn ledger_status_or_null() -> Object {
-    nullable_enumeration(super::ledgers::LEDGER_STATUSES)
-}
-
 /// A ledger's currency conversion.
 pub fn convert_currency() -> Object {
     enumeration(super::ledgers::CONVERT_CURRENCY)
-}
-
-/// A ledger's currency conversion or null.
-pub fn convert_currency_or_null() -> Object {
-    nullable_enumeration(super::ledgers::CONVERT_CURRENCY)
 }
 
 /// A ledger or collector run's status.
@@ -47,7 +37,7 @@ pub fn collector_run_type() -> Object {
 
 /// A charge info's state in a ledger, or null (no run has handled it).
 pub fn charge_info_state_or_null() -> Object {
-    nullable_enumeration(&["POSTED", "SKIPPED", "ERROR"])
+    nullable_enumeration(super::chargeinfo::CHARGE_INFO_STATES)
 }
 
 /// The `type` of a calendar node.

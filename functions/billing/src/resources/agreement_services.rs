@@ -299,14 +299,7 @@ pub fn load(conn: &Connection, ids: &[i64], ctx: &RenderContext) -> Result<Vec<A
     )
 }
 
-/// Deserializes a field that may be absent (outer None), null (Some(None)) or a value.
-fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// [`nullable`] for an exact JSON number.
+/// [`shared::domain::nullable`] for an exact JSON number.
 fn nullable_number<'de, D: Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Option<Option<Decimal>>, D::Error> {
@@ -355,27 +348,27 @@ pub struct Patch {
     #[schema(schema_with = amount_in)]
     accumulated_charges_amount: Option<Decimal>,
     agreement: Option<RefIn>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     #[schema(format = DateTime)]
     end_date: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     #[schema(schema_with = action_in)]
     end_action: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     next_agreement: Option<Option<RefIn>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     #[schema(schema_with = action_in)]
     next_end_action: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     next_service_product: Option<Option<RefIn>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     next_service_product_price: Option<Option<RefIn>>,
     preserve_service_price: Option<bool>,
     next_preserve_service_price: Option<bool>,
     #[serde(default, deserialize_with = "nullable_number")]
     #[schema(schema_with = amount_in)]
     minimum_amount: Option<Option<Decimal>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "shared::domain::nullable")]
     #[schema(schema_with = shared::domain::schemas::currency_or_null)]
     minimum_amount_currency_code: Option<Option<String>>,
     omit_minimum_amount: Option<bool>,

@@ -31,7 +31,7 @@ fn calendar_dates_accept_a_date_or_a_date_time() {
 
 fn ledger(tx: &Transaction<'_>) -> i64 {
     let fields = crate::domain::ledgers::LedgerFields {
-        name: Some("L".into()),
+        name: Some(Some("L".into())),
         ..Default::default()
     };
     crate::domain::ledgers::create_ledger(tx, &fields).unwrap()

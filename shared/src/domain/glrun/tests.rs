@@ -59,8 +59,8 @@ fn a_charge_in_a_closed_period_posts_on_the_first_day_of_the_next_open_one() {
     let cat = category(&tx, 1);
     let a = account(&tx, 1, Some(cat));
     let ledger = LedgerFields {
-        name: Some("L".into()),
-        billing_account_category_ids: Some(vec![cat]),
+        name: Some(Some("L".into())),
+        billing_account_category_ids: Some(Some(vec![cat])),
         ..Default::default()
     };
     let l = create_ledger(&tx, &ledger).unwrap();
