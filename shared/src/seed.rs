@@ -119,15 +119,34 @@ fn nth<T: Clone>(list: &[T], i: i64) -> Option<T> {
 
 impl GeneratedServices {
     fn expand(&self) -> Result<Vec<agreements::NewService>> {
+        // A client's document may hold this (docs/fixtures.md): every number is checked, and
+        // a refusal names the member (`document::at` prefixes "generated_services.").
         let first = chrono::NaiveDate::parse_from_str(&self.first_start, "%Y-%m-%d")
-            .map_err(|e| Error::Internal(format!("generated_services.first_start: {e}")))?;
+            .map_err(|e| Error::bad_request(format!("first_start: {e}")))?;
+        let days_after = |date: chrono::NaiveDate, days: i64, field: &str| {
+            chrono::Duration::try_days(days)
+                .and_then(|d| date.checked_add_signed(d))
+                .ok_or_else(|| {
+                    Error::bad_request(format!(
+                        "{field}: {days} days after {date} is outside the calendar"
+                    ))
+                })
+        };
         let mut out = Vec::new();
         for i in 0..self.count {
-            let id = self.first_id + i;
+            let id = self.first_id.checked_add(i).ok_or_else(|| {
+                Error::bad_request(format!(
+                    "first_id: {} + {i} is past the largest id",
+                    self.first_id
+                ))
+            })?;
             let (product_id, agreement_id) = nth(&self.products, i)
-                .ok_or_else(|| Error::Internal("generated_services.products is empty".into()))?;
-            let start = first + chrono::Duration::days(i);
+                .ok_or_else(|| Error::bad_request("products: empty; each record takes one"))?;
+            let start = days_after(first, i, "first_start")?;
             let ends = i % 5 == 4;
+            let end = ends
+                .then(|| days_after(start, self.end_after_days, "end_after_days"))
+                .transpose()?;
             let mut resource = agreements::NewServiceResource {
                 identifier: format!("gen-{id:04}"),
                 status: None,
@@ -143,11 +162,7 @@ impl GeneratedServices {
                 agreement_id,
                 status: nth(&self.statuses, i),
                 start_date: start.format("%Y-%m-%d").to_string(),
-                end_date: ends.then(|| {
-                    (start + chrono::Duration::days(self.end_after_days))
-                        .format("%Y-%m-%d")
-                        .to_string()
-                }),
+                end_date: end.map(|end| end.format("%Y-%m-%d").to_string()),
                 end_action: nth(&self.end_actions, i),
                 // Amounts whose text order differs from their numeric order (9.5 < 10).
                 minimum_amount: (i % 4 != 3)

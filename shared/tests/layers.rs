@@ -10,6 +10,13 @@
 //!
 //! The same table is in docs/architecture.md ("Layers").
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a test fails by panicking"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

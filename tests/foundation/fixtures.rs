@@ -4,9 +4,10 @@
 //! end date and no OPEN invoice past due on an ACTIVE account, and the README tour's usage
 //! rates on the tenant's own "yesterday". docs/fixtures.md's example loads and rates (TIERED
 //! and FORMULA, two SRIDs of one service); a refused document names its JSON path and creates
-//! no tenant; records per kind are bounded.
+//! no tenant; records per kind are bounded; `generated_services` numbers out of range are a
+//! 400 too.
 
-use e2e::billing::{filtered, post_ok, USAGE_BULK};
+use e2e::billing::{filtered, get, post_ok, USAGE_BULK};
 use e2e::legacy::{attr, child, read, Answer, ROOT};
 use e2e::{TestServer, TestTenant};
 use reqwest::Method;
@@ -245,6 +246,61 @@ async fn a_document_applies_to_an_existing_tenant_all_or_nothing() {
         )
         .await;
     assert_eq!(r.status(), 404);
+}
+
+/// `generated_services` is a client's input like any record: numbers that take its ids or
+/// dates out of range, an unreadable first_start or an empty list it must cycle through are a
+/// 400 naming the member (they were a panic in the expansion, or a 500), and nothing applies.
+#[tokio::test]
+async fn generated_services_out_of_range_are_refused_naming_the_member() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("generated", "empty").await;
+    let path = format!("/sandbox/v1/tenants/{}/fixtures", t.id);
+    let generated = |edit: &dyn Fn(&mut Value)| {
+        let mut g = json!({
+            "first_id": 1000, "count": 5, "billing_account_ids": [1], "products": [[1, 1]],
+            "statuses": [], "currencies": [], "end_actions": [], "true_up_charge_types": [],
+            "first_start": "2026-01-01",
+        });
+        edit(&mut g);
+        json!({ "generated_services": g })
+    };
+    let cases = [
+        (
+            generated(&|g| g["end_after_days"] = json!(i64::MAX)),
+            "generated_services.end_after_days",
+        ),
+        (
+            generated(&|g| g["end_after_days"] = json!(-3_000_000_000_i64)),
+            "generated_services.end_after_days",
+        ),
+        (
+            generated(&|g| g["first_id"] = json!(i64::MAX - 2)),
+            "generated_services.first_id",
+        ),
+        (
+            generated(&|g| g["first_start"] = json!("2026-13-01")),
+            "generated_services.first_start",
+        ),
+        (
+            generated(&|g| g["products"] = json!([])),
+            "generated_services.products",
+        ),
+    ];
+    for (doc, needle) in &cases {
+        let r = s.admin_call(Method::POST, &path, Some(doc)).await;
+        let (status, _, message) = e2e::error_body(r).await;
+        assert_eq!(status, 400, "{needle}: {message}");
+        assert!(message.starts_with(needle), "{needle}: {message}");
+    }
+    // The server is still up and the tenant holds no generated service.
+    let r = s
+        .admin_call(Method::GET, &format!("/sandbox/v1/tenants/{}", t.id), None)
+        .await;
+    assert_eq!(r.status(), 200);
+    let services = get(&s, &t, "/agreement-services", &[]).await;
+    assert_eq!(services.status, 200, "{}", services.body);
+    assert_eq!(services.items().len(), 0, "{}", services.body);
 }
 
 /// Whether `doc` is valid under `schema`, as Python's jsonschema (Draft 2020-12) says.

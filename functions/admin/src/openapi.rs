@@ -17,8 +17,8 @@ use shared::sandbox::journal::Entry;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
-    array, document_operation, error_responses, json_content, param, string, with_idempotency_on,
-    Builder, Served,
+    array, document_operation, error_responses, json_content, param, schema_value, string,
+    with_idempotency_on, Builder, Served,
 };
 use shared::web::{ApiError, ADMIN_PREFIX};
 
@@ -66,8 +66,9 @@ impl Op {
         self
     }
     fn errors(mut self, statuses: &[u16], error: &Value) -> Self {
-        let responses = self.0["responses"].as_object_mut().expect("responses");
-        responses.extend(error_responses(statuses, describe, error));
+        for (code, answer) in error_responses(statuses, describe, error) {
+            self.0["responses"][code] = answer;
+        }
         self
     }
     /// Headers of its success answer (declared before).
@@ -246,12 +247,7 @@ fn keyed(path: &str, method: &str) -> bool {
 
 /// Checkpoints, restore (forks are `POST /tenants` with `from`).
 fn checkpoints(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
-    let name = &param(
-        "name",
-        "path",
-        serde_json::to_value(crate::checkpoint_name()).expect("schema"),
-        None,
-    );
+    let name = &param("name", "path", schema_value(crate::checkpoint_name()), None);
     let list = format!("{tenant}/checkpoints");
     let one = format!("{tenant}/checkpoints/{{name}}");
     let (checkpoint, new) = (b.schema::<Checkpoint>(), b.schema::<CreateCheckpoint>());

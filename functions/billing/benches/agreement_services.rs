@@ -4,6 +4,13 @@
 //!
 //! Run: `cargo bench -p billing --bench agreement_services`; the ratio is printed at the end.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "bench code, not served: a failed set-up or measurement stops the run by panicking"
+)]
+
 use billing::resources::{agreement_services, RenderContext};
 use criterion::{criterion_group, Criterion};
 use rusqlite::Connection;

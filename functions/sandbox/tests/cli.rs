@@ -3,6 +3,13 @@
 //! code, the journal followed without duplicates, the sample events rewritten, and a load of
 //! 2,000 events whose summary matches what the tenant stored.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a test fails by panicking"
+)]
+
 mod common;
 
 use common::{cli_command, free_port, Run, Server, ADMIN_KEY};

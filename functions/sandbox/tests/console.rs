@@ -8,6 +8,13 @@
 //! Chromium and chromedriver are Debian packages (`apt-get install chromium chromium-driver`,
 //! which .ci/run does); without them this test fails saying so, it never skips.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a test fails by panicking"
+)]
+
 mod common;
 
 use common::{Server, ADMIN_KEY};

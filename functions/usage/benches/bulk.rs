@@ -12,6 +12,13 @@
 //! Run: `cargo bench -p usage --bench bulk` (env BENCH_CALLS sets the calls per measurement,
 //! default 200 = 10,000 events). Prints events/second of each and the ratios.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "bench code, not served: a failed set-up or measurement stops the run by panicking"
+)]
+
 use axum::body::Body;
 use http_body_util::BodyExt;
 use serde::de::IgnoredAny;

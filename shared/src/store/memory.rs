@@ -491,6 +491,10 @@ impl MemoryStore {
 
     /// Crashes this environment: the lock is released first, then the call panics with a
     /// [`Crash`] payload (the harness catches it and rebuilds the environment).
+    #[allow(
+        clippy::panic,
+        reason = "the simulated crash is a panic by design, only when a simulation arms one; the harness catches it"
+    )]
     fn crash(&self, mut state: std::sync::MutexGuard<'_, State>, request: &Request) -> ! {
         state.note(request, "crash");
         state.crashed = Some(self.env);

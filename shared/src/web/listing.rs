@@ -73,12 +73,15 @@ pub const BILLING_PAGING: Paging = Paging {
         max_size: 50,
         default_size: 50,
     },
-    headers: Some(CountHeaders {
-        total: "X-total-count",
-        elements: "X-element-count",
-        elements_alias: None,
-        pages: "X-total-pages",
-    }),
+    headers: Some(BILLING_COUNT_HEADERS),
+};
+
+/// Surface B's count headers (named apart so its OpenAPI document needs no `Option`).
+pub const BILLING_COUNT_HEADERS: CountHeaders = CountHeaders {
+    total: "X-total-count",
+    elements: "X-element-count",
+    elements_alias: None,
+    pages: "X-total-pages",
 };
 
 /// Surface C: `page_number` >= 1, `page_size` 1..50 (default 25).
@@ -91,12 +94,15 @@ pub const REVENUE_PAGING: Paging = Paging {
         max_size: 50,
         default_size: 25,
     },
-    headers: Some(CountHeaders {
-        total: "X-Total-Count",
-        elements: "X-Elements-Count",
-        elements_alias: Some("x-element-count"),
-        pages: "X-Total-Pages",
-    }),
+    headers: Some(REVENUE_COUNT_HEADERS),
+};
+
+/// Surface C's count headers (named apart so its OpenAPI document needs no `Option`).
+pub const REVENUE_COUNT_HEADERS: CountHeaders = CountHeaders {
+    total: "X-Total-Count",
+    elements: "X-Elements-Count",
+    elements_alias: Some("x-element-count"),
+    pages: "X-Total-Pages",
 };
 
 /// Surface A: `pageNumber` >= 1, `pageSize` 1..500 (default 50); counts in the XML body.

@@ -35,8 +35,7 @@ impl Builder {
         let mut all = vec![(name.clone(), T::schema())];
         T::schemas(&mut all);
         for (name, schema) in all {
-            let schema = serde_json::to_value(schema).expect("a schema serializes");
-            self.add_schema(&name, schema);
+            self.add_schema(&name, schema_value(schema));
         }
         reference(&name)
     }
@@ -72,6 +71,10 @@ impl Builder {
             .paths
             .entry(path.to_string())
             .or_insert_with(|| json!({}));
+        #[allow(
+            clippy::expect_used,
+            reason = "a path item is only ever inserted, just above, as an object"
+        )]
         let item = item.as_object_mut().expect("a path item is an object");
         assert!(
             item.insert(method.to_string(), op).is_none(),
@@ -156,11 +159,9 @@ impl Op {
     }
     /// Its error answers, each the `{code, message}` error `error`.
     pub fn errors(mut self, statuses: &[u16], error: &Value) -> Self {
-        let answers = error_responses(statuses, self.describe, error);
-        self.op["responses"]
-            .as_object_mut()
-            .expect("responses")
-            .extend(answers);
+        for (code, answer) in error_responses(statuses, self.describe, error) {
+            self.op["responses"][code] = answer;
+        }
         self
     }
     /// The operation.
@@ -181,6 +182,10 @@ pub fn with_idempotency(doc: &mut Value, error: &Value) {
 /// The Idempotency-Key header, described by `text`, on the writes of `doc` for which
 /// `keyed(path, method)` holds (the admin API keys only the writes whose key is stored with
 /// them, see docs/storage.md).
+#[allow(
+    clippy::expect_used,
+    reason = "`doc` is a document from `Builder::finish`: paths, path items and responses are objects"
+)]
 pub fn with_idempotency_on(
     doc: &mut Value,
     error: &Value,
@@ -243,6 +248,15 @@ fn references(v: &Value, out: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|child| references(child, out)),
         _ => {}
     }
+}
+
+/// A schema (utoipa's types, which serialize to JSON objects) as JSON.
+#[allow(
+    clippy::expect_used,
+    reason = "utoipa's schema types are structs and string-keyed maps: serializing one to a Value cannot fail"
+)]
+pub fn schema_value(schema: impl serde::Serialize) -> Value {
+    serde_json::to_value(schema).expect("a schema serializes to JSON")
 }
 
 /// `{"$ref": "#/components/schemas/<name>"}`.
@@ -326,6 +340,10 @@ pub fn document_operation(tag: &str) -> Value {
 }
 
 /// The text served and committed: JSON indented by one space, keys sorted, a final newline.
+#[allow(
+    clippy::expect_used,
+    reason = "a Value serializes into a Vec without error, and serde_json writes UTF-8"
+)]
 pub fn render(doc: &Value) -> String {
     let mut out = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");

@@ -16,7 +16,9 @@ use crate::resources::bill_batches::{BillBatch, CreateBody, Invoice, Run};
 use crate::resources::AccountRef;
 use operations::{enumeration, filter, one, op, pid, simple_shape, write, List};
 use serde_json::{json, Value};
-use shared::web::openapi::{document_operation, param, string, with_idempotency, Builder, Served};
+use shared::web::openapi::{
+    document_operation, param, schema_value, string, with_idempotency, Builder, Served,
+};
 use shared::web::{ApiError, BILLING_PREFIX};
 
 /// The document, built on first use: served without credentials at `.../openapi.json`,
@@ -245,7 +247,7 @@ pub fn document() -> Value {
 fn cpq_discount() -> Value {
     let nullable = |t: &str| json!({ "type": [t, "null"] });
     let dt = json!({ "type": ["string", "null"], "format": "date-time" });
-    let mut decimal = serde_json::to_value(shared::schema::decimal_or_null()).expect("schema");
+    let mut decimal = schema_value(shared::schema::decimal_or_null());
     decimal["type"] = json!(["number", "null"]);
     json!({
         "type": "object",

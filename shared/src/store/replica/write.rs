@@ -61,7 +61,8 @@ impl Replica {
     ) -> Result<u64> {
         let settle_from = self.settle_from(deadline);
         let fixed = capture::restored_sequences(conn, capture::SOURCE)?;
-        for attempt in 0u32.. {
+        let mut attempt = 0u32;
+        loop {
             if self.bucket.now() >= settle_from {
                 return Err(Error::Unavailable(format!(
                     "{}: write deadline passed after {attempt} lost races; nothing was applied",
@@ -110,8 +111,8 @@ impl Replica {
                 Slot::Fenced => return Err(self.fenced(next)),
                 Slot::Unknown(why) => return Err(self.unknown(next, &why)),
             }
+            attempt = attempt.saturating_add(1);
         }
-        unreachable!("the loop returns")
     }
 
     /// After restore entry `seq`: a snapshot at the new version, copied by S3 itself, so that

@@ -16,7 +16,10 @@ const TAG: usize = 16;
 
 /// HMAC-SHA256 under `key`, fed `parts`, not finalised.
 fn hmac(key: &[u8], parts: &[&[u8]]) -> HmacSha256 {
-    // HMAC takes a key of any length: `new_from_slice` cannot fail.
+    #[allow(
+        clippy::expect_used,
+        reason = "HMAC takes a key of any length: `new_from_slice` cannot fail"
+    )]
     let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
     for part in parts {
         mac.update(part);
