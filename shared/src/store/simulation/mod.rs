@@ -4,18 +4,18 @@
 //! delays, drops, fails, holds and reorders requests and crashes environments mid-operation.
 //! Each seed runs a random sequence of real store operations (ledger rows written and
 //! deleted through the replicated write path, keyed writes with idempotency keys, reads,
-//! checkpoints, restores, forks, fork deletions, compactions), then a quiet period, and
-//! checks the invariants docs/storage.md promises:
+//! checkpoints, plain and keyed restores, forks, fork deletions, compactions), then a quiet
+//! period, and checks the invariants docs/storage.md promises:
 //! - every acknowledged write is there exactly once, with the id it was acknowledged with
 //!   (until an acknowledged delete or restore removes it), in every read that began after
 //!   its acknowledgement, on every environment;
 //! - a write answered "nothing applied" (503 Unavailable, 409) is never seen;
 //! - an id is never given to two rows, restores included;
 //! - at most one write per idempotency key is ever applied, and a replayed answer is the
-//!   first answer;
+//!   first answer; a keyed restore answered as applied is never run again;
 //! - forks hold their checkpoint's rows; a deleted fork is not found anywhere;
 //! - after the quiet period every environment, and a new one cold-started from the bucket,
-//!   reads the same rows, which match the model.
+//!   reads the same rows, which match the model, and holds the same idempotency keys.
 //!
 //! It lives in the shared crate's unit tests rather than in the e2e crate because the
 //! deliberately wrong protocol it must catch ([`Mutation`]) is compiled in only under
@@ -26,6 +26,7 @@
 
 mod model;
 mod ops;
+mod quiet;
 
 use super::memory::{Crash, Faults, World};
 use super::s3::{Bucket, Mutation, S3Config};
@@ -215,6 +216,7 @@ struct Sim {
     checkpoints: Vec<(String, Model)>,
     forks: Vec<Fork>,
     keys: Vec<Key>,
+    restore_keys: Vec<ops::RestoreKey>,
     next: u64,
     stats: Stats,
     log: Vec<String>,
@@ -358,6 +360,7 @@ impl Sim {
             checkpoints: Vec::new(),
             forks: Vec::new(),
             keys: Vec::new(),
+            restore_keys: Vec::new(),
             next: 0,
             stats: Stats::default(),
             log: Vec::new(),
@@ -501,20 +504,8 @@ impl Sim {
                 // Whatever the answer, a checkpoint that exists holds the rows of now.
                 self.checkpoints.push((name, snapshot));
             }
-            64..=70 => {
-                let Some(i) = self.pick(&self.checkpoints) else {
-                    return Ok(());
-                };
-                let name = self.checkpoints[i].0.clone();
-                let answer = self.on(env, crashable, |s| s.restore_checkpoint(&tenant, &name))?;
-                let o = outcome(answer, |_| 0);
-                self.log.push(format!("env {env}: restore {name} -> {o:?}"));
-                let snapshot = self.checkpoints[i].1.clone();
-                self.model.restored(&snapshot, o);
-                if o != Outcome::Nothing {
-                    self.keys.iter_mut().for_each(|k| k.restored = true);
-                }
-            }
+            64..=67 => self.restore(env, crashable)?,
+            68..=70 => self.keyed_restore(env, crashable)?,
             71..=74 => self.fork(env, crashable)?,
             75..=77 => self.delete_fork(env, crashable)?,
             78..=82 => {
@@ -529,70 +520,6 @@ impl Sim {
             _ => self.keyed(env, crashable)?,
         }
         Ok(())
-    }
-
-    /// The quiet period: no more faults, every request in flight lands or is lost; then
-    /// every environment and a new one must read the same rows, matching the model.
-    fn quiet(&mut self) -> std::result::Result<(), String> {
-        self.world.set_faults(Faults::NONE);
-        self.world.settle();
-        self.log.push("quiet period".into());
-        self.envs.push(None);
-        self.boot(ENVS)?;
-        let mut seen: Option<Vec<(i64, String)>> = None;
-        for env in 0..=ENVS {
-            let tenant = self.tenant.id.clone();
-            let rows = self
-                .on(env, false, |s| s.tenant_db(&tenant)?.read_blocking(rows))?
-                .ok_or("a crash in the quiet period")?
-                .map_err(|e| format!("env {env} cannot read after the quiet period: {e}"))?;
-            self.model
-                .check(&rows, &mut self.ids)
-                .map_err(|e| format!("after the quiet period, env {env}: {e}"))?;
-            match &seen {
-                Some(first) if *first != rows => {
-                    return Err(format!("env {env} did not converge: {rows:?} vs {first:?}"))
-                }
-                _ => seen = Some(rows),
-            }
-            for f in 0..self.forks.len() {
-                self.check_fork_quiet(env, f)?;
-            }
-        }
-        for (k, key) in self.keys.iter().enumerate() {
-            let applied = (1..=key.attempts)
-                .filter(|a| {
-                    matches!(
-                        self.model.get(&format!("k{k}a{a}")),
-                        Some(model::St::Present(_))
-                    )
-                })
-                .count();
-            if key.applied && !key.restored && applied != 1 {
-                return Err(format!(
-                    "key-{k} was answered as applied but has {applied} rows"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_fork_quiet(&mut self, env: usize, f: usize) -> std::result::Result<(), String> {
-        let id = self.forks[f].id.clone();
-        let answer = self
-            .on(env, false, |s| s.tenant_db(&id)?.read_blocking(rows))?
-            .ok_or("a crash in the quiet period")?;
-        let fork = &mut self.forks[f];
-        match answer {
-            _ if fork.unknown => Ok(()),
-            Err(Error::NotFound(_)) if fork.deleted => Ok(()),
-            other if fork.deleted => Err(format!("deleted fork {id} on env {env}: {other:?}")),
-            Ok(rows) => fork
-                .model
-                .check(&rows, &mut BTreeMap::new())
-                .map_err(|e| format!("fork {id} on env {env}: {e}")),
-            Err(e) => Err(format!("fork {id} on env {env} cannot be read: {e}")),
-        }
     }
 }
 

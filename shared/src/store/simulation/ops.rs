@@ -1,5 +1,6 @@
-//! The simulation's operations beyond plain writes: reads checked against the model, forks
-//! and their deletion, and requests with idempotency keys (see the parent module).
+//! The simulation's operations beyond plain writes: reads checked against the model,
+//! restores (plain and keyed), forks and their deletion, and requests with idempotency keys
+//! (see the parent module).
 
 use super::model::Outcome;
 use super::{insert, outcome, rows, Fork, Key, KeyAttempt, Sim};
@@ -206,4 +207,161 @@ impl Sim {
         self.log.push(format!("env {env}: key-{k} attempt: {what}"));
         Ok(())
     }
+
+    /// A plain restore to a random checkpoint: the model becomes the checkpoint's.
+    pub(super) fn restore(
+        &mut self,
+        env: usize,
+        crashable: bool,
+    ) -> std::result::Result<(), String> {
+        let Some(i) = self.pick(&self.checkpoints) else {
+            return Ok(());
+        };
+        let (tenant, name) = (self.tenant.id.clone(), self.checkpoints[i].0.clone());
+        let answer = self.on(env, crashable, |s| s.restore_checkpoint(&tenant, &name))?;
+        let o = outcome(answer, |_| 0);
+        self.log.push(format!("env {env}: restore {name} -> {o:?}"));
+        self.restored(i, o);
+        Ok(())
+    }
+
+    /// The model after a restore to checkpoint `i` answered `o`; every key's row may be
+    /// gone (the restored image holds the checkpoint's keys), so a retry may run again.
+    fn restored(&mut self, i: usize, o: Outcome) {
+        let snapshot = self.checkpoints[i].1.clone();
+        self.model.restored(&snapshot, o);
+        if o != Outcome::Nothing {
+            self.keys.iter_mut().for_each(|k| k.restored = true);
+            self.restore_keys.iter_mut().for_each(|k| k.restored = true);
+        }
+    }
+
+    /// A restore with an idempotency key, as the admin API serves it: look the key up;
+    /// replay; or restore with the key (its row joins the restore) and record the answer (the
+    /// new version). A new key, or the retry of one whose client has no answer; a retry of a
+    /// key answered as applied must never restore again (until another restore).
+    pub(super) fn keyed_restore(
+        &mut self,
+        env: usize,
+        crashable: bool,
+    ) -> std::result::Result<(), String> {
+        // Mostly a key whose client has no answer; sometimes any key (a client retrying
+        // whatever it learned: an applied key must then be replayed, never run again).
+        let any = self.draw(0, 3) == 0;
+        let open: Vec<usize> = (0..self.restore_keys.len())
+            .filter(|k| any || !self.restore_keys[*k].applied)
+            .collect();
+        let k = match self.pick(&open) {
+            Some(i) if self.draw(0, 1) == 0 => open[i],
+            _ => {
+                let Some(checkpoint) = self.pick(&self.checkpoints) else {
+                    return Ok(());
+                };
+                self.restore_keys.push(RestoreKey {
+                    checkpoint,
+                    ..RestoreKey::default()
+                });
+                self.restore_keys.len() - 1
+            }
+        };
+        let i = self.restore_keys[k].checkpoint;
+        let (tenant, name) = (self.tenant.id.clone(), self.checkpoints[i].0.clone());
+        let (key, rt, world) = (format!("restore-{k}"), self.rt.clone(), self.world.clone());
+        let answer = self.on(env, crashable, |s| -> Result<KeyAttempt> {
+            let db = s.tenant_db(&tenant)?;
+            let looked = {
+                let key = key.clone();
+                db.read_blocking(move |c| idempotency::lookup(c, &key, "fp-restore"))?
+            };
+            Ok(match looked {
+                idempotency::Found::Answer(a) => {
+                    KeyAttempt::Replayed(String::from_utf8_lossy(&a.body).parse().unwrap_or(-1))
+                }
+                idempotency::Found::Unrecorded => KeyAttempt::Unrecorded,
+                idempotency::Found::Mismatch => KeyAttempt::Mismatch,
+                idempotency::Found::Nothing => {
+                    let scope = idempotency::KeyScope::new(&tenant, &key, "fp-restore");
+                    let ran = s
+                        .restore_checkpoint_keyed(&tenant, &name, Some(&scope))
+                        .and_then(|(_, version)| {
+                            i64::try_from(version).map_err(|e| Error::Internal(e.to_string()))
+                        });
+                    if let Ok(version) = &ran {
+                        let answer = idempotency::Answer {
+                            status: 200,
+                            headers: Vec::new(),
+                            body: version.to_string().into_bytes(),
+                        };
+                        let _ = world.parked(|| {
+                            rt.block_on(
+                                db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)),
+                            )
+                        });
+                    }
+                    KeyAttempt::Ran(ran)
+                }
+            })
+        })?;
+        let what = match answer {
+            None => {
+                self.restored(i, Outcome::Unknown);
+                "crash".to_string()
+            }
+            Some(Err(e)) => format!("lookup failed: {e}"),
+            Some(Ok(KeyAttempt::Mismatch)) => {
+                return Err(format!("restore-{k}: the same request found a mismatch"))
+            }
+            Some(Ok(KeyAttempt::Unrecorded)) => {
+                self.restore_keys[k].applied = true;
+                "applied, answer unrecorded (409)".into()
+            }
+            Some(Ok(KeyAttempt::Replayed(version))) => {
+                let entry = &mut self.restore_keys[k];
+                if let Some(first) = entry.answer.filter(|a| *a != version && !entry.restored) {
+                    return Err(format!(
+                        "restore-{k}: replayed version {version}, first answer {first}"
+                    ));
+                }
+                entry.answer = Some(version);
+                entry.applied = true;
+                format!("replayed version {version}")
+            }
+            Some(Ok(KeyAttempt::Ran(ran))) => {
+                let o = outcome(Some(ran), |version| *version);
+                let entry = &self.restore_keys[k];
+                if let Outcome::Acked(version) = o {
+                    if entry.applied && !entry.restored {
+                        return Err(format!(
+                            "restore-{k}: restored again (version {version}) after it was answered as applied"
+                        ));
+                    }
+                }
+                self.restored(i, o);
+                if let Outcome::Acked(version) = o {
+                    let entry = &mut self.restore_keys[k];
+                    entry.answer = Some(version);
+                    entry.applied = true;
+                    entry.restored = false;
+                }
+                format!("{name} -> {o:?}")
+            }
+        };
+        self.log.push(format!(
+            "env {env}: restore-{k} (to {name}) attempt: {what}"
+        ));
+        Ok(())
+    }
+}
+
+/// A keyed restore's requests so far (see [`Sim::keyed_restore`]).
+#[derive(Default)]
+pub(super) struct RestoreKey {
+    /// The checkpoint it restores (index in `Sim::checkpoints`).
+    checkpoint: usize,
+    /// The answer (the version) the client got, first or replayed.
+    answer: Option<i64>,
+    /// The client learned the restore was applied.
+    applied: bool,
+    /// Another restore since: its row may be gone, so a retry may run again.
+    restored: bool,
 }

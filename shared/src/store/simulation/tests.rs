@@ -195,7 +195,7 @@ fn a_checkpoint_whose_manifest_answer_was_lost_stays_usable() {
 /// A keyed restore's key row rides in its log entry: an environment that replays the entry
 /// and one cold-started from the snapshot S3 copied from the checkpoint both hold it (no
 /// answer recorded yet, so a retry there learns the restore was applied instead of running
-/// it again).
+/// it again), and another request with the key is refused.
 #[test]
 fn a_keyed_restore_keeps_its_key_on_every_environment() {
     use crate::store::idempotency::{self, Found, KeyScope};
@@ -244,6 +244,12 @@ fn a_keyed_restore_keeps_its_key_on_every_environment() {
         Found::Unrecorded,
         "cold start from the copied snapshot"
     );
+    // Another request with the key (as two environments racing with it would be): refused
+    // before it claims a log slot, nothing restored.
+    let other = KeyScope::new(&tenant.id, "r-1", "fp");
+    let again = replayer.restore_checkpoint_keyed(&tenant.id, "cp", Some(&other));
+    assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
+    assert!(!other.written());
     drop((db, writer));
     let _ = std::fs::remove_dir_all(&root);
 }
