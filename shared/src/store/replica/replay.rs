@@ -16,6 +16,21 @@ use rusqlite::Connection;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+/// Adds to the database file at `path`, the image a restore entry names (copied as a
+/// snapshot, or a fork's first entry), what the entry's replay adds on top of the image:
+/// id sequences raised to the entry's, and a keyed restore's key row.
+fn add_to_image(path: &Path, sequences: &[(String, i64)], key: Option<&KeyRow>) -> Result<()> {
+    if sequences.is_empty() && key.is_none() {
+        return Ok(());
+    }
+    let mut conn = Connection::open(path)?;
+    let tx = conn.transaction()?;
+    capture::raise_sequences(&tx, sequences)?;
+    insert_key(key)(&tx)?;
+    tx.commit()?;
+    Ok(())
+}
+
 impl Replica {
     /// Cold start: replaces the local files at `path` with the newest snapshot, or with
     /// nothing when there is none (the log then rebuilds everything).
@@ -66,16 +81,8 @@ impl Replica {
         let (sequences, key) = serde_json::from_slice::<EntryHead>(&body)
             .map(|head| (head.sequences, head.key))
             .unwrap_or_default();
-        if !sequences.is_empty() || key.is_some() {
-            // The copy is the checkpoint's image: what the entry adds to it (raised sequences,
-            // a keyed restore's key row) is added here as its replay adds it.
-            let mut conn = Connection::open(path)?;
-            let tx = conn.transaction()?;
-            capture::raise_sequences(&tx, &sequences)?;
-            insert_key(key.as_ref())(&tx)?;
-            tx.commit()?;
-        }
-        Ok(())
+        // The copy is the checkpoint's image: what the entry adds to it is added here.
+        add_to_image(path, &sequences, key.as_ref())
     }
 
     /// Cold start without a snapshot: when entry 1 is a restore (a fork's first entry), the
@@ -103,14 +110,8 @@ impl Replica {
             .map_err(|e| self.missing_restore(e, 1, &reference))?;
         std::fs::rename(&tmp, path)?;
         stamp_version(path, 1)?;
-        // A restore made as a tenant's first write (a fork's entry carries neither).
-        if !sequences.is_empty() || key.is_some() {
-            let mut conn = Connection::open(path)?;
-            let tx = conn.transaction()?;
-            capture::raise_sequences(&tx, &sequences)?;
-            insert_key(key.as_ref())(&tx)?;
-            tx.commit()?;
-        }
+        // A restore made as a tenant's first write (a fork's entry adds nothing).
+        add_to_image(path, &sequences, key.as_ref())?;
         tracing::info!(root = %self.root, checkpoint = %reference.checkpoint, "cold start from the file entry 1 names");
         Ok(())
     }

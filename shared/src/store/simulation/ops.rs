@@ -5,8 +5,11 @@
 use super::model::Outcome;
 use super::{insert, outcome, rows, Fork, Key, KeyAttempt, Sim};
 use crate::store::idempotency;
+use crate::store::memory::World;
+use crate::store::TenantDb;
 use crate::{Error, Result};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 impl Sim {
     /// Reads the tenant (or a fork) on `env` and checks it against the model.
@@ -133,39 +136,14 @@ impl Sim {
         let world = self.world.clone();
         let answer = self.on(env, crashable, |s| -> Result<KeyAttempt> {
             let db = s.tenant_db(&tenant)?;
-            let looked = {
-                let key = key.clone();
-                db.read_blocking(move |c| idempotency::lookup(c, &key, "fp"))?
-            };
-            Ok(match looked {
-                idempotency::Found::Answer(a) => {
-                    KeyAttempt::Replayed(String::from_utf8_lossy(&a.body).parse().unwrap_or(-1))
-                }
-                idempotency::Found::Unrecorded => KeyAttempt::Unrecorded,
-                idempotency::Found::Mismatch => KeyAttempt::Mismatch,
-                idempotency::Found::Nothing => {
-                    let scope = idempotency::KeyScope::new(&tenant, &key, "fp");
-                    let row = name.clone();
-                    let ran = world.parked(|| {
-                        rt.block_on(idempotency::scope(
-                            scope.clone(),
-                            db.write(move |tx| insert(tx, &row)),
-                        ))
-                    });
-                    if let Ok(id) = &ran {
-                        let answer = idempotency::Answer {
-                            status: 201,
-                            headers: Vec::new(),
-                            body: id.to_string().into_bytes(),
-                        };
-                        let _ = world.parked(|| {
-                            rt.block_on(
-                                db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)),
-                            )
-                        });
-                    }
-                    KeyAttempt::Ran(ran)
-                }
+            serve_keyed(&world, &rt, &db, &key, "fp", |scope| {
+                let row = name.clone();
+                world.parked(|| {
+                    rt.block_on(idempotency::scope(
+                        scope.clone(),
+                        db.write(move |tx| insert(tx, &row)),
+                    ))
+                })
             })
         })?;
         let entry = &mut self.keys[k];
@@ -269,37 +247,9 @@ impl Sim {
         let (key, rt, world) = (format!("restore-{k}"), self.rt.clone(), self.world.clone());
         let answer = self.on(env, crashable, |s| -> Result<KeyAttempt> {
             let db = s.tenant_db(&tenant)?;
-            let looked = {
-                let key = key.clone();
-                db.read_blocking(move |c| idempotency::lookup(c, &key, "fp-restore"))?
-            };
-            Ok(match looked {
-                idempotency::Found::Answer(a) => {
-                    KeyAttempt::Replayed(String::from_utf8_lossy(&a.body).parse().unwrap_or(-1))
-                }
-                idempotency::Found::Unrecorded => KeyAttempt::Unrecorded,
-                idempotency::Found::Mismatch => KeyAttempt::Mismatch,
-                idempotency::Found::Nothing => {
-                    let scope = idempotency::KeyScope::new(&tenant, &key, "fp-restore");
-                    let ran = s
-                        .restore_checkpoint_keyed(&tenant, &name, Some(&scope))
-                        .and_then(|(_, version)| {
-                            i64::try_from(version).map_err(|e| Error::Internal(e.to_string()))
-                        });
-                    if let Ok(version) = &ran {
-                        let answer = idempotency::Answer {
-                            status: 200,
-                            headers: Vec::new(),
-                            body: version.to_string().into_bytes(),
-                        };
-                        let _ = world.parked(|| {
-                            rt.block_on(
-                                db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)),
-                            )
-                        });
-                    }
-                    KeyAttempt::Ran(ran)
-                }
+            serve_keyed(&world, &rt, &db, &key, "fp-restore", |scope| {
+                let (_, version) = s.restore_checkpoint_keyed(&tenant, &name, Some(scope))?;
+                i64::try_from(version).map_err(|e| Error::Internal(e.to_string()))
             })
         })?;
         let what = match answer {
@@ -351,6 +301,45 @@ impl Sim {
         ));
         Ok(())
     }
+}
+
+/// Serves a request with idempotency key `key` as the web layer does (`web/idempotency.rs`):
+/// looks the key up; replays a recorded answer (the row id or version it holds); or runs
+/// the request (`run`, inside the key's scope) and records its answer.
+fn serve_keyed(
+    world: &World,
+    rt: &tokio::runtime::Runtime,
+    db: &Arc<TenantDb>,
+    key: &str,
+    fingerprint: &str,
+    run: impl FnOnce(&Arc<idempotency::KeyScope>) -> Result<i64>,
+) -> Result<KeyAttempt> {
+    let looked = {
+        let (key, fingerprint) = (key.to_string(), fingerprint.to_string());
+        db.read_blocking(move |c| idempotency::lookup(c, &key, &fingerprint))?
+    };
+    Ok(match looked {
+        idempotency::Found::Answer(a) => {
+            KeyAttempt::Replayed(String::from_utf8_lossy(&a.body).parse().unwrap_or(-1))
+        }
+        idempotency::Found::Unrecorded => KeyAttempt::Unrecorded,
+        idempotency::Found::Mismatch => KeyAttempt::Mismatch,
+        idempotency::Found::Nothing => {
+            let scope = idempotency::KeyScope::new(db.tenant_id(), key, fingerprint);
+            let ran = run(&scope);
+            if let Ok(answer) = &ran {
+                let answer = idempotency::Answer {
+                    status: 200,
+                    headers: Vec::new(),
+                    body: answer.to_string().into_bytes(),
+                };
+                let _ = world.parked(|| {
+                    rt.block_on(db.write(move |tx| idempotency::record_answer(tx, &scope, &answer)))
+                });
+            }
+            KeyAttempt::Ran(ran)
+        }
+    })
 }
 
 /// A keyed restore's requests so far (see [`Sim::keyed_restore`]).
