@@ -24,26 +24,7 @@
 //!   optimisation, so a `DELETE` without `WHERE` (a reset) is seen row by row too. A write
 //!   that rolls back may set the flag: it only retires the entries early.
 //!
-//! WAL checkpoints (issue 14, local mode): SQLite's automatic checkpoint runs on the writer
-//! right after the commit that takes the WAL past 1000 pages, so one write in every few
-//! dozen also copied the WAL into the database file and synced both before its answer.
-//! Here the writer's automatic checkpoint is off and a WAL hook records how many pages each
-//! commit left in the WAL (the file's size says nothing: SQLite rewrites a checkpointed WAL
-//! from its start without shrinking it). After a write, a WAL of [`CHECKPOINT_PAGES`] or
-//! more starts a PASSIVE checkpoint on a read connection in a thread of its own (one at a
-//! time per database), which never blocks the writer or readers. SQLite rewrites the WAL from
-//! its start only when every frame in it is in the database file, which a background pass
-//! under a steady stream of writes never achieves (frames keep arriving while it copies): the
-//! WAL then grew to the inline bound, and every commit started another pass. So the
-//! background thread makes up to [`BACKGROUND_PASSES`] passes, each copying the frames written
-//! during the one before, and stops once every frame is copied (the next write then restarts
-//! the WAL); if writes kept ahead of it, the next write that finds the WAL still past the
-//! threshold copies the few frames left itself (PASSIVE, on the writer, between
-//! transactions), and the write after it starts the WAL again from its beginning. A WAL of
-//! [`INLINE_CHECKPOINT_PAGES`] (readers keep the passes from finishing) is checkpointed on the
-//! writer again, so the WAL stays bounded. What a
-//! crash may lose is unchanged: see "Durability" in docs/storage.md. S3 mode keeps SQLite's
-//! own checkpoints (its writes wait for S3, not for the disk).
+//! WAL checkpoints of local mode: see [`wal`].
 
 use super::idempotency::KeyScope;
 use super::replica::{self, Replica, RestoreRef};
@@ -76,25 +57,6 @@ pub enum MemoScope {
     Data,
     /// The [`WATCHED_TABLES`] alone: retired by a write that changed one of their rows.
     Watched,
-}
-
-/// WAL pages that start a background checkpoint: SQLite's own automatic threshold.
-const CHECKPOINT_PAGES: i32 = 1000;
-
-/// WAL pages at which the writer checkpoints itself again (see the module doc).
-const INLINE_CHECKPOINT_PAGES: i32 = 16 * CHECKPOINT_PAGES;
-
-thread_local! {
-    /// Pages in the WAL after the last commit on this thread's writer connection, as the WAL
-    /// hook reports them (the hook is a plain function, so it reports through the thread
-    /// that committed; -1: no commit reported).
-    static WAL_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(-1) };
-}
-
-/// The writer's WAL hook: records the pages the commit left in the WAL.
-fn record_wal_pages(_: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
-    WAL_PAGES.with(|p| p.set(pages));
-    Ok(())
 }
 
 /// A local or replicated SQLite database. Cloning shares it.
@@ -153,7 +115,7 @@ impl Database {
             // Checkpoints run off the write path (see the module doc). The pragma replaces the
             // WAL hook, so it comes first.
             writer.pragma_update(None, "wal_autocheckpoint", 0)?;
-            writer.wal_hook(Some(record_wal_pages));
+            writer.wal_hook(Some(wal::record_pages));
             watch_tables(&writer, &watched_touched)?;
         }
         Ok(Database {
@@ -191,7 +153,7 @@ impl Database {
         let deadline = self.deadline();
         let Some(replica) = &self.inner.replica else {
             let mut conn = self.writer_until(deadline)?;
-            WAL_PAGES.with(|p| p.set(-1));
+            wal::forget_pages();
             let out = (|| {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -260,70 +222,6 @@ impl Database {
             pool.push(conn);
         }
         out
-    }
-
-    /// Local mode, after a write, under the writer lock: starts a background checkpoint when
-    /// the commit left [`CHECKPOINT_PAGES`] or more in the WAL, copies the rest on the writer
-    /// once one has finished, or checkpoints on the writer at [`INLINE_CHECKPOINT_PAGES`]
-    /// (see the module doc). A failed checkpoint loses nothing
-    /// (the WAL still holds every commit) and is tried again after a later write, so it is
-    /// only logged.
-    fn checkpoint_if_due(&self, writer: &Connection) {
-        let pages = WAL_PAGES.with(|p| p.replace(-1));
-        if pages >= INLINE_CHECKPOINT_PAGES {
-            if let Err(e) = checkpoint(writer) {
-                tracing::warn!(error = %e, "WAL checkpoint on the writer failed");
-            }
-            return;
-        }
-        if pages < CHECKPOINT_PAGES || self.inner.checkpointing.load(Ordering::SeqCst) {
-            return;
-        }
-        if self.inner.backfilled.swap(false, Ordering::SeqCst) {
-            // A background pass copied the WAL as it was when it began; the frames written
-            // since are few. Copying them here lets the next write restart the WAL.
-            if let Err(e) = checkpoint(writer) {
-                tracing::warn!(error = %e, "WAL checkpoint on the writer failed");
-            }
-            return;
-        }
-        if self.inner.checkpointing.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let db = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("wal-checkpoint".into())
-            .spawn(move || {
-                let done = (|| {
-                    let conn = match lock(&db.inner.readers).pop() {
-                        Some(c) => c,
-                        None => sqlite::open(&db.inner.path)?,
-                    };
-                    let mut done = Ok(false);
-                    for _ in 0..BACKGROUND_PASSES {
-                        done = checkpoint(&conn);
-                        if !matches!(done, Ok(false)) {
-                            break;
-                        }
-                    }
-                    let mut pool = lock(&db.inner.readers);
-                    if pool.len() < MAX_IDLE_READERS {
-                        pool.push(conn);
-                    }
-                    done
-                })();
-                match done {
-                    // Every frame copied: the next write restarts the WAL by itself.
-                    Ok(true) => {}
-                    Ok(false) => db.inner.backfilled.store(true, Ordering::SeqCst),
-                    Err(e) => tracing::warn!(error = %e, "background WAL checkpoint failed"),
-                }
-                db.inner.checkpointing.store(false, Ordering::SeqCst);
-            });
-        if let Err(e) = spawned {
-            self.inner.checkpointing.store(false, Ordering::SeqCst);
-            tracing::warn!(error = %e, "could not start a WAL checkpoint thread");
-        }
     }
 
     /// Marks a change of the database's content: memo entries made before are retired.
@@ -573,20 +471,6 @@ fn watch_tables(writer: &Connection, touched: &Arc<AtomicBool>) -> Result<()> {
     Ok(())
 }
 
-/// One PASSIVE checkpoint: whether every frame of the WAL is now in the database file.
-fn checkpoint(conn: &Connection) -> Result<bool> {
-    // (busy, frames in the WAL, frames copied)
-    let (_, frames, copied): (i64, i64, i64) =
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-    Ok(frames == copied)
-}
-
-/// Passes a background checkpoint makes at most, each copying the frames written during the
-/// one before (see the module doc).
-const BACKGROUND_PASSES: usize = 3;
-
 /// Locks `m`, waiting at most until `deadline` (`None` then). Polls: std's mutex has no timed
 /// lock, and a write waits at most a few milliseconds longer than necessary.
 fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
@@ -605,6 +489,8 @@ fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
         pause = (pause * 2).min(Duration::from_millis(5));
     }
 }
+
+mod wal;
 
 #[cfg(test)]
 mod tests;
