@@ -1,5 +1,6 @@
 //! The `Idempotency-Key` header on the admin API's writes (issue 22): a retried clock
-//! advance, clock setting, fault rule, fixtures apply, reset or restore is replayed and
+//! advance, clock setting, fault rule, fixtures apply, reset, restore or checkpoint creation
+//! is replayed and
 //! applied once (its key kept by the tenant's database, in the write's own transaction; a
 //! restore's inserted by the restore itself); a retried tenant
 //! creation, fork or deletion gets its first answer (the key kept by the registry, the
@@ -201,6 +202,29 @@ async fn a_retried_restore_is_replayed_and_keeps_later_writes() {
         200
     );
     assert_eq!(fault_count(&s, &t).await, 0);
+}
+
+/// A checkpoint creation retried with its key gets its first answer (not 409 "name taken");
+/// the same key for another name is a 422 and makes nothing.
+#[tokio::test]
+async fn a_retried_checkpoint_creation_gets_its_first_answer() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("checkpointidem", "empty").await;
+    let checkpoints = format!("/sandbox/v1/tenants/{}/checkpoints", t.id);
+    let body = json!({"name": "base"});
+    let first = admin(&s, Method::POST, &checkpoints, Some(&body), Some("cp-1")).await;
+    assert_eq!((first.0, first.1), (201, false), "{}", first.2);
+    let again = admin(&s, Method::POST, &checkpoints, Some(&body), Some("cp-1")).await;
+    assert_eq!((again.0, again.1, &again.2), (201, true, &first.2));
+    let other = json!({"name": "other"});
+    let refused = admin(&s, Method::POST, &checkpoints, Some(&other), Some("cp-1")).await;
+    assert_mismatch(&refused, "cp-1");
+    // Without a key the name is taken: 409.
+    let taken = admin(&s, Method::POST, &checkpoints, Some(&body), None).await;
+    assert_eq!(taken.0, 409, "{}", taken.2);
+    let (status, _, list) = admin(&s, Method::GET, &checkpoints, None, None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
 }
 
 #[tokio::test]

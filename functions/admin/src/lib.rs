@@ -380,7 +380,24 @@ async fn create_checkpoint(
 ) -> Result<Response, ApiError> {
     let tenant = tenants::get(&app.store, &id).await?;
     let store = app.store.clone();
-    let checkpoint = blocking(move || store.create_checkpoint(&tenant.id, &body.name)).await?;
+    let key = tenants::tenant_key(&tenant.id);
+    let keyed = key.clone();
+    let checkpoint =
+        blocking(move || store.create_checkpoint_keyed(&tenant.id, &body.name, keyed.as_deref()))
+            .await?;
+    if key.is_some() {
+        // The key's row, written after the checkpoint by an empty write inside the key's
+        // scope, so that the answer is recorded and a retry replayed (or refused, 422, for
+        // another request). Should it fail, the checkpoint stands and its answer is still
+        // 201: a retry finds its own checkpoint by the manifest (the store's side).
+        let written = match powers::tenant(&app, &id).await {
+            Ok(t) => t.db.write(|_| Ok(())).await.map_err(ApiError::from),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = ?e, tenant = %id, "a keyed checkpoint's key was not recorded");
+        }
+    }
     Ok((StatusCode::CREATED, Json(checkpoint)).into_response())
 }
 

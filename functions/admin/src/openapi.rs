@@ -225,8 +225,8 @@ pub fn document() -> Value {
 const KEY_TEXT: &str = "Optional: makes a retry of this write safe. The same key with the same request (method, path, query, body) replays the first answer (with Idempotent-Replayed: true) instead of running again: a retried tenant creation gets the same tenant and credentials. Kept 24 hours (a tenant's writes by its clock, creations and deletions by the server's clock), at most 10,000 keys; 409 while the first is in flight or when it was applied without a recorded answer; 422 with a different request.";
 
 /// The admin writes whose key is stored with them. The others (tokens, journal clear,
-/// checkpoint creation and deletion) accept the header but run again on a retry, so the
-/// document does not promise it there.
+/// checkpoint deletion) accept the header but run again on a retry, so the document does
+/// not promise it there.
 fn keyed(path: &str, method: &str) -> bool {
     let tenant = format!("{ADMIN_PREFIX}/tenants/{{id}}");
     match path.strip_prefix(&tenant) {
@@ -241,6 +241,7 @@ fn keyed(path: &str, method: &str) -> bool {
                 | ("/fixtures", "post")
                 | ("/reset", "post")
                 | ("/restore", "post")
+                | ("/checkpoints", "post")
         ),
     }
 }

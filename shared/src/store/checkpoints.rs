@@ -30,6 +30,7 @@
 //!   a tenant never deletes a file a fork still names (docs/storage.md, "Shared checkpoint
 //!   files", has the argument).
 
+use super::idempotency::KeyScope;
 use super::replica::{self, Replica, RestoreRef};
 use super::{Registry, Store, TenantRecord};
 use crate::{Error, Result};
@@ -64,6 +65,27 @@ struct Manifest {
     schema: i64,
     /// The file, relative to the tenant's place (`checkpoints/files/<uuid>.db`).
     file: String,
+    /// The `Idempotency-Key` and request fingerprint of the admin request that made it: a
+    /// retry of that request finds its checkpoint here (see
+    /// [`Store::create_checkpoint_keyed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    made_by: Option<MadeBy>,
+}
+
+/// The keyed request that made a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct MadeBy {
+    key: String,
+    fingerprint: String,
+}
+
+impl MadeBy {
+    fn of(key: Option<&KeyScope>) -> Option<MadeBy> {
+        key.map(|k| MadeBy {
+            key: k.key().to_string(),
+            fingerprint: k.fingerprint().to_string(),
+        })
+    }
 }
 
 impl From<Manifest> for Checkpoint {
@@ -214,6 +236,20 @@ impl Store {
     /// went in last sees all the others, so more than the cap are never kept (several may
     /// withdraw at once, leaving room: a refusal, never an excess; issue 22).
     pub fn create_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
+        self.create_checkpoint_keyed(tenant_id, name, None)
+    }
+
+    /// [`Store::create_checkpoint`] of an admin request with an idempotency key: the
+    /// manifest names the key and the request's fingerprint, and a retry of the same request
+    /// that finds the name taken by its own checkpoint gets that checkpoint instead of a 409
+    /// (a checkpoint is bucket objects, not a row: the web layer's look-up misses a retry
+    /// until the key's row is written after the creation; see docs/storage.md).
+    pub fn create_checkpoint_keyed(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        key: Option<&KeyScope>,
+    ) -> Result<Checkpoint> {
         check_name(name)?;
         let full = || {
             Error::conflict(format!(
@@ -222,12 +258,16 @@ impl Store {
         };
         let existing = self.manifest_names(tenant_id)?;
         if existing.iter().any(|n| n == name) {
-            return Err(duplicate(tenant_id, name));
+            let made_by = MadeBy::of(key);
+            return match self.manifest(tenant_id, name) {
+                Ok(m) if made_by.is_some() && m.made_by == made_by => Ok(m.into()),
+                _ => Err(duplicate(tenant_id, name)),
+            };
         }
         if existing.len() >= MAX_CHECKPOINTS {
             return Err(full());
         }
-        let made = self.make_checkpoint(tenant_id, name)?;
+        let made = self.make_checkpoint(tenant_id, name, MadeBy::of(key))?;
         match self.manifest_names(tenant_id) {
             Ok(names) if names.len() <= MAX_CHECKPOINTS => Ok(made),
             counted => {
@@ -238,7 +278,12 @@ impl Store {
     }
 
     /// Writes checkpoint `name` (its file, then its manifest, which claims the name).
-    fn make_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
+    fn make_checkpoint(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        made_by: Option<MadeBy>,
+    ) -> Result<Checkpoint> {
         let db = self.tenant_db(tenant_id)?;
         let file = format!("checkpoints/files/{}.db", uuid::Uuid::new_v4());
         let created_at = crate::time::to_storage(crate::time::now());
@@ -255,6 +300,7 @@ impl Store {
                     created_at,
                     schema,
                     file,
+                    made_by,
                 };
                 let claimed = link_new(&place.join(manifest_rel(name)), &manifest);
                 if claimed.is_err() {
@@ -274,6 +320,7 @@ impl Store {
                     created_at,
                     schema,
                     file: file.clone(),
+                    made_by,
                 };
                 let body = serde_json::to_vec(&manifest)?;
                 let key = replica.object_key(&manifest_rel(name));
@@ -386,7 +433,7 @@ impl Store {
         &self,
         tenant_id: &str,
         name: &str,
-        key: Option<&super::idempotency::KeyScope>,
+        key: Option<&KeyScope>,
     ) -> Result<(Checkpoint, u64)> {
         let manifest = self.manifest(tenant_id, name)?;
         let db = self.tenant_db(tenant_id)?;

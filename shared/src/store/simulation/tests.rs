@@ -253,3 +253,36 @@ fn a_keyed_restore_keeps_its_key_on_every_environment() {
     drop((db, writer));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A checkpoint made by a keyed request names its key: a retry of that request whose key's
+/// row was never written (the web layer writes it after the creation) gets the checkpoint,
+/// another request with the name a 409, in S3 mode as locally.
+#[test]
+fn a_keyed_checkpoint_creation_finds_its_own_checkpoint() {
+    use crate::store::idempotency::KeyScope;
+    let (objects, tenant) = template(Tables::Sim).expect("template");
+    let world = World::new(1, Faults::NONE);
+    world.load(objects);
+    let dir = scratch_dir().join(format!("sim-keyed-checkpoint-{}", uuid::Uuid::new_v4()));
+    let mut config = S3Config::new("sim", "", None);
+    config.compact_every = NO_COMPACTION;
+    let bucket = Bucket::on(Arc::new(world.store(0)), config);
+    let store = Store::open_on_schema(&dir, Some((bucket, NO_COMPACTION)), Tables::Sim.schema())
+        .expect("store");
+    let key = KeyScope::new(&tenant.id, "cp-1", "fp");
+    let first = store
+        .create_checkpoint_keyed(&tenant.id, "cp", Some(&key))
+        .expect("checkpoint");
+    let retry = KeyScope::new(&tenant.id, "cp-1", "fp");
+    let again = store.create_checkpoint_keyed(&tenant.id, "cp", Some(&retry));
+    assert_eq!(again.ok(), Some(first));
+    let other = KeyScope::new(&tenant.id, "cp-1", "another request");
+    let taken = store.create_checkpoint_keyed(&tenant.id, "cp", Some(&other));
+    assert!(matches!(taken, Err(Error::Conflict(_))), "{taken:?}");
+    assert!(matches!(
+        store.create_checkpoint(&tenant.id, "cp"),
+        Err(Error::Conflict(_))
+    ));
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
