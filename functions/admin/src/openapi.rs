@@ -17,8 +17,8 @@ use shared::sandbox::journal::Entry;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
-    array, document_operation, error_responses, json_content, param, schema_value, string,
-    with_idempotency_on, Builder, Served,
+    array, document_operation, json_content, param, schema_value, string, with_idempotency_on,
+    Builder, Op, Served,
 };
 use shared::web::{ApiError, ADMIN_PREFIX};
 
@@ -40,42 +40,9 @@ fn describe(status: u16) -> &'static str {
     }
 }
 
-/// One operation of the admin API, as it is put together.
-struct Op(Value);
-
+/// One operation of the admin API, its errors described by [`describe`].
 fn op(id: &str, summary: &str) -> Op {
-    Op(json!({ "operationId": id, "summary": summary, "tags": ["admin"], "responses": {} }))
-}
-
-impl Op {
-    /// Its success answer: `status`, with a JSON body of `schema` if any.
-    fn answer(mut self, status: u16, schema: Option<Value>) -> Self {
-        let mut ok = json!({ "description": "Done" });
-        if let Some(schema) = schema {
-            ok["content"] = json_content(schema);
-        }
-        self.0["responses"][status.to_string()] = ok;
-        self
-    }
-    fn params(mut self, params: &[&Value]) -> Self {
-        self.0["parameters"] = params.iter().map(|p| (*p).clone()).collect();
-        self
-    }
-    fn body(mut self, schema: Value, required: bool) -> Self {
-        self.0["requestBody"] = json!({ "required": required, "content": json_content(schema) });
-        self
-    }
-    fn errors(mut self, statuses: &[u16], error: &Value) -> Self {
-        for (code, answer) in error_responses(statuses, describe, error) {
-            self.0["responses"][code] = answer;
-        }
-        self
-    }
-    /// Headers of its success answer (declared before).
-    fn headers(mut self, status: u16, headers: Value) -> Self {
-        self.0["responses"][status.to_string()]["headers"] = headers;
-        self
-    }
+    Op::new("admin", id, summary, describe)
 }
 
 /// The paging headers of the admin lists (tenants, journal).
@@ -143,40 +110,40 @@ pub fn document() -> Value {
     .answer(201, Some(created))
     .body(new_tenant, true)
     .errors(&[400, 401, 404, 409, 413, 415, 503], e);
-    b.operation(&tenants, "post", op_.0);
+    b.operation(&tenants, "post", op_.build());
     let [page_number, page_size] = &paging();
     let list = array(b.schema::<TenantRecord>());
     let op_ = op("listTenants", "A page of the tenants, oldest first")
-        .params(&[page_number, page_size])
+        .params([page_number, page_size])
         .answer(200, Some(list))
         .headers(200, counts())
         .errors(&[400, 401, 503], e);
-    b.operation(&tenants, "get", op_.0);
+    b.operation(&tenants, "get", op_.build());
     let one = b.schema::<TenantRecord>();
     let op_ = op("getTenant", "One tenant")
-        .params(&[tid])
+        .params([tid])
         .answer(200, Some(one))
         .errors(&[401, 404, 503], e);
-    b.operation(&tenant, "get", op_.0);
+    b.operation(&tenant, "get", op_.build());
     let op_ = op("deleteTenant", "Delete a tenant and its data")
-        .params(&[tid])
+        .params([tid])
         .answer(204, None)
         .errors(&[401, 404, 503], e);
-    b.operation(&tenant, "delete", op_.0);
+    b.operation(&tenant, "delete", op_.build());
     let (token, token_request) = (b.schema::<Token>(), b.schema::<TokenRequest>());
     let op_ = op("issueToken", "Issue a bearer JWT for Surface B")
-        .params(&[tid])
+        .params([tid])
         .answer(201, Some(token))
         .body(token_request, false)
         .errors(&[400, 401, 404, 413, 503], e);
-    b.operation(&format!("{tenant}/tokens"), "post", op_.0);
+    b.operation(&format!("{tenant}/tokens"), "post", op_.build());
     let (done, reset) = (b.schema::<ResetDone>(), b.schema::<ResetRequest>());
     let op_ = op("resetTenant", "Reset a tenant's data to a seed")
-        .params(&[tid])
+        .params([tid])
         .answer(200, Some(done))
         .body(reset, true)
         .errors(&[400, 401, 404, 413, 415, 503], e);
-    b.operation(&format!("{tenant}/reset"), "post", op_.0);
+    b.operation(&format!("{tenant}/reset"), "post", op_.build());
 
     // Fixtures.
     let fixtures = format!("{tenant}/fixtures");
@@ -184,10 +151,10 @@ pub fn document() -> Value {
         "exportFixtures",
         "The tenant's data as a fixture document (docs/fixtures.md): ids included, absolute dates, records in id order",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(json!({ "type": "object", "description": "A fixture document" })))
     .errors(&[401, 404, 422, 503], e);
-    b.operation(&fixtures, "get", op_.0);
+    b.operation(&fixtures, "get", op_.build());
     let applied = b.schema::<Applied>();
     let mut document = any();
     document["description"] = json!("A fixture document");
@@ -195,11 +162,11 @@ pub fn document() -> Value {
         "applyFixtures",
         "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or nothing; records whose id exists are updated in place, the others created, nothing deleted; a refusal names the JSON path of its first problem",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(applied))
     .body(document, true)
     .errors(&[400, 401, 404, 413, 415, 503], e);
-    b.operation(&fixtures, "post", op_.0);
+    b.operation(&fixtures, "post", op_.build());
 
     checkpoints(&mut b, &tenant, tid, e);
     powers(&mut b, &tenant, tid, e);
@@ -253,39 +220,39 @@ fn checkpoints(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
     let one = format!("{tenant}/checkpoints/{{name}}");
     let (checkpoint, new) = (b.schema::<Checkpoint>(), b.schema::<CreateCheckpoint>());
     let op_ = op("createCheckpoint", "Checkpoint the tenant's current data")
-        .params(&[tid])
+        .params([tid])
         .answer(201, Some(checkpoint.clone()))
         .body(new, true)
         .errors(&[400, 401, 404, 409, 413, 415, 503], e);
-    b.operation(&list, "post", op_.0);
+    b.operation(&list, "post", op_.build());
     let op_ = op("listCheckpoints", "The tenant's checkpoints, oldest first")
-        .params(&[tid])
+        .params([tid])
         .answer(200, Some(array(checkpoint.clone())))
         .errors(&[401, 404, 503], e);
-    b.operation(&list, "get", op_.0);
+    b.operation(&list, "get", op_.build());
     let op_ = op("getCheckpoint", "One checkpoint")
-        .params(&[tid, name])
+        .params([tid, name])
         .answer(200, Some(checkpoint))
         .errors(&[400, 401, 404, 503], e);
-    b.operation(&one, "get", op_.0);
+    b.operation(&one, "get", op_.build());
     let op_ = op(
         "deleteCheckpoint",
         "Delete a checkpoint (restores and forks made from it keep their data)",
     )
-    .params(&[tid, name])
+    .params([tid, name])
     .answer(204, None)
     .errors(&[400, 401, 404, 503], e);
-    b.operation(&one, "delete", op_.0);
+    b.operation(&one, "delete", op_.build());
     let (restored, request) = (b.schema::<Restored>(), b.schema::<crate::RestoreRequest>());
     let op_ = op(
         "restoreCheckpoint",
         "Replace the tenant's data with a checkpoint's (credentials kept)",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(restored))
     .body(request, true)
     .errors(&[400, 401, 404, 413, 415, 503], e);
-    b.operation(&format!("{tenant}/restore"), "post", op_.0);
+    b.operation(&format!("{tenant}/restore"), "post", op_.build());
 }
 
 /// The sandbox powers of one tenant: test clock, fault rules, request journal.
@@ -296,62 +263,62 @@ fn powers(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
     let clock = format!("{tenant}/clock");
     let (view, setting) = (b.schema::<ClockView>(), b.schema::<Setting>());
     let op_ = op("getClock", "The tenant's test clock")
-        .params(&[tid])
+        .params([tid])
         .answer(200, Some(view.clone()))
         .errors(READ, e);
-    b.operation(&clock, "get", op_.0);
+    b.operation(&clock, "get", op_.build());
     let op_ = op(
         "setClock",
         "Freeze the clock at an instant, or return it to real time",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(view))
     .body(setting, true)
     .errors(WRITE, e);
-    b.operation(&clock, "put", op_.0);
+    b.operation(&clock, "put", op_.build());
     let (advanced, advance) = (b.schema::<Advanced>(), b.schema::<AdvanceClock>());
     let op_ = op(
         "advanceClock",
         "Move the clock forward, running the transitions due on the way",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(advanced))
     .body(advance, true)
     .errors(WRITE, e);
-    b.operation(&format!("{clock}/advance"), "post", op_.0);
+    b.operation(&format!("{clock}/advance"), "post", op_.build());
 
     let faults = format!("{tenant}/faults");
     let fault = format!("{tenant}/faults/{{rule}}");
     let (rule, new_rule) = (b.schema::<Rule>(), b.schema::<NewRule>());
     let op_ = op("createFault", "Add a fault rule")
-        .params(&[tid])
+        .params([tid])
         .answer(201, Some(rule.clone()))
         .body(new_rule, true)
         .errors(WRITE, e);
-    b.operation(&faults, "post", op_.0);
+    b.operation(&faults, "post", op_.build());
     let op_ = op(
         "listFaults",
         "The tenant's fault rules, in the order they are tried",
     )
-    .params(&[tid])
+    .params([tid])
     .answer(200, Some(array(rule.clone())))
     .errors(READ, e);
-    b.operation(&faults, "get", op_.0);
+    b.operation(&faults, "get", op_.build());
     let op_ = op("deleteFaults", "Delete every fault rule")
-        .params(&[tid])
+        .params([tid])
         .answer(204, None)
         .errors(READ, e);
-    b.operation(&faults, "delete", op_.0);
+    b.operation(&faults, "delete", op_.build());
     let op_ = op("getFault", "One fault rule")
-        .params(&[tid, rid])
+        .params([tid, rid])
         .answer(200, Some(rule))
         .errors(READ, e);
-    b.operation(&fault, "get", op_.0);
+    b.operation(&fault, "get", op_.build());
     let op_ = op("deleteFault", "Delete one fault rule")
-        .params(&[tid, rid])
+        .params([tid, rid])
         .answer(204, None)
         .errors(READ, e);
-    b.operation(&fault, "delete", op_.0);
+    b.operation(&fault, "delete", op_.build());
 
     let requests = format!("{tenant}/requests");
     let q = |name: &str, description: Option<&str>| param(name, "query", string(), description);
@@ -368,14 +335,14 @@ fn powers(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
     ];
     let entries = array(b.schema::<Entry>());
     let op_ = op("listRequests", "The tenant's request journal, newest first")
-        .params(&params.iter().collect::<Vec<_>>())
+        .params(&params)
         .answer(200, Some(entries))
         .headers(200, counts())
         .errors(&[400, 401, 404, 503], e);
-    b.operation(&requests, "get", op_.0);
+    b.operation(&requests, "get", op_.build());
     let op_ = op("clearRequests", "Clear the tenant's request journal")
-        .params(&[tid])
+        .params([tid])
         .answer(204, None)
         .errors(READ, e);
-    b.operation(&requests, "delete", op_.0);
+    b.operation(&requests, "delete", op_.build());
 }
