@@ -21,8 +21,9 @@
 //! deliberately wrong protocol it must catch ([`Mutation`]) is compiled in only under
 //! `cfg(test)` (never in a build that serves), and because a change to the store then
 //! rebuilds one crate, not the whole server. `SIM_SEED=<n>` replays one seed,
-//! `SIM_SEEDS=<n>` runs more seeds than the default, `SIM_TABLES=product` runs them on the
-//! product's schema instead of the simulation's three tables (see [`Tables`]).
+//! `SIM_SEEDS=<n>` runs more seeds than the default, `SIM_SECONDS=<n>` as many as fit in
+//! that time, `SIM_TABLES=product` runs them on the product's schema instead of the
+//! simulation's three tables (see [`Tables`]).
 
 mod model;
 mod ops;
@@ -192,6 +193,7 @@ enum KeyAttempt {
 /// Counts of one seed, for the report.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Stats {
+    pub seeds: u64,
     pub ops: u64,
     pub requests: u64,
     pub crashes: u64,

@@ -3,18 +3,32 @@
 
 use super::*;
 
+/// A number from the environment variable `name`.
+fn number(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// Seeds without `SIM_SEEDS` when `SIM_SECONDS` bounds the run by time instead.
+const SEEDS_FOR_A_TIME: u64 = 1_000_000;
+
 /// `SIM_SEED=<n>`: that seed only; otherwise seeds 1 to `SIM_SEEDS` (default
-/// [`DEFAULT_SEEDS`]).
+/// [`DEFAULT_SEEDS`], or as many as `SIM_SECONDS` allows).
 fn seeds() -> Vec<u64> {
-    let number = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
     if let Some(seed) = number("SIM_SEED") {
         return vec![seed];
     }
-    (1..=number("SIM_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect()
+    let default = match number("SIM_SECONDS") {
+        Some(_) => SEEDS_FOR_A_TIME,
+        None => DEFAULT_SEEDS,
+    };
+    (1..=number("SIM_SEEDS").unwrap_or(default)).collect()
+}
+
+/// `SIM_SECONDS=<n>`: when the run stops taking new seeds (a nightly run's budget).
+fn until() -> Option<std::time::Instant> {
+    number("SIM_SECONDS").map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s))
 }
 
 fn trace_asked() -> bool {
@@ -28,6 +42,7 @@ fn run_all(
     tables: Tables,
     mutation: Option<Mutation>,
     stop_at_first: bool,
+    until: Option<std::time::Instant>,
 ) -> (Stats, Vec<(u64, String)>) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
@@ -38,7 +53,8 @@ fn run_all(
         for _ in 0..workers {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= seeds.len() || stop.load(Ordering::SeqCst) {
+                let late = until.is_some_and(|t| std::time::Instant::now() >= t);
+                if i >= seeds.len() || stop.load(Ordering::SeqCst) || late {
                     return;
                 }
                 let seed = seeds[i];
@@ -55,6 +71,7 @@ fn run_all(
                 match out {
                     Ok(s) => {
                         let t = &mut total.0;
+                        t.seeds += 1;
                         t.ops += s.ops;
                         t.requests += s.requests;
                         t.crashes += s.crashes;
@@ -82,7 +99,7 @@ fn run_all(
 /// faults were exercised.
 fn keeps_the_invariants(seeds: &[u64], tables: Tables) {
     let started = std::time::Instant::now();
-    let (total, failures) = run_all(seeds, tables, None, false);
+    let (total, failures) = run_all(seeds, tables, None, false, until());
     if let Some((seed, e)) = failures.first() {
         let all: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
         panic!(
@@ -90,13 +107,15 @@ fn keeps_the_invariants(seeds: &[u64], tables: Tables) {
         );
     }
     let secs = started.elapsed().as_secs_f64();
+    // Seeds run (`SIM_SECONDS` may stop the run before the last).
+    let ran = total.seeds;
     eprintln!(
-        "simulation ({tables:?} tables): {} seeds in {secs:.1} s ({:.1} seeds/s): {total:?}",
-        seeds.len(),
-        seeds.len() as f64 / secs
+        "simulation ({tables:?} tables): {ran} seeds in {secs:.1} s ({:.1} seeds/s): {total:?}",
+        ran as f64 / secs
     );
+    assert!(ran > 0, "no seed ran");
     // The faults must have been exercised, or the test proves nothing.
-    if seeds.len() >= 50 {
+    if ran >= 50 {
         assert!(
             total.crashes > 0 && total.nothing > 0 && total.unknown > 0,
             "{total:?}"
@@ -137,7 +156,7 @@ fn a_seed_replays_exactly() {
 /// Runs the default seeds with `mutation` on: the first seed that catches it.
 fn caught(mutation: Mutation) {
     let seeds: Vec<u64> = (1..=DEFAULT_SEEDS).collect();
-    let (_, failures) = run_all(&seeds, Tables::Sim, Some(mutation), true);
+    let (_, failures) = run_all(&seeds, Tables::Sim, Some(mutation), true, None);
     let (seed, e) = failures
         .first()
         .unwrap_or_else(|| panic!("{mutation:?} passed {DEFAULT_SEEDS} seeds"));
