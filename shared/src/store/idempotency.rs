@@ -248,9 +248,10 @@ impl KeyScope {
     }
 }
 
-/// Fails with the conflict [`insert_row`] would, without writing: for a write that carries
-/// its row in an S3 entry (a restore), checked on the caught-up database before each attempt
-/// to claim a log slot, so that a restore of another request under the key applies nothing.
+/// Fails with a conflict when another request holds `row`'s key; nothing is written. What
+/// [`insert_row`] answers for a taken key, and, for a write that carries its row in an S3
+/// entry (a restore), checked on the caught-up database before each attempt to claim a log
+/// slot, so that a restore of another request under the key applies nothing.
 pub(crate) fn check_free(conn: &Connection, row: &KeyRow) -> Result<()> {
     let owner: Option<String> = conn
         .query_row(
@@ -287,18 +288,8 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, row: &KeyRow, strict: bool) -> Re
         params![row.key, row.fingerprint, row.request_id, row.created_at],
     )?;
     if inserted == 0 {
-        let owner: String = tx.query_row(
-            "SELECT request_id FROM idempotency_keys WHERE key = ?1",
-            [&row.key],
-            |r| r.get(0),
-        )?;
-        if owner == row.request_id || !strict {
-            return Ok(());
-        }
-        return Err(Error::Conflict(format!(
-            "a request with Idempotency-Key '{}' was applied meanwhile by another request; retry to learn its answer",
-            row.key
-        )));
+        // The key has a row: this request's (a second write of it), or another's.
+        return if strict { check_free(tx, row) } else { Ok(()) };
     }
     // The bound: keep the newest MAX_KEYS rows (ids grow with insertion).
     let edge: Option<i64> = tx
