@@ -77,13 +77,7 @@ async fn rules_answer_in_each_surface_shape_count_down_and_delay() {
         json!({"path": "/t/s/r/1.28/users/*", "status": 500}),
     )
     .await;
-    let r = s
-        .client
-        .get(s.url(A_PATH))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_basic(A_PATH, &t).await;
     assert_eq!(r.status(), 500);
     assert_eq!(fault_of(&r).as_deref(), Some(a_rule.as_str()));
     assert_eq!(r.headers()["content-type"], "application/xml");

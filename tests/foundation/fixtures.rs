@@ -26,13 +26,7 @@ fn tour_events(day: &str) -> Value {
 
 /// GET a Surface A path as the tenant.
 async fn xml_get(s: &TestServer, t: &TestTenant, path: &str) -> Answer {
-    let r = s
-        .client
-        .get(s.url(&format!("{ROOT}/{path}")))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .expect("request");
+    let r = s.get_with_basic(&format!("{ROOT}/{path}"), t).await;
     read(r).await
 }
 

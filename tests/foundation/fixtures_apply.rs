@@ -82,12 +82,8 @@ async fn records_with_existing_ids_are_updated_and_the_rest_created() {
     assert_eq!(after["invoices"][0]["amount_to_pay"], 2.5);
     // Surface A reads the updated account; the updated rule rates by its new expression.
     let r = s
-        .client
-        .get(s.url(&format!("{ROOT}/billingAccounts/1")))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .unwrap();
+        .get_with_basic(&format!("{ROOT}/billingAccounts/1"), &t)
+        .await;
     let a = read(r).await;
     assert_eq!(attr(a.el(), "name"), "Acme Two", "{}", a.body);
     assert_eq!(charge(&s, &t, "acme-msg-2", 10).await, json!(5));

@@ -60,13 +60,11 @@ pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
 
 /// GET on Surface A, B or C as the tenant: status and body text.
 async fn read_as(s: &TestServer, t: &TestTenant, path: &str) -> (u16, String) {
-    let mut req = s.client.get(s.url(path));
-    req = if path.starts_with(ROOT) {
-        req.header("Authorization", t.basic_header())
+    let r = if path.starts_with(ROOT) {
+        s.get_with_basic(path, t).await
     } else {
-        req.header("X-Api-Key", &t.api_key)
+        s.get_with_key(path, &t.api_key).await
     };
-    let r = req.send().await.expect("request");
     (r.status().as_u16(), r.text().await.expect("body"))
 }
 
@@ -101,12 +99,8 @@ async fn a_demo_export_round_trips_and_every_surface_reads_the_same() {
     // what a month of the billing lifecycle writes (invoices, billed-through dates, next
     // invoice dates, statuses) when the clock advances.
     let ledger: Value = s
-        .client
-        .get(s.url("/revenue/3/ledgers/1"))
-        .header("X-Api-Key", &demo.api_key)
-        .send()
+        .get_with_key("/revenue/3/ledgers/1", &demo.api_key)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();

@@ -58,13 +58,7 @@ async fn requests_are_recorded_redacted_filtered_and_paged() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    let r = s
-        .client
-        .get(s.url("/t/s/r/1.28/users/current"))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .unwrap();
+    let r = s.get_with_basic("/t/s/r/1.28/users/current", &t).await;
     assert_eq!(r.status(), 200);
     assert_eq!(
         s.get_with_key("/revenue/3/collectors", &t.api_key)

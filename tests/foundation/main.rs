@@ -191,13 +191,7 @@ async fn surface_a_auth_matrix() {
         );
     }
     for (tenant, name) in [(&t, "acme"), (&other, "other")] {
-        let r = s
-            .client
-            .get(s.url(A_PATH))
-            .header("Authorization", tenant.basic_header())
-            .send()
-            .await
-            .unwrap();
+        let r = s.get_with_basic(A_PATH, tenant).await;
         assert_eq!(r.status(), 200);
         let body = r.text().await.unwrap();
         assert!(body.contains(&format!("username=\"{name}\"")), "{body}");

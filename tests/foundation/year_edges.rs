@@ -26,12 +26,8 @@ async fn legacy_invoice(s: &TestServer, t: &TestTenant, number: &str, occurred_o
     let created = r.text().await.expect("body");
     let eid = attr(&created, "eid");
     let r = s
-        .client
-        .get(s.url(&format!("/t/s/r/1.28/invoices/{eid}")))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .expect("request");
+        .get_with_basic(&format!("/t/s/r/1.28/invoices/{eid}"), t)
+        .await;
     assert_eq!(r.status(), 200, "{occurred_on}");
     attr(&r.text().await.expect("body"), "occurredOn")
 }

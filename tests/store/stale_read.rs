@@ -14,12 +14,8 @@ use serde_json::{json, Value};
 /// The account's `pendingChargesTotal` as `s` serves it on Surface A.
 async fn pending(s: &TestServer, t: &TestTenant) -> rust_decimal::Decimal {
     let r = s
-        .client
-        .get(s.url(&format!("{ROOT}/billingAccounts/1")))
-        .header("Authorization", t.basic_header())
-        .send()
-        .await
-        .expect("request");
+        .get_with_basic(&format!("{ROOT}/billingAccounts/1"), t)
+        .await;
     let answer = read(r).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     attr(answer.el(), "pendingChargesTotal")

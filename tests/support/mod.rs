@@ -178,6 +178,16 @@ impl TestServer {
             .expect("request")
     }
 
+    /// GET with `tenant`'s HTTP Basic credentials (Surface A).
+    pub async fn get_with_basic(&self, path: &str, tenant: &TestTenant) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .header("Authorization", tenant.basic_header())
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// Sends `method path` with the admin key and an optional JSON body.
     pub async fn admin_call(
         &self,
