@@ -32,7 +32,7 @@
 
 use super::idempotency::KeyScope;
 use super::replica::{self, Replica, RestoreRef};
-use super::{Registry, Store, TenantRecord};
+use super::Store;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -2,9 +2,10 @@
 //! invariants: its data is written before the registry makes it reachable, a refused fork
 //! leaves nothing, and in S3 mode it shares the checkpoint file, held by a marker).
 
-use super::{not_found, release, Manifest, Registry, Store, TenantRecord};
+use super::{not_found, release, Manifest};
 use crate::auth::Credentials;
 use crate::store::replica::{self, Replica, RestoreRef};
+use crate::store::{Registry, Store, TenantRecord};
 use crate::{Error, Result};
 
 impl Store {
