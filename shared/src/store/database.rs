@@ -78,10 +78,10 @@ struct Inner {
     /// Set by the watch triggers during a write; cleared where the versions are bumped.
     watched_touched: Arc<AtomicBool>,
     watched_memo: Mutex<Memo>,
-    /// Whether a background WAL checkpoint is running (local mode; see the module doc).
+    /// Whether a background WAL checkpoint is running (local mode; see [`wal`]).
     checkpointing: AtomicBool,
     /// Whether a background checkpoint finished since the writer last checkpointed: the
-    /// writer then copies the rest itself (see the module doc).
+    /// writer then copies the rest itself (see [`wal`]).
     backfilled: AtomicBool,
 }
 
@@ -112,7 +112,7 @@ impl Database {
             capture::install(&writer)?;
             r.catch_up(&mut writer)?;
         } else {
-            // Checkpoints run off the write path (see the module doc). The pragma replaces the
+            // Checkpoints run off the write path (see [`wal`]). The pragma replaces the
             // WAL hook, so it comes first.
             writer.pragma_update(None, "wal_autocheckpoint", 0)?;
             writer.wal_hook(Some(wal::record_pages));
