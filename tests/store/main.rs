@@ -3,7 +3,8 @@
 //! server and the fault proxy are `e2e::s3`; `powers`: the sandbox powers (clock, faults,
 //! journal) across environments on one bucket; `idempotency`: a write whose outcome was unknown,
 //! retried with its Idempotency-Key; `fixtures`: a fixture document applied, checkpointed,
-//! restored, forked and read by a cold environment; `stale_read`: a usage post after a
+//! restored, forked and read by a cold environment; `open_race`: servers starting at once on
+//! one data directory, from threads and from processes; `stale_read`: a usage post after a
 //! fixtures apply read at once through Surface A on every environment.
 
 mod cache;
@@ -17,6 +18,7 @@ mod fixtures;
 mod idempotency;
 mod isolation;
 mod lifecycle;
+mod open_race;
 mod powers;
 mod restore_load;
 mod s3_sync;

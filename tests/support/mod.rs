@@ -7,6 +7,7 @@
 
 pub mod billing;
 pub mod legacy;
+pub mod open_race;
 pub mod openapi;
 pub mod revenue;
 pub mod xsd;

@@ -16,6 +16,7 @@
 use super::database::Database;
 use super::idempotency::{self, Answer, Found, KeyScope};
 use super::replica::Replica;
+use super::sqlite;
 use crate::auth::{self, Credentials};
 use crate::{Error, Result};
 use rusqlite::{params, OptionalExtension};
@@ -144,7 +145,11 @@ impl Registry {
     /// Opens the registry at `path`, replicated to S3 when `replica` is given.
     pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
         let known = replica.is_some().then(|| Mutex::new(Known::default()));
-        let db = Database::open(path, |conn| Ok(conn.execute_batch(SCHEMA)?), replica)?;
+        let db = Database::open(
+            path,
+            |conn| sqlite::exclusively(conn, |tx| Ok(tx.execute_batch(SCHEMA)?)),
+            replica,
+        )?;
         Ok(Registry {
             db,
             known,

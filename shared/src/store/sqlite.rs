@@ -48,14 +48,60 @@ pub fn open(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// How long a connection waits for a lock another connection (of this process or another)
+/// holds before answering busy.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Applies the pragmas and collation to a fresh connection.
 pub fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Switching a new file to WAL needs its exclusive lock, and SQLite may answer busy at
+    // once (without the busy handler) when another connection is switching or creating the
+    // schema at that moment: servers starting together on one fresh data dir. Retried until
+    // the busy timeout, like any other lock wait.
+    while_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.create_collation("DECIMAL", decimal_collation)?;
     Ok(())
+}
+
+/// Runs `f` again while it answers busy (or locked), for up to [`BUSY_TIMEOUT`] in all: for
+/// the steps where SQLite answers busy at once instead of waiting in its busy handler (a
+/// journal-mode switch racing another connection's). The pauses grow from 1 ms to 50 ms.
+pub fn while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() + pause < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs `f` in one IMMEDIATE transaction on `conn` and commits it: the write lock is taken
+/// at BEGIN, where SQLite's busy handler waits for it, so a schema step racing another
+/// connection's (servers starting together on one data dir) waits instead of failing when
+/// a deferred transaction would have to upgrade. `f` must check again, inside the
+/// transaction, whether its work is still to be done: another connection may have done it
+/// while this one waited.
+pub fn exclusively<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>,
+) -> Result<T> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
 }
 
 /// Virtual machine steps between two looks at the deadline (see [`until_deadline`]): small
@@ -133,21 +179,35 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 
 fn apply_migrations(conn: &mut Connection, current: usize) -> Result<()> {
     for (version, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)
-            .map_err(|e| Error::Internal(format!("migration {name}: {e}")))?;
-        let broken: Option<String> = tx
-            .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
-            .optional()?;
-        if let Some(table) = broken {
-            return Err(Error::Internal(format!(
-                "migration {name} left a broken foreign key in table {table}"
-            )));
-        }
-        tx.pragma_update(None, "user_version", version + 1)?;
-        tx.commit()?;
-        tracing::debug!(migration = name, "applied");
+        exclusively(conn, |tx| apply_migration(tx, version, name, sql))?;
     }
+    Ok(())
+}
+
+/// Applies migration number `version` (0-based) inside `tx`, unless another connection
+/// applied it while this one waited for the write lock.
+fn apply_migration(
+    tx: &rusqlite::Transaction<'_>,
+    version: usize,
+    name: &str,
+    sql: &str,
+) -> Result<()> {
+    let now: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if now > version {
+        return Ok(());
+    }
+    tx.execute_batch(sql)
+        .map_err(|e| Error::Internal(format!("migration {name}: {e}")))?;
+    let broken: Option<String> = tx
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()?;
+    if let Some(table) = broken {
+        return Err(Error::Internal(format!(
+            "migration {name} left a broken foreign key in table {table}"
+        )));
+    }
+    tx.pragma_update(None, "user_version", version + 1)?;
+    tracing::debug!(migration = name, "applied");
     Ok(())
 }
 

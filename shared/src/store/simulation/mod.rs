@@ -90,20 +90,20 @@ impl Tables {
 
 /// [`Tables::Sim`]'s schema, created in one transaction on an empty database.
 fn sim_schema(conn: &mut rusqlite::Connection) -> Result<()> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version == 0 {
-        let tx = conn.transaction()?;
-        tx.execute_batch(concat!(
-            "CREATE TABLE ledgers (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);
-             CREATE TABLE sandbox_clock (
-                 id INTEGER PRIMARY KEY CHECK (id = 1), frozen_at TEXT,
-                 offset_ms INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL);",
-            include_str!("../migrations/0010_idempotency_keys.sql"),
-            "PRAGMA user_version = 1;"
-        ))?;
-        tx.commit()?;
-    }
-    Ok(())
+    super::sqlite::exclusively(conn, |tx| {
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version == 0 {
+            tx.execute_batch(concat!(
+                "CREATE TABLE ledgers (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);
+                 CREATE TABLE sandbox_clock (
+                     id INTEGER PRIMARY KEY CHECK (id = 1), frozen_at TEXT,
+                     offset_ms INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL);",
+                include_str!("../migrations/0010_idempotency_keys.sql"),
+                "PRAGMA user_version = 1;"
+            ))?;
+        }
+        Ok(())
+    })
 }
 
 /// A ledger row's id, as the write that made it answers.
