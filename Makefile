@@ -1,3 +1,17 @@
+# The tests, from a fresh machine (the README's test command; .ci/run calls exactly it after its
+# fmt, clippy and unused-dependency gates): tests/setup.sh installs the test tools that are
+# missing (Python, npm, Chromium), then every test of the workspace runs.
+#
+#   make test
+#   make flake-hunt RUNS=5      # the test command RUNS times, and the concurrency-heavy
+#                               # binaries on one core; a report of every failure by test name
+test:
+	bash tests/setup.sh
+	cargo test --workspace
+
+flake-hunt:
+	bash tests/flake-hunt.sh $(RUNS)
+
 # SAM build of the five Lambda functions in one compile (template.yaml: BuildMethod: makefile).
 #
 # `sam build` runs `make build-<LogicalId>` once per function with ARTIFACTS_DIR set. Every
@@ -13,7 +27,8 @@ FUNCTIONS := legacy usage billing revenue admin
 PROFILE := release-lambda
 LAMBDA_DIR := target/lambda
 
-.PHONY: lambdas build-LegacyFunction build-UsageFunction build-BillingFunction \
+.DEFAULT_GOAL := lambdas
+.PHONY: test flake-hunt lambdas build-LegacyFunction build-UsageFunction build-BillingFunction \
 	build-RevenueFunction build-AdminFunction
 
 # -p per function (not --bin): features are then unified over these five packages only, so

@@ -9,7 +9,7 @@
 //!   live answers (and the round trips' PUT bodies) against them.
 //!
 //! The tools: tests/requirements.txt (pip) and tests/clients/npm-tools.txt (npm), installed
-//! by .ci/run, and here when missing.
+//! by tests/setup.sh (`make test`).
 
 use e2e::openapi::{workspace_root, Document, DOCUMENTS};
 use e2e::{runs, TestServer, TestTenant, ADMIN_KEY};
@@ -43,7 +43,7 @@ async fn run(dir: &Path, program: &str, args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_python_clients_work_against_the_server() {
-    e2e::ensure_test_tools(|| {
+    e2e::require_tool("openapi-python-client and openapi-core (Python)", || {
         runs("openapi-python-client", &["--version"])
             && runs("python3", &["-c", "import openapi_core"])
     });
@@ -87,24 +87,11 @@ async fn generated_python_clients_work_against_the_server() {
     assert!(said.contains("smoke: 9 steps passed"), "{said}");
 }
 
-/// Installs the npm tools of tests/clients/npm-tools.txt globally unless present.
-fn ensure_npm_tools() {
-    if runs("openapi-typescript", &["--version"]) && runs("tsc", &["--version"]) {
-        return;
-    }
-    let list = std::fs::read_to_string(workspace_root().join("tests/clients/npm-tools.txt"))
-        .expect("npm-tools.txt");
-    let tools: Vec<&str> = list
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect();
-    let installed = std::process::Command::new("npm")
-        .args(["install", "--global", "--no-audit", "--no-fund"])
-        .args(&tools)
-        .status()
-        .expect("npm");
-    assert!(installed.success(), "npm install --global {tools:?} failed");
+/// The npm tools of tests/clients/npm-tools.txt (installed by tests/setup.sh).
+fn require_npm_tools() {
+    e2e::require_tool("openapi-typescript and tsc (npm)", || {
+        runs("openapi-typescript", &["--version"]) && runs("tsc", &["--version"])
+    });
 }
 
 /// GET `path` with the tenant's API key (or the admin key for `/sandbox/`), asserting 200.
@@ -122,7 +109,7 @@ async fn live(s: &TestServer, tenant: &TestTenant, path: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_types_generated_from_the_documents_type_live_answers() {
-    ensure_npm_tools();
+    require_npm_tools();
     let s = TestServer::start().await;
     let tenant = s.create_tenant("typescript", "demo").await;
     let work = tempfile::tempdir().expect("temp dir");

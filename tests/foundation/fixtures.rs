@@ -330,7 +330,9 @@ fn valid(dir: &std::path::Path, schema: &Value, doc: &Value) -> bool {
 
 #[tokio::test]
 async fn the_served_schema_validates_the_demo_and_the_docs_example() {
-    e2e::ensure_test_tools(|| e2e::runs("python3", &["-c", "import jsonschema"]));
+    e2e::require_tool("jsonschema (Python)", || {
+        e2e::runs("python3", &["-c", "import jsonschema"])
+    });
     let s = TestServer::start().await;
     // Served without the admin key, like the OpenAPI document.
     let r = s

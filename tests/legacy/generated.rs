@@ -26,7 +26,9 @@ fn run(cmd: &mut Command) -> String {
 
 #[tokio::test]
 async fn classes_generated_from_the_xsd_read_and_write_surface_a() {
-    e2e::ensure_test_tools(|| e2e::runs("python3", &["-m", "xsdata", "--version"]));
+    e2e::require_tool("xsdata (Python)", || {
+        e2e::runs("python3", &["-m", "xsdata", "--version"])
+    });
     let a = Legacy::start("demo").await;
     let dir = tempfile::tempdir().unwrap();
     let xsd = e2e::xsd::fetch(&a.s.base).await;

@@ -4,9 +4,9 @@
 //! "database is locked". Each round is a new directory and [`OPENERS`] openers released
 //! together; every opener must succeed and all must agree on the secret and the tenant.
 //!
-//! Rounds: `OPEN_RACE_ROUNDS` (threads, default 200) and `OPEN_RACE_PROCESS_ROUNDS`
-//! (processes of the `open_store` binary, default 25: a process start costs far more than a
-//! thread's, and 200 rounds take about a minute on two cores; run them by setting it).
+//! Rounds: `OPEN_RACE_ROUNDS` (threads, default 40) and `OPEN_RACE_PROCESS_ROUNDS` (processes
+//! of the `open_store` binary, default 20), each round about 0.1 s on two cores; 200 of each
+//! (the stress run in docs/testing.md) take about 20 s apiece.
 
 use e2e::open_race::{open_once, Opened};
 use std::process::Command;
@@ -39,7 +39,7 @@ fn check_round(round: usize, outcomes: Vec<Result<Opened, String>>) {
 
 #[test]
 fn sixteen_threads_open_one_fresh_data_dir_at_once() {
-    for round in 0..rounds("OPEN_RACE_ROUNDS", 200) {
+    for round in 0..rounds("OPEN_RACE_ROUNDS", 40) {
         let dir = tempfile::tempdir().expect("temp dir");
         let start = Arc::new(Barrier::new(OPENERS));
         let outcomes = (0..OPENERS)
@@ -60,7 +60,7 @@ fn sixteen_threads_open_one_fresh_data_dir_at_once() {
 
 #[test]
 fn sixteen_processes_open_one_fresh_data_dir_at_once() {
-    for round in 0..rounds("OPEN_RACE_PROCESS_ROUNDS", 25) {
+    for round in 0..rounds("OPEN_RACE_PROCESS_ROUNDS", 20) {
         let dir = tempfile::tempdir().expect("temp dir");
         // Processes cannot share a barrier; started back to back, they open within a few
         // milliseconds of each other, inside the registry's schema creation of the first.

@@ -359,23 +359,15 @@ pub fn fixtures_docs_example() -> Value {
 }
 pub mod s3_count;
 
-/// Installs the Python test tools of tests/requirements.txt (moto's S3 server, schemathesis)
-/// unless `present` says they are there, so `cargo test --workspace` needs no manual step.
-pub fn ensure_test_tools(present: impl Fn() -> bool) {
-    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    if present() {
-        return;
-    }
-    let requirements = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("requirements.txt");
-    let installed = std::process::Command::new("python3")
-        .args(["-m", "pip", "install", "--quiet", "-r"])
-        .arg(&requirements)
-        .status()
-        .expect("python3 -m pip");
+/// Fails the calling test, naming the one set-up command, unless `present` says the test
+/// tool `what` is installed. Installing is `tests/setup.sh`'s job (run by `make test`, the
+/// README's test command), never a test's: a test that installed would race its siblings
+/// and hide a missing step of the set-up.
+pub fn require_tool(what: &str, present: impl Fn() -> bool) {
     assert!(
-        installed.success(),
-        "pip install -r tests/requirements.txt failed"
+        present(),
+        "{what} is not installed: run `make test` (or `bash tests/setup.sh` once, then cargo \
+         test); tests/setup.sh installs every test tool"
     );
 }
 

@@ -191,7 +191,7 @@ pub fn schemathesis(
     headers: &[String],
     max_examples: u32,
 ) -> FuzzReport {
-    crate::ensure_test_tools(|| {
+    crate::require_tool("schemathesis and openapi-core (Python)", || {
         crate::runs("st", &["--version"]) && crate::runs("python3", &["-c", "import openapi_core"])
     });
     let first = schemathesis_once(base, doc, headers, max_examples);

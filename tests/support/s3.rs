@@ -75,7 +75,7 @@ impl Moto {
         let serial = ONE_MOTO_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        crate::ensure_test_tools(|| {
+        crate::require_tool("moto's S3 server (Python)", || {
             crate::runs(
                 "python3",
                 &["-c", "import moto.moto_server.werkzeug_app, werkzeug"],

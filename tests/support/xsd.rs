@@ -22,7 +22,9 @@ struct Validator {
 
 impl Validator {
     fn start(xsd: String) -> Validator {
-        crate::ensure_test_tools(|| crate::runs("python3", &["-c", "import xmlschema"]));
+        crate::require_tool("xmlschema (Python)", || {
+            crate::runs("python3", &["-c", "import xmlschema"])
+        });
         let mut file = tempfile::NamedTempFile::new().expect("temp file");
         file.write_all(xsd.as_bytes()).expect("write the XSD");
         let script =

@@ -6,7 +6,8 @@
 //! target/console-screenshots/ for a person to look at.
 //!
 //! Chromium and chromedriver are Debian packages (`apt-get install chromium chromium-driver`,
-//! which .ci/run does); without them this test fails saying so, it never skips.
+//! which tests/setup.sh does, run by `make test`); without them this test fails saying so, it
+//! never skips.
 
 #![allow(
     clippy::unwrap_used,
@@ -44,7 +45,8 @@ fn program(var: &str, names: &[&str]) -> PathBuf {
     }
     panic!(
         "the console test needs {names:?} (or {var}=path): install Chromium and its driver, \
-         e.g. `apt-get update && apt-get install -y chromium chromium-driver` (what .ci/run does)"
+         e.g. `apt-get update && apt-get install -y chromium chromium-driver` (what `make test` \
+         does through tests/setup.sh)"
     );
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The flake hunt: runs the whole test command RUNS times (default 3), then the
+# concurrency-heavy test binaries PINNED times each (default 2) pinned to one core (taskset),
+# where a test that orders events by timing breaks first, and reports every failure by run,
+# test binary and test name. Exit 0 only when nothing failed.
+#
+#   bash tests/flake-hunt.sh [RUNS] [PINNED]      # or: make flake-hunt RUNS=5
+#
+# Logs and the report go to target/flake-hunt/ (report.txt). A failure is a defect to fix at
+# its cause (docs/testing.md), never a test to retry.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-3}
+pinned=${2:-2}
+out=target/flake-hunt
+mkdir -p "$out"
+report="$out/report.txt"
+: >"$report"
+
+bash tests/setup.sh || exit 1
+cargo test --workspace --no-run --quiet || exit 1
+
+# Failures of one cargo test log, one line each: "<binary>: <test name>", or
+# "<binary>: (the binary failed outside a test)" when it ended badly with no failed test.
+failures() {
+  awk '
+    /^     Running / { bin = $2; failed_here = 0 }
+    /^test .* \.\.\. FAILED$/ { sub(/^test /, ""); sub(/ \.\.\. FAILED$/, ""); print bin ": " $0; failed_here = 1; any = 1 }
+    /^error: test failed, to rerun pass/ && !failed_here { print bin ": (the binary failed outside a test)" }
+  ' "$1"
+}
+
+total_failures=0
+record() { # name log seconds status
+  local found
+  found=$(failures "$2")
+  local count
+  count=$(printf '%s' "$found" | grep -c . || true)
+  if [ "$4" -ne 0 ] && [ "$count" -eq 0 ]; then
+    found="(exit $4 with no failed test: see $2)"
+    count=1
+  fi
+  total_failures=$((total_failures + count))
+  local passed
+  passed=$(grep -E '^test result:' "$2" | awk '{ s += $4 } END { print s + 0 }')
+  echo "$1: ${3}s, $passed passed, $count failed" | tee -a "$report"
+  if [ -n "$found" ]; then
+    printf '%s\n' "$found" | sed 's/^/    /' | tee -a "$report"
+  fi
+}
+
+for i in $(seq 1 "$runs"); do
+  log="$out/run-$i.log"
+  start=$(date +%s)
+  cargo test --workspace --no-fail-fast >"$log" 2>&1
+  status=$?
+  record "run $i of $runs (cargo test --workspace)" "$log" $(($(date +%s) - start)) "$status"
+done
+
+# The binaries whose tests race threads, processes and S3 environments against each other.
+heavy=("-p e2e --test store" "-p e2e --test foundation" "-p shared --lib")
+for i in $(seq 1 "$pinned"); do
+  for args in "${heavy[@]}"; do
+    name=$(echo "$args" | tr -s ' -' '_')
+    log="$out/pinned-$i$name.log"
+    start=$(date +%s)
+    # shellcheck disable=SC2086 # the arguments are words
+    taskset -c 0 cargo test $args --no-fail-fast >"$log" 2>&1
+    status=$?
+    record "pinned to one core, round $i: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
+  done
+done
+
+echo "flake hunt: $total_failures failures (report: $report)" | tee -a "$report"
+[ "$total_failures" -eq 0 ]
