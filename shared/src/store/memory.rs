@@ -207,6 +207,12 @@ impl State {
             }
             Request::Copy(from, to) => {
                 let body = self.objects.get(from).cloned().ok_or(S3Error::NotFound)?;
+                if from == to {
+                    // As S3 (400 InvalidRequest): a copy must change something.
+                    return Err(S3Error::Refused(format!(
+                        "COPY {to}: an object cannot be copied onto itself unchanged"
+                    )));
+                }
                 self.objects.insert(to.clone(), body);
                 Ok(Reply::Done)
             }

@@ -40,7 +40,8 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Deletes `key` (a missing key is not an error).
     fn delete(&self, key: &str) -> Result<(), S3Error>;
     /// Copies `from` to `to` inside the bucket, replacing any object at `to`; a missing
-    /// source is [`S3Error::NotFound`].
+    /// source is [`S3Error::NotFound`], a copy onto itself (`from == to`) is
+    /// [`S3Error::Refused`] as S3 refuses it (the protocol never makes one).
     fn copy(&self, from: &str, to: &str) -> Result<(), S3Error>;
     /// The protocol's clock (deadlines are instants of it): real time, or simulated time.
     fn now(&self) -> Instant {
