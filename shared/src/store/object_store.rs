@@ -14,6 +14,10 @@
 //! took effect. Time and pauses between retries go through the store too
 //! ([`ObjectStore::now`], [`ObjectStore::pause`]), so that a simulated store runs the
 //! protocol on simulated time.
+//!
+//! The end-to-end contract suite (tests/store/contract.rs, `cargo test -p e2e --test store
+//! contract`) checks this contract with one set of cases run on both implementations: S3
+//! through the AWS client against moto, and a plain in-memory bucket.
 
 use super::s3::S3Error;
 use std::path::Path;
