@@ -5,12 +5,15 @@
 //! retried with its Idempotency-Key; `fixtures`: a fixture document applied, checkpointed,
 //! restored, forked and read by a cold environment; `open_race`: servers starting at once on
 //! one data directory, from threads and from processes; `stale_read`: a usage post after a
-//! fixtures apply read at once through Surface A on every environment.
+//! fixtures apply read at once through Surface A on every environment; `contract`: the
+//! object-store contract, one set of cases run on the simulation's in-memory bucket and on S3
+//! (moto) through the AWS client.
 
 mod cache;
 mod chaos;
 mod checkpoint_limits;
 mod checkpoints;
+mod contract;
 mod costs;
 mod deadlines;
 mod fencing;

@@ -19,6 +19,12 @@
 //! second thread sends requests beside the driver's (see [`World::drive`]): every request
 //! draws the same number of numbers from its thread's stream whatever path it takes.
 //! With [`Faults::NONE`] it is a plain, well-behaved in-memory bucket.
+//!
+//! Who uses it: the simulation (`simulation/`, `cfg(test)`) and the object-store contract
+//! suite (tests/store/contract.rs), which runs the same cases on a plain in-memory bucket
+//! and on S3 (moto) so that this bucket answers as S3 does. It is compiled into tests only
+//! (`cfg(test)`, or the `test-support` feature the end-to-end tests enable), never into the
+//! Lambda functions.
 
 use super::object_store::{Mutation, ObjectStore};
 use super::s3::{current_deadline, S3Error};
@@ -207,6 +213,12 @@ impl State {
             }
             Request::Copy(from, to) => {
                 let body = self.objects.get(from).cloned().ok_or(S3Error::NotFound)?;
+                if from == to {
+                    // As S3 (400 InvalidRequest): a copy must change something.
+                    return Err(S3Error::Refused(format!(
+                        "COPY {to}: an object cannot be copied onto itself unchanged"
+                    )));
+                }
                 self.objects.insert(to.clone(), body);
                 Ok(Reply::Done)
             }

@@ -30,6 +30,9 @@ pub mod capture;
 pub mod checkpoints;
 mod database;
 pub mod idempotency;
+/// The in-memory bucket: for the simulation (`cfg(test)`) and other crates' tests (feature
+/// `test-support`, which the end-to-end tests enable); never in a build that serves.
+#[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub mod object_store;
 pub use database::MemoScope;

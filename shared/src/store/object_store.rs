@@ -14,6 +14,10 @@
 //! took effect. Time and pauses between retries go through the store too
 //! ([`ObjectStore::now`], [`ObjectStore::pause`]), so that a simulated store runs the
 //! protocol on simulated time.
+//!
+//! The end-to-end contract suite (tests/store/contract.rs, `cargo test -p e2e --test store
+//! contract`) checks this contract with one set of cases run on both implementations: S3
+//! through the AWS client against moto, and a plain in-memory bucket.
 
 use super::s3::S3Error;
 use std::path::Path;
@@ -40,7 +44,8 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Deletes `key` (a missing key is not an error).
     fn delete(&self, key: &str) -> Result<(), S3Error>;
     /// Copies `from` to `to` inside the bucket, replacing any object at `to`; a missing
-    /// source is [`S3Error::NotFound`].
+    /// source is [`S3Error::NotFound`], a copy onto itself (`from == to`) is
+    /// [`S3Error::Refused`] as S3 refuses it (the protocol never makes one).
     fn copy(&self, from: &str, to: &str) -> Result<(), S3Error>;
     /// The protocol's clock (deadlines are instants of it): real time, or simulated time.
     fn now(&self) -> Instant {
