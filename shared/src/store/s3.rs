@@ -132,7 +132,7 @@ thread_local! {
 
 /// Runs `f` with every S3 call this thread makes inside it bounded by `deadline` (or by an
 /// enclosing block's earlier deadline): a call still running then is abandoned and answers
-/// [`S3Error::Unavailable`]; a call started after it answers that at once, sending nothing.
+/// [`S3Error::DeadlinePassed`]; a call started after it answers that at once, sending nothing.
 pub fn with_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
     let outer = DEADLINE.with(Cell::get);
     let bound = outer.map_or(deadline, |o| o.min(deadline));
