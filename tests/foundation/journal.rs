@@ -233,16 +233,31 @@ async fn secrets_are_redacted_wherever_they_are_spelled() {
     // escape or in camelCase, and a malformed body naming a password were kept in clear.
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
-    let secrets = ["k-SECRET-1", "eyJ-SECRET-2", "pw-SECRET-3", "ak-SECRET-4"];
+    let secrets = [
+        "k-SECRET-1",
+        "eyJ-SECRET-2",
+        "pw-SECRET-3",
+        "ak-SECRET-4",
+        "at-SECRET-5",
+        "st-SECRET-6",
+        "hk-SECRET-7",
+    ];
+    // Headers other clients send credentials in are redacted by the same name rule as query
+    // parameters and members (they were kept in clear).
     let r = s
-        .get_with_key(
-            &format!(
-                "{B_PATH}?api_key={}&Access%5FToken={}&n=1",
-                secrets[0], secrets[1]
-            ),
-            &t.api_key,
-        )
-        .await;
+        .client
+        .get(s.url(&format!(
+            "{B_PATH}?api_key={}&Access%5FToken={}&n=1",
+            secrets[0], secrets[1]
+        )))
+        .header("X-Api-Key", &t.api_key)
+        .header("X-Auth-Token", secrets[4])
+        .header("X-Amz-Security-Token", secrets[5])
+        .header("Api-Key", secrets[6])
+        .header("X-Trace", "kept")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let post = |body: String| {
         s.client
@@ -270,6 +285,19 @@ async fn secrets_are_redacted_wherever_they_are_spelled() {
         get["query"],
         "api_key=[redacted]&Access%5FToken=[redacted]&n=1"
     );
+    let header = |name: &str| {
+        get["request_headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h[0] == name)
+            .unwrap_or_else(|| panic!("{name} kept by name: {get}"))[1]
+            .clone()
+    };
+    for name in ["x-auth-token", "x-amz-security-token", "api-key"] {
+        assert_eq!(header(name), "[redacted]", "{name}");
+    }
+    assert_eq!(header("x-trace"), "kept");
     let posts: Vec<&Value> = all
         .iter()
         .filter(|e| e["path"] == "/billing/2/bill-batches")

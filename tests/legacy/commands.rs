@@ -280,3 +280,55 @@ async fn status_commands_follow_valid_transitions() {
         "ACTIVE"
     );
 }
+
+/// POST ROOT/path with no body, with `origin` and the XML content type when given.
+async fn bodiless(a: &Legacy, path: &str, origin: Option<&str>, xml: bool) -> e2e::legacy::Answer {
+    let mut req =
+        a.s.client
+            .post(a.s.url(&format!("{}/{path}", e2e::legacy::ROOT)))
+            .header("Authorization", a.t.basic_header());
+    if let Some(origin) = origin {
+        req = req.header("Origin", origin);
+    }
+    if xml {
+        req = req.header("Content-Type", "application/xml");
+    }
+    e2e::legacy::read(req.send().await.expect("request")).await
+}
+
+async fn account_status(a: &Legacy, eid: u32) -> String {
+    attr(
+        a.get(&format!("billingAccounts/{eid}")).await.el(),
+        "status",
+    )
+    .to_string()
+}
+
+/// A browser sends a body-less POST to any site without a CORS preflight, with the Basic
+/// credentials it holds for this one: such a command from another origin is refused (403,
+/// nothing applied) unless it carries the XML content type (which a browser sends
+/// cross-origin only after a preflight). Non-browser clients send no Origin and are served.
+#[tokio::test]
+async fn a_bodiless_command_from_another_origin_is_refused() {
+    let a = Legacy::start("demo").await;
+    let before = account_status(&a, 1).await;
+    for origin in ["http://evil.example", "null"] {
+        let r = bodiless(&a, "billingAccounts/1/suspend", Some(origin), false).await;
+        assert_eq!(r.status, 403, "{origin}: {}", r.body);
+        let (reason, message) = r.fault();
+        assert_eq!(reason, "GENERAL");
+        assert!(message.contains("another origin"), "{message}");
+        assert_eq!(account_status(&a, 1).await, before, "nothing applied");
+    }
+    // The same command with the XML content type (preflighted in a browser) is served.
+    let evil = Some("http://evil.example");
+    let r = bodiless(&a, "billingAccounts/1/suspend", evil, true).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(account_status(&a, 1).await, "SUSPENDED");
+    // From this origin, or with no Origin (curl, SDKs): served without a content type.
+    let r = bodiless(&a, "billingAccounts/1/resume", Some(&a.s.base), false).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = bodiless(&a, "billingAccounts/1/suspend", None, false).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(account_status(&a, 1).await, "SUSPENDED");
+}

@@ -1,6 +1,7 @@
 //! Extractors of Surface A requests, each rejecting with an XML [`Fault`]: HTTP Basic auth,
 //! the XML body (415 unless `application/xml`, 413 past the body limit, 400 when the safe
-//! reader refuses it), query parameters and the `eid` path segment.
+//! reader refuses it; a body-less command from another origin 403, see
+//! [`refuse_foreign_origin`]), query parameters and the `eid` path segment.
 
 use crate::fault::Fault;
 use crate::xml::{self, Element};
@@ -37,6 +38,8 @@ impl<S: Send + Sync> FromRequest<S> for OptionalXmlBody {
         if let Some(ct) = &content_type {
             check_xml_media_type(ct)?;
         }
+        let origin = header_str(req.headers(), "origin").map(str::to_string);
+        let host = header_str(req.headers(), "host").map(str::to_string);
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 Fault::new(
@@ -49,6 +52,9 @@ impl<S: Send + Sync> FromRequest<S> for OptionalXmlBody {
             }
         })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
+            if content_type.is_none() {
+                refuse_foreign_origin(&origin, host.as_deref())?;
+            }
             return Ok(OptionalXmlBody(None));
         }
         if content_type.is_none() {
@@ -70,6 +76,33 @@ impl<S: Send + Sync> FromRequest<S> for XmlBody {
             None => Err(Fault::validation("an XML request body is required")),
         }
     }
+}
+
+/// A command sent with no body and no content type changes state, and a browser sends such
+/// a POST to any site without asking (a "simple" cross-origin request), with the Basic
+/// credentials it holds for this one. So a body-less command must come from this origin
+/// (no `Origin` header, as from curl or any non-browser client, or one naming this host) or
+/// carry `Content-Type: application/xml` (which a browser sends cross-origin only after a
+/// CORS preflight, which this server never grants). 403 otherwise, nothing applied.
+fn refuse_foreign_origin(origin: &Option<String>, host: Option<&str>) -> Result<(), Fault> {
+    let Some(origin) = origin else {
+        return Ok(());
+    };
+    let origin_host = origin
+        .split_once("://")
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    if origin_host.is_some() && origin_host == host {
+        return Ok(());
+    }
+    Err(Fault::new(
+        StatusCode::FORBIDDEN,
+        "GENERAL",
+        format!(
+            "a command without a body from another origin ({}) is refused: send it with \
+             Content-Type: application/xml (an empty body is fine), or from this origin",
+            shared::error::quoted(origin)
+        ),
+    ))
 }
 
 fn check_xml_media_type(content_type: &str) -> Result<(), Fault> {

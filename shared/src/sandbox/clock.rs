@@ -8,12 +8,14 @@
 //! Every time the tenant's data depends on reads the clock (stamps, run times, defaults such
 //! as "today"). Credentials and token expiry stay on real time ([`crate::time::now`]).
 //!
-//! Invariants: the clock's instant stays within [`MIN_INSTANT`, `MAX_INSTANT`]; it only
-//! moves backwards through an explicit set (`PUT .../clock`), never through an advance.
+//! Invariants: the clock's reading stays within [`MIN_YEAR`, `MAX_YEAR`) (checked when set or
+//! advanced, and held at read time by [`crate::time::clock::Clock::at`] for a running clock
+//! that runs into the end); it only moves backwards through an explicit set
+//! (`PUT .../clock`), never through an advance.
 
 pub use crate::time::clock::Clock;
 use crate::{Error, Result};
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 use serde::Serialize;
 
@@ -28,10 +30,7 @@ fn nullable_modes() -> utoipa::openapi::Object {
     crate::schema::nullable_enumeration(MODES)
 }
 
-/// Earliest instant a clock may show (2000-01-01T00:00:00Z).
-pub const MIN_YEAR: i32 = 2000;
-/// A clock may show instants before the start of this year (2100-01-01T00:00:00Z).
-pub const MAX_YEAR: i32 = 2100;
+pub use crate::time::clock::{MAX_YEAR, MIN_YEAR};
 /// Longest single advance: ten years of 365 days, in seconds.
 pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
@@ -265,7 +264,7 @@ pub fn advance(tx: &Transaction<'_>, target: Target, tz: chrono_tz::Tz) -> Resul
 
 /// 400 unless `t` lies within the clock's bounds (`field` names it in the message).
 pub fn check_bounds(field: &str, t: DateTime<Utc>) -> Result<()> {
-    let (min, max) = bounds();
+    let (min, max) = crate::time::clock::bounds();
     if t < min || t >= max {
         return Err(Error::bad_request(format!(
             "{field}: the clock shows instants from {MIN_YEAR}-01-01 to before {MAX_YEAR}-01-01 (UTC)"
@@ -274,18 +273,10 @@ pub fn check_bounds(field: &str, t: DateTime<Utc>) -> Result<()> {
     Ok(())
 }
 
-fn bounds() -> (DateTime<Utc>, DateTime<Utc>) {
-    let at = |year| {
-        Utc.with_ymd_and_hms(year, 1, 1, 0, 0, 0)
-            .single()
-            .unwrap_or(DateTime::<Utc>::MIN_UTC)
-    };
-    (at(MIN_YEAR), at(MAX_YEAR))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
 
     #[test]
     fn a_running_clock_moved_keeps_running() {

@@ -9,8 +9,24 @@
 //! [`Clock`] and runs the domain's transitions on the way.
 
 use crate::{Error, Result};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension};
+
+/// Earliest instant a clock may show (2000-01-01T00:00:00Z).
+pub const MIN_YEAR: i32 = 2000;
+/// A clock may show instants before the start of this year (2100-01-01T00:00:00Z).
+pub const MAX_YEAR: i32 = 2100;
+
+/// The first instant a clock may show and the first it may not (`[start of MIN_YEAR, start
+/// of MAX_YEAR)`).
+pub fn bounds() -> (DateTime<Utc>, DateTime<Utc>) {
+    let at = |year| {
+        Utc.with_ymd_and_hms(year, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    };
+    (at(MIN_YEAR), at(MAX_YEAR))
+}
 
 /// A tenant's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +67,21 @@ impl Clock {
         self.at(super::now())
     }
 
-    /// What the clock reads when real time is `real`.
+    /// What the clock reads when real time is `real`. A running clock set near the end of
+    /// the bounds runs into it as real time passes: its reading stops at the last millisecond
+    /// before [`MAX_YEAR`] (and never reads before [`MIN_YEAR`]), so nothing is stamped
+    /// outside the bounds a setting is checked against.
     pub fn at(&self, real: DateTime<Utc>) -> DateTime<Utc> {
         match self {
             Clock::Real => real,
             Clock::Frozen(t) => *t,
-            Clock::Offset(ms) => real + chrono::Duration::milliseconds(*ms),
+            Clock::Offset(ms) => {
+                let (min, end) = bounds();
+                let last = end - chrono::Duration::milliseconds(1);
+                real.checked_add_signed(chrono::Duration::milliseconds(*ms))
+                    .unwrap_or(last)
+                    .clamp(min, last)
+            }
         }
     }
 }
@@ -65,4 +90,23 @@ impl Clock {
 /// reads (see the module doc).
 pub fn now_for(conn: &Connection) -> Result<DateTime<Utc>> {
     Ok(Clock::load(conn)?.now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_clock_stops_at_the_end_of_its_bounds() {
+        let (_, end) = bounds();
+        let real = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
+        // Set to read one second before the bound, then two seconds of real time pass.
+        let clock = Clock::Offset((end - real).num_milliseconds() - 1000);
+        assert_eq!(clock.at(real), end - chrono::Duration::seconds(1));
+        let later = clock.at(real + chrono::Duration::seconds(2));
+        assert_eq!(later, end - chrono::Duration::milliseconds(1));
+        assert!(crate::time::to_storage(later).starts_with("2099-12-31T23:59:59"));
+        // Far behind real time it never reads before the lower bound.
+        assert_eq!(Clock::Offset(-200 * 365 * 86_400_000).at(real), bounds().0);
+    }
 }

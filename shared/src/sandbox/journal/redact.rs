@@ -1,8 +1,10 @@
 //! What the journal never keeps: the values of secret headers, of secret query parameters
 //! and of secret JSON members, by name, wherever they are.
 //!
-//! Names are compared folded ([`fold`]: lowercase, `_` and `-` removed), so `api_key`,
-//! `apiKey`, `API-KEY` and `apikey` are one name; JSON member names are compared once
+//! One name rule for headers, query parameters and JSON members ([`is_secret_name`]): names
+//! are compared folded ([`fold`]: lowercase, `_` and `-` removed), so `api_key`, `apiKey`,
+//! `API-KEY` and `apikey` are one name, and a name that ends with a secret's is a secret's
+//! too (`X-Auth-Token`, `X-Amz-Security-Token`, `userPassword`, `x_client_secret`); JSON member names are compared once
 //! unescaped (`"pass\u0077ord"` is `password`), query parameter names once percent-decoded.
 //! A body that does not parse as JSON (cut at [`super::BODY_LIMIT`], malformed, or not JSON
 //! at all) but names a secret anywhere is replaced whole by [`UNPARSED`]: the journal cannot
@@ -52,10 +54,13 @@ fn fold(name: &str) -> String {
         .collect()
 }
 
-/// Whether `name` (unescaped or decoded) is a secret's.
+/// Whether `name` (a header's, or a query parameter's or JSON member's once decoded or
+/// unescaped) is a secret's: folded, it is or ends with one of [`SECRET_FIELDS`] folded, or
+/// it is one of [`SECRET_HEADERS`].
 pub fn is_secret_name(name: &str) -> bool {
     let folded = fold(name);
-    SECRET_FIELDS.iter().any(|s| fold(s) == folded)
+    SECRET_FIELDS.iter().any(|s| folded.ends_with(&fold(s)))
+        || SECRET_HEADERS.iter().any(|h| fold(h) == folded)
 }
 
 /// The headers of a request as the journal keeps them (secrets redacted).
@@ -63,7 +68,7 @@ pub fn headers(map: &http::HeaderMap) -> Vec<(String, String)> {
     map.iter()
         .map(|(name, value)| {
             let name = name.as_str().to_string();
-            let value = if SECRET_HEADERS.contains(&name.as_str()) {
+            let value = if is_secret_name(&name) {
                 REDACTED.to_string()
             } else {
                 String::from_utf8_lossy(value.as_bytes()).into_owned()
@@ -228,8 +233,24 @@ mod tests {
         let mut map = http::HeaderMap::new();
         map.insert("x-api-key", http::HeaderValue::from_static("sbx_secret"));
         map.insert("accept", http::HeaderValue::from_static("text/xml"));
+        for name in [
+            "x-auth-token",
+            "x-amz-security-token",
+            "api-key",
+            "x-user-password",
+        ] {
+            map.insert(name, http::HeaderValue::from_static("s3cr3t"));
+        }
         let kept = headers(&map);
         assert!(kept.contains(&("x-api-key".into(), REDACTED.into())));
+        for name in [
+            "x-auth-token",
+            "x-amz-security-token",
+            "api-key",
+            "x-user-password",
+        ] {
+            assert!(kept.contains(&(name.into(), REDACTED.into())), "{name}");
+        }
         assert!(kept.contains(&("accept".into(), "text/xml".into())));
     }
 }
