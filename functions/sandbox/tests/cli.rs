@@ -589,3 +589,533 @@ async fn a_load_of_2000_events_matches_what_the_tenant_stored() {
     );
     assert_eq!(run.code, 4, "{}", run.stderr);
 }
+
+// ---- hostile servers (issue 36, finding 7) ---------------------------------------------
+//
+// Small HTTP servers on loopback that answer what the sandbox never would: HTML, a JSON
+// string, a redirect elsewhere, an answer without end, full pages without end, names full of
+// control characters. The command line must exit 1 naming what came back, never print
+// placeholders for credentials, never follow a redirect, stop reading past its bounds, and
+// print control characters escaped.
+
+mod hostile {
+    use super::common::{cli_command, Run, ADMIN_KEY};
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::process::Stdio;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A request as a hostile server read it.
+    pub struct Req {
+        pub target: String,
+        /// The request line and headers, as sent.
+        pub head: String,
+    }
+
+    /// A server on a free loopback port answering each request with `answer` (a thread per
+    /// connection, living until the test process ends); answers its base URL.
+    pub fn serve(answer: impl Fn(&Req, &mut TcpStream) + Send + Sync + 'static) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let answer = answer.clone();
+                std::thread::spawn(move || {
+                    if let Some(req) = read_request(&mut stream) {
+                        answer(&req, &mut stream);
+                    }
+                });
+            }
+        });
+        base
+    }
+
+    fn read_request(stream: &mut TcpStream) -> Option<Req> {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = stream.read(&mut chunk).ok()?;
+            if n == 0 || buf.len() > 1 << 20 {
+                return None;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let length: usize = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(0);
+        let mut read = buf.len() - end;
+        while read < length {
+            let n = stream.read(&mut chunk).ok()?;
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        let target = head.split(' ').nth(1)?.to_string();
+        Some(Req { target, head })
+    }
+
+    /// Writes a whole answer (`Connection: close`).
+    pub fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, &str)], body: &[u8]) {
+        let mut text = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            text.push_str(&format!("{k}: {v}\r\n"));
+        }
+        text.push_str("\r\n");
+        let _ = stream.write_all(text.as_bytes());
+        let _ = stream.write_all(body);
+    }
+
+    /// A 200 `application/json` answer of `body`.
+    pub fn json(stream: &mut TcpStream, body: &str) {
+        respond(
+            stream,
+            "200 OK",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+    }
+
+    /// The longest a command against a hostile server may take before the test kills it.
+    pub const LIMIT: Duration = Duration::from_secs(90);
+
+    /// `sandbox ARGS` against `base` with the admin key, killed (and the test failed) when it
+    /// runs past [`LIMIT`].
+    pub fn cli(base: &str, args: &[&str]) -> Run {
+        let child = cli_command()
+            .args(args)
+            .env("SANDBOX_URL", base)
+            .env("SANDBOX_ADMIN_KEY", ADMIN_KEY)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run sandbox");
+        let pid = child.id().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(LIMIT) {
+            Ok(out) => Run::of(out.expect("wait")),
+            Err(_) => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .status();
+                panic!("sandbox {args:?} against {base} still ran after {LIMIT:?}: killed");
+            }
+        }
+    }
+
+    /// A created tenant as the sandbox answers it, with `api_key` and `password` as given.
+    pub fn created(api_key: &str, password: &str) -> String {
+        serde_json::json!({
+            "id": "t_00000000000000aa",
+            "name": "x",
+            "time_zone": "UTC",
+            "api_key": api_key,
+            "basic": { "username": "x", "password": password },
+            "created_at": "2026-11-27T00:00:00Z",
+        })
+        .to_string()
+    }
+
+    /// Tenant `i` (id `t_` and `i` in 16 hex digits) named `name`, as the sandbox shows it.
+    pub fn tenant(i: usize, name: &str) -> serde_json::Value {
+        serde_json::json!({
+            "id": format!("t_{i:016x}"),
+            "name": name,
+            "time_zone": "UTC",
+            "created_at": "2026-11-27T00:00:00Z",
+        })
+    }
+
+    /// A page of the `n` tenants from `first`, tenant `i` named `name(i)`.
+    pub fn tenants(first: usize, n: usize, name: impl Fn(usize) -> String) -> String {
+        let items: Vec<serde_json::Value> =
+            (first..first + n).map(|i| tenant(i, &name(i))).collect();
+        serde_json::Value::Array(items).to_string()
+    }
+
+    /// No control character but the line ends.
+    pub fn printable(text: &str) -> bool {
+        !text.chars().any(|c| c.is_control() && c != '\n')
+    }
+}
+
+#[test]
+fn answers_that_are_not_the_sandboxs_exit_1_naming_what_came_back() {
+    use hostile::{cli, json, respond, serve};
+    let expect_1 = |run: &Run, needles: &[&str]| {
+        assert_eq!(
+            run.code, 1,
+            "stdout: {}\nstderr: {}",
+            run.stdout, run.stderr
+        );
+        assert!(run.stdout.is_empty(), "nothing on stdout: {}", run.stdout);
+        for needle in needles {
+            assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+        }
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    };
+    // An HTML page (a proxy's, a web server's) where the created tenant belongs.
+    let html = serve(|_, s| {
+        respond(
+            s,
+            "200 OK",
+            &[("Content-Type", "text/html; charset=utf-8")],
+            b"<html><body>Welcome to nginx!</body></html>",
+        )
+    });
+    let run = hostile::cli(&html, &["tenant", "create", "x", "--env"]);
+    expect_1(&run, &["200", "text/html", "<html><body>Welcome to nginx!"]);
+    assert!(!run.stdout.contains("'-'"), "{}", run.stdout);
+    expect_1(&cli(&html, &["tenant", "create", "x"]), &["text/html"]);
+    expect_1(&cli(&html, &["tenant", "list"]), &["text/html"]);
+    // A JSON string.
+    let string = serve(|_, s| json(s, "\"created\""));
+    expect_1(
+        &cli(&string, &["tenant", "create", "x", "--env"]),
+        &["200", "application/json", "\"created\""],
+    );
+    expect_1(
+        &cli(&string, &["tenant", "create", "x", "--json"]),
+        &["\"created\""],
+    );
+    // An object without the credentials: the missing member is named.
+    let partial = serve(|_, s| json(s, r#"{"id":"t_00000000000000aa","name":"x"}"#));
+    expect_1(
+        &cli(&partial, &["tenant", "create", "x", "--env"]),
+        &["api_key"],
+    );
+    // An object where the list of tenants belongs.
+    let object = serve(|_, s| json(s, r#"{"tenants":[]}"#));
+    expect_1(&cli(&object, &["tenant", "list"]), &["{\"tenants\":[]}"]);
+    // An ill-typed member (the clock's mode a number) and an empty 200.
+    let clock = serve(|req, s| {
+        if req.target.ends_with("/clock") {
+            json(s, r#"{"mode":5,"now":"2026-11-27T00:00:00Z"}"#)
+        } else {
+            json(s, &hostile::tenant(0xaa, "x").to_string())
+        }
+    });
+    expect_1(
+        &cli(&clock, &["clock", "show", "t_00000000000000aa"]),
+        &["mode"],
+    );
+    let empty = serve(|_, s| respond(s, "200 OK", &[], b""));
+    expect_1(
+        &cli(&empty, &["tenant", "token", "t_00000000000000aa"]),
+        &["200"],
+    );
+}
+
+#[test]
+fn a_redirect_is_not_followed_and_the_admin_key_stays_home() {
+    use hostile::{respond, serve};
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let record = heard.clone();
+    let elsewhere = serve(move |req, s| {
+        record.lock().unwrap().push(req.head.clone());
+        hostile::json(s, &hostile::created("sbx_stolen", "pw"))
+    });
+    let location = format!("{elsewhere}/sandbox/v1/tenants");
+    let target = location.clone();
+    let redirecting =
+        serve(move |_, s| respond(s, "307 Temporary Redirect", &[("Location", &target)], b""));
+    let run = hostile::cli(&redirecting, &["tenant", "create", "x", "--env"]);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(run.stderr.contains("307"), "{}", run.stderr);
+    assert!(run.stderr.contains(&location), "{}", run.stderr);
+    let run = hostile::cli(&redirecting, &["tenant", "list"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        Vec::<String>::new(),
+        "the second server heard nothing"
+    );
+}
+
+#[test]
+fn an_answer_without_end_is_cut_off_at_its_bound() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // The server stops by itself at 160 MiB, so that a command line reading without bound
+    // fails the test instead of the machine.
+    const CAP: u64 = 160 << 20;
+    let streamed = Arc::new(AtomicU64::new(0));
+    let counter = streamed.clone();
+    let endless = hostile::serve(move |req, s| {
+        // The tenant itself, so that `fixtures export` gets as far as the document.
+        if req.target.ends_with("/tenants/t_00000000000000aa") {
+            return hostile::json(s, &hostile::tenant(0xaa, "x").to_string());
+        }
+        counter.store(0, Ordering::SeqCst);
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n[\r\n";
+        if s.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        // JSON whitespace: a valid beginning of an array that never ends.
+        let mut chunk = format!("{:x}\r\n", 64 * 1024).into_bytes();
+        chunk.extend(std::iter::repeat_n(b' ', 64 * 1024));
+        chunk.extend_from_slice(b"\r\n");
+        while counter.load(Ordering::SeqCst) < CAP {
+            if s.write_all(&chunk).is_err() {
+                return;
+            }
+            counter.fetch_add(64 * 1024, Ordering::SeqCst);
+        }
+    });
+    let run = hostile::cli(&endless, &["tenant", "list"]);
+    let sent = streamed.load(Ordering::SeqCst);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(run.stderr.contains("4 MiB"), "{}", run.stderr);
+    assert!(
+        sent < 32 << 20,
+        "stopped reading near 4 MiB, the server sent {sent} bytes"
+    );
+    // A fixtures export may be larger: 64 MiB.
+    let run = hostile::cli(&endless, &["fixtures", "export", "t_00000000000000aa"]);
+    let sent = streamed.load(Ordering::SeqCst);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(run.stderr.contains("64 MiB"), "{}", run.stderr);
+    assert!(
+        sent < 96 << 20,
+        "stopped reading near 64 MiB, the server sent {sent} bytes"
+    );
+}
+
+#[test]
+fn full_pages_without_end_stop_the_listing() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    // Both servers give up after 1,100 pages (500), so that a command line that loops fails
+    // the test instead of running on.
+    const CAP: usize = 1_100;
+    // The same full page again and again.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let same = hostile::serve(move |_, s| {
+        if count.fetch_add(1, Ordering::SeqCst) >= CAP {
+            hostile::respond(s, "500 Internal Server Error", &[], b"");
+        } else {
+            hostile::json(s, &hostile::tenants(0, 100, |i| format!("n{i}")));
+        }
+    });
+    let run = hostile::cli(&same, &["tenant", "list"]);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stderr.contains("kept returning full pages"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("again"), "{}", run.stderr);
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "stopped at the repeated page"
+    );
+    // Fresh full pages without end: stopped after the most pages a listing reads (1,000).
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let fresh = hostile::serve(move |_, s| {
+        let page = count.fetch_add(1, Ordering::SeqCst);
+        if page >= CAP {
+            hostile::respond(s, "500 Internal Server Error", &[], b"");
+        } else {
+            hostile::json(s, &hostile::tenants(page * 100, 100, |i| format!("n{i}")));
+        }
+    });
+    let run = hostile::cli(&fresh, &["tenant", "show", "nobody"]);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stderr.contains("kept returning full pages"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("1000 pages"), "{}", run.stderr);
+    assert_eq!(asked.load(Ordering::SeqCst), 1_000);
+}
+
+#[test]
+fn control_characters_from_the_server_are_printed_escaped() {
+    use hostile::{json, printable, respond, serve};
+    let names = [
+        "red\u{1b}[31mX",
+        "title\u{1b}]0;pwned\u{7}",
+        "csi\u{9b}2J",
+        "del\u{7f}",
+        "two\nlines",
+    ];
+    let page = hostile::tenants(0, names.len(), |i| names[i].to_string());
+    let one = hostile::tenant(0, names[0]).to_string();
+    let list = serve(move |req, s| {
+        if req.target.contains("/tenants/t_") {
+            json(s, &one)
+        } else {
+            json(s, &page)
+        }
+    });
+    // A table: escaped, one line per tenant.
+    let run = hostile::cli(&list, &["tenant", "list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(printable(&run.stdout), "{:?}", run.stdout);
+    assert!(run.stdout.contains(r"red\u{1b}[31mX"), "{}", run.stdout);
+    assert!(run.stdout.contains(r"csi\u{9b}2J"), "{}", run.stdout);
+    assert!(run.stdout.contains(r"del\u{7f}"), "{}", run.stdout);
+    assert!(run.stdout.contains(r"two\u{a}lines"), "{}", run.stdout);
+    assert_eq!(
+        run.stdout.lines().count(),
+        1 + names.len(),
+        "{}",
+        run.stdout
+    );
+    let run = hostile::cli(&list, &["tenant", "show", "t_0000000000000000"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(printable(&run.stdout), "{:?}", run.stdout);
+    // --json: valid JSON naming the same strings, every control character escaped in it.
+    let run = hostile::cli(&list, &["tenant", "list", "--json"]);
+    assert!(printable(&run.stdout), "{:?}", run.stdout);
+    let listed: Vec<String> = run
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_string())
+        .collect();
+    assert_eq!(listed, names);
+    // A refusal's message, and an answer that is not JSON, on stderr.
+    let refusing = serve(|_, s| {
+        respond(
+            s,
+            "400 Bad Request",
+            &[("Content-Type", "application/json")],
+            br#"{"code":"BAD","message":"bad \u001b]0;pwned\u0007 name"}"#,
+        )
+    });
+    let run = hostile::cli(&refusing, &["tenant", "create", "x"]);
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert!(printable(&run.stderr), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains(r"bad \u{1b}]0;pwned\u{7} name"),
+        "{}",
+        run.stderr
+    );
+    let html = serve(|_, s| {
+        respond(
+            s,
+            "200 OK",
+            &[("Content-Type", "text/html")],
+            b"<h1>\x1b[2J\x9b</h1>",
+        )
+    });
+    let run = hostile::cli(&html, &["tenant", "list"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(printable(&run.stderr), "{:?}", run.stderr);
+    assert!(run.stderr.contains(r"<h1>\u{1b}[2J"), "{}", run.stderr);
+    // A created tenant's human summary, and a journal line.
+    let creating = serve(|_, s| {
+        let mut body: serde_json::Value =
+            serde_json::from_str(&hostile::created("sbx_1", "pw")).unwrap();
+        body["name"] = "x\u{1b}[8m".into();
+        json(s, &body.to_string())
+    });
+    let run = hostile::cli(&creating, &["tenant", "create", "x"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(printable(&run.stdout), "{:?}", run.stdout);
+    assert!(run.stdout.contains(r"x\u{1b}[8m"), "{}", run.stdout);
+    let journal = serve(|req, s| {
+        if req.target.contains("/requests") {
+            json(
+                s,
+                &serde_json::json!([{
+                    "id": "1764201600000-e-1",
+                    "time": "2026-11-27T00:00:00Z",
+                    "method": "GET",
+                    "path": "/billing/\u{1b}[2J",
+                    "query": null,
+                    "status": 200,
+                    "duration_ms": 1.5,
+                    "fault": null,
+                }])
+                .to_string(),
+            )
+        } else {
+            json(s, &hostile::tenant(0, "x").to_string())
+        }
+    });
+    let run = hostile::cli(&journal, &["requests", "t_0000000000000000"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(printable(&run.stdout), "{:?}", run.stdout);
+    assert!(run.stdout.contains(r"/billing/\u{1b}[2J"), "{}", run.stdout);
+    // Credentials with control characters are not the sandbox's: refused, not printed.
+    let bad_key = serve(|_, s| json(s, &hostile::created("sbx_\u{1b}[2J", "pw")));
+    let run = hostile::cli(&bad_key, &["tenant", "create", "x", "--env"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.is_empty(), "{:?}", run.stdout);
+    assert!(printable(&run.stderr), "{:?}", run.stderr);
+}
+
+#[test]
+fn env_lines_stay_quoted_whatever_the_server_answers() {
+    let quoting = hostile::serve(|_, s| {
+        hostile::json(
+            s,
+            &hostile::created("sbx_'$(touch pwned)'`touch pwned`", "p'w\"$HOME;x"),
+        )
+    });
+    let dir = tempfile::tempdir().expect("dir");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"eval "$("$SANDBOX" tenant create x --env)" && printf '%s\n%s\n' "$SANDBOX_API_KEY" "$SANDBOX_BASIC""#)
+        .current_dir(dir.path())
+        .env("SANDBOX", env!("CARGO_BIN_EXE_sandbox"))
+        .env("SANDBOX_URL", &quoting)
+        .env("SANDBOX_ADMIN_KEY", ADMIN_KEY)
+        .output()
+        .expect("sh");
+    let run = Run::of(out);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "sbx_'$(touch pwned)'`touch pwned`\nx:p'w\"$HOME;x\n"
+    );
+    assert!(!dir.path().join("pwned").exists(), "nothing ran");
+}

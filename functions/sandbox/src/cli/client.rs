@@ -3,8 +3,13 @@
 //! what went wrong (see [`Exit`]). Tenants are named on the command line by id or by name;
 //! [`Client::tenant`] finds either.
 
+use super::output::excerpt;
+use super::shapes::Tenant;
 use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -54,9 +59,90 @@ impl fmt::Display for Failure {
 
 pub type Outcome<T> = Result<T, Failure>;
 
-/// A successful answer: its body read as JSON (`Null` when empty or not JSON).
+/// Most bytes of one answer the command line reads: the sandbox's admin answers are a few
+/// KiB (a page of 100 tenants is about 15 KiB), Surface B's pages of 50 and bulk answers
+/// tens of KiB. Past it, reading stops and the command exits 1.
+pub const ANSWER_LIMIT: usize = 4 << 20;
+/// Most bytes of a fixtures export (a whole tenant's data) or a journal page (up to 100
+/// requests, each with up to 64 KiB of request and of response body, JSON-escaped).
+pub const LARGE_ANSWER_LIMIT: usize = 64 << 20;
+/// Most pages a listing reads (the tenants: 1,000 pages of 100, a hundred times the default
+/// `SANDBOX_MAX_TENANTS`); a server still answering full pages then is not the sandbox.
+pub const MAX_PAGES: u32 = 1000;
+
+/// An answer as read (any status): its status, content type and body, at most the limit
+/// the request was sent with.
 pub struct Answer {
-    pub body: Value,
+    pub status: StatusCode,
+    content_type: Option<String>,
+    pub bytes: Vec<u8>,
+    /// What was asked (`POST /sandbox/v1/tenants`) at which server, for messages.
+    asked: String,
+}
+
+impl Answer {
+    /// What came back, for a message: status, content type, size and the first 100
+    /// characters, control characters escaped.
+    pub fn describe(&self) -> String {
+        let content_type = self
+            .content_type
+            .as_deref()
+            .map_or_else(|| "no content type".to_string(), |t| excerpt(t, 100));
+        let text = String::from_utf8_lossy(&self.bytes);
+        let body = if self.bytes.is_empty() {
+            "an empty body".to_string()
+        } else {
+            format!("{} bytes: {}", self.bytes.len(), excerpt(&text, 100))
+        };
+        format!("{} {content_type}, {body}", self.status.as_u16())
+    }
+
+    /// The failure of an answer that is not the sandbox's: `why`, then what came back.
+    pub fn not_the_sandboxs(&self, why: &str) -> Failure {
+        Failure::other(format!(
+            "{}: not the sandbox's answer ({}); it answered {}",
+            self.asked,
+            excerpt(why, 200),
+            self.describe()
+        ))
+    }
+
+    /// The body as JSON: the content type must be JSON (`application/json` or `+json`) and
+    /// the body parse.
+    pub fn json(&self) -> Outcome<Value> {
+        let essence = self
+            .content_type
+            .as_deref()
+            .and_then(|t| t.split(';').next())
+            .map(|t| t.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        if !(essence == "application/json" || essence.ends_with("+json")) {
+            return Err(self.not_the_sandboxs("not JSON"));
+        }
+        serde_json::from_slice(&self.bytes)
+            .map_err(|e| self.not_the_sandboxs(&format!("not JSON: {e}")))
+    }
+
+    /// The body parsed as `T` (what the command needs of it) and as it came (what `--json`
+    /// prints).
+    pub fn typed<T: DeserializeOwned>(&self) -> Outcome<(T, Value)> {
+        let value = self.json()?;
+        let typed = T::deserialize(&value).map_err(|e| self.not_the_sandboxs(&e.to_string()))?;
+        Ok((typed, value))
+    }
+
+    /// [`Answer::typed`] without the JSON.
+    pub fn parse<T: DeserializeOwned>(&self) -> Outcome<T> {
+        self.typed().map(|(t, _)| t)
+    }
+}
+
+/// Why an exchange gave no answer.
+pub enum Broken {
+    /// The transport failed (connection, timeout, a body cut off).
+    Transport(reqwest::Error),
+    /// The answer is refused before its body is read: a redirect, or too large.
+    Refused(Failure),
 }
 
 /// The sandbox at `base`, with the admin key when one was given.
@@ -79,9 +165,12 @@ impl Client {
                 format!("--url / SANDBOX_URL: '{url}' is not an http:// or https:// URL"),
             ));
         }
+        // No redirect is followed: the admin API never redirects, and a followed one would
+        // carry X-Admin-Key (or X-Api-Key) and the body to wherever it points.
         let http = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Failure::other(format!("HTTP client: {e}")))?;
         Ok(Client {
@@ -92,8 +181,19 @@ impl Client {
     }
 
     /// `method /sandbox/v1{path}` with the admin key and an optional JSON body; a non-2xx
-    /// answer is a [`Failure`].
+    /// answer is a [`Failure`]. The answer is read up to [`ANSWER_LIMIT`].
     pub async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> Outcome<Answer> {
+        self.admin_limited(method, path, body, ANSWER_LIMIT).await
+    }
+
+    /// [`Client::admin`] with the answer read up to `limit` bytes.
+    pub async fn admin_limited(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        limit: usize,
+    ) -> Outcome<Answer> {
         let key = self.admin_key.as_deref().ok_or_else(|| {
             Failure::new(
                 Exit::Credentials,
@@ -105,7 +205,7 @@ impl Client {
         if let Some(body) = body {
             req = req.json(body);
         }
-        self.send(req, "admin key").await
+        self.send(req, "admin key", limit).await
     }
 
     /// `method {path}` on a surface with the tenant's API key (Surface B and C).
@@ -121,24 +221,94 @@ impl Client {
         if let Some(body) = body {
             req = req.json(body);
         }
-        self.send(req, "tenant's API key").await
+        self.send(req, "tenant's API key", ANSWER_LIMIT).await
     }
 
-    /// Sends `req`, reads the answer, and maps a failed one to its exit code.
-    pub async fn send(&self, req: reqwest::RequestBuilder, credential: &str) -> Outcome<Answer> {
-        let response = req.send().await.map_err(|e| self.transport(e))?;
-        let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(Answer { body });
+    /// Sends `req`, reads the answer (up to `limit` bytes), and maps a failed one to its
+    /// exit code.
+    pub async fn send(
+        &self,
+        req: reqwest::RequestBuilder,
+        credential: &str,
+        limit: usize,
+    ) -> Outcome<Answer> {
+        let answer = match self.exchange(req, limit).await {
+            Ok(answer) => answer,
+            Err(Broken::Transport(e)) => return Err(self.transport(e)),
+            Err(Broken::Refused(f)) => return Err(f),
+        };
+        if answer.status.is_success() {
+            return Ok(answer);
         }
-        let message = body
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(300).collect());
-        Err(refusal(status, &message, credential, &self.base))
+        // The sandbox's errors are JSON with a message; anything else is described.
+        let message = answer
+            .json()
+            .ok()
+            .and_then(|v| {
+                v.get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| excerpt(m, 300))
+            })
+            .unwrap_or_else(|| answer.describe());
+        Err(refusal(answer.status, &message, credential, &self.base))
+    }
+
+    /// Sends `req` and reads its answer whatever the status, at most `limit` bytes; a
+    /// redirect or a longer answer is refused (exit 1).
+    pub async fn exchange(
+        &self,
+        req: reqwest::RequestBuilder,
+        limit: usize,
+    ) -> Result<Answer, Broken> {
+        let (http, request) = req.build_split();
+        let request = request.map_err(Broken::Transport)?;
+        let asked = format!(
+            "{} {} {}",
+            self.base,
+            request.method(),
+            request.url().path()
+        );
+        let mut response = http.execute(request).await.map_err(Broken::Transport)?;
+        let status = response.status();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        if status.is_redirection() {
+            let location = header(reqwest::header::LOCATION)
+                .map_or_else(|| "nowhere (no Location)".to_string(), |l| excerpt(&l, 200));
+            return Err(Broken::Refused(Failure::other(format!(
+                "{asked}: answered {} redirecting to {location}; the sandbox's admin API never redirects and the command line follows no redirect (it would carry the key and the body there): point --url / SANDBOX_URL at the sandbox itself",
+                status.as_u16()
+            ))));
+        }
+        let content_type = header(reqwest::header::CONTENT_TYPE);
+        let too_large = || {
+            Broken::Refused(Failure::other(format!(
+                "{asked}: the answer ({} {}) is longer than {} MiB, more than the sandbox answers: stopped reading",
+                status.as_u16(),
+                content_type.as_deref().map_or_else(|| "no content type".into(), |t| excerpt(t, 100)),
+                limit >> 20
+            )))
+        };
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        let mut bytes: Vec<u8> = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(Broken::Transport)? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Answer {
+            status,
+            content_type,
+            bytes,
+            asked,
+        })
     }
 
     /// A transport error: the URL did not answer (exit 3) or the answer broke off.
@@ -163,21 +333,25 @@ impl Client {
         }
     }
 
-    /// The tenant named `key` by id or by name, as the admin API answers it.
-    pub async fn tenant(&self, key: &str) -> Outcome<Value> {
+    /// The tenant named `key` by id or by name, as the admin API answers it (and as it
+    /// came, for `--json`).
+    pub async fn tenant(&self, key: &str) -> Outcome<(Tenant, Value)> {
         if key.starts_with("t_") {
             match self
                 .admin(Method::GET, &format!("/tenants/{}", segment(key)), None)
                 .await
             {
-                Ok(answer) => return Ok(answer.body),
+                Ok(answer) => {
+                    let (t, raw) = answer.typed::<Tenant>()?;
+                    return Ok((t.check()?, raw));
+                }
                 Err(f) if f.exit == Exit::NotFound => {}
                 Err(f) => return Err(f),
             }
         }
-        for t in self.tenants().await? {
-            if t["name"] == key || t["id"] == key {
-                return Ok(t);
+        for (t, raw) in self.tenants().await? {
+            if t.name == key || t.id == key {
+                return Ok((t, raw));
             }
         }
         Err(Failure::new(
@@ -191,8 +365,7 @@ impl Client {
 
     /// The id of the tenant named `key` by id or by name.
     pub async fn tenant_id(&self, key: &str) -> Outcome<String> {
-        let t = self.tenant(key).await?;
-        Ok(t["id"].as_str().unwrap_or(key).to_string())
+        Ok(self.tenant(key).await?.0.id)
     }
 
     /// The id of the tenant named `key` and the admin path `/tenants/{id}{sub}` under it.
@@ -202,25 +375,43 @@ impl Client {
         Ok((id, path))
     }
 
-    /// Every tenant, oldest first (all pages).
-    pub async fn tenants(&self) -> Outcome<Vec<Value>> {
-        let mut all = Vec::new();
-        for page in 1.. {
+    /// Every tenant, oldest first (all pages), each typed and as it came. Reading stops at
+    /// an empty page or one shorter than the page size; a server that repeats a tenant or
+    /// still answers full pages after [`MAX_PAGES`] is not the sandbox (exit 1).
+    pub async fn tenants(&self) -> Outcome<Vec<(Tenant, Value)>> {
+        const SIZE: usize = 100;
+        let mut all: Vec<(Tenant, Value)> = Vec::new();
+        let mut ids: HashSet<String> = HashSet::new();
+        for page in 1..=MAX_PAGES {
             let answer = self
                 .admin(
                     Method::GET,
-                    &format!("/tenants?page_size=100&page_number={page}"),
+                    &format!("/tenants?page_size={SIZE}&page_number={page}"),
                     None,
                 )
                 .await?;
-            let items = answer.body.as_array().cloned().unwrap_or_default();
-            let done = items.len() < 100;
-            all.extend(items);
+            let items: Vec<Value> = answer.parse()?;
+            let done = items.len() < SIZE;
+            for raw in items {
+                let t = Tenant::deserialize(&raw)
+                    .map_err(|e| answer.not_the_sandboxs(&e.to_string()))?
+                    .check()?;
+                if !ids.insert(t.id.clone()) {
+                    return Err(Failure::other(format!(
+                        "{}: the server kept returning full pages: tenant {} again on page {page}; not the sandbox's answer",
+                        self.base, t.id
+                    )));
+                }
+                all.push((t, raw));
+            }
             if done {
-                break;
+                return Ok(all);
             }
         }
-        Ok(all)
+        Err(Failure::other(format!(
+            "{}: the server kept returning full pages of tenants: {MAX_PAGES} pages of {SIZE} read, the most the command line reads; not the sandbox's answer",
+            self.base
+        )))
     }
 }
 

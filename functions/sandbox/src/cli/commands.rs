@@ -1,10 +1,14 @@
 //! The admin commands: tenants, checkpoints, the clock, fault rules and the journal, each one
 //! admin API call (two when a tenant is named by name) rendered as a table or as `--json`.
 
-use super::client::{query, segment, Client, Exit, Failure, Outcome};
-use super::output::{cell, json, object_table, out, shell_quote, table};
+use super::client::{query, segment, Client, Exit, Failure, Outcome, LARGE_ANSWER_LIMIT};
+use super::output::{clean, excerpt, fields, json, json_text, out, rows, shell_quote, Row};
+use super::shapes::{
+    credential, Advanced, Checkpoint, Clock, Created, Entry, Reset, Restored, Rule, Tenant, Token,
+};
 use super::{CheckpointCommand, ClientCommand, ClockCommand, Conn, FaultCommand, TenantCommand};
 use reqwest::Method;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -76,8 +80,6 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
 
 // ---- tenants --------------------------------------------------------------------------
 
-const TENANT_FIELDS: [&str; 4] = ["id", "name", "time_zone", "created_at"];
-
 async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
     let c = client(conn)?;
     match command {
@@ -108,11 +110,15 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
                     body["time_zone"] = json!(zone);
                 }
             }
-            let created = c.admin(Method::POST, "/tenants", Some(&body)).await?.body;
+            let answer = c.admin(Method::POST, "/tenants", Some(&body)).await?;
+            let (created, raw) = answer.typed::<Created>()?;
+            if conn.json {
+                json(&raw);
+                return Ok(());
+            }
+            let created = created.check()?;
             if env {
                 print_env(&c.base, &created);
-            } else if conn.json {
-                json(&created);
             } else {
                 print_created(&c.base, &created);
             }
@@ -120,22 +126,34 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
         }
         TenantCommand::List => {
             let all = c.tenants().await?;
-            show_list(conn, &Value::Array(all), &TENANT_FIELDS);
+            if conn.json {
+                json(&Value::Array(all.into_iter().map(|(_, raw)| raw).collect()));
+            } else {
+                let typed: Vec<Tenant> = all.into_iter().map(|(t, _)| t).collect();
+                out(&rows(&typed));
+            }
             Ok(())
         }
         TenantCommand::Show { tenant } => {
-            let t = c.tenant(&tenant).await?;
-            show(conn, &t, &TENANT_FIELDS);
+            let (t, raw) = c.tenant(&tenant).await?;
+            show(conn, &t, &raw);
             Ok(())
         }
         TenantCommand::Reset { tenant, seed } => {
-            let (id, path) = c.tenant_path(&tenant, "/reset").await?;
+            let (_, path) = c.tenant_path(&tenant, "/reset").await?;
             let body = json!({ "seed": seed.as_str() });
-            let done = c.admin(Method::POST, &path, Some(&body)).await?.body;
+            let (done, raw) = c
+                .admin(Method::POST, &path, Some(&body))
+                .await?
+                .typed::<Reset>()?;
             report(
                 conn,
-                &done,
-                format!("tenant {id} reset to the {} seed", seed.as_str()),
+                &raw,
+                format!(
+                    "tenant {} reset to the {} seed",
+                    clean(&done.id),
+                    clean(&done.seed)
+                ),
             );
             Ok(())
         }
@@ -155,12 +173,15 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
         } => {
             let (_, path) = c.tenant_path(&tenant, "/tokens").await?;
             let body = json!({ "ttl_seconds": ttl_seconds });
-            let token = c.admin(Method::POST, &path, Some(&body)).await?.body;
+            let (token, raw) = c
+                .admin(Method::POST, &path, Some(&body))
+                .await?
+                .typed::<Token>()?;
             if conn.json {
-                json(&token);
+                json(&raw);
             } else {
                 // The bare token, so `$(sandbox tenant token T)` is the header's value.
-                out(&cell(&token["access_token"]));
+                out(credential("token", &token.access_token)?);
             }
             Ok(())
         }
@@ -176,57 +197,49 @@ fn report(conn: &Conn, answer: &Value, text: String) {
     }
 }
 
-/// A list of objects as a table of `fields` (or `--json`).
-fn show_list(conn: &Conn, list: &Value, fields: &[&str]) {
+/// A list as a table (or `--json`, as it came).
+fn show_list<T: Row>(conn: &Conn, list: &[T], raw: &Value) {
     if conn.json {
-        json(list);
+        json(raw);
     } else {
-        out(&object_table(list.as_array().map_or(&[], |v| v), fields));
+        out(&rows(list));
     }
 }
 
-/// One object as `field  value` lines (or `--json`).
-fn show(conn: &Conn, value: &Value, fields: &[&str]) {
+/// One item as `field  value` lines (or `--json`, as it came).
+fn show<T: Row>(conn: &Conn, item: &T, raw: &Value) {
     if conn.json {
-        json(value);
-        return;
+        json(raw);
+    } else {
+        out(&fields(item));
     }
-    let rows: Vec<Vec<String>> = fields
-        .iter()
-        .filter(|f| !value[**f].is_null())
-        .map(|f| vec![(*f).to_string(), cell(&value[*f])])
-        .collect();
-    out(&table(&["field", "value"], &rows));
 }
 
-/// The `export` lines of a created tenant, each value shell-quoted.
-fn print_env(base: &str, created: &Value) {
-    let basic = format!(
-        "{}:{}",
-        cell(&created["basic"]["username"]),
-        cell(&created["basic"]["password"])
-    );
+/// The `export` lines of a created tenant (checked: no control characters), each value
+/// shell-quoted.
+fn print_env(base: &str, created: &Created) {
+    let basic = format!("{}:{}", created.basic.username, created.basic.password);
     for (name, value) in [
-        ("SANDBOX_URL", base.to_string()),
-        ("SANDBOX_TENANT", cell(&created["id"])),
-        ("SANDBOX_API_KEY", cell(&created["api_key"])),
-        ("SANDBOX_BASIC", basic),
+        ("SANDBOX_URL", base),
+        ("SANDBOX_TENANT", created.id.as_str()),
+        ("SANDBOX_API_KEY", created.api_key.as_str()),
+        ("SANDBOX_BASIC", basic.as_str()),
     ] {
-        out(&format!("export {name}={}", shell_quote(&value)));
+        out(&format!("export {name}={}", shell_quote(value)));
     }
 }
 
 /// A created tenant for a person: its credentials (shown once) and a curl line per surface.
-fn print_created(base: &str, created: &Value) {
+fn print_created(base: &str, created: &Created) {
     let (key, user, pass) = (
-        cell(&created["api_key"]),
-        cell(&created["basic"]["username"]),
-        cell(&created["basic"]["password"]),
+        &created.api_key,
+        &created.basic.username,
+        &created.basic.password,
     );
     out(&format!(
         "Created tenant '{name}' ({id}). Its credentials are shown only now:\n  api key:  {key}\n  basic:    {user}:{pass}\n\nTry:\n  curl -u {basic} {base}/t/s/r/1.28/users/current\n  curl -H {hkey} {base}/billing/2/adjustment-categories\n  curl -H {hkey} '{base}/revenue/3/collectors?page_size=2'",
-        name = cell(&created["name"]),
-        id = cell(&created["id"]),
+        name = clean(&created.name),
+        id = created.id,
         basic = shell_quote(&format!("{user}:{pass}")),
         hkey = shell_quote(&format!("X-Api-Key: {key}")),
     ));
@@ -236,29 +249,32 @@ fn print_created(base: &str, created: &Value) {
 
 async fn checkpoint(conn: &Conn, command: CheckpointCommand) -> Outcome<()> {
     let c = client(conn)?;
-    let fields = ["name", "version", "created_at"];
     match command {
         CheckpointCommand::Create { tenant, name } => {
             let (_, path) = c.tenant_path(&tenant, "/checkpoints").await?;
             let body = json!({ "name": name });
-            let made = c.admin(Method::POST, &path, Some(&body)).await?.body;
-            show(conn, &made, &fields);
+            let answer = c.admin(Method::POST, &path, Some(&body)).await?;
+            let (made, raw) = answer.typed::<Checkpoint>()?;
+            show(conn, &made, &raw);
         }
         CheckpointCommand::List { tenant } => {
             let (_, path) = c.tenant_path(&tenant, "/checkpoints").await?;
-            let list = c.admin(Method::GET, &path, None).await?.body;
-            show_list(conn, &list, &fields);
+            let answer = c.admin(Method::GET, &path, None).await?;
+            let (list, raw) = answer.typed::<Vec<Checkpoint>>()?;
+            show_list(conn, &list, &raw);
         }
         CheckpointCommand::Restore { tenant, name } => {
             let (id, path) = c.tenant_path(&tenant, "/restore").await?;
             let body = json!({ "checkpoint": name });
-            let done = c.admin(Method::POST, &path, Some(&body)).await?.body;
+            let answer = c.admin(Method::POST, &path, Some(&body)).await?;
+            let (done, raw) = answer.typed::<Restored>()?;
             report(
                 conn,
-                &done,
+                &raw,
                 format!(
-                    "tenant {id} restored to checkpoint '{name}' (version {})",
-                    cell(&done["version"])
+                    "tenant {id} restored to checkpoint '{}' (version {})",
+                    clean(&done.checkpoint.name),
+                    done.version
                 ),
             );
         }
@@ -320,8 +336,12 @@ pub fn parse_advance(text: &str) -> Result<Advance, String> {
 
 /// `now` (RFC 3339 with the tenant's offset) plus `months` calendar months, same wall time.
 fn add_months(now: &str, months: u32) -> Outcome<String> {
-    let at = chrono::DateTime::parse_from_rfc3339(now)
-        .map_err(|e| Failure::other(format!("the clock read '{now}', not a date-time: {e}")))?;
+    let at = chrono::DateTime::parse_from_rfc3339(now).map_err(|e| {
+        Failure::other(format!(
+            "the clock read '{}', not a date-time: {e}",
+            excerpt(now, 100)
+        ))
+    })?;
     at.checked_add_months(chrono::Months::new(months))
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
         .ok_or_else(|| Failure::new(Exit::Refused, "the advance goes past the calendar's end"))
@@ -329,12 +349,11 @@ fn add_months(now: &str, months: u32) -> Outcome<String> {
 
 async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
     let c = client(conn)?;
-    let clock_fields = ["mode", "now", "frozen_at", "offset_seconds"];
     let (tenant, body) = match command {
         ClockCommand::Show { tenant } => {
             let (_, path) = c.tenant_path(&tenant, "/clock").await?;
-            let view = c.admin(Method::GET, &path, None).await?.body;
-            show(conn, &view, &clock_fields);
+            let (view, raw) = c.admin(Method::GET, &path, None).await?.typed::<Clock>()?;
+            show(conn, &view, &raw);
             return Ok(());
         }
         ClockCommand::Freeze { tenant, instant } => match instant {
@@ -347,51 +366,39 @@ async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
             let body = match duration {
                 Advance::Seconds(n) => json!({ "seconds": n }),
                 Advance::Months(m) => {
-                    let view = c.admin(Method::GET, &path, None).await?.body;
-                    json!({ "to": add_months(&cell(&view["now"]), m)? })
+                    let view: Clock = c.admin(Method::GET, &path, None).await?.parse()?;
+                    json!({ "to": add_months(&view.now, m)? })
                 }
             };
-            let advanced = c
+            let (advanced, raw) = c
                 .admin(Method::POST, &format!("{path}/advance"), Some(&body))
                 .await?
-                .body;
+                .typed::<Advanced>()?;
             if conn.json {
-                json(&advanced);
+                json(&raw);
                 return Ok(());
             }
-            let transitions = advanced["transitions"].as_array().map_or(&[][..], |v| v);
             out(&format!(
                 "clock of {id} advanced from {} to {} (mode {}); {} transition(s) ran",
-                cell(&advanced["advanced_from"]),
-                cell(&advanced["advanced_to"]),
-                cell(&advanced["mode"]),
-                transitions.len()
+                clean(&advanced.advanced_from),
+                clean(&advanced.advanced_to),
+                clean(&advanced.mode),
+                advanced.transitions.len()
             ));
-            if !transitions.is_empty() {
-                out(&object_table(transitions, &["at", "kind", "id", "detail"]));
+            if !advanced.transitions.is_empty() {
+                out(&rows(&advanced.transitions));
             }
             return Ok(());
         }
     };
     let (_, path) = c.tenant_path(&tenant, "/clock").await?;
-    let view = c.admin(Method::PUT, &path, Some(&body)).await?.body;
-    show(conn, &view, &clock_fields);
+    let answer = c.admin(Method::PUT, &path, Some(&body)).await?;
+    let (view, raw) = answer.typed::<Clock>()?;
+    show(conn, &view, &raw);
     Ok(())
 }
 
 // ---- faults ---------------------------------------------------------------------------
-
-const RULE_FIELDS: [&str; 9] = [
-    "id",
-    "method",
-    "path",
-    "status",
-    "latency_ms",
-    "probability",
-    "times",
-    "remaining",
-    "seed",
-];
 
 async fn fault(conn: &Conn, command: FaultCommand) -> Outcome<()> {
     let c = client(conn)?;
@@ -421,13 +428,15 @@ async fn fault(conn: &Conn, command: FaultCommand) -> Outcome<()> {
                     body[name] = value;
                 }
             }
-            let rule = c.admin(Method::POST, &url, Some(&body)).await?.body;
-            show(conn, &rule, &RULE_FIELDS);
+            let answer = c.admin(Method::POST, &url, Some(&body)).await?;
+            let (rule, raw) = answer.typed::<Rule>()?;
+            show(conn, &rule, &raw);
         }
         FaultCommand::List { tenant } => {
             let (_, url) = c.tenant_path(&tenant, "/faults").await?;
-            let rules = c.admin(Method::GET, &url, None).await?.body;
-            show_list(conn, &rules, &RULE_FIELDS);
+            let answer = c.admin(Method::GET, &url, None).await?;
+            let (rules, raw) = answer.typed::<Vec<Rule>>()?;
+            show_list(conn, &rules, &raw);
         }
         FaultCommand::Remove { tenant, rule } => {
             let sub = if rule == "all" {
@@ -451,7 +460,8 @@ async fn fault(conn: &Conn, command: FaultCommand) -> Outcome<()> {
 
 /// Prints the newest `limit` journal entries (oldest of them first), then, when `follow`
 /// gives a poll interval, every new entry until Ctrl-C. Entries are told apart by id, so
-/// none is printed twice; a poll reads pages until it meets an entry already printed.
+/// none is printed twice; a poll reads pages until it meets an entry already printed (at
+/// most [`FOLLOW_PAGES`] pages of 100).
 async fn requests(
     conn: &Conn,
     tenant: &str,
@@ -475,12 +485,12 @@ async fn requests(
             _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
         }
         let mut fresh = Vec::new();
-        for page in 1..=10 {
+        for page in 1..=FOLLOW_PAGES {
             let entries = journal_page(&c, &id, filter, page, 100).await?;
             let full = entries.len() == 100;
             let mut met_seen = false;
             for e in entries {
-                if seen.contains(&cell(&e["id"])) {
+                if seen.contains(&e.0.id) {
                     met_seen = true;
                     break;
                 }
@@ -494,51 +504,47 @@ async fn requests(
     }
 }
 
-/// One page of the journal, newest first, as the admin API answers it.
+/// Most journal pages of 100 one `--follow` poll reads.
+const FOLLOW_PAGES: u32 = 10;
+
+/// One page of the journal, newest first, each entry typed and as it came; read up to
+/// [`LARGE_ANSWER_LIMIT`] (entries carry bodies).
 async fn journal_page(
     c: &Client,
     id: &str,
     filter: &[(&str, Option<String>); 3],
     page: u32,
     size: u32,
-) -> Outcome<Vec<Value>> {
+) -> Outcome<Vec<(Entry, Value)>> {
     let mut pairs: Vec<(&str, Option<String>)> = filter.to_vec();
     pairs.push(("page_number", Some(page.to_string())));
     pairs.push(("page_size", Some(size.to_string())));
     let path = format!("/tenants/{}/requests{}", segment(id), query(&pairs));
-    let answer = c.admin(Method::GET, &path, None).await?;
-    Ok(answer.body.as_array().cloned().unwrap_or_default())
+    let answer = c
+        .admin_limited(Method::GET, &path, None, LARGE_ANSWER_LIMIT)
+        .await?;
+    let items: Vec<Value> = answer.parse()?;
+    items
+        .into_iter()
+        .map(|raw| {
+            Entry::deserialize(&raw)
+                .map(|e| (e, raw))
+                .map_err(|e| answer.not_the_sandboxs(&e.to_string()))
+        })
+        .collect()
 }
 
 /// Prints `entries` (newest first as read) oldest first, skipping any already printed.
-fn print_entries(conn: &Conn, entries: &[Value], seen: &mut HashSet<String>) {
-    for e in entries.iter().rev() {
-        if !seen.insert(cell(&e["id"])) {
+fn print_entries(conn: &Conn, entries: &[(Entry, Value)], seen: &mut HashSet<String>) {
+    for (e, raw) in entries.iter().rev() {
+        if !seen.insert(e.id.clone()) {
             continue;
         }
         if conn.json {
-            out(&e.to_string());
-            continue;
+            out(&json_text(raw, false));
+        } else {
+            out(&e.line());
         }
-        let query = e["query"]
-            .as_str()
-            .filter(|q| !q.is_empty())
-            .map(|q| format!("?{q}"))
-            .unwrap_or_default();
-        let fault = e["fault"]
-            .as_str()
-            .map(|f| format!("  fault {f}"))
-            .unwrap_or_default();
-        out(&format!(
-            "{}  {:<6} {}{}  {}  {:.1} ms{}",
-            cell(&e["time"]),
-            cell(&e["method"]),
-            cell(&e["path"]),
-            query,
-            cell(&e["status"]),
-            e["duration_ms"].as_f64().unwrap_or(0.0),
-            fault
-        ));
     }
 }
 

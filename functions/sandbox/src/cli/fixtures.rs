@@ -2,8 +2,9 @@
 //! document (docs/fixtures.md) read from a file; `fixtures export` prints a tenant's data as
 //! one (`GET /sandbox/v1/tenants/{id}/fixtures`), which those two read back.
 
-use super::client::{Failure, Outcome};
-use super::output::{json, out};
+use super::client::{Failure, Outcome, LARGE_ANSWER_LIMIT};
+use super::output::{clean, json, out};
+use super::shapes::Applied;
 use super::Conn;
 use reqwest::Method;
 use serde_json::Value;
@@ -29,19 +30,32 @@ pub async fn run(conn: &Conn, command: super::FixturesCommand) -> Outcome<()> {
         super::FixturesCommand::Export { tenant } => {
             let c = super::commands::client(conn)?;
             let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
-            // The document is JSON whatever `--json` says: it is meant for a file.
-            json(&c.admin(Method::GET, &path, None).await?.body);
+            // The document is JSON whatever `--json` says: it is meant for a file. A whole
+            // tenant's data: read up to LARGE_ANSWER_LIMIT, and it must be an object.
+            let answer = c
+                .admin_limited(Method::GET, &path, None, LARGE_ANSWER_LIMIT)
+                .await?;
+            let doc = answer.json()?;
+            if !doc.is_object() {
+                return Err(answer.not_the_sandboxs("a fixtures document is a JSON object"));
+            }
+            json(&doc);
             Ok(())
         }
         super::FixturesCommand::Apply { tenant, file } => {
             let doc = read(&file)?;
             let c = super::commands::client(conn)?;
             let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
-            let applied = c.admin(Method::POST, &path, Some(&doc)).await?.body;
+            let answer = c.admin(Method::POST, &path, Some(&doc)).await?;
+            let (applied, raw) = answer.typed::<Applied>()?;
             if conn.json {
-                json(&applied);
+                json(&raw);
             } else {
-                out(&format!("applied {} to {tenant}", file.display()));
+                out(&format!(
+                    "applied {} to {}",
+                    file.display(),
+                    clean(&applied.tenant)
+                ));
             }
             Ok(())
         }

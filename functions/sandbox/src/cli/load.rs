@@ -7,8 +7,9 @@
 //! summary counts an event rated only when the answer listed it in `rated_events`; a failed
 //! call (a fault rule's 503, a 413) errs every event it carried, under the answer's code.
 
-use super::client::{Client, Exit, Failure, Outcome};
-use super::output::{json, out};
+use super::client::{Broken, Client, Exit, Failure, Outcome, ANSWER_LIMIT};
+use super::output::{clean, excerpt, json, out};
+use super::shapes::{AgreementService, Clock, Posted};
 use super::Conn;
 use chrono::{DateTime, Duration as Span, FixedOffset, SecondsFormat};
 use reqwest::Method;
@@ -63,11 +64,10 @@ pub async fn run(conn: &Conn, plan: Plan) -> Outcome<()> {
         Some(_) => {
             let id = c.tenant_id(&plan.tenant).await?;
             let path = format!("/tenants/{}/clock", super::client::segment(&id));
-            let view = c.admin(Method::GET, &path, None).await?.body;
-            let now = view["now"]
-                .as_str()
-                .and_then(|n| DateTime::parse_from_rfc3339(n).ok())
-                .ok_or_else(|| Failure::other(format!("the clock answered {view}")))?;
+            let answer = c.admin(Method::GET, &path, None).await?;
+            let view: Clock = answer.parse()?;
+            let now = DateTime::parse_from_rfc3339(&view.now)
+                .map_err(|e| answer.not_the_sandboxs(&format!("the clock's now: {e}")))?;
             (id, now)
         }
         None => (plan.tenant.clone(), chrono::Utc::now().fixed_offset()),
@@ -83,7 +83,7 @@ pub async fn run(conn: &Conn, plan: Plan) -> Outcome<()> {
         pairs
             .iter()
             .take(6)
-            .map(|(s, u)| format!("{s}={u}"))
+            .map(|(s, u)| clean(&format!("{s}={u}")))
             .chain((pairs.len() > 6).then(|| "...".to_string()))
             .collect::<Vec<_>>()
             .join(", ")
@@ -141,55 +141,58 @@ fn collect(
     }
 }
 
-/// Posts one call and reads what became of each event.
+/// Posts one call and reads what became of each event. A transport failure errs the call's
+/// events (TIMEOUT, TRANSPORT); an answer that is not the sandbox's (a redirect, too long,
+/// another shape) stops the run, as a refused API key does.
 async fn post(c: &Client, api_key: &str, events: Vec<Value>) -> Outcome<Outcome1> {
     let count = events.len() as u64;
     let body = json!({ "mode": "FAIL_ON_EXISTING", "usage_events": events });
     let started = Instant::now();
-    let sent = c
+    let req = c
         .http
         .post(format!("{}{BULK}", c.base))
         .header("X-Api-Key", api_key)
-        .json(&body)
-        .send()
-        .await;
-    let answer = match sent {
-        Ok(r) => {
-            let status = r.status();
-            let bytes = r.bytes().await.unwrap_or_default();
-            Ok((
-                status,
-                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
-            ))
-        }
-        Err(e) => Err(e),
-    };
+        .json(&body);
+    let exchanged = c.exchange(req, ANSWER_LIMIT).await;
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let (rated, errors) = match answer {
-        Ok((status, body)) if status.is_success() => {
-            let rated = body["rated_events"].as_array().map_or(0, Vec::len) as u64;
-            let errors = body["erred_events"]
-                .as_array()
-                .map(|e| e.iter().map(|x| code_of(&x["code"])).collect())
-                .unwrap_or_default();
-            (rated, errors)
+    let (rated, errors) = match exchanged {
+        Ok(answer) if answer.status.is_success() => {
+            let posted: Posted = answer.parse()?;
+            let errors = posted.erred_events.into_iter().map(|e| e.code).collect();
+            (posted.rated_events.len() as u64, errors)
         }
-        Ok((status, body)) if status.as_u16() == 401 => {
+        Ok(answer) if answer.status.as_u16() == 401 => {
+            let message = answer
+                .json()
+                .ok()
+                .and_then(|v| {
+                    v.get("message")
+                        .and_then(Value::as_str)
+                        .map(|m| excerpt(m, 300))
+                })
+                .unwrap_or_else(|| answer.describe());
             return Err(Failure::new(
                 Exit::Credentials,
                 format!(
-                    "the sandbox at {} refused the tenant's API key (401): {}",
-                    c.base, body["message"]
+                    "the sandbox at {} refused the tenant's API key (401): {message}",
+                    c.base
                 ),
-            ))
+            ));
         }
-        Ok((status, body)) => {
-            let code = body["code"]
-                .as_str()
-                .map_or_else(|| format!("HTTP_{}", status.as_u16()), str::to_string);
+        Ok(answer) => {
+            let code = answer
+                .json()
+                .ok()
+                .and_then(|v| {
+                    v.get("code")
+                        .and_then(Value::as_str)
+                        .map(|m| excerpt(m, 100))
+                })
+                .unwrap_or_else(|| format!("HTTP_{}", answer.status.as_u16()));
             (0, vec![code; count as usize])
         }
-        Err(e) => {
+        Err(Broken::Refused(failure)) => return Err(failure),
+        Err(Broken::Transport(e)) => {
             let code = if e.is_timeout() {
                 "TIMEOUT"
             } else {
@@ -204,10 +207,6 @@ async fn post(c: &Client, api_key: &str, events: Vec<Value>) -> Outcome<Outcome1
         rated,
         errors,
     })
-}
-
-fn code_of(value: &Value) -> String {
-    value.as_str().unwrap_or("UNKNOWN").to_string()
 }
 
 /// Event `seq` of the run: the pairs in turn, an amount of 1..100, a start time in the 30
@@ -273,15 +272,17 @@ async fn active_srids(c: &Client, api_key: &str) -> Outcome<Vec<String>> {
             "/billing/2/agreement-services?filter=status%20EQ%20%27ACTIVE%27&page_size=50&page_number={page}"
         );
         let answer = c.with_api_key(Method::GET, &path, api_key, None).await?;
-        let items = answer.body.as_array().cloned().unwrap_or_default();
-        for item in &items {
-            if let Some(s) = item["service_resource_identifier"].as_str() {
-                if !srids.iter().any(|x| x == s) {
-                    srids.push(s.to_string());
-                }
+        let items: Vec<AgreementService> = answer.parse()?;
+        let last = items.len() < 50;
+        for s in items
+            .into_iter()
+            .filter_map(|i| i.service_resource_identifier)
+        {
+            if !srids.contains(&s) {
+                srids.push(s);
             }
         }
-        if items.len() < 50 {
+        if last {
             break;
         }
     }
@@ -317,18 +318,14 @@ async fn rating_pairs(
     let mut rated: HashMap<(String, String), u32> = HashMap::new();
     for chunk in probes.chunks(50) {
         let body = json!({ "mode": "FAIL_ON_EXISTING", "usage_events": chunk });
-        let answer = c
+        let posted: Posted = c
             .with_api_key(Method::POST, SIMULATE, api_key, Some(&body))
-            .await?;
-        for e in answer.body["rated_events"]
-            .as_array()
-            .map_or(&[][..], |v| v)
-        {
-            let key = (
-                super::output::cell(&e["service_resource_identifier"]),
-                super::output::cell(&e["usage_uom"]),
-            );
-            *rated.entry(key).or_default() += 1;
+            .await?
+            .parse()?;
+        for e in posted.rated_events {
+            *rated
+                .entry((e.service_resource_identifier, e.usage_uom))
+                .or_default() += 1;
         }
     }
     let mut pairs = Vec::new();
@@ -397,7 +394,7 @@ fn print_summary(s: &Value) {
         .filter(|e| !e.is_empty())
         .map(|e| {
             e.iter()
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|(k, v)| format!("{} {v}", clean(k)))
                 .collect::<Vec<_>>()
                 .join(", ")
         })
@@ -406,7 +403,7 @@ fn print_summary(s: &Value) {
         "events:   {} posted in {} calls over {} s ({} events/s)\nrated:    {}\nerred:    {}\nlatency:  p50 {} ms, p95 {} ms, p99 {} ms, max {} ms (per call)\nerrors:   {errors}\nstored under reference_id {} (GET /billing/2/usage-events?reference_id={})",
         s["events"], s["requests"], s["seconds"], s["events_per_second"], s["rated"], s["erred"],
         l["p50"], l["p95"], l["p99"], l["max"],
-        super::output::cell(&s["reference_id"]), super::output::cell(&s["reference_id"]),
+        s["reference_id"].as_str().unwrap_or_default(), s["reference_id"].as_str().unwrap_or_default(),
     ));
 }
 

@@ -13,6 +13,7 @@ mod events;
 mod fixtures;
 mod load;
 mod output;
+mod shapes;
 
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -20,7 +21,8 @@ use std::path::PathBuf;
 /// The exit codes, as `sandbox --help` prints them.
 pub const EXIT_CODES: &str = "Exit codes (every command but serve):
   0  done
-  1  other failure (a server error, an answer that is not the sandbox's, a local file)
+  1  other failure (a server error, an answer that is not the sandbox's: not JSON, another
+     shape, a redirect, too long, full pages without end; a local file)
   2  usage: a wrong command line (clap's message, or a value such as --url or --from)
   3  the URL did not answer (it is named)
   4  the admin key (or the tenant's API key) is missing or refused (401)
@@ -330,7 +332,8 @@ pub async fn run(command: ClientCommand) -> u8 {
     match commands::dispatch(command).await {
         Ok(()) => 0,
         Err(failure) => {
-            eprintln!("sandbox: {failure}");
+            // Messages quote servers: cleaned where they do, and once more here.
+            eprintln!("sandbox: {}", output::clean_message(&failure.message));
             failure.exit as u8
         }
     }
