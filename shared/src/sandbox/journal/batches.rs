@@ -4,8 +4,8 @@
 //! age order); the clear marker `tenants/<id>/journal-cleared`.
 //!
 //! Invariants: after each upload the tenant's batches are pruned to the bounds (the newest
-//! batches within `max_entries` and `max_bytes` together, sizes as uploaded; the newest one
-//! always kept), so the S3 footprint of a tenant's journal stays about the bound however
+//! batches within `max_entries` and `max_bytes` together, a batch's bytes counted as memory
+//! and reads count its entries, not as encoded; the newest one always kept), so the S3 footprint of a tenant's journal stays about the bound however
 //! many requests it receives; a read fetches the newest batches only up to the bounds. A
 //! batch named in the older form (`<id>.json`, no counts) counts as full, so it goes first.
 
@@ -77,12 +77,16 @@ pub(super) fn upload(bucket: &Bucket, tenant: &str, entries: &[Arc<Entry>]) -> O
             return None;
         }
     };
+    // What the entries hold by the journal's one measure (memory and reads count the same),
+    // not the encoded body, which JSON escaping makes larger: counted by that, S3 kept far
+    // fewer entries than the bound lets memory keep.
+    let size: usize = entries.iter().map(|e| e.size()).sum();
     let key = format!(
         "{}{}.{}.{}.json",
         prefix(tenant),
         first.id,
         entries.len(),
-        body.len()
+        size
     );
     match bucket.put_if_absent(&key, body) {
         Ok(()) => Some(key),
