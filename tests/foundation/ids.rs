@@ -351,3 +351,101 @@ async fn a_fork_restored_never_gives_an_id_out_twice() {
         .await;
     restore_gives_no_id_twice(&s, &fork).await;
 }
+
+/// The largest id a fixture document may give (2^53: exactly representable as a JSON number
+/// everywhere, docs/limits.md).
+const MAX_ID: i64 = 1 << 53;
+
+/// docs/fixtures.md "Ids": every id of a fixture document (a record's, a reference, an id
+/// list's, the range `generated_services` numbers) is a whole number from 1 to 2^53. Others
+/// were accepted (issue 36, finding 4): an account at i64::MAX made every later create of
+/// its kind a 500, 0 and -5 were served, and after the largest id new records got random
+/// ids. Refused with a 400 naming the JSON path and the bound, before anything is written,
+/// at tenant creation and when applying to a tenant.
+#[tokio::test]
+async fn fixture_ids_outside_1_to_2_pow_53_are_refused_naming_their_path() {
+    let s = TestServer::start().await;
+    let accounts = |third: Value| {
+        json!({"billing_accounts": [
+            {"id": 1, "account_num": "A-1", "name": "A"},
+            {"id": 2, "account_num": "A-2", "name": "B"},
+            {"id": third, "account_num": "A-3", "name": "C"}]})
+    };
+    let generated = json!({"generated_services": {
+        "first_id": MAX_ID - 1, "count": 5, "billing_account_ids": [1], "products": [[1, 1]],
+        "statuses": [], "currencies": [], "end_actions": [], "true_up_charge_types": [],
+        "first_start": "2026-01-01"}});
+    let cases = [
+        (accounts(json!(i64::MAX)), "billing_accounts[2].id"),
+        (accounts(json!(0)), "billing_accounts[2].id"),
+        (accounts(json!(-5)), "billing_accounts[2].id"),
+        (accounts(json!(MAX_ID + 1)), "billing_accounts[2].id"),
+        (accounts(json!(u64::MAX)), "billing_accounts[2].id"),
+        (accounts(json!(2.5)), "billing_accounts[2].id"),
+        (
+            json!({"payments": [{"billing_account_id": 0, "amount": 1, "occurred_on": "now"}]}),
+            "payments[0].billing_account_id",
+        ),
+        (
+            json!({"ledgers": [{"name": "L", "billing_account_category_ids": [1, -1]}]}),
+            "ledgers[0].billing_account_category_ids[1]",
+        ),
+        (
+            json!({"adjustments": [{"billing_account_id": 1, "occurred_on": "now",
+                "amount": 1, "applications": [{"id": -1, "adjustment_application_type":
+                "standard-invoice", "invoice_id": 1, "amount": 1, "applied_on": "now"}]}]}),
+            "adjustments[0].applications[0].id",
+        ),
+        (generated, "generated_services.first_id"),
+    ];
+    let refused = |status: u16, message: &str, path: &str| {
+        assert_eq!(status, 400, "{path}: {message}");
+        assert!(message.starts_with(path), "{path}: {message}");
+        assert!(message.contains("9007199254740992"), "{path}: {message}");
+    };
+    for (doc, path) in &cases {
+        let body = json!({"name": "bounded", "fixtures": doc});
+        let r = s
+            .admin_call(Method::POST, "/sandbox/v1/tenants", Some(&body))
+            .await;
+        let (status, _, message) = e2e::error_body(r).await;
+        refused(status, &message, path);
+    }
+    let r = s.admin_call(Method::GET, "/sandbox/v1/tenants", None).await;
+    assert_eq!(r.json::<Value>().await.expect("json"), json!([]));
+
+    // Applied to a tenant: refused, and nothing changed.
+    let t = s.create_tenant("bounded", "demo").await;
+    let fixtures = format!("/sandbox/v1/tenants/{}/fixtures", t.id);
+    let before = exported(&s, &t).await;
+    for (doc, path) in &cases {
+        let r = s.admin_call(Method::POST, &fixtures, Some(doc)).await;
+        let (status, _, message) = e2e::error_body(r).await;
+        refused(status, &message, path);
+    }
+    assert_eq!(exported(&s, &t).await, before);
+    for eid in ["-5", "0"] {
+        let path = format!("{ROOT}/billingAccounts/{eid}");
+        assert_eq!(status_of(&s, &t, &path).await, 404, "{path}");
+    }
+    let ledger = revenue(&s, &t, Method::POST, "/ledgers", json!({"name": "After"})).await;
+    assert!(
+        ledger["id"].is_number() || ledger["id"].is_string(),
+        "{ledger}"
+    );
+
+    // 2^53 itself is an id; the next account is numbered after it, not at random.
+    let top = json!({"billing_accounts": [{"id": MAX_ID, "account_num": "TOP", "name": "T"}]});
+    let r = s.admin_call(Method::POST, &fixtures, Some(&top)).await;
+    assert_eq!(r.status(), 200);
+    let path = format!("{ROOT}/billingAccounts/{MAX_ID}");
+    assert_eq!(status_of(&s, &t, &path).await, 200);
+    let next = xml_create(
+        &s,
+        &t,
+        "billingAccounts",
+        r#"<billingAccount billType="PAPER" automaticRecurringPayment="false"><billingAccountCategory eid="1"/></billingAccount>"#,
+    )
+    .await;
+    assert_eq!(next, MAX_ID + 1);
+}
