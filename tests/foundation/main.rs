@@ -12,6 +12,7 @@ mod fixtures_apply;
 mod fixtures_export;
 mod hostile;
 mod idempotency;
+mod ids;
 mod journal;
 mod overload;
 mod quoted;

@@ -121,6 +121,42 @@ impl Api {
             .unwrap_or_else(|| panic!("an id in {body}"))
     }
 
+    /// Surface A: `POST path` with an XML body as the tenant's user; answers the new eid.
+    async fn xml_create(&self, tenant: &Value, path: &str, body: &str) -> i64 {
+        let (user, password) = basic(tenant);
+        let r = self
+            .client
+            .post(format!("{}/t/s/r/1.28/{path}", self.base))
+            .basic_auth(user, Some(password))
+            .header("Content-Type", "application/xml")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("post");
+        let status = r.status();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(status, 201, "{text}");
+        let at = text.find(" eid=\"").expect("an eid") + 6;
+        text[at..]
+            .split('"')
+            .next()
+            .and_then(|eid| eid.parse().ok())
+            .unwrap_or_else(|| panic!("an eid in {text}"))
+    }
+
+    /// Surface A: the status of `GET path` as the tenant's user.
+    async fn xml_status(&self, tenant: &Value, path: &str) -> u16 {
+        let (user, password) = basic(tenant);
+        self.client
+            .get(format!("{}/t/s/r/1.28/{path}", self.base))
+            .basic_auth(user, Some(password))
+            .send()
+            .await
+            .expect("get")
+            .status()
+            .as_u16()
+    }
+
     /// Status of `GET /users/current` on Surface A with HTTP Basic `user:password`.
     async fn basic_status(&self, user: &str, password: &str) -> u16 {
         self.client
@@ -187,6 +223,17 @@ impl Drop for Peer {
 
 fn key(tenant: &Value) -> String {
     tenant["api_key"].as_str().expect("api_key").to_string()
+}
+
+/// A tenant's Surface A user and password, from its creation body.
+fn basic(tenant: &Value) -> (String, String) {
+    let field = |name: &str| {
+        tenant["basic"][name]
+            .as_str()
+            .expect("basic credentials")
+            .to_string()
+    };
+    (field("username"), field("password"))
 }
 
 fn id(tenant: &Value) -> String {
@@ -718,6 +765,107 @@ async fn restores_and_forks_cross_s3_environments() {
         tenant_keys("checkpoints/").is_empty(),
         "{:?}",
         tenant_keys("")
+    );
+}
+
+/// An account (Surface A's eid) and a payment are numbered by tables that were not
+/// AUTOINCREMENT before migration 0011: an eid given out before a restore came back after it,
+/// and a GET of it read the new account. In S3 mode: written in one environment, restored
+/// in another, written again in the first (warm, it replays the restore entry) and in a cold
+/// one (it starts from the restore's snapshot and the entry's sequences); and the same for
+/// a fork restored to its own checkpoint.
+#[tokio::test]
+async fn eids_are_not_given_out_again_after_a_restore_in_any_s3_environment() {
+    const ACCOUNT: &str = r#"<billingAccount billType="PAPER" automaticRecurringPayment="false"><billingAccountCategory eid="1"/></billingAccount>"#;
+    const PAYMENT: &str = r#"<payment amount="2.50" reference="IDS"><billingAccount eid="3"/><checkPayment/></payment>"#;
+    let moto = Moto::start();
+    let s3 = moto.bucket("eids");
+    let (a_base, _a, _a_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let b_process = Peer::start(&s3);
+    let (a, b) = (Api::new(&a_base), Api::new(&b_process.base));
+    let golden = a.tenant("golden").await;
+    let gid = id(&golden);
+    let (status, _) = a.checkpoint(&gid, "seeded").await;
+    assert_eq!(status, 201);
+
+    // Written in B, restored in A.
+    let account = b.xml_create(&golden, "billingAccounts", ACCOUNT).await;
+    let payment = b.xml_create(&golden, "payments", PAYMENT).await;
+    assert_eq!(
+        a.xml_status(&golden, &format!("billingAccounts/{account}"))
+            .await,
+        200
+    );
+    let (status, _) = a.restore(&gid, "seeded").await;
+    assert_eq!(status, 200);
+    // B, warm, replays the restore and numbers after what it gave out before it.
+    let warm_account = b.xml_create(&golden, "billingAccounts", ACCOUNT).await;
+    let warm_payment = b.xml_create(&golden, "payments", PAYMENT).await;
+    assert!(
+        warm_account > account,
+        "eid {warm_account} after the restore, {account} before"
+    );
+    assert!(
+        warm_payment > payment,
+        "eid {warm_payment} after the restore, {payment} before"
+    );
+    assert_eq!(
+        b.xml_status(&golden, &format!("billingAccounts/{account}"))
+            .await,
+        404
+    );
+    assert_eq!(
+        a.xml_status(&golden, &format!("payments/{payment}")).await,
+        404
+    );
+
+    // Restored again; a cold environment numbers after everything given out before.
+    let (status, _) = a.restore(&gid, "seeded").await;
+    assert_eq!(status, 200);
+    let (c_base, _c, _c_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let c = Api::new(&c_base);
+    let cold_account = c.xml_create(&golden, "billingAccounts", ACCOUNT).await;
+    let cold_payment = c.xml_create(&golden, "payments", PAYMENT).await;
+    assert!(
+        cold_account > warm_account,
+        "cold eid {cold_account}, {warm_account} was seen"
+    );
+    assert!(
+        cold_payment > warm_payment,
+        "cold eid {cold_payment}, {warm_payment} was seen"
+    );
+    for (path, gone) in [
+        ("billingAccounts", account),
+        ("billingAccounts", warm_account),
+    ] {
+        assert_eq!(c.xml_status(&golden, &format!("{path}/{gone}")).await, 404);
+    }
+
+    // A fork restored to its own checkpoint: the same, across environments.
+    let (status, fork) = a.fork("ci-job", &gid, "seeded").await;
+    assert_eq!(status, 201, "{fork}");
+    let fid = id(&fork);
+    let (status, _) = b.checkpoint(&fid, "start").await;
+    assert_eq!(status, 201);
+    let forked = b.xml_create(&fork, "billingAccounts", ACCOUNT).await;
+    let (status, _) = a.restore(&fid, "start").await;
+    assert_eq!(status, 200);
+    let (d_base, _d, _d_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let d = Api::new(&d_base);
+    assert_eq!(
+        d.xml_status(&fork, &format!("billingAccounts/{forked}"))
+            .await,
+        404
+    );
+    let again = d.xml_create(&fork, "billingAccounts", ACCOUNT).await;
+    assert!(
+        again > forked,
+        "fork eid {again} after its restore, {forked} before"
+    );
+    assert_eq!(
+        b.xml_status(&fork, &format!("billingAccounts/{forked}"))
+            .await,
+        404
     );
 }
 

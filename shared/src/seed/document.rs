@@ -1,6 +1,6 @@
-//! The fixture document before it is read into records: its bounds (records per kind), its
-//! relative dates resolved against the tenant's clock (`time::relative`), and the JSON path
-//! every refusal names (`services[3].product_id: ...`).
+//! The fixture document before it is read into records: its bounds (records per kind, ids),
+//! its relative dates resolved against the tenant's clock (`time::relative`), and the JSON
+//! path every refusal names (`services[3].product_id: ...`).
 //!
 //! Invariant: every problem found is a 400 whose message starts with the JSON path of the
 //! first problem; nothing here writes.
@@ -13,6 +13,42 @@ use serde_json::Value;
 /// Most records of one kind (one top-level array, or `generated_services.count`) in a document.
 pub const MAX_RECORDS_PER_KIND: usize = 10_000;
 
+/// The largest id a document may give or name: 2^53, the largest of a run of whole numbers
+/// a JSON number holds exactly in every client (a double). The smallest is 1.
+pub const MAX_ID: i64 = 1 << 53;
+
+/// What a member holds, by its name (and its parent's path).
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    /// A date, which may be relative to the clock ([`is_date_key`]).
+    Date,
+    /// An id or a list of ids ([`is_id_key`]): each 1..=[`MAX_ID`].
+    Id,
+    Other,
+}
+
+/// Whether member `key` of the object at `path` holds an id or a list of ids: a record's
+/// `id`, a reference (`<kind>_id`), an id list (`<kind>_ids`), `generated_services`'
+/// `first_id` and its `products` (product and agreement id pairs). Strings are not ids
+/// (`conversion_rate_set_id` is a name); the loader's types refuse a string where an id goes.
+pub fn is_id_key(path: &str, key: &str) -> bool {
+    key == "id"
+        || key.ends_with("_id")
+        || key.ends_with("_ids")
+        || (path == "generated_services" && key == "products")
+}
+
+/// `n` at `path` as an id, or the refusal naming the path and the bound.
+fn check_id(path: &str, n: &serde_json::Number) -> Result<i64> {
+    n.as_i64()
+        .filter(|id| (1..=MAX_ID).contains(id))
+        .ok_or_else(|| {
+            Error::bad_request(format!(
+                "{path}: {n} is not an id; ids are whole numbers from 1 to {MAX_ID} (2^53)"
+            ))
+        })
+}
+
 /// Whether member `key` holds a date (so it may be written relative to the clock): names
 /// ending in `_date`, `_on` or `_at`, and `valid_from`, `valid_to`, `first_start`.
 pub fn is_date_key(key: &str) -> bool {
@@ -22,7 +58,8 @@ pub fn is_date_key(key: &str) -> bool {
         || matches!(key, "valid_from" | "valid_to" | "first_start")
 }
 
-/// Checks the bounds of `doc` and rewrites its relative dates as absolute ones.
+/// Checks the bounds of `doc` (records per kind, ids) and rewrites its relative dates as
+/// absolute ones.
 pub fn prepare(doc: &mut Value, now: DateTime<Utc>, tz: Tz) -> Result<()> {
     let Value::Object(members) = &*doc else {
         return Err(Error::bad_request(
@@ -39,43 +76,74 @@ pub fn prepare(doc: &mut Value, now: DateTime<Utc>, tz: Tz) -> Result<()> {
             }
         }
     }
-    if let Some(count) = doc
+    let count = doc
         .pointer("/generated_services/count")
-        .and_then(Value::as_u64)
-    {
+        .and_then(Value::as_u64);
+    if let Some(count) = count {
         if count > MAX_RECORDS_PER_KIND as u64 {
             return Err(Error::bad_request(format!(
                 "generated_services.count: {count}; at most {MAX_RECORDS_PER_KIND}"
             )));
         }
     }
-    resolve(doc, &mut String::new(), false, now, tz)
+    resolve(doc, &mut String::new(), Field::Other, now, tz)?;
+    // The ids `generated_services` numbers: first_id (an id, checked above) and the count-1
+    // after it.
+    if let (Some(first), Some(count)) = (
+        doc.pointer("/generated_services/first_id")
+            .and_then(Value::as_i64),
+        count.and_then(|c| i64::try_from(c).ok()),
+    ) {
+        if count > 0 && first + (count - 1) > MAX_ID {
+            return Err(Error::bad_request(format!(
+                "generated_services.first_id: {first} + count {count} numbers ids past the \
+                 largest, {MAX_ID} (2^53); ids are whole numbers from 1 to {MAX_ID}"
+            )));
+        }
+    }
+    Ok(())
 }
 
-fn resolve(v: &mut Value, path: &mut String, date: bool, now: DateTime<Utc>, tz: Tz) -> Result<()> {
+fn resolve(
+    v: &mut Value,
+    path: &mut String,
+    field: Field,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<()> {
     match v {
-        Value::String(s) if date && crate::time::relative::is_relative(s) => {
+        Value::String(s) if field == Field::Date && crate::time::relative::is_relative(s) => {
             let resolved = crate::time::relative::resolve(s, now, tz).map_err(|e| {
                 Error::bad_request(format!("{path}: {} {e}", crate::error::quoted(s)))
             })?;
             *s = resolved;
         }
+        Value::Number(n) if field == Field::Id => {
+            check_id(path, n)?;
+        }
         Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                resolve(item, path, date, now, tz)?;
+                resolve(item, path, field, now, tz)?;
                 path.truncate(len);
             }
         }
         Value::Object(members) => {
             for (key, item) in members.iter_mut() {
+                let field = if is_date_key(key) {
+                    Field::Date
+                } else if is_id_key(path, key) {
+                    Field::Id
+                } else {
+                    Field::Other
+                };
                 let len = path.len();
                 if !path.is_empty() {
                     path.push('.');
                 }
                 path.push_str(key);
-                resolve(item, path, is_date_key(key), now, tz)?;
+                resolve(item, path, field, now, tz)?;
                 path.truncate(len);
             }
         }
@@ -170,6 +238,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("products: 10001 records"), "{e}");
+    }
+
+    #[test]
+    fn ids_are_bounded_to_1_through_2_pow_53_naming_their_path() {
+        let now = crate::time::now();
+        let check = |doc: serde_json::Value| {
+            let mut doc = doc;
+            prepare(&mut doc, now, chrono_tz::UTC).map_err(|e| e.to_string())
+        };
+        for bad in [
+            serde_json::json!(0),
+            serde_json::json!(-5),
+            serde_json::json!(MAX_ID + 1),
+            serde_json::json!(i64::MAX),
+            serde_json::json!(u64::MAX),
+            serde_json::json!(1.5),
+        ] {
+            let doc = serde_json::json!({"products": [{"id": 1}, {"id": bad}]});
+            let e = check(doc).unwrap_err();
+            assert!(e.starts_with("products[1].id: "), "{e}");
+            assert!(e.contains("from 1 to 9007199254740992"), "{e}");
+        }
+        let e = check(serde_json::json!({"ledgers": [{"billing_account_category_ids": [1, 0]}]}))
+            .unwrap_err();
+        assert!(
+            e.starts_with("ledgers[0].billing_account_category_ids[1]: 0"),
+            "{e}"
+        );
+        let e =
+            check(serde_json::json!({"generated_services": {"products": [[1, -2]]}})).unwrap_err();
+        assert!(
+            e.starts_with("generated_services.products[0][1]: -2"),
+            "{e}"
+        );
+        let e =
+            check(serde_json::json!({"generated_services": {"first_id": MAX_ID - 1, "count": 3}}))
+                .unwrap_err();
+        assert!(e.starts_with("generated_services.first_id: "), "{e}");
+        // The bound itself, the range's last id, and names that end in _id but are strings.
+        check(serde_json::json!({
+            "products": [{"id": MAX_ID}],
+            "generated_services": {"first_id": MAX_ID - 2, "count": 3},
+            "ledgers": [{"conversion_rate_set_id": "RATES-0"}]
+        }))
+        .unwrap();
     }
 
     #[test]

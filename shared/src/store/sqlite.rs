@@ -39,6 +39,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0010_idempotency_keys",
         include_str!("migrations/0010_idempotency_keys.sql"),
     ),
+    (
+        "0011_ids_never_reused",
+        include_str!("migrations/0011_ids_never_reused.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
@@ -392,6 +396,116 @@ mod tests {
         conn.execute("DELETE FROM ledgers WHERE id = 7", [])
             .unwrap();
         assert_eq!(ids(&conn, "calendar_nodes"), Vec::<i64>::new());
+    }
+
+    /// Tables with an `id` of their own that keep max(rowid) + 1 numbering, and why: no
+    /// client sees their ids (0011 says more).
+    const NOT_AUTOINCREMENT: &[&str] = &[
+        "idempotency_keys",
+        "sandbox_clock",
+        "sandbox_faults",
+        "usage_event_charges",
+    ];
+
+    #[test]
+    fn every_table_whose_ids_a_client_sees_keeps_its_highest_id() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn).unwrap();
+        migrate(&mut conn).unwrap();
+        let tables: Vec<(String, String)> = conn
+            .prepare(
+                "SELECT m.name, m.sql FROM sqlite_master m
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'
+                   AND EXISTS (SELECT 1 FROM pragma_table_info(m.name)
+                               WHERE name = 'id' AND pk = 1 AND type = 'INTEGER')
+                 ORDER BY m.name",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(tables.len() > 30, "{tables:?}");
+        for (table, sql) in &tables {
+            let kept = sql.contains("AUTOINCREMENT");
+            assert_eq!(
+                kept,
+                !NOT_AUTOINCREMENT.contains(&table.as_str()),
+                "{table}: a table whose ids a client sees is declared AUTOINCREMENT"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_11_keeps_rows_ids_references_and_indexes_and_numbers_after_the_highest() {
+        let mut conn = at_version(10);
+        conn.execute_batch(
+            "INSERT INTO billing_account_categories (id, name, description, status)
+                 VALUES (1, 'c', 'c', 'BA_CATEGORY_ACTIVE');
+             INSERT INTO billing_accounts (id, account_num, name, billing_account_category_id)
+                 VALUES (3, 'A-3', 'A', 1), (7, 'A-7', 'B', 1);
+             INSERT INTO payments (id, billing_account_id, amount, occurred_on,
+                 unapplied_amount, received_amount) VALUES (5, 7, '1', 't', '1', '1');
+             INSERT INTO products (id, name) VALUES (1, 'P');
+             INSERT INTO agreements (id, name) VALUES (1, 'G'), (2, 'H');
+             UPDATE agreements SET next_agreement_id = 2 WHERE id = 1;
+             INSERT INTO services (id, billing_account_id, product_id, start_date)
+                 VALUES (4, 7, 1, 't');
+             INSERT INTO service_resources (id, service_id, identifier) VALUES (1, 4, 'r');
+             INSERT INTO service_resources (id, service_id, identifier, parent_id)
+                 VALUES (2, 4, 'r-child', 1);
+             INSERT INTO usage_events (id, request_id, service_resource_identifier,
+                 billing_account_id, start_time, end_time, usage_uom, usage_amount,
+                 reference_id, sequence_id, total_charge, created_at, usage_rule_id,
+                 charge_category_id) VALUES (9, 'r', 'r', 7, 't', 't', 'HOUR', '2', 'a', '1',
+                 '1.5', 't', 1, 1);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(ids(&conn, "billing_accounts"), vec![3, 7]);
+        assert_eq!(ids(&conn, "payments"), vec![5]);
+        // Rows, references (self-references too) and the view over usage events survive.
+        let (parent, next, charge): (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT parent_id FROM service_resources WHERE id = 2),
+                        (SELECT next_agreement_id FROM agreements WHERE id = 1),
+                        (SELECT id FROM usage_charges)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((parent, next, charge), (1, 2, 9));
+        let refused = conn.execute(
+            "INSERT INTO payments (billing_account_id, amount, occurred_on, unapplied_amount,
+                 received_amount) VALUES (99, '1', 't', '1', '1')",
+            [],
+        );
+        assert!(
+            refused.is_err(),
+            "payments still references billing_accounts"
+        );
+        let indexes: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'
+                 AND name IN ('usage_events_pair', 'billing_accounts_bill_cycle',
+                              'service_resources_identifier', 'services_billing_account')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexes, 4);
+        // The newest account deleted: the next one is numbered after it all the same.
+        conn.execute("DELETE FROM payments", []).unwrap();
+        conn.execute("DELETE FROM service_resources", []).unwrap();
+        conn.execute("DELETE FROM services", []).unwrap();
+        conn.execute("DELETE FROM billing_accounts WHERE id = 7", [])
+            .unwrap();
+        conn.execute(
+            "INSERT INTO billing_accounts (account_num, name) VALUES ('A-8', 'C')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(conn.last_insert_rowid(), 8);
     }
 
     #[test]
