@@ -119,7 +119,7 @@ fn recorded_queries_are_redacted() {
 fn on_bucket(settings: &Settings, world: &std::sync::Arc<crate::store::memory::World>) -> Journal {
     let config = crate::store::s3::S3Config::new("journal", "sandbox", None);
     let bucket = Bucket::on(std::sync::Arc::new(world.store(0)), config);
-    Journal::new(settings.clone(), Some(bucket))
+    Journal::new(*settings, Some(bucket))
 }
 
 #[test]
