@@ -41,8 +41,10 @@ pub fn open_once(data_dir: &Path) -> Result<Opened, String> {
     let db = store
         .tenant_db(&tenant.id)
         .map_err(|e| format!("tenant database: {e}"))?;
-    db.read_blocking(|c| Ok(c.query_row("SELECT count(*) FROM ledgers", [], |r| r.get::<_, i64>(0))?))
-        .map_err(|e| format!("tenant read: {e}"))?;
+    db.read_blocking(|c| {
+        Ok(c.query_row("SELECT count(*) FROM ledgers", [], |r| r.get::<_, i64>(0))?)
+    })
+    .map_err(|e| format!("tenant read: {e}"))?;
     Ok(Opened {
         secret: secret.iter().map(|b| format!("{b:02x}")).collect(),
         tenant: tenant.id,
