@@ -314,6 +314,23 @@ impl Gate {
         }
     }
 
+    /// Waits until the proxy is holding a PUT (one held and not forwarded yet): its writer
+    /// is inside the PUT, under the tenant's writer lock.
+    pub fn wait_until_holding(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let c = self.counts();
+            if c.held > c.held_forwarded {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no PUT held within {within:?}: {c:?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Waits until every held PUT has been forwarded to moto (and executed or refused).
     pub fn wait_for_held(&self, within: Duration) {
         let deadline = Instant::now() + within;
