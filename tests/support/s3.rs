@@ -595,6 +595,20 @@ pub async fn server(config: &S3Config) -> crate::TestServer {
     crate::TestServer::from_parts(base, state, dir)
 }
 
+/// Waits (at most `within`) until no compaction of `tenant` runs in `store`: the snapshot a
+/// write made due is uploaded and the older ones deleted (`TenantDb::is_compacting`).
+pub fn wait_for_compaction(store: &shared::store::Store, tenant: &str, within: Duration) {
+    let db = store.tenant_db(tenant).expect("tenant db");
+    let deadline = Instant::now() + within;
+    while db.is_compacting() {
+        assert!(
+            Instant::now() < deadline,
+            "a compaction of {tenant} still runs after {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Inserts one row into a tenant's `reasons` table (one write; not retried).
 pub fn try_insert_reason(
     store: &shared::store::Store,
