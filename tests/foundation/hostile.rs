@@ -68,12 +68,25 @@ async fn answered(stream: &mut TcpStream, within: Duration) -> Option<u16> {
     text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
 }
 
-/// Reads `url` with `key` every 20 ms until `stop` flips; answers the statuses and the
-/// median latency.
+/// The victim's count of reads so far, for an attack to wait on.
+type Reads = tokio::sync::watch::Receiver<usize>;
+
+/// Waits (at most 30 s) until the victim has read `n` more times.
+async fn more_reads(reads: &mut Reads, n: usize) {
+    let target = *reads.borrow() + n;
+    tokio::time::timeout(Duration::from_secs(30), reads.wait_for(|c| *c >= target))
+        .await
+        .unwrap_or_else(|_| panic!("the victim did not read {n} more times within 30 s"))
+        .expect("victim running");
+}
+
+/// Reads `url` with `key` every 20 ms until `stop` flips, counting its reads in `reads`;
+/// answers the statuses and the median latency.
 async fn victim(
     url: String,
     key: String,
     stop: tokio::sync::watch::Receiver<bool>,
+    reads: tokio::sync::watch::Sender<usize>,
 ) -> (Vec<u16>, Duration) {
     let client = reqwest::Client::new();
     let (mut statuses, mut took) = (Vec::new(), Vec::new());
@@ -85,6 +98,7 @@ async fn victim(
         };
         took.push(started.elapsed());
         statuses.push(status);
+        reads.send_replace(statuses.len());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     took.sort();
@@ -92,20 +106,23 @@ async fn victim(
     (statuses, median)
 }
 
-/// Runs `attack` while a victim tenant reads; asserts the victim was served: every read 200
-/// with a median under 500 ms (a debug build on a loaded 2-core machine answers in a few ms).
+/// Runs `attack` (given the victim's read count) while a victim tenant reads; asserts the
+/// victim was served: every read 200 with a median under 500 ms (a debug build on a loaded
+/// 2-core machine answers in a few ms).
 async fn beside_a_victim<F: std::future::Future<Output = ()>>(
     base: &str,
     victim_key: &str,
-    attack: F,
+    attack: impl FnOnce(Reads) -> F,
 ) {
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (count, reads) = tokio::sync::watch::channel(0);
     let reader = tokio::spawn(victim(
         format!("{base}/billing/2/adjustment-categories/5"),
         victim_key.to_string(),
         stopped,
+        count,
     ));
-    attack.await;
+    attack(reads).await;
     stop.send(true).expect("victim running");
     let (statuses, median) = reader.await.expect("victim");
     assert!(
@@ -127,7 +144,7 @@ async fn made_up_admin_keys_with_slow_bodies_are_refused_before_their_bodies() {
     let (base, addr, _dir) = serve(|_| {}).await;
     let client = reqwest::Client::new();
     let (_, victim_key, _, _) = tenant(&client, &base, "victim").await;
-    beside_a_victim(&base, &victim_key, async {
+    beside_a_victim(&base, &victim_key, |mut reads| async move {
         let mut attackers = Vec::new();
         for i in 0..80 {
             let stream = slow_body(
@@ -151,7 +168,9 @@ async fn made_up_admin_keys_with_slow_bodies_are_refused_before_their_bodies() {
             "80 made-up admin keys with trickling bodies: all 401 within {:?}",
             started.elapsed()
         );
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // The victim reads on beside the 80 connections still open.
+        more_reads(&mut reads, 5).await;
+        drop(attackers);
     })
     .await;
 }
@@ -168,7 +187,7 @@ async fn one_tenant_holds_one_share_whatever_credential_or_spelling_it_uses() {
         format!("Authorization: basic {encoded}"),
         format!("Authorization: BASIC   {encoded}  "),
     ];
-    beside_a_victim(&base, &victim_key, async {
+    beside_a_victim(&base, &victim_key, |_| async {
         let mut held = Vec::new();
         for i in 0..60 {
             let stream = if i % 2 == 0 {
@@ -221,7 +240,7 @@ async fn idle_and_half_sent_connections_are_closed_within_the_head_deadline() {
     .await;
     let client = reqwest::Client::new();
     let (_, victim_key, _, _) = tenant(&client, &base, "victim").await;
-    beside_a_victim(&base, &victim_key, async {
+    beside_a_victim(&base, &victim_key, |_| async {
         let started = Instant::now();
         let mut attackers = Vec::new();
         for i in 0..1_100 {
@@ -287,7 +306,7 @@ async fn pathological_globs_against_a_long_path_answer_at_once() {
     }
     let long = format!("/billing/2/{}", "a".repeat(8 * 1024 - 11));
     assert_eq!(long.len(), 8 * 1024);
-    beside_a_victim(&base, &victim_key, async {
+    beside_a_victim(&base, &victim_key, |_| async {
         let attack = Instant::now();
         let mut slowest = Duration::ZERO;
         while attack.elapsed() < Duration::from_millis(500) {

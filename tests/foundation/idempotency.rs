@@ -204,11 +204,16 @@ async fn the_same_key_with_another_request_is_refused_in_the_surface_shape() {
 async fn a_retry_while_the_first_is_in_flight_is_409_then_replayed() {
     let s = TestServer::start().await;
     let t = s.create_tenant("idem", "demo").await;
-    // The latency rule holds the first request after the key is claimed, before its handler.
-    add_rule(
+    // The latency rule holds the first request after the key is claimed, before its handler
+    // (`idempotency::serve` claims the key, then runs `powers::apply`, which counts the rule's
+    // hit, then sleeps its latency). It fires once, so its `remaining` reaching 0 is the signal
+    // that the first request holds the key: the order is observed, not assumed. The latency
+    // only bounds the time the test has to send one request after that (3 s for a few
+    // milliseconds of work), and a slower machine fails loudly below rather than passing.
+    let rule = add_rule(
         &s,
         &t,
-        json!({"method": "post", "path": LEDGERS, "latency_ms": 1500}),
+        json!({"method": "post", "path": LEDGERS, "latency_ms": 3000, "times": 1}),
     )
     .await;
     let body = ledger("Slow");
@@ -228,10 +233,15 @@ async fn a_retry_while_the_first_is_in_flight_is_409_then_replayed() {
             (r.status().as_u16(), r.text().await.expect("body"))
         })
     };
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    wait_rule_spent(&s, &t, &rule).await;
     let during = send(&s, &t, Method::POST, LEDGERS, &body, Some("slow")).await;
     let (status, code, message) = error_body_of(&during);
-    assert_eq!((status, code.as_str()), (409, "CONFLICT"), "{message}");
+    assert_eq!(
+        (status, code.as_str()),
+        (409, "CONFLICT"),
+        "{message} (first request answered already: {})",
+        first.is_finished()
+    );
     assert!(message.contains("in progress"), "{message}");
     let (first_status, first_body) = first.await.expect("join");
     assert_eq!(first_status, 201, "{first_body}");
@@ -239,6 +249,32 @@ async fn a_retry_while_the_first_is_in_flight_is_409_then_replayed() {
     assert_eq!((after.0, &after.2), (201, &first_body));
     assert!(replayed(&after.1));
     assert_eq!(count(&s, &t, "ledgers", "name", "Slow").await, 1);
+}
+
+/// Waits (at most 30 s) until fault rule `id` of `t` has no hits left: a request took it.
+async fn wait_rule_spent(s: &TestServer, t: &TestTenant, id: &str) {
+    let path = format!("/sandbox/v1/tenants/{}/faults", t.id);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let rules: Value = s
+            .admin_call(Method::GET, &path, None)
+            .await
+            .json()
+            .await
+            .expect("rules");
+        let rule = rules
+            .as_array()
+            .and_then(|rules| rules.iter().find(|r| r["id"] == id))
+            .unwrap_or_else(|| panic!("rule {id} is listed: {rules}"));
+        if rule["remaining"] == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fault rule {id} was not taken within 30 s: {rule}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 fn error_body_of(answer: &(u16, reqwest::header::HeaderMap, String)) -> (u16, String, String) {

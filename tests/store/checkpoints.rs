@@ -883,15 +883,10 @@ fn a_fork_replays_from_its_source_file_after_compaction_and_the_source_deletion(
         e2e::s3::try_insert_reason(&a, &fork.id, name).expect("fork write");
     }
     let snapshots = format!("sandbox/tenants/{}/snapshots/", fork.id);
-    // Compaction runs in the background after the write that made it due.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let keys = loop {
-        let keys = moto.keys("fork-base", &snapshots);
-        if !keys.is_empty() || std::time::Instant::now() > deadline {
-            break keys;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    // Compaction runs in the background after the write that made it due (which claimed it
+    // before it returned): once it is over, its snapshot is up and no later one lands.
+    e2e::s3::wait_for_compaction(&a, &fork.id, std::time::Duration::from_secs(30));
+    let keys = moto.keys("fork-base", &snapshots);
     assert_eq!(keys.len(), 1, "the fork's own snapshot: {keys:?}");
     let expected = vec!["f-1", "f-2", "f-3", "seeded"];
     assert_eq!(e2e::s3::reason_names(&a, &fork.id), expected);

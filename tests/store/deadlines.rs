@@ -28,6 +28,28 @@ async fn invoices(s: &TestServer, id: &str) -> i64 {
         .expect("count")
 }
 
+/// Waits (at most `within`) until a write transaction is open on the SQLite database at
+/// `file`: a connection of the test's own cannot take the write lock at once (`BEGIN
+/// IMMEDIATE` answers busy). When it can, it gives the lock back at once.
+fn wait_until_writing(file: &std::path::Path, within: Duration) {
+    let conn = rusqlite::Connection::open(file).expect("open the tenant's file");
+    conn.busy_timeout(Duration::ZERO).expect("no busy wait");
+    let deadline = Instant::now() + within;
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => return,
+            Err(e) => panic!("probing the write lock: {e}"),
+            Ok(()) => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no write transaction opened on {} within {within:?}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rolls_back() {
     let dir = tempfile::tempdir().expect("dir");
@@ -64,6 +86,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
         .expect("clock");
     let invoices_before = invoices(&s, &id).await;
 
+    let sent = Instant::now();
     let advance = {
         let (client, url) = (s.client.clone(), s.url(&format!("{clock}/advance")));
         tokio::spawn(async move {
@@ -79,8 +102,19 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
             (status, r.text().await.unwrap_or_default(), began.elapsed())
         })
     };
-    // Well inside the advance, and its timeout ends after the advance's.
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Sent once the advance holds the tenant's writer (its write transaction is open), so it
+    // queues behind it; and not before 150 ms after the advance was sent, so that its own
+    // timeout ends well after the advance's (pacing, not ordering).
+    let file = s
+        .state
+        .store
+        .data_dir()
+        .join("tenants")
+        .join(format!("{id}.db"));
+    tokio::task::spawn_blocking(move || wait_until_writing(&file, Duration::from_secs(30)))
+        .await
+        .expect("join");
+    tokio::time::sleep_until((sent + Duration::from_millis(150)).into()).await;
     let began = Instant::now();
     let r = s
         .client
@@ -110,8 +144,8 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     assert_eq!(status, 201, "the next write after {took:?}: {body}");
     assert!(took < Duration::from_millis(TIMEOUT_MS), "{took:?}");
 
-    // The cut-off advance was rolled back entirely (and stays so: nothing of it runs on).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The cut-off advance was rolled back entirely (and stays so: nothing of it runs on). Its
+    // one write transaction is over: the ledger write above took the writer after it.
     let clock_after: Value = s
         .admin_call(reqwest::Method::GET, &clock, None)
         .await

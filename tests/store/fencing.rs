@@ -84,21 +84,21 @@ fn a_write_s3_cannot_settle_says_the_outcome_is_unknown_within_its_deadline() {
     store.tenant_db(&tenant.id).expect("warm the tenant");
 
     // Every log PUT, fences included, is held past the write deadline: nothing can settle
-    // the slot. A second write waits for the writer lock, but never past its own deadline.
+    // the slot. A second write, sent once the proxy holds the first one's PUT (made under
+    // the writer lock), waits for the writer lock, but never past its own deadline.
     gate.hold_log_puts(Some(Duration::from_secs(6)));
     let started = Instant::now();
-    let second = {
-        let store = store.clone();
-        let id = tenant.id.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
+    let (first, took, second, second_took) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            gate.wait_until_holding(Duration::from_secs(30));
             let t = Instant::now();
-            (try_insert_reason(&store, &id, "second"), t.elapsed())
-        })
-    };
-    let first = try_insert_reason(&store, &tenant.id, "maybe");
-    let took = started.elapsed();
-    let (second, second_took) = second.join().expect("second writer");
+            (try_insert_reason(&store, &tenant.id, "second"), t.elapsed())
+        });
+        let first = try_insert_reason(&store, &tenant.id, "maybe");
+        let took = started.elapsed();
+        let (second, second_took) = second.join().expect("second writer");
+        (first, took, second, second_took)
+    });
     gate.hold_log_puts(None);
 
     let slack = Duration::from_millis(1500);

@@ -49,7 +49,7 @@ async fn tenants_with_snapshots(
 ) -> Vec<(String, String)> {
     let cfg = config.clone();
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let (made, _dir, _store) = tokio::task::spawn_blocking(move || {
+    let (made, _dir, store) = tokio::task::spawn_blocking(move || {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open_with(dir.path(), Some(cfg)).expect("store");
         let mut out = Vec::new();
@@ -81,7 +81,16 @@ async fn tenants_with_snapshots(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // ... and until their compactions are over (older snapshots deleted): the bucket stays
+    // as it is while the test runs.
+    let ids: Vec<String> = made.iter().map(|(id, _)| id.clone()).collect();
+    tokio::task::spawn_blocking(move || {
+        for id in ids {
+            e2e::s3::wait_for_compaction(&store, &id, Duration::from_secs(30));
+        }
+    })
+    .await
+    .expect("join");
     made
 }
 

@@ -156,7 +156,7 @@ async fn deletion_tombstones_first_then_removes_every_object() {
     let moto = Moto::start();
     let s3 = moto.bucket("deletion");
     let (a, a_state, a_dir) = serve(&s3, SECRET).await;
-    let (b, _b_state, _b_dir) = serve(&s3, SECRET).await;
+    let (b, b_state, _b_dir) = serve(&s3, SECRET).await;
     let t = create(&a, "doomed").await;
     let (id, key) = (
         t["id"].as_str().unwrap().to_string(),
@@ -191,6 +191,7 @@ async fn deletion_tombstones_first_then_removes_every_object() {
     assert!(matches!(status, 401 | 404), "{status} {body}");
     assert_eq!(get(b_read.clone(), &key).await.0, 401);
     // ... and appends nothing.
+    uploads_settled(&[&a_state, &b_state]).await;
     let before = moto.keys("deletion", &format!("sandbox/tenants/{id}/"));
     let w = reqwest::Client::new()
         .post(&b_read)
@@ -201,7 +202,9 @@ async fn deletion_tombstones_first_then_removes_every_object() {
         .await
         .expect("write");
     assert_eq!(w.status(), 401);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The refused write left nothing running; what else could still write the tenant's
+    // objects (either environment's journal uploads of its earlier requests) has run.
+    uploads_settled(&[&a_state, &b_state]).await;
     let after = moto.keys("deletion", &format!("sandbox/tenants/{id}/"));
     assert_eq!(before, after, "nothing was appended after the deletion");
 
@@ -226,6 +229,18 @@ async fn deletion_tombstones_first_then_removes_every_object() {
         get(format!("{c}/billing/2/bill-batches"), &key).await.0,
         401
     );
+}
+
+/// Waits (at most 30 s) until every journal upload the servers of `states` scheduled has run.
+async fn uploads_settled(states: &[&AppState]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !states.iter().all(|s| s.powers.journal.uploads_settled()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "journal uploads still scheduled or running after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

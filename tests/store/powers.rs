@@ -15,8 +15,9 @@ use shared::web::AppState;
 
 const B_PATH: &str = "/billing/2/adjustment-categories/5";
 
-/// A server over an S3 store whose journal uploads after `flush_ms`.
-async fn serve(config: &S3Config, flush_ms: u64) -> (String, tempfile::TempDir) {
+/// A server over an S3 store whose journal uploads after `flush_ms`: its URL, its state (to
+/// see its journal's uploads) and its data directory.
+async fn serve(config: &S3Config, flush_ms: u64) -> (String, AppState, tempfile::TempDir) {
     serve_with(config, flush_ms, |_| {}).await
 }
 
@@ -25,7 +26,7 @@ async fn serve_with(
     config: &S3Config,
     flush_ms: u64,
     tune: impl FnOnce(&mut Config),
-) -> (String, tempfile::TempDir) {
+) -> (String, AppState, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (path, cfg) = (dir.path().to_path_buf(), config.clone());
     let store = tokio::task::spawn_blocking(move || Store::open_with(&path, Some(cfg)))
@@ -35,8 +36,22 @@ async fn serve_with(
     let mut settings = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     settings.journal.flush_every = std::time::Duration::from_millis(flush_ms);
     tune(&mut settings);
-    let base = e2e::listen(AppState::from_parts(store, settings)).await;
-    (base, dir)
+    let state = AppState::from_parts(store, settings);
+    let base = e2e::listen(state.clone()).await;
+    (base, state, dir)
+}
+
+/// Waits (at most 30 s) until every journal upload the servers of `states` scheduled has run
+/// (see `Journal::uploads_settled`): what a test then reads in the bucket stays so.
+async fn uploads_settled(states: &[&AppState]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !states.iter().all(|s| s.powers.journal.uploads_settled()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "journal uploads still scheduled or running after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 async fn admin(base: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -65,8 +80,8 @@ async fn get_b(base: &str, key: &str) -> reqwest::Response {
 async fn clock_faults_and_journal_reach_every_environment() {
     let moto = Moto::start();
     let config = moto.bucket("powers");
-    let (a, _da) = serve(&config, 100).await;
-    let (b, _db) = serve(&config, 100).await;
+    let (a, state_a, _da) = serve(&config, 100).await;
+    let (b, state_b, _db) = serve(&config, 100).await;
     let (status, created) = admin(
         &a,
         Method::POST,
@@ -143,8 +158,9 @@ async fn clock_faults_and_journal_reach_every_environment() {
     assert_eq!(rules[0]["remaining"], 0);
 
     // The journal: B's requests are read through A once B uploaded them (a flush interval
-    // after the first entry it had not uploaded).
-    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    // after the first entry it had not uploaded), here in two batches: the fault's, uploaded
+    // before B's next request, and that request's.
+    uploads_settled(&[&state_b]).await;
     assert_eq!(get_b(&b, &key).await.status(), 200);
     let mut seen = Vec::new();
     for _ in 0..50 {
@@ -203,6 +219,9 @@ async fn clock_faults_and_journal_reach_every_environment() {
     );
     let (status, _) = admin(&a, Method::DELETE, &tenant, None).await;
     assert_eq!(status, 204);
+    // An upload of either environment in flight during the deletion has landed (and been
+    // deleted again) or found the tenant gone.
+    uploads_settled(&[&state_a, &state_b]).await;
     let left = moto.keys("powers", &format!("sandbox/tenants/{id}/"));
     let log = format!("sandbox/tenants/{id}/log/");
     assert!(
@@ -223,7 +242,7 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     let config = moto.bucket("bounds");
     let bound = 1024 * 1024;
     let tuned = |flush_ms| serve_with(&config, flush_ms, |c| c.journal.max_bytes = bound);
-    let (a, _da) = tuned(20).await;
+    let (a, state_a, _da) = tuned(20).await;
     let (status, created) = admin(
         &a,
         Method::POST,
@@ -256,17 +275,11 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     )
     .await;
     assert_eq!(status, 200);
-    // The last uploads and their pruning settle within a few flush intervals.
+    // The last uploads and their pruning have run.
+    uploads_settled(&[&state_a]).await;
     let journal = format!("sandbox/tenants/{id}/journal/");
-    let mut objects = Vec::new();
-    for _ in 0..50 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let now = moto.objects("bounds", &journal);
-        if !now.is_empty() && now == objects {
-            break;
-        }
-        objects = now;
-    }
+    let objects = moto.objects("bounds", &journal);
+    assert!(!objects.is_empty(), "A uploaded its batches");
     let stored: u64 = objects.iter().map(|(_, size)| size).sum();
     let newest = objects.iter().map(|(_, size)| *size).max().unwrap_or(0);
     println!(
@@ -285,7 +298,7 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     );
 
     // A read through another environment: only S3's batches, at most the bound.
-    let (b, _db) = tuned(1000).await;
+    let (b, state_b, _db) = tuned(1000).await;
     let (status, entries) = admin(
         &b,
         Method::GET,
@@ -320,7 +333,8 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
 
     // B holds a pending entry (uploaded after 1 s); the tenant is deleted through A before
     // that: B's uploader finds the tombstone in the tenant's log and uploads nothing, and
-    // A's batches go with the tenant. No journal object outlives the tenant.
+    // A's batches go with the tenant. Once B's upload has run (and any of A's), no journal
+    // object outlives the tenant.
     let r = client
         .get(format!("{b}{B_PATH}"))
         .header("X-Api-Key", &key)
@@ -336,7 +350,7 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     )
     .await;
     assert_eq!(status, 204);
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    uploads_settled(&[&state_a, &state_b]).await;
     let left = moto.keys("bounds", &format!("sandbox/tenants/{id}/"));
     let log = format!("sandbox/tenants/{id}/log/");
     assert!(left.iter().all(|k| k.starts_with(&log)), "{left:?}");
@@ -351,8 +365,8 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
 async fn a_pending_batch_of_a_tenant_never_opened_here_does_not_outlive_its_deletion() {
     let moto = Moto::start();
     let config = moto.bucket("fenced");
-    let (a, _da) = serve(&config, 20).await;
-    let (b, _db) = serve(&config, 1500).await;
+    let (a, state_a, _da) = serve(&config, 20).await;
+    let (b, state_b, _db) = serve(&config, 1500).await;
     let (status, created) = admin(
         &a,
         Method::POST,
@@ -370,7 +384,7 @@ async fn a_pending_batch_of_a_tenant_never_opened_here_does_not_outlive_its_dele
     let (status, _) = admin(&a, Method::DELETE, &tenant, None).await;
     assert_eq!(status, 204);
     // B's flush interval passes: its upload runs after the deletion.
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    uploads_settled(&[&state_a, &state_b]).await;
     let left = moto.keys("fenced", &format!("sandbox/tenants/{id}/"));
     let log = format!("sandbox/tenants/{id}/log/");
     assert!(

@@ -34,6 +34,35 @@ struct Write {
     message: String,
 }
 
+/// Waits (at most 60 s) until each of the `loops` writer loops (names `w{p}-{l}-{n}`) has
+/// at least `n` writes acknowledged that began at `since` or later.
+async fn acknowledged_from_every_loop(
+    writes: &Mutex<Vec<Write>>,
+    loops: usize,
+    n: usize,
+    since: Instant,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut per_loop: BTreeMap<String, usize> = BTreeMap::new();
+        for w in writes.lock().unwrap().iter() {
+            if w.status == 201 && w.began >= since {
+                let writer = w.name.rsplit_once('-').map_or("", |(l, _)| l);
+                *per_loop.entry(writer.to_string()).or_default() += 1;
+            }
+        }
+        let ready = per_loop.values().filter(|c| **c >= n).count();
+        if ready >= loops {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 60 s, {ready} of {loops} writer loops had {n} writes acknowledged: {per_loop:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn post_ledger(client: &reqwest::Client, base: &str, key: &str, name: &str) -> Write {
     let began = Instant::now();
     let r = client
@@ -111,6 +140,7 @@ async fn restores_finish_while_two_other_environments_write_twenty_times_a_secon
     assert!(checkpointed.contains("pre-2"), "{checkpointed:?}");
 
     // The other environments' writers.
+    let load_began = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let writes: Arc<Mutex<Vec<Write>>> = Arc::default();
     let mut loops = Vec::new();
@@ -135,7 +165,9 @@ async fn restores_finish_while_two_other_environments_write_twenty_times_a_secon
             }));
         }
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The restores start once the load is on: every writer loop has had writes acknowledged.
+    let loop_count = peers.len() * LOOPS_PER_PEER;
+    acknowledged_from_every_loop(&writes, loop_count, 3, load_began).await;
 
     let deadline = s3.write_deadline;
     let mut windows = Vec::new();
@@ -177,7 +209,11 @@ async fn restores_finish_while_two_other_environments_write_twenty_times_a_secon
             );
         }
         windows.push((began, ended));
+        // Writes go on between the restores (and after the last one, which the end checks):
+        // every loop has one acknowledged that began after this restore answered. The pause
+        // keeps the restores' spacing (and so the measured rate) as designed.
         tokio::time::sleep(Duration::from_millis(700)).await;
+        acknowledged_from_every_loop(&writes, loop_count, 1, ended).await;
     }
     stop.store(true, Ordering::SeqCst);
     for l in loops {

@@ -2,7 +2,9 @@
 //! writers on one tenant (threads, in-process "environments" and OS processes), writers
 //! killed at every step of a write, and S3 refusing requests.
 
-use e2e::s3::{open_store, reason_names, server, try_insert_reason, Gate, Moto, AWS_ENV};
+use e2e::s3::{
+    open_store, reason_names, server, try_insert_reason, wait_for_compaction, Gate, Moto, AWS_ENV,
+};
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
 use shared::store::{sqlite, S3Config, Store};
@@ -129,7 +131,9 @@ fn compaction_makes_a_snapshot_and_cold_starts_use_it() {
     assert_eq!(reason_names(&a, &tenant.id), reason_names(&b, &tenant.id));
     assert_eq!(reason_names(&a, &tenant.id).len(), 12);
     // Older snapshots are deleted once a newer one is up; the log is kept.
-    std::thread::sleep(Duration::from_millis(500));
+    for store in [&a, &b] {
+        wait_for_compaction(store, &tenant.id, Duration::from_secs(30));
+    }
     assert!(snapshots(&moto).len() <= 2, "{:?}", snapshots(&moto));
     let log = moto.keys("compaction", &format!("sandbox/tenants/{}/log/", tenant.id));
     assert_eq!(log.len(), 12);

@@ -314,6 +314,23 @@ impl Gate {
         }
     }
 
+    /// Waits until the proxy is holding a PUT (one held and not forwarded yet): its writer
+    /// is inside the PUT, under the tenant's writer lock.
+    pub fn wait_until_holding(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let c = self.counts();
+            if c.held > c.held_forwarded {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no PUT held within {within:?}: {c:?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Waits until every held PUT has been forwarded to moto (and executed or refused).
     pub fn wait_for_held(&self, within: Duration) {
         let deadline = Instant::now() + within;
@@ -576,6 +593,20 @@ pub async fn server(config: &S3Config) -> crate::TestServer {
     let state = shared::web::AppState::from_parts(store, config);
     let base = crate::listen(state.clone()).await;
     crate::TestServer::from_parts(base, state, dir)
+}
+
+/// Waits (at most `within`) until no compaction of `tenant` runs in `store`: the snapshot a
+/// write made due is uploaded and the older ones deleted (`TenantDb::is_compacting`).
+pub fn wait_for_compaction(store: &shared::store::Store, tenant: &str, within: Duration) {
+    let db = store.tenant_db(tenant).expect("tenant db");
+    let deadline = Instant::now() + within;
+    while db.is_compacting() {
+        assert!(
+            Instant::now() < deadline,
+            "a compaction of {tenant} still runs after {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Inserts one row into a tenant's `reasons` table (one write; not retried).

@@ -374,6 +374,8 @@ fn follow_prints_each_new_request_once_until_interrupted() {
     let server = Server::start();
     let created = server.cli(&["tenant", "create", "follow", "--json"]).json();
     let key = created["api_key"].as_str().unwrap().to_string();
+    // The follower talks to the server through a proxy that counts its polls.
+    let polls = PollCounter::start(&server.base);
     let mut child = cli_command()
         .args([
             "requests",
@@ -384,7 +386,7 @@ fn follow_prints_each_new_request_once_until_interrupted() {
             "200",
         ])
         .args(["--path", "/billing/2/*"])
-        .env("SANDBOX_URL", &server.base)
+        .env("SANDBOX_URL", &polls.base)
         .env("SANDBOX_ADMIN_KEY", ADMIN_KEY)
         .stdout(Stdio::piped())
         .spawn()
@@ -396,7 +398,10 @@ fn follow_prints_each_new_request_once_until_interrupted() {
             let _ = tx.send(line);
         }
     });
-    // Requests arrive between polls, several per poll and across polls.
+    let mut ids = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Requests arrive across polls (a round is sent once the follower printed the one before
+    // it), several per poll.
     for round in 0..3 {
         for _ in 0..3 {
             let r = std::process::Command::new("curl")
@@ -411,21 +416,18 @@ fn follow_prints_each_new_request_once_until_interrupted() {
                 .expect("curl");
             assert!(r.success());
         }
-        std::thread::sleep(Duration::from_millis(350));
-    }
-    let mut ids = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ids.len() < 9 && Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+        while ids.len() < 3 * (round + 1) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                panic!("round {round}: the follower printed {ids:?} within 20 s");
+            };
             let entry: Value = serde_json::from_str(&line).expect("JSON line");
             ids.push(entry["id"].as_str().unwrap().to_string());
         }
     }
-    std::thread::sleep(Duration::from_millis(800));
-    while let Ok(line) = rx.try_recv() {
-        let entry: Value = serde_json::from_str(&line).expect("JSON line");
-        ids.push(entry["id"].as_str().unwrap().to_string());
-    }
+    // Two more polls answered: the one after the poll that printed the ninth entry has
+    // printed whatever it found (a repeat would be there) before the second was sent.
+    polls.wait_for(polls.count() + 2, Duration::from_secs(20));
     let pid = child.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -434,6 +436,19 @@ fn follow_prints_each_new_request_once_until_interrupted() {
         .success());
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0), "Ctrl-C ends --follow cleanly");
+    // Everything it printed, to the end of its output.
+    let drained = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = drained.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let entry: Value = serde_json::from_str(&line).expect("JSON line");
+                ids.push(entry["id"].as_str().unwrap().to_string());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => panic!("the follower's output did not end: {e}"),
+        }
+    }
     let unique: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(ids.len(), 9, "each of the 9 requests once: {ids:?}");
     assert_eq!(unique.len(), 9, "no duplicates: {ids:?}");
@@ -1118,4 +1133,79 @@ fn env_lines_stay_quoted_whatever_the_server_answers() {
         "sbx_'$(touch pwned)'`touch pwned`\nx:p'w\"$HOME;x\n"
     );
     assert!(!dir.path().join("pwned").exists(), "nothing ran");
+}
+
+/// A TCP proxy in front of a server that counts the journal reads (`GET .../requests?`)
+/// passing through it, whatever connection carries them.
+struct PollCounter {
+    base: String,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PollCounter {
+    fn start(upstream: &str) -> PollCounter {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        let upstream = upstream
+            .strip_prefix("http://")
+            .expect("an http:// base")
+            .to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let (mut from_client, mut to_server) = (client, server);
+                let (mut from_server, mut to_client) = (
+                    to_server.try_clone().expect("clone"),
+                    from_client.try_clone().expect("clone"),
+                );
+                let counted = counted.clone();
+                std::thread::spawn(move || {
+                    // Request heads are text; a needle split across reads is kept in `tail`.
+                    let needle = b"/requests?";
+                    let (mut buf, mut tail) = ([0u8; 8192], Vec::new());
+                    while let Ok(n) = from_client.read(&mut buf) {
+                        if n == 0 || to_server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        tail.extend_from_slice(&buf[..n]);
+                        let found = tail.windows(needle.len()).filter(|w| w == needle).count();
+                        counted.fetch_add(found, std::sync::atomic::Ordering::SeqCst);
+                        let keep = tail.len().min(needle.len() - 1);
+                        tail.drain(..tail.len() - keep);
+                    }
+                    let _ = to_server.shutdown(std::net::Shutdown::Write);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                    let _ = to_client.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        PollCounter { base, count }
+    }
+
+    /// Journal reads sent so far.
+    fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits (at most `within`) until `n` journal reads were sent: the follower sends a poll
+    /// only after it printed the entries of the one before, so the first `n - 1` are printed.
+    fn wait_for(&self, n: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} journal reads within {within:?}, {n} expected",
+                self.count()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }

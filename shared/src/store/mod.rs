@@ -437,6 +437,13 @@ impl TenantDb {
         &self.id
     }
 
+    /// Whether a snapshot of this database is being made or uploaded in the background (S3
+    /// mode; see [`Replica::is_compacting`]): once false after the last write, the tenant's
+    /// snapshots in the bucket stay as they are.
+    pub fn is_compacting(&self) -> bool {
+        self.db.replica().is_some_and(Replica::is_compacting)
+    }
+
     /// Runs `f` inside one write transaction and commits it; on error nothing is applied.
     /// `f` may be called more than once (see the module invariants). Inside a
     /// [`request_scope`] that already brought the copy up to date, the first attempt skips

@@ -40,6 +40,7 @@ use bytes::Bytes;
 use redact::body_text;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -329,7 +330,10 @@ struct Kept {
     pending_since: Option<Instant>,
 }
 
-/// When a tenant's pending entries are to be uploaded (S3 mode).
+/// When a tenant's pending entries are to be uploaded (S3 mode). The caller of
+/// [`Journal::record`] calls [`Journal::upload`] once for each `Now` and `After` it gets (for
+/// `After`, with [`Journal::take_pending`] once the wait is over): that is how
+/// [`Journal::uploads_settled`] knows every scheduled upload has run.
 #[derive(Debug)]
 pub enum Flush {
     /// Not now: nothing to upload, or an upload is scheduled already.
@@ -349,10 +353,22 @@ pub struct Journal {
     settings: Settings,
     environment: String,
     bucket: Option<Bucket>,
-    sequence: std::sync::atomic::AtomicU64,
+    sequence: AtomicU64,
     tenants: Mutex<HashMap<String, Kept>>,
     /// Tenants being or having been deleted: nothing recorded or uploaded for them.
     closed: Mutex<HashSet<String>>,
+    /// Uploads [`Journal::record`] scheduled, and [`Journal::upload`] calls that returned.
+    uploads_scheduled: AtomicU64,
+    uploads_finished: AtomicU64,
+}
+
+/// Counts a finished upload when dropped: on every return of [`Journal::upload`].
+struct Finished<'a>(&'a AtomicU64);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Journal {
@@ -365,6 +381,8 @@ impl Journal {
             sequence: Default::default(),
             tenants: Mutex::default(),
             closed: Mutex::default(),
+            uploads_scheduled: AtomicU64::new(0),
+            uploads_finished: AtomicU64::new(0),
         }
     }
 
@@ -378,6 +396,16 @@ impl Journal {
         &self.environment
     }
 
+    /// Whether every upload [`Journal::record`] scheduled so far has run: its PUT made (or
+    /// failed) and its checks done, or nothing to upload found (a closed or deleted tenant).
+    /// True without a bucket. A process about to stop can wait for it so that it loses no
+    /// entry, and a reader of the bucket for it so that no upload lands after its read.
+    pub fn uploads_settled(&self) -> bool {
+        // Finished first: an upload scheduled in between makes the answer false, not wrong.
+        let finished = self.uploads_finished.load(Ordering::SeqCst);
+        finished >= self.uploads_scheduled.load(Ordering::SeqCst)
+    }
+
     fn is_closed(&self, tenant: &str) -> bool {
         crate::store::lock(&self.closed).contains(tenant)
     }
@@ -389,9 +417,7 @@ impl Journal {
         if self.is_closed(tenant) {
             return Flush::Nothing;
         }
-        let sequence = self
-            .sequence
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Item::new(raw, sequence));
         let mut tenants = crate::store::lock(&self.tenants);
         if !tenants.contains_key(tenant) {
@@ -415,6 +441,7 @@ impl Journal {
         kept.pending.push(entry);
         if kept.pending.len() >= FLUSH_BATCH {
             kept.pending_since = None;
+            self.uploads_scheduled.fetch_add(1, Ordering::SeqCst);
             return Flush::Now(std::mem::take(&mut kept.pending));
         }
         if kept.pending_since.is_some() {
@@ -422,6 +449,7 @@ impl Journal {
             return Flush::Nothing;
         }
         kept.pending_since = Some(Instant::now());
+        self.uploads_scheduled.fetch_add(1, Ordering::SeqCst);
         Flush::After(self.settings.flush_every)
     }
 
@@ -432,6 +460,7 @@ impl Journal {
     /// (asked before the PUT and after it: a batch that landed while the tenant was being
     /// deleted, here or in another environment, is deleted again).
     pub fn upload(&self, tenant: &str, batch: &[Arc<Item>], alive: &dyn Fn() -> bool) {
+        let _finished = Finished(&self.uploads_finished);
         let Some(bucket) = &self.bucket else {
             return;
         };

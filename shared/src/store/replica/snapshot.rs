@@ -15,6 +15,14 @@ impl Replica {
         !self.compacting.swap(true, Ordering::SeqCst)
     }
 
+    /// Whether a compaction is claimed and not over: a snapshot being made, uploaded, or
+    /// its older ones deleted. A write that makes one due claims it before it returns, so
+    /// once this is false after the last write, the bucket's snapshots stay as they are; a
+    /// process about to stop can wait for it so as not to leave a snapshot half done.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::SeqCst)
+    }
+
     /// Uploads `file` (the database at version `seq`) as a snapshot, deletes older
     /// snapshots, and releases the compaction claim.
     pub fn finish_compaction(&self, file: &Path, seq: u64) -> Result<()> {
