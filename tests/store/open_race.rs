@@ -39,6 +39,8 @@ fn check_round(round: usize, outcomes: Vec<Result<Opened, String>>) {
 
 #[test]
 fn sixteen_threads_open_one_fresh_data_dir_at_once() {
+    // Sixteen openers at once take both cores: no moto test of this binary runs beside them.
+    let _alone = e2e::s3::machine_to_itself();
     for round in 0..rounds("OPEN_RACE_ROUNDS", 40) {
         let dir = tempfile::tempdir().expect("temp dir");
         let start = Arc::new(Barrier::new(OPENERS));
@@ -60,6 +62,7 @@ fn sixteen_threads_open_one_fresh_data_dir_at_once() {
 
 #[test]
 fn sixteen_processes_open_one_fresh_data_dir_at_once() {
+    let _alone = e2e::s3::machine_to_itself();
     for round in 0..rounds("OPEN_RACE_PROCESS_ROUNDS", 20) {
         let dir = tempfile::tempdir().expect("temp dir");
         // Processes cannot share a barrier; started back to back, they open within a few

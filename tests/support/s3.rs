@@ -57,7 +57,17 @@ fn wait_for_port(port: u16, within: Duration) {
 /// Serializes the tests that run moto servers within one test binary: several single-threaded
 /// moto servers, each with sandbox processes around it, on a 2-core machine made their S3
 /// timeouts fire (seen in full-suite runs), so each such test has the machine to itself.
+/// Other CPU-heavy tests of the binary take it too ([`machine_to_itself`]).
 static ONE_MOTO_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The lock a moto test holds while it runs, for a test of the same binary that would starve
+/// one of them of CPU (sixteen openers at once, say): held, no moto test runs beside it.
+pub fn machine_to_itself() -> std::sync::MutexGuard<'static, ()> {
+    // A test that failed while holding the lock poisons it; the next test may still run.
+    ONE_MOTO_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// A running moto S3 server; killed on drop. Holds [`ONE_MOTO_AT_A_TIME`] while it lives.
 pub struct Moto {
@@ -71,10 +81,7 @@ pub struct Moto {
 impl Moto {
     /// Starts moto (installed from tests/requirements.txt) and waits until it answers.
     pub fn start() -> Moto {
-        // A test that failed while holding the lock poisons it; the next test may still run.
-        let serial = ONE_MOTO_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let serial = machine_to_itself();
         crate::require_tool("moto's S3 server (Python)", || {
             crate::runs(
                 "python3",
