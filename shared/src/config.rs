@@ -22,11 +22,20 @@ pub struct Config {
     /// 408 (`SANDBOX_BODY_TIMEOUT_MS`, default 10 000; 0 disables).
     pub body_timeout_ms: u64,
     /// Requests served at once by the process; one more is shed at once with 503 and
-    /// Retry-After rather than queued. One tenant (whichever credential) or the admin key
-    /// holds at most half of them; requests without credentials together, and credential
-    /// lookups together, an eighth (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0
-    /// disables).
+    /// Retry-After rather than queued. A quarter is kept for the admin key, an eighth for
+    /// requests without credentials (the served documents, the console); the tenants share
+    /// the rest, each at most `max(2, rest / (busy tenants + 1))` (see
+    /// `shared::web::pipeline::Admission`); credential lookups wait for one of an eighth
+    /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
     pub max_concurrent_requests: usize,
+    /// Bodies one tenant (or the admin key) may have arriving at once, before admission to
+    /// work; one more is shed with 503 at once (`SANDBOX_MAX_BODIES_PER_TENANT`, default 8;
+    /// 0 disables).
+    pub max_bodies_per_tenant: usize,
+    /// Bytes of bodies arriving at once, over all tenants (each body counted at its
+    /// `Content-Length`, a chunked one at `max_body_bytes`); past it a body is shed with 503
+    /// at once (`SANDBOX_MAX_BODY_BUFFER_BYTES`, default 128 MiB; 0 disables).
+    pub max_body_buffer_bytes: usize,
     // -- The local server's connections (`sandbox serve`; API Gateway's on Lambda) --
     /// Longest a request head may take to arrive, and so how long an idle keep-alive
     /// connection is kept, before the connection is closed (`SANDBOX_HEADER_TIMEOUT_MS`,
@@ -87,6 +96,10 @@ impl Config {
                 .unwrap_or(DEFAULT_BODY_TIMEOUT_MS),
             max_concurrent_requests: env_number("SANDBOX_MAX_CONCURRENT_REQUESTS")
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_REQUESTS),
+            max_bodies_per_tenant: env_number("SANDBOX_MAX_BODIES_PER_TENANT")
+                .unwrap_or(DEFAULT_MAX_BODIES_PER_TENANT),
+            max_body_buffer_bytes: env_number("SANDBOX_MAX_BODY_BUFFER_BYTES")
+                .unwrap_or(DEFAULT_MAX_BODY_BUFFER_BYTES),
             header_timeout_ms: env_number("SANDBOX_HEADER_TIMEOUT_MS")
                 .filter(|ms| *ms > 0)
                 .unwrap_or(DEFAULT_HEADER_TIMEOUT_MS),
@@ -113,6 +126,8 @@ impl Config {
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_bodies_per_tenant: DEFAULT_MAX_BODIES_PER_TENANT,
+            max_body_buffer_bytes: DEFAULT_MAX_BODY_BUFFER_BYTES,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_tenants: crate::store::registry::DEFAULT_MAX_TENANTS,
@@ -198,6 +213,11 @@ pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// Default concurrency limit: 64 requests in flight per process; the tenant databases
 /// serialize writes anyway, so more would only queue.
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 64;
+/// Default bodies arriving at once per tenant (or for the admin key).
+pub const DEFAULT_MAX_BODIES_PER_TENANT: usize = 8;
+/// Default bytes of bodies arriving at once, all tenants together: 128 MiB (16 tenants with
+/// their 8 bodies of the largest size, 1 MiB).
+pub const DEFAULT_MAX_BODY_BUFFER_BYTES: usize = 128 * 1024 * 1024;
 
 /// The journal's defaults: on, 1000 entries and 16 MiB per tenant per environment, uploads
 /// at most every 2 s.

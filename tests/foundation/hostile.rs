@@ -4,7 +4,8 @@
 //! 1. made-up admin keys on a tenant path, each with a body that trickles: refused with 401
 //!    before the body is read, so they hold no place;
 //! 2. one tenant stalling requests under its API key and its Basic credential in several
-//!    spellings: all count as one tenant, which holds at most half of the limit;
+//!    spellings: all count as one tenant, which has at most its 8 bodies arriving at once
+//!    (and no place to work while they arrive);
 //! 3. 1,100 connections that send nothing or half a request head: each is closed within the
 //!    head deadline, and the cap on connections holds the server's descriptors;
 //! 4. 50 fault rules of 512 characters built to make a backtracking matcher explode, against
@@ -19,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A tenant created through the admin API: (id, API key, Basic username, password).
-async fn tenant(
+pub(crate) async fn tenant(
     client: &reqwest::Client,
     base: &str,
     name: &str,
@@ -44,7 +45,12 @@ async fn tenant(
 
 /// Sends a request head announcing a body of `length` bytes and its first byte; the rest
 /// never comes (the caller keeps the stream open).
-async fn slow_body(addr: &str, method_path: &str, headers: &[String], length: usize) -> TcpStream {
+pub(crate) async fn slow_body(
+    addr: &str,
+    method_path: &str,
+    headers: &[String],
+    length: usize,
+) -> TcpStream {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let mut head = format!("{method_path} HTTP/1.1\r\nHost: {addr}\r\n");
     for h in headers {
@@ -58,7 +64,7 @@ async fn slow_body(addr: &str, method_path: &str, headers: &[String], length: us
 
 /// What the server answered on `stream` within `within` (the status line's code), or `None`
 /// when it answered nothing in that time.
-async fn answered(stream: &mut TcpStream, within: Duration) -> Option<u16> {
+pub(crate) async fn answered(stream: &mut TcpStream, within: Duration) -> Option<u16> {
     let mut buf = vec![0u8; 4096];
     let n = tokio::time::timeout(within, stream.read(&mut buf))
         .await
@@ -215,7 +221,7 @@ async fn one_tenant_holds_one_share_whatever_credential_or_spelling_it_uses() {
             };
             held.push(stream);
         }
-        // Half the limit (32) wait for their bodies; the other 28 are shed at once.
+        // The tenant's body budget (8) wait for their bodies; the other 52 are shed at once.
         let mut shed = 0;
         for stream in &mut held {
             if answered(stream, Duration::from_millis(300)).await == Some(503) {
@@ -224,8 +230,8 @@ async fn one_tenant_holds_one_share_whatever_credential_or_spelling_it_uses() {
         }
         assert_eq!(
             shed,
-            60 - 32,
-            "one tenant holds 32 places, whatever it sends"
+            60 - 8,
+            "one tenant has 8 bodies arriving, whatever it sends"
         );
     })
     .await;

@@ -6,6 +6,7 @@
 mod admin_idempotency;
 mod bounds;
 mod clock;
+mod fair;
 mod faults;
 mod fixtures;
 mod fixtures_apply;

@@ -1,8 +1,10 @@
-//! Overload: the per-process concurrency limit sheds a request past it at once (503 with
-//! Retry-After, in the error shape of the path's surface) instead of queueing it, one
-//! credential holds at most half of it (others are still served while it floods), and
-//! requests are let in again when one finishes; the request timeout cuts off a request that
-//! takes too long (here: one whose body never arrives) with the same answer.
+//! Overload: a tenant's request past its share of the concurrency limit is shed at once (503
+//! with Retry-After, in the error shape of the path's surface) instead of queued, whichever
+//! credential it uses, while other tenants, the admin key and requests without credentials
+//! are still served, and it is let in again when one finishes; bodies arrive under their own
+//! budget (per tenant, and bytes in all) and hold no place to work; the request timeout cuts
+//! off a request that takes too long (here: one whose body never arrives) with the same
+//! answer. The fair shares against many tenants at once: `fair.rs`.
 
 use base64::Engine;
 use e2e::ADMIN_KEY;
@@ -56,97 +58,77 @@ enum Credential<'a> {
     Basic(&'a str),
 }
 
-/// GET `path` until `done` holds for the status (at most 5 s); answers the last response.
-async fn poll(
-    client: &reqwest::Client,
-    url: &str,
-    done: impl Fn(u16) -> bool,
-) -> reqwest::Response {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let r = client.get(url).send().await.expect("request");
-        if done(r.status().as_u16()) || Instant::now() > deadline {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// A tenant created through the admin API: its API key and its Basic `Authorization` value.
+async fn tenant(client: &reqwest::Client, base: &str, name: &str) -> (String, String, String) {
+    let r = client
+        .post(format!("{base}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&serde_json::json!({"name": name, "seed": "empty"}))
+        .send()
+        .await
+        .expect("create tenant");
+    assert_eq!(r.status(), 201);
+    let v: serde_json::Value = r.json().await.expect("json");
+    let s = |p: &str| v.pointer(p).and_then(|v| v.as_str()).expect(p).to_string();
+    let raw = format!("{}:{}", s("/basic/username"), s("/basic/password"));
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    );
+    (s("/id"), s("/api_key"), basic)
 }
 
 #[tokio::test]
-async fn requests_past_the_concurrency_limit_are_shed_with_retry_after() {
-    let (base, addr, _dir) = serve(|c| {
-        c.max_concurrent_requests = 4;
+async fn requests_past_a_tenants_share_are_shed_with_retry_after() {
+    // 16 places: 4 for the admin key, 2 for requests without credentials, 10 for tenants,
+    // of which one busy tenant holds at most 10 / 2 = 5.
+    let (base, _addr, _dir) = serve(|c| {
+        c.max_concurrent_requests = 16;
         c.request_timeout_ms = 0;
     })
     .await;
     let client = reqwest::Client::new();
-    let tenant = {
-        let r = client
-            .post(format!("{base}/sandbox/v1/tenants"))
-            .header("X-Admin-Key", ADMIN_KEY)
-            .json(&serde_json::json!({"name": "flood", "seed": "empty"}))
-            .send()
-            .await
-            .expect("create tenant");
-        assert_eq!(r.status(), 201);
-        let v: serde_json::Value = r.json().await.expect("json");
-        let raw = format!(
-            "{}:{}",
-            v["basic"]["username"].as_str().expect("user"),
-            v["basic"]["password"].as_str().expect("password")
-        );
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(raw)
-        )
-    };
+    let (id, key, basic) = tenant(&client, &base, "flood").await;
+    let (_, other, _) = tenant(&client, &base, "other").await;
+    let stall = "/billing/2/adjustment-categories";
+    let r = client
+        .post(format!("{base}/sandbox/v1/tenants/{id}/faults"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&serde_json::json!({"method": "GET", "path": stall, "latency_ms": 3000}))
+        .send()
+        .await
+        .expect("fault rule");
+    assert_eq!(r.status(), 201);
     let json_path = format!("{base}/revenue/3/collectors");
-    let admin_path = format!("{base}/sandbox/v1/tenants");
-    let admin_get = || {
-        client
-            .get(&admin_path)
-            .header("X-Admin-Key", ADMIN_KEY)
-            .send()
-    };
+    let read = |key: &str| client.get(&json_path).header("X-Api-Key", key).send();
 
-    // One credential (the admin key) floods: it gets half of the limit, 2 of 4...
-    let first = stalled(&addr, Credential::Admin).await;
-    let _second = stalled(&addr, Credential::Admin).await;
+    // The tenant stalls 5 requests (held 3 s each once admitted): its share is full...
+    let stalled: Vec<_> = (0..5)
+        .map(|_| {
+            let request = client
+                .get(format!("{base}{stall}"))
+                .header("X-Api-Key", &key)
+                .send();
+            tokio::spawn(request)
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(5);
     let r = loop {
-        let r = admin_get().await.expect("request");
+        let r = read(&key).await.expect("request");
         if r.status() == 503 || Instant::now() > deadline {
             break r;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     let (_, code, message) = e2e::error_body(r).await;
     assert_eq!(code, "SERVICE_UNAVAILABLE");
     assert!(message.contains("its share"), "{message}");
-    // ...and everyone else is still served.
-    let r = client.get(&json_path).send().await.expect("request");
-    assert_eq!(
-        r.status(),
-        401,
-        "another credential is served while one floods"
-    );
-
-    // A second credential takes the other half: now the process is full for everyone.
-    let _third = stalled(&addr, Credential::Basic(&tenant)).await;
-    let _fourth = stalled(&addr, Credential::Basic(&tenant)).await;
-    let r = poll(&client, &json_path, |s| s == 503).await;
-    assert_eq!(r.status(), 503);
-    assert_eq!(r.headers()["retry-after"], "1");
-    let (_, code, message) = e2e::error_body(r).await;
-    assert_eq!(code, "SERVICE_UNAVAILABLE");
-    assert!(message.contains("limit of 4"), "{message}");
-
-    // Surface A sheds in its own shape, at once: an XML fault.
+    // ...under its Basic credential too, shed at once in Surface A's shape: an XML fault.
     let started = Instant::now();
     let r = client
         .get(format!("{base}/t/s/r/1.28/users/current"))
+        .header("Authorization", &basic)
         .send()
         .await
         .expect("request");
@@ -158,14 +140,100 @@ async fn requests_past_the_concurrency_limit_are_shed_with_retry_after() {
     );
     let body = r.text().await.expect("body");
     assert!(
-        body.contains("<fault") && body.contains("limit of 4"),
+        body.contains("<fault") && body.contains("its share"),
         "{body}"
     );
 
-    // One stalled request goes away: requests are served again.
-    drop(first);
-    let r = poll(&client, &json_path, |s| s != 503).await;
-    assert_eq!(r.status(), 401, "served again once a request finished");
+    // Everyone else is still served: another tenant, the admin key, no credentials.
+    assert_eq!(read(&other).await.expect("request").status(), 200);
+    let r = client
+        .get(format!("{base}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 200);
+    let r = client.get(&json_path).send().await.expect("request");
+    assert_eq!(r.status(), 401);
+
+    // Once the stalled requests are answered, the tenant is served again.
+    for s in stalled {
+        assert_eq!(s.await.expect("task").expect("stalled").status(), 200);
+    }
+    assert_eq!(read(&key).await.expect("request").status(), 200);
+}
+
+#[tokio::test]
+async fn bodies_past_their_budget_are_shed_at_once_and_hold_no_place_to_work() {
+    // 2 places to work for tenants, 3 bodies arriving per tenant, 500 bytes of bodies in all.
+    let (base, addr, _dir) = serve(|c| {
+        c.max_concurrent_requests = 4;
+        c.max_bodies_per_tenant = 3;
+        c.max_body_buffer_bytes = 500;
+        c.request_timeout_ms = 0;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let (_, key, basic) = tenant(&client, &base, "slow").await;
+    let (_, _, other) = tenant(&client, &base, "other").await;
+
+    // Three bodies that never arrive (100 bytes announced each)...
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(stalled(&addr, Credential::Basic(&basic)).await);
+    }
+    // ...hold no place to work: the tenant's reads are served, more of them than places.
+    for _ in 0..4 {
+        let r = client
+            .get(format!("{base}/revenue/3/collectors"))
+            .header("X-Api-Key", &key)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status(), 200);
+    }
+    // A fourth body is shed at once, 503 with Retry-After in the surface's shape.
+    let mut fourth = stalled(&addr, Credential::Basic(&basic)).await;
+    let answer = read_answer(&mut fourth).await;
+    assert!(answer.starts_with("http/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 1"), "{answer}");
+    assert!(answer.contains("limit of 3"), "{answer}");
+
+    // Another tenant's bodies arrive beside them, within the bytes of all bodies: 300 held,
+    // 100 more fit, the next 100 would pass 500.
+    let fifth = stalled(&addr, Credential::Basic(&other)).await;
+    let mut sixth = stalled(&addr, Credential::Basic(&other)).await;
+    let mut seventh = stalled(&addr, Credential::Basic(&other)).await;
+    let answer = read_answer(&mut seventh).await;
+    assert!(answer.starts_with("http/1.1 503"), "{answer}");
+    assert!(answer.contains("limit of 500"), "{answer}");
+    // A body that arrives in full is served.
+    drop((fifth, held));
+    sixth.write_all(&[b' '; 91]).await.expect("write");
+    sixth.write_all(b"}").await.expect("write");
+    let answer = read_answer(&mut sixth).await;
+    assert!(!answer.starts_with("http/1.1 503"), "{answer}");
+}
+
+/// The answer on `stream` (lower-cased), read until it closes, its JSON or XML ends, or 5 s.
+async fn read_answer(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    answer.extend_from_slice(&chunk[..n]);
+                    if answer.ends_with(b"}") || answer.ends_with(b">") {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&answer).to_lowercase()
 }
 
 #[tokio::test]

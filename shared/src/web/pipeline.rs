@@ -10,12 +10,15 @@
 //!    read waits for one of a few lookup places first (an eighth of the limit), so made-up
 //!    credentials queue behind each other and hold nothing else. A refused credential is
 //!    answered 401 in the surface's shape here, before its body is read.
-//! 4. **Admission** ([`Admission`]): shares of the concurrency limit counted per principal
-//!    (a tenant, whichever credential or spelling it used; the admin key; every anonymous
-//!    request together on one small share), shed with 503 + `Retry-After: 1` past its share
-//!    or past the limit. The request timeout runs from here to the answer.
-//! 5. **Body**: an identified request's body is read here, at most `max_body_bytes` (413)
-//!    within `body_timeout_ms` (408); an anonymous request's body is never read.
+//! 4. **Body**: an identified request's body is read here, at most `max_body_bytes` (413)
+//!    within `body_timeout_ms` (408), under the body budget of [`Admission`] (bodies
+//!    arriving per tenant, bytes arriving in all; 503 + `Retry-After: 1` past it) and
+//!    holding no place to work, so a body that trickles costs its own tenant only; an
+//!    anonymous request's body is never read.
+//! 5. **Admission** ([`Admission`]): places to work, in pools (the admin key's, requests
+//!    without credentials', the tenants', shared fairly among the busy ones), shed with
+//!    503 + `Retry-After: 1` past a share. The request timeout runs from the head to the
+//!    answer.
 //! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
 //!    tenant's, or an admin write the registry or one tenant's database keeps) is replayed,
 //!    refused (in flight, applied without a recorded answer, another request's key), or run
@@ -52,31 +55,95 @@ enum Principal {
     Anonymous,
 }
 
-/// The concurrency limit and its shares (one per process: every router of a process is
-/// finished over one [`AppState`]). A tenant, or the admin key, holds at most half the limit;
-/// anonymous requests together an eighth; credential lookups wait for one of an eighth as
-/// many places. Limit 0 disables admission.
+/// Admission, in two budgets (one per process: every router of a process is finished over
+/// one [`AppState`]); every refusal is a 503 with `Retry-After: 1`, at once, never a queue.
+///
+/// **Bodies** (before work): a tenant, or the admin key, has at most `max_bodies_per_tenant`
+/// bodies arriving at once, and all bodies arriving together reserve at most
+/// `max_body_buffer_bytes` (each at its `Content-Length`, a chunked one at the largest body).
+/// A body that trickles costs its own tenant's body places only, never a place to work.
+///
+/// **Work** (the `limit` of requests being served once their bodies are in): three pools.
+/// The admin key has a quarter and requests without credentials (the served documents,
+/// the console, unknown paths) an eighth, for themselves: no tenant can take them. The
+/// tenants share the rest, `T`. With `b` tenants busy (holding a place, counting the one
+/// asking), a tenant may hold `cap(b) = max(2, share(b))` places, `share(b) = T / (b + 1)`;
+/// and a tenant already holding one may take another only if `share(b)` places stay free
+/// after it. The second rule keeps a share free for a tenant that is not busy whatever
+/// order the busy ones came in: after any such admission at least `share(b)` places are
+/// free, and until the next one only first places of tenants not then busy are taken, one
+/// each; so with `k` tenants attacking, a newcomer finds at least
+/// `min over 1 <= b <= k of share(b) - (k - b)` places free: with the default limit 64
+/// (`T` = 40), 13 free against 2 attackers, 8 against 4, 3 against 8 (docs/limits.md).
+/// Credential lookups wait for one of an eighth as many places. Limit 0 disables work
+/// admission.
 pub(crate) struct Admission {
     limit: usize,
-    permits: Option<Arc<Semaphore>>,
+    admin: usize,
+    anonymous: usize,
+    tenants: usize,
+    bodies_per_tenant: usize,
+    body_buffer_bytes: usize,
     lookups: Option<Arc<Semaphore>>,
-    in_flight: Mutex<HashMap<Principal, usize>>,
+    counts: Mutex<Counts>,
 }
 
-/// A request's place among those admitted, given back on drop.
+/// What is held of each budget.
+#[derive(Default)]
+struct Counts {
+    admin: usize,
+    anonymous: usize,
+    /// Places held by tenants, all together and per busy tenant.
+    tenants: usize,
+    per_tenant: HashMap<String, usize>,
+    /// Bodies arriving, per principal, and the bytes they reserve.
+    bodies: HashMap<Principal, usize>,
+    body_bytes: usize,
+}
+
+/// A request's place among those admitted to work, given back on drop.
 struct Slot<'a> {
     admission: &'a Admission,
-    principal: Principal,
-    _permit: Option<OwnedSemaphorePermit>,
+    principal: Option<Principal>,
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let mut map = crate::store::lock(&self.admission.in_flight);
-        if let Some(n) = map.get_mut(&self.principal) {
+        let Some(principal) = self.principal.take() else {
+            return;
+        };
+        let mut counts = crate::store::lock(&self.admission.counts);
+        match principal {
+            Principal::Admin => counts.admin = counts.admin.saturating_sub(1),
+            Principal::Anonymous => counts.anonymous = counts.anonymous.saturating_sub(1),
+            Principal::Tenant(id) => {
+                counts.tenants = counts.tenants.saturating_sub(1);
+                if let Some(n) = counts.per_tenant.get_mut(&id) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        counts.per_tenant.remove(&id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A body's place among those arriving, given back on drop (once the body is in).
+struct BodySlot<'a> {
+    admission: &'a Admission,
+    principal: Principal,
+    bytes: usize,
+}
+
+impl Drop for BodySlot<'_> {
+    fn drop(&mut self) {
+        let mut counts = crate::store::lock(&self.admission.counts);
+        counts.body_bytes = counts.body_bytes.saturating_sub(self.bytes);
+        if let Some(n) = counts.bodies.get_mut(&self.principal) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                map.remove(&self.principal);
+                counts.bodies.remove(&self.principal);
             }
         }
     }
@@ -85,64 +152,108 @@ impl Drop for Slot<'_> {
 impl Admission {
     pub(crate) fn new(config: &Config) -> Admission {
         let limit = config.max_concurrent_requests;
-        let small = (limit / 8).max(1);
+        let admin = (limit / 4).max(1);
+        let anonymous = (limit / 8).max(1);
         Admission {
             limit,
-            permits: (limit > 0).then(|| Arc::new(Semaphore::new(limit))),
-            lookups: (limit > 0).then(|| Arc::new(Semaphore::new(small))),
-            in_flight: Mutex::default(),
+            admin,
+            anonymous,
+            tenants: limit.saturating_sub(admin + anonymous).max(1),
+            bodies_per_tenant: config.max_bodies_per_tenant,
+            body_buffer_bytes: config.max_body_buffer_bytes,
+            lookups: (limit > 0).then(|| Arc::new(Semaphore::new(anonymous))),
+            counts: Mutex::default(),
         }
     }
 
-    fn share(&self, principal: &Principal) -> usize {
-        match principal {
-            Principal::Anonymous => (self.limit / 8).max(1),
-            _ => (self.limit / 2).max(1),
-        }
+    /// The places one of `busy` tenants may hold, and the places kept free for the others.
+    fn tenant_share(&self, busy: usize) -> (usize, usize) {
+        let share = self.tenants / (busy + 1);
+        (share.max(2), share)
     }
 
-    /// A place for `principal`, or the message of the 503 that sheds it.
+    /// A place to work for `principal`, or the message of the 503 that sheds it.
     fn admit(&self, principal: Principal) -> Result<Slot<'_>, String> {
-        let Some(permits) = &self.permits else {
+        if self.limit == 0 {
             return Ok(Slot {
                 admission: self,
-                principal,
-                _permit: None,
+                principal: None,
             });
-        };
-        let share = self.share(&principal);
-        {
-            let mut map = crate::store::lock(&self.in_flight);
-            let n = map.entry(principal.clone()).or_insert(0);
-            if *n >= share {
-                let who = match principal {
-                    Principal::Anonymous => "Requests without credentials have",
-                    Principal::Admin => "The admin key has",
-                    Principal::Tenant(_) => "This tenant has",
-                };
+        }
+        let mut counts = crate::store::lock(&self.counts);
+        match &principal {
+            Principal::Admin if counts.admin >= self.admin => {
                 return Err(format!(
-                    "{who} {share} requests in flight, its share of the server's limit of {}; retry shortly.",
-                    self.limit
+                    "The admin key has {} requests in flight, its share of the server's limit of {}; retry shortly.",
+                    self.admin, self.limit
                 ));
             }
-            *n += 1;
-        }
-        // Counted first, so the slot's drop gives the count back whatever happens next.
-        let mut slot = Slot {
-            admission: self,
-            principal,
-            _permit: None,
-        };
-        match permits.clone().try_acquire_owned() {
-            Ok(permit) => {
-                slot._permit = Some(permit);
-                Ok(slot)
+            Principal::Admin => counts.admin += 1,
+            Principal::Anonymous if counts.anonymous >= self.anonymous => {
+                return Err(format!(
+                    "Requests without credentials have {} requests in flight, their share of the server's limit of {}; retry shortly.",
+                    self.anonymous, self.limit
+                ));
             }
-            Err(_) => Err(format!(
-                "The server is serving its limit of {} requests; retry shortly.",
-                self.limit
-            )),
+            Principal::Anonymous => counts.anonymous += 1,
+            Principal::Tenant(id) => {
+                let held = counts.per_tenant.get(id).copied().unwrap_or(0);
+                let busy = counts.per_tenant.len() + usize::from(held == 0);
+                let (cap, keep_free) = self.tenant_share(busy);
+                let free = self.tenants.saturating_sub(counts.tenants);
+                if held >= cap {
+                    return Err(format!(
+                        "This tenant has {held} requests in flight, its share while {busy} tenants are busy (of the server's limit of {}); retry shortly.",
+                        self.limit
+                    ));
+                }
+                if free == 0 || (held > 0 && free - 1 < keep_free) {
+                    return Err(format!(
+                        "The server is serving its limit of {} requests, {keep_free} places kept for other tenants; retry shortly.",
+                        self.limit
+                    ));
+                }
+                counts.tenants += 1;
+                *counts.per_tenant.entry(id.clone()).or_insert(0) += 1;
+            }
         }
+        Ok(Slot {
+            admission: self,
+            principal: Some(principal),
+        })
+    }
+
+    /// A place for `principal`'s body of `bytes` to arrive in, or the message of the 503
+    /// that sheds it.
+    fn receive(&self, principal: &Principal, bytes: usize) -> Result<BodySlot<'_>, String> {
+        let mut counts = crate::store::lock(&self.counts);
+        let arriving = counts.bodies.get(principal).copied().unwrap_or(0);
+        if self.bodies_per_tenant > 0 && arriving >= self.bodies_per_tenant {
+            let who = match principal {
+                Principal::Admin => "The admin key has",
+                _ => "This tenant has",
+            };
+            return Err(format!(
+                "{who} {arriving} request bodies arriving, its limit of {}; retry shortly.",
+                self.bodies_per_tenant
+            ));
+        }
+        let reserved = counts.body_bytes.saturating_add(bytes);
+        if self.body_buffer_bytes > 0 && reserved > self.body_buffer_bytes {
+            return Err(format!(
+                "The server is receiving {} bytes of request bodies, within {} of its limit of {}; retry shortly.",
+                counts.body_bytes,
+                bytes,
+                self.body_buffer_bytes
+            ));
+        }
+        counts.body_bytes = reserved;
+        *counts.bodies.entry(principal.clone()).or_insert(0) += 1;
+        Ok(BodySlot {
+            admission: self,
+            principal: principal.clone(),
+            bytes,
+        })
     }
 
     /// A place to look a credential up in the registry: waited for (lookups take a registry
@@ -226,19 +337,34 @@ async fn identify_and_serve(
         ),
         Identity::Anonymous => (Principal::Anonymous, None),
     };
-    let _slot = match app.admission.admit(principal) {
-        Ok(slot) => slot,
-        Err(message) => return unavailable(path, message),
-    };
     let anonymous = matches!(identity, Identity::Anonymous);
     let admin = matches!(identity, Identity::Admin);
     req.extensions_mut().insert(identity);
     if anonymous {
-        return next.run(req).await;
+        // An anonymous request's body is never read.
+        return match app.admission.admit(principal) {
+            Ok(_slot) => next.run(req).await,
+            Err(message) => unavailable(path, message),
+        };
     }
-    let (req, body) = match read_body(req, &app.config).await {
-        Ok(read) => read,
+    // The body arrives under the body budget, holding no place to work.
+    let (req, body) = match body_size(&req, &app.config) {
         Err((status, message)) => return surface.error(status, None, message),
+        Ok(None) => (req, Bytes::new()),
+        Ok(Some(bytes)) => {
+            let _receiving = match app.admission.receive(&principal, bytes) {
+                Ok(slot) => slot,
+                Err(message) => return unavailable(path, message),
+            };
+            match read_body(req, &app.config).await {
+                Ok(read) => read,
+                Err((status, message)) => return surface.error(status, None, message),
+            }
+        }
+    };
+    let _slot = match app.admission.admit(principal) {
+        Ok(slot) => slot,
+        Err(message) => return unavailable(path, message),
     };
     let keyed = match &subject {
         Some(Subject::Tenant(tenant)) => idempotency::prepare(tenant, &req, &body),
@@ -266,33 +392,43 @@ async fn identify_and_serve(
     }
 }
 
-/// Reads an identified request's body: at most `max_body_bytes` (413), arrived in full within
-/// `body_timeout_ms` (408); answers the request with the same bytes as its body, and them.
+/// The bytes an identified request's body may take (its `Content-Length`, a chunked one's
+/// the largest body), `None` when it has none; 413 when its length is over the largest.
+fn body_size(req: &Request, config: &Config) -> Result<Option<usize>, (StatusCode, String)> {
+    let headers = req.headers();
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    // No length and no chunks, or a zero length: HTTP gives the request no body (most reads).
+    if !chunked && length.unwrap_or(0) == 0 {
+        return Ok(None);
+    }
+    let limit = config.max_body_bytes;
+    match length {
+        Some(n) if n > limit as u64 => Err(too_large(limit)),
+        Some(n) if !chunked => Ok(Some(usize::try_from(n).unwrap_or(limit))),
+        _ => Ok(Some(limit)),
+    }
+}
+
+fn too_large(limit: usize) -> (StatusCode, String) {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is too large: at most {limit} bytes are accepted"),
+    )
+}
+
+/// Reads an identified request's body (one [`body_size`] found): at most `max_body_bytes`
+/// (413), arrived in full within `body_timeout_ms` (408); answers the request with the same
+/// bytes as its body, and them.
 async fn read_body(
     req: Request,
     config: &Config,
 ) -> Result<(Request, Bytes), (StatusCode, String)> {
     let (parts, body) = req.into_parts();
-    let length = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let chunked = parts.headers.contains_key(header::TRANSFER_ENCODING);
-    // No length and no chunks, or a zero length: HTTP gives the request no body (most reads).
-    if !chunked && length.unwrap_or(0) == 0 {
-        return Ok((Request::from_parts(parts, body), Bytes::new()));
-    }
     let limit = config.max_body_bytes;
-    let too_large = || {
-        (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the request body is too large: at most {limit} bytes are accepted"),
-        )
-    };
-    if length.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
     let read = axum::body::to_bytes(body, limit);
     let read = if config.body_timeout_ms > 0 {
         tokio::time::timeout(Duration::from_millis(config.body_timeout_ms), read)
@@ -311,7 +447,7 @@ async fn read_body(
     };
     let bytes = read.map_err(|e| {
         if is_length_limit(&e) {
-            too_large()
+            too_large(limit)
         } else {
             (
                 StatusCode::BAD_REQUEST,
@@ -358,4 +494,120 @@ pub(super) async fn log_request(req: Request, next: Next) -> Response {
         "request"
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admission(limit: usize) -> Admission {
+        let mut config = Config::new("/nonexistent", None);
+        config.max_concurrent_requests = limit;
+        Admission::new(&config)
+    }
+
+    fn tenant(i: usize) -> Principal {
+        Principal::Tenant(format!("t{i}"))
+    }
+
+    /// `k` attackers take every place they can, in the order `order` gives (sequentially:
+    /// each attacker fills up before the next comes; round robin: one place each in turn);
+    /// answers the places they hold and what a tenant not busy then finds free.
+    fn attack(admission: &Admission, k: usize, round_robin: bool) -> (Vec<Slot<'_>>, usize) {
+        let mut held = Vec::new();
+        if round_robin {
+            loop {
+                let before = held.len();
+                for i in 0..k {
+                    if let Ok(slot) = admission.admit(tenant(i)) {
+                        held.push(slot);
+                    }
+                }
+                if held.len() == before {
+                    break;
+                }
+            }
+        } else {
+            for i in 0..k {
+                while let Ok(slot) = admission.admit(tenant(i)) {
+                    held.push(slot);
+                }
+            }
+        }
+        let free = admission.tenants - crate::store::lock(&admission.counts).tenants;
+        (held, free)
+    }
+
+    #[test]
+    fn attacking_tenants_leave_places_for_the_rest_in_any_order() {
+        let admission = admission(64);
+        assert_eq!(
+            (admission.admin, admission.anonymous, admission.tenants),
+            (16, 8, 40)
+        );
+        for (k, at_least) in [(1, 20), (2, 13), (4, 8), (8, 3)] {
+            for round_robin in [false, true] {
+                let (held, free) = attack(&admission, k, round_robin);
+                assert!(
+                    free >= at_least,
+                    "{k} attackers (round robin {round_robin}) left {free} places"
+                );
+                // A tenant not busy is admitted, and so are the admin key and the documents.
+                let victim = admission.admit(tenant(100));
+                assert!(victim.is_ok(), "{k} attackers: {free} free");
+                assert!(admission.admit(Principal::Admin).is_ok());
+                assert!(admission.admit(Principal::Anonymous).is_ok());
+                drop(victim);
+                drop(held);
+                assert_eq!(crate::store::lock(&admission.counts).tenants, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_tenant_holds_at_most_its_share_and_the_pools_are_separate() {
+        let admission = admission(64);
+        // Alone, a tenant holds T / 2 = 20 places.
+        let (held, _) = attack(&admission, 1, false);
+        assert_eq!(held.len(), 20);
+        let refused = admission.admit(tenant(0)).err().unwrap_or_default();
+        assert!(refused.contains("its share"), "{refused}");
+        // The admin key's 16 and the anonymous 8 are their own.
+        let admin: Vec<_> = (0..16)
+            .map_while(|_| admission.admit(Principal::Admin).ok())
+            .collect();
+        assert_eq!(admin.len(), 16);
+        assert!(admission.admit(Principal::Admin).is_err());
+        let anonymous: Vec<_> = (0..8)
+            .map_while(|_| admission.admit(Principal::Anonymous).ok())
+            .collect();
+        assert_eq!(anonymous.len(), 8);
+        assert!(admission.admit(Principal::Anonymous).is_err());
+        assert!(admission.admit(tenant(1)).is_ok());
+    }
+
+    #[test]
+    fn bodies_arriving_are_bounded_per_tenant_and_in_bytes() {
+        let mut config = Config::new("/nonexistent", None);
+        config.max_bodies_per_tenant = 2;
+        config.max_body_buffer_bytes = 1000;
+        let admission = Admission::new(&config);
+        let a = admission.receive(&tenant(0), 100);
+        let b = admission.receive(&tenant(0), 100);
+        assert!(a.is_ok() && b.is_ok());
+        let refused = admission.receive(&tenant(0), 100).err().unwrap_or_default();
+        assert!(refused.contains("limit of 2"), "{refused}");
+        // Another tenant is not touched by the first one's bodies...
+        let c = admission.receive(&tenant(1), 700);
+        assert!(c.is_ok());
+        // ...up to the bytes of all bodies together.
+        let refused = admission.receive(&tenant(2), 101).err().unwrap_or_default();
+        assert!(refused.contains("limit of 1000"), "{refused}");
+        drop(c);
+        assert!(admission.receive(&tenant(2), 101).is_ok());
+        drop((a, b));
+        assert!(admission.receive(&tenant(0), 100).is_ok());
+        // Bodies hold no place to work.
+        assert_eq!(crate::store::lock(&admission.counts).tenants, 0);
+    }
 }
