@@ -50,6 +50,9 @@ pub struct KeyScope {
     /// The result of the write whose outcome S3 could not confirm (see [`KeyScope::resume`]).
     stash: Mutex<Option<Box<dyn Any + Send>>>,
     resuming: AtomicBool,
+    /// The answer rendered for this request's applied write whose recording failed (see
+    /// [`KeyScope::keep_answer`]).
+    rendered: Mutex<Option<Answer>>,
 }
 
 impl KeyScope {
@@ -63,7 +66,20 @@ impl KeyScope {
             written: AtomicBool::new(false),
             stash: Mutex::new(None),
             resuming: AtomicBool::new(false),
+            rendered: Mutex::new(None),
         })
+    }
+
+    /// Keeps `answer`, rendered for this request's applied write, whose recording on the
+    /// key's row failed (its write's outcome unknown, say): a retry in this process answers
+    /// it and records it again.
+    pub fn keep_answer(&self, answer: Answer) {
+        *super::lock(&self.rendered) = Some(answer);
+    }
+
+    /// The answer kept by [`KeyScope::keep_answer`].
+    pub fn kept_answer(&self) -> Option<Answer> {
+        super::lock(&self.rendered).clone()
     }
 
     /// Whether a write of this request answered "outcome unknown" and kept its result.
@@ -207,6 +223,19 @@ pub fn lookup_at(
         }),
         Some(_) => Found::Unrecorded,
     })
+}
+
+/// The request id of the live row of `key`, if any: which request's write was applied under
+/// the key (a kept "outcome unknown" result renders the answer only of its own write).
+pub fn owner(conn: &Connection, key: &str) -> Result<Option<String>> {
+    let from = live_from(crate::time::now_for(conn)?);
+    Ok(conn
+        .query_row(
+            "SELECT request_id FROM idempotency_keys WHERE key = ?1 AND created_at >= ?2",
+            params![key, from],
+            |r| r.get(0),
+        )
+        .optional()?)
 }
 
 /// Inside a write of `scope`'s request: inserts the key's row (expired and surplus rows

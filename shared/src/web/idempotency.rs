@@ -48,8 +48,11 @@ const UNRECORDED_HEADERS: &[&str] = &[
 pub(crate) struct InFlight {
     claimed: Mutex<HashSet<(String, String)>>,
     /// Requests whose write answered "outcome unknown", with its kept result, by tenant and
-    /// key: at most [`MAX_KEPT`], all forgotten when full (a retry then gets the 409).
-    kept: Mutex<HashMap<(String, String), Arc<KeyScope>>>,
+    /// key: at most [`MAX_KEPT`] keys, all forgotten when full (a retry then gets the 409).
+    /// A key may have several: a retry that found no row (the first's entry not landed yet)
+    /// ran anew and may have ended "outcome unknown" too; the row that lands names the one
+    /// whose result renders the answer.
+    kept: Mutex<HashMap<(String, String), Vec<Arc<KeyScope>>>>,
 }
 
 /// Most "outcome unknown" requests a process keeps for their retry.
@@ -77,14 +80,25 @@ impl InFlight {
 
     fn keep(&self, tenant: &str, scope: Arc<KeyScope>) {
         let mut kept = crate::store::lock(&self.kept);
-        if kept.len() >= MAX_KEPT {
+        let entry = (tenant.to_string(), scope.key().to_string());
+        if kept.len() >= MAX_KEPT && !kept.contains_key(&entry) {
             kept.clear();
         }
-        kept.insert((tenant.to_string(), scope.key().to_string()), scope);
+        kept.entry(entry).or_default().push(scope);
     }
 
-    fn kept(&self, tenant: &str, key: &str) -> Option<Arc<KeyScope>> {
-        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()))
+    /// The kept request of `key` whose write is the one applied (`request_id`, the row's);
+    /// the key's other kept requests are forgotten (their writes can no longer land: one
+    /// entry of the log at most carries the key's row).
+    fn kept(&self, tenant: &str, key: &str, request_id: &str) -> Option<Arc<KeyScope>> {
+        let entry = (tenant.to_string(), key.to_string());
+        let scopes = crate::store::lock(&self.kept).remove(&entry)?;
+        scopes.into_iter().find(|s| s.request_id() == request_id)
+    }
+
+    /// Forgets the kept requests of `key` (a run of it was applied and answered).
+    fn forget(&self, tenant: &str, key: &str) {
+        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()));
     }
 }
 
@@ -112,11 +126,19 @@ impl Keeper {
         app: &AppState,
         key: String,
         fingerprint: String,
-    ) -> crate::Result<Found> {
+    ) -> crate::Result<(Found, Option<String>)> {
         match self {
             Keeper::Tenant(t) => {
-                t.db.read(move |c| keys::lookup(c, &key, &fingerprint))
-                    .await
+                t.db.read(move |c| {
+                    let found = keys::lookup(c, &key, &fingerprint)?;
+                    // Whose write the row is: a kept result renders its own write's answer only.
+                    let owner = match found {
+                        Found::Unrecorded => keys::owner(c, &key)?,
+                        _ => None,
+                    };
+                    Ok((found, owner))
+                })
+                .await
             }
             Keeper::Registry => {
                 let store = app.store.clone();
@@ -124,16 +146,16 @@ impl Keeper {
                     crate::store::blocking(move || store.registry().lookup_key(&key, &fingerprint))
                         .await?;
                 let Found::Answer(mut answer) = found else {
-                    return Ok(found);
+                    return Ok((found, None));
                 };
                 // A body sealed under another token secret cannot be replayed: the request
                 // was applied, its answer is not known here.
                 match seal::open(&app.token_secret()?, &answer.body) {
                     Some(body) => {
                         answer.body = body;
-                        Ok(Found::Answer(answer))
+                        Ok((Found::Answer(answer), None))
                     }
-                    None => Ok(Found::Unrecorded),
+                    None => Ok((Found::Unrecorded, None)),
                 }
             }
         }
@@ -305,12 +327,21 @@ where
     let looked = keeper.lookup(app, key.clone(), fingerprint).await;
     match looked {
         Err(e) => return surface.from_error(e),
-        Ok(Found::Answer(answer)) => return replay(answer),
-        Ok(Found::Unrecorded) => {
-            // This process ran the first request and kept the result of its write, whose
-            // outcome was unknown and which has landed since: the request runs again to
-            // render that first answer, its write answered by the kept result.
-            if let Some(first) = app.idempotency.kept(&owner, &key) {
+        Ok((Found::Answer(answer), _)) => return replay(answer),
+        Ok((Found::Unrecorded, applied)) => {
+            // This process ran the request whose write was applied (the row's request id)
+            // and kept the result of that write, whose outcome was unknown and which has
+            // landed since: the request runs again to render that first answer, its write
+            // answered by the kept result.
+            let first = applied.and_then(|id| app.idempotency.kept(&owner, &key, &id));
+            if let Some(answer) = first.as_ref().and_then(|f| f.kept_answer()) {
+                // Its answer was rendered but not recorded: recorded now, and answered.
+                if let Some(first) = first {
+                    record(app, &keeper, first, answer.clone()).await;
+                }
+                return replay(answer);
+            }
+            if let Some(first) = first {
                 if first.fingerprint() == scope.fingerprint() {
                     first.resume();
                     scope = first;
@@ -322,7 +353,7 @@ where
                 return conflict(surface, message);
             }
         }
-        Ok(Found::Mismatch) => {
+        Ok((Found::Mismatch, _)) => {
             let message = format!("the Idempotency-Key '{key}' was used with a different request (method, path, query or body); use a new key for a new request");
             return surface.error(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -333,9 +364,13 @@ where
                 message,
             );
         }
-        Ok(Found::Nothing) => {
-            // A kept "outcome unknown" write that did not land (fenced) has nothing to render.
-            app.idempotency.kept(&owner, &key);
+        Ok((Found::Nothing, _)) => {
+            // No row yet: a kept "outcome unknown" write was fenced, or its entry has not
+            // landed yet (S3 still holds its PUT). The request runs anew; its conditional
+            // PUT settles which: it wins the slot (the other is fenced: a clean run), or it
+            // finds the other's entry and its key's row there and fails with a conflict,
+            // applying nothing, and the next retry renders the other's kept result. The
+            // kept requests stay until then.
         }
     }
     // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
@@ -345,6 +380,10 @@ where
     if scope.has_stash() {
         // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
         app.idempotency.keep(&owner, scope.clone());
+    }
+    if scope.written() && !resumed {
+        // This run was applied: no kept write of the key can land any more.
+        app.idempotency.forget(&owner, &key);
     }
     if !scope.written() {
         // Nothing of the request was written (refused, or no write of this tenant): nothing
@@ -369,10 +408,7 @@ where
             .collect(),
         body: body.to_vec(),
     };
-    if let Err(e) = keeper.record(app, scope.clone(), answer).await {
-        // The write stands; a retry learns it was applied (409) instead of its answer.
-        tracing::warn!(error = %e, key, "a keyed write's answer was not recorded");
-    }
+    record(app, &keeper, scope, answer).await;
     let mut response = Response::from_parts(parts, Body::from(body));
     if resumed {
         response
@@ -380,6 +416,20 @@ where
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
     }
     response
+}
+
+/// Records `answer` on the row of `scope`'s applied write. When that fails (S3 could not
+/// confirm it, say), the answer is kept in this process with the request: a retry here
+/// answers it and records it again; elsewhere (or for a registry key), a retry learns the
+/// write was applied (409).
+async fn record(app: &AppState, keeper: &Keeper, scope: Arc<KeyScope>, answer: Answer) {
+    if let Err(e) = keeper.record(app, scope.clone(), answer.clone()).await {
+        tracing::warn!(error = %e, key = scope.key(), "a keyed write's answer was not recorded");
+        if let Keeper::Tenant(_) = keeper {
+            scope.keep_answer(answer);
+            app.idempotency.keep(keeper.id(), scope);
+        }
+    }
 }
 
 /// A 409 of this step: `CONFLICT`, on Surface A a `GENERAL` fault (its 409 default,
