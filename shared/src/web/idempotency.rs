@@ -124,13 +124,19 @@ impl Keeper {
     async fn lookup(
         &self,
         app: &AppState,
-        key: String,
-        fingerprint: String,
+        scope: &KeyScope,
     ) -> crate::Result<(Found, Option<String>)> {
+        let (key, fingerprint) = (scope.key().to_string(), scope.fingerprint().to_string());
         match self {
             Keeper::Tenant(t) => {
+                let shown = scope.shown().to_string();
                 t.db.read(move |c| {
-                    let found = keys::lookup(c, &key, &fingerprint)?;
+                    let mut found = keys::lookup(c, &key, &fingerprint)?;
+                    if found == Found::Nothing && shown != key {
+                        // A row stored by an earlier build, under the bare key (no
+                        // namespace), still answers until it expires.
+                        found = keys::lookup(c, &shown, &fingerprint)?;
+                    }
                     // Whose write the row is: a kept result renders its own write's answer only.
                     let owner = match found {
                         Found::Unrecorded => keys::owner(c, &key)?,
@@ -243,7 +249,9 @@ pub(super) fn prepare(
     body: &Bytes,
 ) -> Result<Option<Keyed>, String> {
     let head = Head::of(req);
-    Ok(header_key(head)?.map(|key| keyed(Keeper::Tenant(tenant.clone()), &key, head, body)))
+    let namespace = keys::tenant_namespace(tenant.db.tenant_id());
+    Ok(header_key(head)?
+        .map(|key| keyed(Keeper::Tenant(tenant.clone()), &namespace, &key, head, body)))
 }
 
 /// The key of an admin write that carries the header (see [`header_key`]), kept by the
@@ -268,6 +276,7 @@ pub(super) async fn prepare_admin(
     let keeper = match rest.strip_prefix('/') {
         None if rest.is_empty() => Keeper::Registry,
         Some(id) if !id.is_empty() && !id.contains('/') => Keeper::Registry,
+        // The admin's keys in a tenant's database are apart from the tenant's own.
         _ => {
             let Some(id) = super::powers::admin_subject(path) else {
                 return Ok(None);
@@ -281,12 +290,17 @@ pub(super) async fn prepare_admin(
             }
         }
     };
-    Ok(Some(keyed(keeper, &key, head, body)))
+    let namespace = match &keeper {
+        Keeper::Tenant(t) => keys::admin_namespace(t.db.tenant_id()),
+        Keeper::Registry => String::new(),
+    };
+    Ok(Some(keyed(keeper, &namespace, &key, head, body)))
 }
 
-/// The scope of `key` for `req`: its fingerprint is SHA-256 over the method, path, query,
-/// the body's SHA-256 and the keeper's id.
-fn keyed(keeper: Keeper, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
+/// The scope of `key` for `req`, stored in `namespace` (none: the registry's keys): its
+/// fingerprint is SHA-256 over the method, path, query, the body's SHA-256 and the keeper's
+/// id.
+fn keyed(keeper: Keeper, namespace: &str, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
     let mut hash = Sha256::new();
     for part in [
         head.method.as_str(),
@@ -299,7 +313,10 @@ fn keyed(keeper: Keeper, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
         hash.update(part.as_bytes());
     }
     let fingerprint = hex::encode(hash.finalize());
-    let scope = KeyScope::new(keeper.id(), key, &fingerprint);
+    let scope = match namespace {
+        "" => KeyScope::new(keeper.id(), key, &fingerprint),
+        _ => KeyScope::namespaced(keeper.id(), namespace, key, &fingerprint),
+    };
     Keyed { keeper, scope }
 }
 
@@ -317,14 +334,14 @@ where
 {
     let Keyed { keeper, mut scope } = keyed;
     let mut resumed = false;
-    let key = scope.key().to_string();
+    // Claimed and kept by the key as stored (its namespace); named by the header's.
+    let (key, shown) = (scope.key().to_string(), scope.shown().to_string());
     let owner = keeper.id().to_string();
     let Some(_claim) = app.idempotency.claim(&owner, &key) else {
-        let message = format!("a request with this Idempotency-Key ('{key}') is in progress; retry once it has been answered");
+        let message = format!("a request with this Idempotency-Key ('{shown}') is in progress; retry once it has been answered");
         return conflict(surface, message);
     };
-    let fingerprint = scope.fingerprint().to_string();
-    let looked = keeper.lookup(app, key.clone(), fingerprint).await;
+    let looked = keeper.lookup(app, &scope).await;
     match looked {
         Err(e) => return surface.from_error(e),
         Ok((Found::Answer(answer), _)) => return replay(answer),
@@ -349,12 +366,12 @@ where
                 }
             }
             if !resumed {
-                let message = format!("a request with this Idempotency-Key ('{key}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
+                let message = format!("a request with this Idempotency-Key ('{shown}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
                 return conflict(surface, message);
             }
         }
         Ok((Found::Mismatch, _)) => {
-            let message = format!("the Idempotency-Key '{key}' was used with a different request (method, path, query or body); use a new key for a new request");
+            let message = format!("the Idempotency-Key '{shown}' was used with a different request (method, path, query or body); use a new key for a new request");
             return surface.error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 Some(match surface {
@@ -424,7 +441,7 @@ where
 /// write was applied (409).
 async fn record(app: &AppState, keeper: &Keeper, scope: Arc<KeyScope>, answer: Answer) {
     if let Err(e) = keeper.record(app, scope.clone(), answer.clone()).await {
-        tracing::warn!(error = %e, key = scope.key(), "a keyed write's answer was not recorded");
+        tracing::warn!(error = %e, key = scope.shown(), "a keyed write's answer was not recorded");
         if let Keeper::Tenant(_) = keeper {
             scope.keep_answer(answer);
             app.idempotency.keep(keeper.id(), scope);
