@@ -52,8 +52,11 @@ pub(crate) struct InFlight {
     /// A key may have several: a retry that found no row (the first's entry not landed yet)
     /// ran anew and may have ended "outcome unknown" too; the row that lands names the one
     /// whose result renders the answer.
-    kept: Mutex<HashMap<(String, String), Vec<Arc<KeyScope>>>>,
+    kept: Mutex<HashMap<(String, String), KeptRequests>>,
 }
+
+/// The kept requests of one key (see [`InFlight`]).
+type KeptRequests = Vec<Arc<KeyScope>>;
 
 /// Most "outcome unknown" requests a process keeps for their retry.
 const MAX_KEPT: usize = 1024;
