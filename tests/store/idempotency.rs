@@ -365,11 +365,13 @@ async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
     .expect("join");
     let last = post_category(&base, basic, "cat-1").await;
     assert_eq!((last.0, last.1, &last.2), (201, true, &body));
+    // Stored in the tenant's namespace (its id, a space, the header's key).
+    let stored = format!("{id} cat-1");
     let recorded: Option<u16> = db
-        .read(|c| {
+        .read(move |c| {
             Ok(c.query_row(
-                "SELECT status FROM idempotency_keys WHERE key = 'cat-1'",
-                [],
+                "SELECT status FROM idempotency_keys WHERE key = ?1",
+                [&stored],
                 |r| r.get(0),
             )?)
         })

@@ -7,6 +7,12 @@
 //! one tenant (clock, faults, fixtures, reset), in the registry for a tenant's creation, fork
 //! or deletion (its answer sealed there, [`seal`]: a creation's holds clear credentials).
 //!
+//! A tenant's keys and the admin's keys inside that tenant live in namespaces of their own
+//! (`store::idempotency::KeyScope::namespaced`): neither sees the other's, and a fork does
+//! not see its source's. The pipeline runs a keyed request in a task of its own, so that
+//! the request runs to its end and records its answer even when its client has gone: the
+//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer.
+//!
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
 //! but its answer was not recorded (its outcome was unknown, or it is running in another

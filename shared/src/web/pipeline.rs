@@ -19,7 +19,8 @@
 //! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
 //!    tenant's, or an admin write the registry or one tenant's database keeps) is replayed,
 //!    refused (in flight, applied without a recorded answer, another request's key), or run
-//!    with the key joining its write transaction, its answer recorded.
+//!    with the key joining its write transaction, its answer recorded. A request with the
+//!    header runs in a task of its own, to its end even when its client has gone.
 //! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
 //! 8. **Handler**: its extractors take the [`Identity`] from the request's extensions.
 //!
