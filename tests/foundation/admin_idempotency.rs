@@ -374,3 +374,82 @@ fn walk(mut paths: Vec<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// A Surface B bill batch with `key`, as the tenant of `api_key`: status, whether replayed,
+/// JSON body.
+async fn keyed_batch(s: &TestServer, api_key: &str, key: &str) -> (u16, bool, Value) {
+    let r = s
+        .client
+        .post(s.url("/billing/2/bill-batches"))
+        .header("X-Api-Key", api_key)
+        .header("Idempotency-Key", key)
+        .json(&json!({"bill_batch_type": "adhoc", "name": "keyed", "invoice_date": "2026-12-01T12:00:00Z"}))
+        .send()
+        .await
+        .expect("batch");
+    let status = r.status().as_u16();
+    let replayed = r
+        .headers()
+        .get("idempotent-replayed")
+        .is_some_and(|v| v == "true");
+    (status, replayed, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Issue 36, finding 6: a fork starts with no Idempotency-Keys. The source's key, made before
+/// the checkpoint the fork copies, is unknown in the fork: the same request with it runs
+/// there (a new batch of the fork), and is then the fork's own key; the source still
+/// replays its own. Before: the fork held the source's row, whose fingerprint names the
+/// source, and answered 422.
+#[tokio::test]
+async fn a_fork_starts_with_no_idempotency_keys() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("source", "demo").await;
+    let first = keyed_batch(&s, &t.api_key, "k").await;
+    assert_eq!((first.0, first.1), (200, false), "{}", first.2);
+    let path = format!("/sandbox/v1/tenants/{}/checkpoints", t.id);
+    let made = admin(&s, Method::POST, &path, Some(&json!({"name": "cp"})), None).await;
+    assert_eq!(made.0, 201, "{}", made.2);
+    let fork = json!({"name": "forked", "from": {"tenant": t.id, "checkpoint": "cp"}});
+    let forked = admin(&s, Method::POST, "/sandbox/v1/tenants", Some(&fork), None).await;
+    assert_eq!(forked.0, 201, "{}", forked.2);
+    let fork_key = forked.2["api_key"].as_str().expect("api key").to_string();
+
+    let there = keyed_batch(&s, &fork_key, "k").await;
+    assert_eq!((there.0, there.1), (200, false), "{}", there.2);
+    assert_ne!(there.2["id"], first.2["id"], "a new batch of the fork");
+    let again = keyed_batch(&s, &fork_key, "k").await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &there.2));
+    let home = keyed_batch(&s, &t.api_key, "k").await;
+    assert_eq!((home.0, home.1, &home.2), (200, true, &first.2));
+}
+
+/// Issue 36, finding 6: the admin API's keys in a tenant's database are apart from the
+/// tenant's own. A tenant's request with a key the admin used on its clock runs (before:
+/// 422, the tenant saw the admin's key), and the admin's retry still gets its own answer
+/// (the tenant cannot squat it); the other way round alike.
+#[tokio::test]
+async fn admin_and_tenant_keys_live_apart() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("apart", "demo").await;
+    let clock = format!("/sandbox/v1/tenants/{}/clock", t.id);
+    let frozen = json!({"frozen_at": "2026-11-20T12:00:00Z"});
+    let set = admin(&s, Method::PUT, &clock, Some(&frozen), Some("shared")).await;
+    assert_eq!((set.0, set.1), (200, false), "{}", set.2);
+    let mine = keyed_batch(&s, &t.api_key, "shared").await;
+    assert_eq!((mine.0, mine.1), (200, false), "{}", mine.2);
+    let again = admin(&s, Method::PUT, &clock, Some(&frozen), Some("shared")).await;
+    assert_eq!((again.0, again.1, &again.2), (200, true, &set.2));
+    let mine_again = keyed_batch(&s, &t.api_key, "shared").await;
+    assert_eq!(
+        (mine_again.0, mine_again.1, &mine_again.2),
+        (200, true, &mine.2)
+    );
+
+    // A key the tenant used first does not hold the admin's request back.
+    let used = keyed_batch(&s, &t.api_key, "first").await;
+    assert_eq!((used.0, used.1), (200, false), "{}", used.2);
+    let hour = json!({"seconds": 3600});
+    let advance = format!("{clock}/advance");
+    let adv = admin(&s, Method::POST, &advance, Some(&hour), Some("first")).await;
+    assert_eq!((adv.0, adv.1), (200, false), "{}", adv.2);
+}

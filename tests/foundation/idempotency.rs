@@ -313,5 +313,117 @@ async fn a_key_expires_after_24_hours_of_the_tenant_clock() {
     )
     .await;
     assert_eq!(other.0, 201, "{}", other.2);
-    assert_eq!(count(&s, &t, "idempotency_keys", "key", "day").await, 1);
+    // Stored in the tenant's namespace (its id, a space, the header's key).
+    let stored = format!("{} day", t.id);
+    assert_eq!(count(&s, &t, "idempotency_keys", "key", &stored).await, 1);
+}
+
+/// `method path` (a JSON body) with `key`, as tenant `t` (`admin`: with the admin key), from
+/// a client that gives up after `timeout`: `None` when it did.
+async fn keyed_call(
+    s: &TestServer,
+    auth: (&str, &str),
+    method: Method,
+    path: &str,
+    body: &Value,
+    key: &str,
+    timeout: Option<Duration>,
+) -> Option<(u16, bool, String)> {
+    let mut req = s
+        .client
+        .request(method, s.url(path))
+        .header(auth.0, auth.1)
+        .header("Idempotency-Key", key)
+        .json(body);
+    if let Some(timeout) = timeout {
+        req = req.timeout(timeout);
+    }
+    match req.send().await {
+        Ok(r) => {
+            let (status, replayed) = (r.status().as_u16(), replayed(r.headers()));
+            Some((status, replayed, r.text().await.unwrap_or_default()))
+        }
+        Err(e) if e.is_timeout() => None,
+        Err(e) => panic!("{path}: {e}"),
+    }
+}
+
+/// Retries a keyed call until it is no longer "in progress" (within 60 s): its answer. Any
+/// other 409 ("applied, but its answer was not recorded") is answered at once.
+async fn settled(
+    s: &TestServer,
+    auth: (&str, &str),
+    path: &str,
+    body: &Value,
+    key: &str,
+) -> (u16, bool, String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = keyed_call(s, auth, Method::POST, path, body, key, None)
+            .await
+            .expect("no client timeout");
+        if !(answer.0 == 409 && answer.2.contains("in progress")) {
+            return answer;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} still in progress: {}",
+            answer.2
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Issue 36, finding 2 (a): a keyed write whose client gave up (a timeout at 0.25 s) still
+/// records its answer, and a retry with the key gets it. The keyed clock advance is the slow
+/// write (four months of bill runs for 1,000 accounts, seconds); the keyed bill batch is sent
+/// once the advance's client has given up, so it queues behind the advance for the writer.
+/// Before: both were applied after their clients had gone, their answers never recorded, and
+/// every retry was 409 "applied, but its answer was not recorded" for 24 hours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_write_whose_client_timed_out_answers_its_retry() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("gone", "demo").await;
+    let clock = format!("/sandbox/v1/tenants/{}/clock", t.id);
+    let r = s
+        .admin_call(
+            Method::PUT,
+            &clock,
+            Some(&json!({"frozen_at": "2026-11-20T12:00:00Z"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    e2e::billing::add_billed_accounts(&s, &t.api_key, 10_000, 1_000, "gone").await;
+    let admin = ("X-Admin-Key", e2e::ADMIN_KEY);
+    let tenant = ("X-Api-Key", t.api_key.as_str());
+    let quarter = Some(Duration::from_millis(250));
+
+    let advance = format!("{clock}/advance");
+    let to = json!({"to": "2027-03-02T00:00:00Z"});
+    let gave_up = keyed_call(&s, admin, Method::POST, &advance, &to, "adv", quarter).await;
+    assert!(
+        gave_up.is_none(),
+        "the advance answered in time: {gave_up:?}"
+    );
+    let batches = "/billing/2/bill-batches";
+    let batch =
+        json!({"bill_batch_type": "adhoc", "name": "gone", "invoice_date": "2026-12-01T12:00:00Z"});
+    let gave_up = keyed_call(&s, tenant, Method::POST, batches, &batch, "bb", quarter).await;
+    assert!(gave_up.is_none(), "the batch answered in time: {gave_up:?}");
+
+    let (status, again, body) = settled(&s, admin, &advance, &to, "adv").await;
+    let shown = &body[..body.len().min(300)];
+    assert_eq!((status, again), (200, true), "the advance's retry: {shown}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    let now = chrono::DateTime::parse_from_rfc3339(v["now"].as_str().expect("now")).expect("time");
+    assert_eq!(
+        now.with_timezone(&chrono::Utc).to_rfc3339(),
+        "2027-03-02T00:00:00+00:00"
+    );
+    let (status, again, body) = settled(&s, tenant, batches, &batch, "bb").await;
+    assert_eq!((status, again), (200, true), "the batch's retry: {body}");
+    assert_eq!(count(&s, &t, "bill_batches", "name", "gone").await, 1);
+    // Replayed again, the same answer.
+    let (status, again, body2) = settled(&s, tenant, batches, &batch, "bb").await;
+    assert_eq!((status, again, body2), (200, true, body));
 }

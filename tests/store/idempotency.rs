@@ -260,3 +260,123 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
     let again = admin_keyed(&b, delete, &one, &Value::Null, "d-1").await;
     assert_eq!((again.0, again.1), (204, true));
 }
+
+/// POST a Surface A billing account category with `key`, as `user:password`: status,
+/// whether replayed, body.
+async fn post_category(base: &str, basic: (&str, &str), key: &str) -> (u16, bool, String) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/t/s/r/1.28/billingAccountCategories"))
+        .basic_auth(basic.0, Some(basic.1))
+        .header("Content-Type", "application/xml")
+        .header("Idempotency-Key", key)
+        .body(r#"<billingAccountCategory description="Held A" status="BA_CATEGORY_ACTIVE"/>"#)
+        .send()
+        .await
+        .expect("post");
+    let replayed = r.headers().contains_key("idempotent-replayed");
+    let status = r.status().as_u16();
+    (status, replayed, r.text().await.unwrap_or_default())
+}
+
+/// Issue 36, finding 2 (b): a Surface A create whose log PUT S3 holds past the write deadline
+/// answers 503 "outcome unknown"; its client retries with the key right away and keeps
+/// retrying: once the outcome is settled (the held PUT landed, or the slot was fenced), a
+/// retry gets the recorded answer (or a clean run), never a 409 forever, and the category is
+/// there once. Before: every retry, same process, was 409 "in progress".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
+    let moto = Moto::start();
+    let direct = moto.bucket("settled");
+    let gate = Gate::start(&moto);
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    gated.attempt_timeout = Duration::from_millis(300);
+    gated.write_deadline = Duration::from_secs(4);
+    let (base, state, _dir) = serve(&gated).await;
+    let r = reqwest::Client::new()
+        .post(format!("{base}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&json!({"name": "settled", "seed": "demo"}))
+        .send()
+        .await
+        .expect("create tenant");
+    assert_eq!(r.status(), 201);
+    let tenant: Value = r.json().await.unwrap();
+    let id = tenant["id"].as_str().unwrap().to_string();
+    let user = tenant["basic"]["username"]
+        .as_str()
+        .expect("user")
+        .to_string();
+    let password = tenant["basic"]["password"]
+        .as_str()
+        .expect("password")
+        .to_string();
+    let basic = (user.as_str(), password.as_str());
+
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
+    let (status, _, first) = post_category(&base, basic, "cat-1").await;
+    assert_eq!(status, 503, "{first}");
+    assert!(first.contains("Idempotency-Key"), "{first}");
+    // Retried at once and on, while the held PUTs are still held (the first ones), then
+    // after: every answer is "in progress" or a 503 until the outcome is settled, then the
+    // answer.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut answers = Vec::new();
+    let (status, replayed, body) = loop {
+        let answer = post_category(&base, basic, "cat-1").await;
+        if answer.0 == 201 || std::time::Instant::now() > deadline {
+            break answer;
+        }
+        assert!(
+            answer.0 == 503 || (answer.0 == 409 && answer.2.contains("in progress")),
+            "after {answers:?}: {answer:?}"
+        );
+        if answers.len() == 3 {
+            // The hold ends, as a slow S3 recovers.
+            gate.hold_log_puts(None);
+        }
+        answers.push((answer.0, answer.2.chars().take(80).collect::<String>()));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(status, 201, "after {answers:?}: {body}");
+    let db = state.store.tenant_db(&id).expect("tenant");
+    let count: i64 = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM billing_account_categories WHERE description = 'Held A'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(count, 1, "after {answers:?}");
+    let again = post_category(&base, basic, "cat-1").await;
+    eprintln!("retries: {answers:?}, then {status} (replayed: {replayed})");
+    assert_eq!((again.0, again.1, &again.2), (201, true, &body));
+    // Once S3 is through, the answer is recorded with the key (a retry records it if its
+    // first recording was held too) and replayed from there.
+    gate.hold_log_puts(None);
+    let held = tokio::task::spawn_blocking(move || {
+        gate.wait_for_held(Duration::from_secs(30));
+        gate
+    })
+    .await
+    .expect("join");
+    let last = post_category(&base, basic, "cat-1").await;
+    assert_eq!((last.0, last.1, &last.2), (201, true, &body));
+    // Stored in the tenant's namespace (its id, a space, the header's key).
+    let stored = format!("{id} cat-1");
+    let recorded: Option<u16> = db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT status FROM idempotency_keys WHERE key = ?1",
+                [&stored],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(recorded, Some(201));
+    eprintln!("gate {:?}", held.counts());
+}

@@ -82,7 +82,7 @@ struct MadeBy {
 impl MadeBy {
     fn of(key: Option<&KeyScope>) -> Option<MadeBy> {
         key.map(|k| MadeBy {
-            key: k.key().to_string(),
+            key: k.shown().to_string(),
             fingerprint: k.fingerprint().to_string(),
         })
     }

@@ -35,6 +35,22 @@ pub const MAX_KEYS: i64 = 10_000;
 /// `t_...`), so a registry key never joins a tenant's write.
 pub const REGISTRY: &str = "(registry)";
 
+/// The namespace of the keys of tenant `tenant_id`'s own requests (see
+/// [`KeyScope::namespaced`]).
+pub fn tenant_namespace(tenant_id: &str) -> String {
+    tenant_id.to_string()
+}
+
+/// The namespace of the keys of the admin API's writes inside tenant `tenant_id`.
+pub fn admin_namespace(tenant_id: &str) -> String {
+    format!("admin@{tenant_id}")
+}
+
+/// A stored key as its request's header gave it (the part after its namespace).
+fn shown(stored: &str) -> &str {
+    stored.split_once(' ').map_or(stored, |(_, key)| key)
+}
+
 /// Whether `key` is a valid key: 1 to [`MAX_KEY_CHARS`] visible ASCII characters (`!`..`~`).
 pub fn valid_key(key: &str) -> bool {
     (1..=MAX_KEY_CHARS).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
@@ -43,27 +59,65 @@ pub fn valid_key(key: &str) -> bool {
 /// One keyed request as the write path sees it.
 pub struct KeyScope {
     tenant_id: String,
+    /// The key as stored: the header's key after its namespace (see [`KeyScope::namespaced`]).
     key: String,
+    /// The key as the request's header gave it.
+    shown: String,
     fingerprint: String,
     request_id: String,
     written: AtomicBool,
     /// The result of the write whose outcome S3 could not confirm (see [`KeyScope::resume`]).
     stash: Mutex<Option<Box<dyn Any + Send>>>,
     resuming: AtomicBool,
+    /// The answer rendered for this request's applied write whose recording failed (see
+    /// [`KeyScope::keep_answer`]).
+    rendered: Mutex<Option<Answer>>,
 }
 
 impl KeyScope {
     /// The key `key` of a request of `tenant_id` whose fingerprint is `fingerprint`.
     pub fn new(tenant_id: &str, key: &str, fingerprint: &str) -> Arc<KeyScope> {
+        Self::stored_as(tenant_id, key.to_string(), key, fingerprint)
+    }
+
+    /// [`KeyScope::new`] for a key kept in `namespace` of a tenant's database: stored as
+    /// `<namespace> <key>`. A header's key has no space, so no header names a namespaced
+    /// row, and keys of two namespaces never meet: a tenant's requests use the tenant's id
+    /// ([`tenant_namespace`]), the admin API's writes inside the tenant
+    /// [`admin_namespace`], and a fork (another id) does not see its source's keys.
+    pub fn namespaced(
+        tenant_id: &str,
+        namespace: &str,
+        key: &str,
+        fingerprint: &str,
+    ) -> Arc<KeyScope> {
+        Self::stored_as(tenant_id, format!("{namespace} {key}"), key, fingerprint)
+    }
+
+    fn stored_as(tenant_id: &str, stored: String, key: &str, fingerprint: &str) -> Arc<KeyScope> {
         Arc::new(KeyScope {
             tenant_id: tenant_id.to_string(),
-            key: key.to_string(),
+            key: stored,
+            shown: key.to_string(),
             fingerprint: fingerprint.to_string(),
             request_id: uuid::Uuid::new_v4().to_string(),
             written: AtomicBool::new(false),
             stash: Mutex::new(None),
             resuming: AtomicBool::new(false),
+            rendered: Mutex::new(None),
         })
+    }
+
+    /// Keeps `answer`, rendered for this request's applied write, whose recording on the
+    /// key's row failed (its write's outcome unknown, say): a retry in this process answers
+    /// it and records it again.
+    pub fn keep_answer(&self, answer: Answer) {
+        *super::lock(&self.rendered) = Some(answer);
+    }
+
+    /// The answer kept by [`KeyScope::keep_answer`].
+    pub fn kept_answer(&self) -> Option<Answer> {
+        super::lock(&self.rendered).clone()
     }
 
     /// Whether a write of this request answered "outcome unknown" and kept its result.
@@ -102,9 +156,14 @@ impl KeyScope {
         self.written.store(true, Ordering::SeqCst);
     }
 
-    /// The key.
+    /// The key as stored (its namespace first, if any).
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The key as the request's header gave it.
+    pub fn shown(&self) -> &str {
+        &self.shown
     }
 
     /// The request's fingerprint.
@@ -209,6 +268,19 @@ pub fn lookup_at(
     })
 }
 
+/// The request id of the live row of `key`, if any: which request's write was applied under
+/// the key (a kept "outcome unknown" result renders the answer only of its own write).
+pub fn owner(conn: &Connection, key: &str) -> Result<Option<String>> {
+    let from = live_from(crate::time::now_for(conn)?);
+    Ok(conn
+        .query_row(
+            "SELECT request_id FROM idempotency_keys WHERE key = ?1 AND created_at >= ?2",
+            params![key, from],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
 /// Inside a write of `scope`'s request: inserts the key's row (expired and surplus rows
 /// pruned first). A row of another request under the key fails the write with a conflict.
 pub(crate) fn insert(tx: &Transaction<'_>, scope: &KeyScope) -> Result<()> {
@@ -263,7 +335,7 @@ pub(crate) fn check_free(conn: &Connection, row: &KeyRow) -> Result<()> {
     match owner {
         Some(owner) if owner != row.request_id => Err(Error::Conflict(format!(
             "a request with Idempotency-Key '{}' was applied meanwhile by another request; retry to learn its answer",
-            row.key
+            shown(&row.key)
         ))),
         _ => Ok(()),
     }
@@ -282,6 +354,17 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, row: &KeyRow, strict: bool) -> Re
         "DELETE FROM idempotency_keys WHERE created_at < ?1",
         [live_from(now)],
     )?;
+    // A namespaced row names its tenant: rows of another tenant's namespaces (a fork's
+    // source's, copied with its checkpoint) go, so a fork's first keyed write drops them
+    // (and every replay of the same row drops the same ones).
+    if let Some((namespace, _)) = row.key.split_once(' ') {
+        let tenant = namespace.strip_prefix("admin@").unwrap_or(namespace);
+        tx.execute(
+            "DELETE FROM idempotency_keys WHERE instr(key, ' ') > 0
+             AND substr(key, 1, instr(key, ' ') - 1) NOT IN (?1, ?2)",
+            params![tenant_namespace(tenant), admin_namespace(tenant)],
+        )?;
+    }
     let inserted = tx.execute(
         "INSERT INTO idempotency_keys (key, fingerprint, request_id, created_at)
          VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO NOTHING",
@@ -362,6 +445,44 @@ mod tests {
         };
         record_answer(&tx, &scope, &answer).unwrap();
         assert_eq!(lookup(&tx, "k1", "fp").unwrap(), Found::Answer(answer));
+        tx.commit().unwrap();
+    }
+
+    #[test]
+    fn namespaces_keep_keys_apart_and_a_forks_first_write_drops_its_sources() {
+        let mut conn = crate::testing::db();
+        let tx = conn.transaction().unwrap();
+        let legacy = KeyScope::new("t_src", "k", "fp-old");
+        insert(&tx, &legacy).unwrap();
+        let source = KeyScope::namespaced("t_src", &tenant_namespace("t_src"), "k", "fp");
+        let admin = KeyScope::namespaced("t_src", &admin_namespace("t_src"), "k", "fp-a");
+        insert(&tx, &source).unwrap();
+        // The admin's key and the tenant's are two rows.
+        insert(&tx, &admin).unwrap();
+        assert_eq!(lookup(&tx, source.key(), "fp").unwrap(), Found::Unrecorded);
+        assert_eq!(lookup(&tx, admin.key(), "fp-a").unwrap(), Found::Unrecorded);
+        assert_eq!(
+            owner(&tx, admin.key()).unwrap().as_deref(),
+            Some(admin.request_id())
+        );
+        // The fork (the same rows, another id) finds nothing under its namespace, and its
+        // first keyed write drops the source's namespaced rows (an earlier build's bare
+        // row stays until it expires).
+        let fork = KeyScope::namespaced("t_fork", &tenant_namespace("t_fork"), "k", "fp-f");
+        assert_eq!(lookup(&tx, fork.key(), "fp-f").unwrap(), Found::Nothing);
+        insert(&tx, &fork).unwrap();
+        let keys: Vec<String> = tx
+            .prepare("SELECT key FROM idempotency_keys ORDER BY key")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(keys, vec!["k".to_string(), "t_fork k".to_string()]);
+        assert!(matches!(
+            check_free(&tx, &source.row_for(&tx).unwrap()),
+            Ok(())
+        ));
         tx.commit().unwrap();
     }
 }

@@ -469,7 +469,7 @@ impl TenantDb {
             let out = key.take_kept::<T>().ok_or_else(|| {
                 Error::Conflict(format!(
                     "a request with Idempotency-Key '{}' was applied, but its answer was not recorded; it is not applied again",
-                    key.key()
+                    key.shown()
                 ))
             })?;
             key.mark_written();

@@ -7,6 +7,12 @@
 //! one tenant (clock, faults, fixtures, reset), in the registry for a tenant's creation, fork
 //! or deletion (its answer sealed there, [`seal`]: a creation's holds clear credentials).
 //!
+//! A tenant's keys and the admin's keys inside that tenant live in namespaces of their own
+//! (`store::idempotency::KeyScope::namespaced`): neither sees the other's, and a fork does
+//! not see its source's. The pipeline runs a keyed request in a task of its own, so that
+//! the request runs to its end and records its answer even when its client has gone: the
+//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer.
+//!
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
 //! but its answer was not recorded (its outcome was unknown, or it is running in another
@@ -48,9 +54,15 @@ const UNRECORDED_HEADERS: &[&str] = &[
 pub(crate) struct InFlight {
     claimed: Mutex<HashSet<(String, String)>>,
     /// Requests whose write answered "outcome unknown", with its kept result, by tenant and
-    /// key: at most [`MAX_KEPT`], all forgotten when full (a retry then gets the 409).
-    kept: Mutex<HashMap<(String, String), Arc<KeyScope>>>,
+    /// key: at most [`MAX_KEPT`] keys, all forgotten when full (a retry then gets the 409).
+    /// A key may have several: a retry that found no row (the first's entry not landed yet)
+    /// ran anew and may have ended "outcome unknown" too; the row that lands names the one
+    /// whose result renders the answer.
+    kept: Mutex<HashMap<(String, String), KeptRequests>>,
 }
+
+/// The kept requests of one key (see [`InFlight`]).
+type KeptRequests = Vec<Arc<KeyScope>>;
 
 /// Most "outcome unknown" requests a process keeps for their retry.
 const MAX_KEPT: usize = 1024;
@@ -77,14 +89,25 @@ impl InFlight {
 
     fn keep(&self, tenant: &str, scope: Arc<KeyScope>) {
         let mut kept = crate::store::lock(&self.kept);
-        if kept.len() >= MAX_KEPT {
+        let entry = (tenant.to_string(), scope.key().to_string());
+        if kept.len() >= MAX_KEPT && !kept.contains_key(&entry) {
             kept.clear();
         }
-        kept.insert((tenant.to_string(), scope.key().to_string()), scope);
+        kept.entry(entry).or_default().push(scope);
     }
 
-    fn kept(&self, tenant: &str, key: &str) -> Option<Arc<KeyScope>> {
-        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()))
+    /// The kept request of `key` whose write is the one applied (`request_id`, the row's);
+    /// the key's other kept requests are forgotten (their writes can no longer land: one
+    /// entry of the log at most carries the key's row).
+    fn kept(&self, tenant: &str, key: &str, request_id: &str) -> Option<Arc<KeyScope>> {
+        let entry = (tenant.to_string(), key.to_string());
+        let scopes = crate::store::lock(&self.kept).remove(&entry)?;
+        scopes.into_iter().find(|s| s.request_id() == request_id)
+    }
+
+    /// Forgets the kept requests of `key` (a run of it was applied and answered).
+    fn forget(&self, tenant: &str, key: &str) {
+        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()));
     }
 }
 
@@ -110,13 +133,27 @@ impl Keeper {
     async fn lookup(
         &self,
         app: &AppState,
-        key: String,
-        fingerprint: String,
-    ) -> crate::Result<Found> {
+        scope: &KeyScope,
+    ) -> crate::Result<(Found, Option<String>)> {
+        let (key, fingerprint) = (scope.key().to_string(), scope.fingerprint().to_string());
         match self {
             Keeper::Tenant(t) => {
-                t.db.read(move |c| keys::lookup(c, &key, &fingerprint))
-                    .await
+                let shown = scope.shown().to_string();
+                t.db.read(move |c| {
+                    let mut found = keys::lookup(c, &key, &fingerprint)?;
+                    if found == Found::Nothing && shown != key {
+                        // A row stored by an earlier build, under the bare key (no
+                        // namespace), still answers until it expires.
+                        found = keys::lookup(c, &shown, &fingerprint)?;
+                    }
+                    // Whose write the row is: a kept result renders its own write's answer only.
+                    let owner = match found {
+                        Found::Unrecorded => keys::owner(c, &key)?,
+                        _ => None,
+                    };
+                    Ok((found, owner))
+                })
+                .await
             }
             Keeper::Registry => {
                 let store = app.store.clone();
@@ -124,16 +161,16 @@ impl Keeper {
                     crate::store::blocking(move || store.registry().lookup_key(&key, &fingerprint))
                         .await?;
                 let Found::Answer(mut answer) = found else {
-                    return Ok(found);
+                    return Ok((found, None));
                 };
                 // A body sealed under another token secret cannot be replayed: the request
                 // was applied, its answer is not known here.
                 match seal::open(&app.token_secret()?, &answer.body) {
                     Some(body) => {
                         answer.body = body;
-                        Ok(Found::Answer(answer))
+                        Ok((Found::Answer(answer), None))
                     }
-                    None => Ok(Found::Unrecorded),
+                    None => Ok((Found::Unrecorded, None)),
                 }
             }
         }
@@ -221,7 +258,9 @@ pub(super) fn prepare(
     body: &Bytes,
 ) -> Result<Option<Keyed>, String> {
     let head = Head::of(req);
-    Ok(header_key(head)?.map(|key| keyed(Keeper::Tenant(tenant.clone()), &key, head, body)))
+    let namespace = keys::tenant_namespace(tenant.db.tenant_id());
+    Ok(header_key(head)?
+        .map(|key| keyed(Keeper::Tenant(tenant.clone()), &namespace, &key, head, body)))
 }
 
 /// The key of an admin write that carries the header (see [`header_key`]), kept by the
@@ -246,6 +285,7 @@ pub(super) async fn prepare_admin(
     let keeper = match rest.strip_prefix('/') {
         None if rest.is_empty() => Keeper::Registry,
         Some(id) if !id.is_empty() && !id.contains('/') => Keeper::Registry,
+        // The admin's keys in a tenant's database are apart from the tenant's own.
         _ => {
             let Some(id) = super::powers::admin_subject(path) else {
                 return Ok(None);
@@ -259,12 +299,17 @@ pub(super) async fn prepare_admin(
             }
         }
     };
-    Ok(Some(keyed(keeper, &key, head, body)))
+    let namespace = match &keeper {
+        Keeper::Tenant(t) => keys::admin_namespace(t.db.tenant_id()),
+        Keeper::Registry => String::new(),
+    };
+    Ok(Some(keyed(keeper, &namespace, &key, head, body)))
 }
 
-/// The scope of `key` for `req`: its fingerprint is SHA-256 over the method, path, query,
-/// the body's SHA-256 and the keeper's id.
-fn keyed(keeper: Keeper, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
+/// The scope of `key` for `req`, stored in `namespace` (none: the registry's keys): its
+/// fingerprint is SHA-256 over the method, path, query, the body's SHA-256 and the keeper's
+/// id.
+fn keyed(keeper: Keeper, namespace: &str, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
     let mut hash = Sha256::new();
     for part in [
         head.method.as_str(),
@@ -277,7 +322,10 @@ fn keyed(keeper: Keeper, key: &str, head: Head<'_>, body: &Bytes) -> Keyed {
         hash.update(part.as_bytes());
     }
     let fingerprint = hex::encode(hash.finalize());
-    let scope = KeyScope::new(keeper.id(), key, &fingerprint);
+    let scope = match namespace {
+        "" => KeyScope::new(keeper.id(), key, &fingerprint),
+        _ => KeyScope::namespaced(keeper.id(), namespace, key, &fingerprint),
+    };
     Keyed { keeper, scope }
 }
 
@@ -295,22 +343,31 @@ where
 {
     let Keyed { keeper, mut scope } = keyed;
     let mut resumed = false;
-    let key = scope.key().to_string();
+    // Claimed and kept by the key as stored (its namespace); named by the header's.
+    let (key, shown) = (scope.key().to_string(), scope.shown().to_string());
     let owner = keeper.id().to_string();
     let Some(_claim) = app.idempotency.claim(&owner, &key) else {
-        let message = format!("a request with this Idempotency-Key ('{key}') is in progress; retry once it has been answered");
+        let message = format!("a request with this Idempotency-Key ('{shown}') is in progress; retry once it has been answered");
         return conflict(surface, message);
     };
-    let fingerprint = scope.fingerprint().to_string();
-    let looked = keeper.lookup(app, key.clone(), fingerprint).await;
+    let looked = keeper.lookup(app, &scope).await;
     match looked {
         Err(e) => return surface.from_error(e),
-        Ok(Found::Answer(answer)) => return replay(answer),
-        Ok(Found::Unrecorded) => {
-            // This process ran the first request and kept the result of its write, whose
-            // outcome was unknown and which has landed since: the request runs again to
-            // render that first answer, its write answered by the kept result.
-            if let Some(first) = app.idempotency.kept(&owner, &key) {
+        Ok((Found::Answer(answer), _)) => return replay(answer),
+        Ok((Found::Unrecorded, applied)) => {
+            // This process ran the request whose write was applied (the row's request id)
+            // and kept the result of that write, whose outcome was unknown and which has
+            // landed since: the request runs again to render that first answer, its write
+            // answered by the kept result.
+            let first = applied.and_then(|id| app.idempotency.kept(&owner, &key, &id));
+            if let Some(answer) = first.as_ref().and_then(|f| f.kept_answer()) {
+                // Its answer was rendered but not recorded: recorded now, and answered.
+                if let Some(first) = first {
+                    record(app, &keeper, first, answer.clone()).await;
+                }
+                return replay(answer);
+            }
+            if let Some(first) = first {
                 if first.fingerprint() == scope.fingerprint() {
                     first.resume();
                     scope = first;
@@ -318,12 +375,12 @@ where
                 }
             }
             if !resumed {
-                let message = format!("a request with this Idempotency-Key ('{key}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
+                let message = format!("a request with this Idempotency-Key ('{shown}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
                 return conflict(surface, message);
             }
         }
-        Ok(Found::Mismatch) => {
-            let message = format!("the Idempotency-Key '{key}' was used with a different request (method, path, query or body); use a new key for a new request");
+        Ok((Found::Mismatch, _)) => {
+            let message = format!("the Idempotency-Key '{shown}' was used with a different request (method, path, query or body); use a new key for a new request");
             return surface.error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 Some(match surface {
@@ -333,9 +390,13 @@ where
                 message,
             );
         }
-        Ok(Found::Nothing) => {
-            // A kept "outcome unknown" write that did not land (fenced) has nothing to render.
-            app.idempotency.kept(&owner, &key);
+        Ok((Found::Nothing, _)) => {
+            // No row yet: a kept "outcome unknown" write was fenced, or its entry has not
+            // landed yet (S3 still holds its PUT). The request runs anew; its conditional
+            // PUT settles which: it wins the slot (the other is fenced: a clean run), or it
+            // finds the other's entry and its key's row there and fails with a conflict,
+            // applying nothing, and the next retry renders the other's kept result. The
+            // kept requests stay until then.
         }
     }
     // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
@@ -345,6 +406,10 @@ where
     if scope.has_stash() {
         // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
         app.idempotency.keep(&owner, scope.clone());
+    }
+    if scope.written() && !resumed {
+        // This run was applied: no kept write of the key can land any more.
+        app.idempotency.forget(&owner, &key);
     }
     if !scope.written() {
         // Nothing of the request was written (refused, or no write of this tenant): nothing
@@ -369,10 +434,7 @@ where
             .collect(),
         body: body.to_vec(),
     };
-    if let Err(e) = keeper.record(app, scope.clone(), answer).await {
-        // The write stands; a retry learns it was applied (409) instead of its answer.
-        tracing::warn!(error = %e, key, "a keyed write's answer was not recorded");
-    }
+    record(app, &keeper, scope, answer).await;
     let mut response = Response::from_parts(parts, Body::from(body));
     if resumed {
         response
@@ -380,6 +442,20 @@ where
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
     }
     response
+}
+
+/// Records `answer` on the row of `scope`'s applied write. When that fails (S3 could not
+/// confirm it, say), the answer is kept in this process with the request: a retry here
+/// answers it and records it again; elsewhere (or for a registry key), a retry learns the
+/// write was applied (409).
+async fn record(app: &AppState, keeper: &Keeper, scope: Arc<KeyScope>, answer: Answer) {
+    if let Err(e) = keeper.record(app, scope.clone(), answer.clone()).await {
+        tracing::warn!(error = %e, key = scope.shown(), "a keyed write's answer was not recorded");
+        if let Keeper::Tenant(_) = keeper {
+            scope.keep_answer(answer);
+            app.idempotency.keep(keeper.id(), scope);
+        }
+    }
 }
 
 /// A 409 of this step: `CONFLICT`, on Surface A a `GENERAL` fault (its 409 default,

@@ -22,7 +22,8 @@
 //! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
 //!    tenant's, or an admin write the registry or one tenant's database keeps) is replayed,
 //!    refused (in flight, applied without a recorded answer, another request's key), or run
-//!    with the key joining its write transaction, its answer recorded.
+//!    with the key joining its write transaction, its answer recorded. A request with the
+//!    header runs in a task of its own, to its end even when its client has gone.
 //! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
 //! 8. **Handler**: its extractors take the [`Identity`] from the request's extensions.
 //!
@@ -282,8 +283,30 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     // The store learns the deadline, so that a cut-off request's blocking work stops too.
     let deadline =
         (timeout > 0).then(|| std::time::Instant::now() + Duration::from_millis(timeout));
-    let work = identify_and_serve(app, surface, &path, req, next);
-    let work = crate::store::request_scope_until(deadline, work);
+    // A write with an Idempotency-Key runs to its end in a task of its own, whether or not
+    // its client is still there (a client that gave up drops this future, and the pipeline's
+    // timeout stops waiting): its answer is recorded with its key and its claim released when
+    // the write ends, so the retry gets that answer (issue 36, finding 2). Other requests are
+    // cancelled with their client (their blocking work stops at the request's deadline).
+    let detached = req.headers().contains_key(idempotency::HEADER);
+    let owned = path.clone();
+    let work = async move {
+        let work = identify_and_serve(app, surface, &owned, req, next);
+        crate::store::request_scope_until(deadline, work).await
+    };
+    let work = async {
+        if !detached {
+            return work.await;
+        }
+        match tokio::spawn(work).await {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::error!(error = %e, "a keyed request's task failed");
+                let message = "the request failed; retry it with the same Idempotency-Key";
+                error_for_path(&path, StatusCode::INTERNAL_SERVER_ERROR, message.into())
+            }
+        }
+    };
     if timeout == 0 {
         return work.await;
     }
