@@ -10,6 +10,7 @@ mod faults;
 mod fixtures;
 mod fixtures_apply;
 mod fixtures_export;
+mod fixtures_roundtrip;
 mod hostile;
 mod idempotency;
 mod journal;
