@@ -216,3 +216,75 @@ async fn a_year_id_held_by_a_period_of_the_tenant_is_refused_with_its_path() {
         "{body}"
     );
 }
+
+/// Measures applying a large export (issue 36: a 36 MB tenant's own export re-applied was cut
+/// off by the request deadline): a tenant of 9,000 services, invoices and payments, its export
+/// loaded into a new tenant and applied back to itself, with the body limit and the deadline
+/// raised. Prints the sizes and times; run by hand:
+/// `cargo test -p e2e --test foundation large_export_apply_time -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn large_export_apply_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = shared::config::Config::new(dir.path(), Some(e2e::ADMIN_KEY.to_string()));
+    config.max_body_bytes = 256 << 20;
+    config.request_timeout_ms = 600_000;
+    let state = shared::web::AppState::new(config).unwrap();
+    let base = e2e::listen(state.clone()).await;
+    let s = TestServer::from_parts(base, state, dir);
+    let n = 9_000;
+    let accounts: Vec<Value> = (1..=100)
+        .map(|i| {
+            json!({"id": i, "account_num": format!("A-{i}"), "name": format!("a{i}"),
+                         "currency_code": "USD", "start_date": "2026-01-01"})
+        })
+        .collect();
+    let invoices: Vec<Value> = (1..=n)
+        .map(|i| {
+            json!({"id": i, "invoice_num": format!("N-{i}"), "billing_account_id": i % 100 + 1,
+                         "amount": 10, "occurred_on": "2026-10-01", "due_date": "2026-11-01"})
+        })
+        .collect();
+    let payments: Vec<Value> = (1..=n)
+        .map(|i| {
+            json!({"id": i, "billing_account_id": i % 100 + 1, "amount": 5,
+                         "occurred_on": "2026-10-02"})
+        })
+        .collect();
+    let doc = json!({
+        "products": [{"id": 1, "name": "P", "sku": "P-1"}],
+        "agreements": [{"id": 1, "name": "M", "agreement_period": 1, "status": "ACTIVE",
+            "end_action": "RENEW", "valid_from": "2020-01-01", "valid_to": "2030-01-01",
+            "product_ids": [1]}],
+        "billing_accounts": accounts,
+        "generated_services": {"first_id": 1, "count": n, "billing_account_ids": (1..=100).collect::<Vec<i64>>(),
+            "products": [[1, 1]], "statuses": ["ACTIVE"], "currencies": ["USD"],
+            "end_actions": ["RENEW"], "true_up_charge_types": ["MINIMUM"],
+            "first_start": "2020-01-01"},
+        "invoices": invoices,
+        "payments": payments,
+    });
+    let timed = |what: &'static str, started: std::time::Instant| {
+        eprintln!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+    };
+    let started = std::time::Instant::now();
+    let t = s
+        .create_tenant_with(json!({"name": "big", "time_zone": "UTC",
+            "clock": {"frozen_at": DEMO_REFERENCE}, "fixtures": doc}))
+        .await;
+    timed("create from the generated document", started);
+    let started = std::time::Instant::now();
+    let first = export(&s, &t).await;
+    timed("export", started);
+    eprintln!("export: {} bytes", first.to_string().len());
+    let started = std::time::Instant::now();
+    let copy = s
+        .create_tenant_with(json!({"name": "copy", "time_zone": "UTC",
+            "clock": {"frozen_at": DEMO_REFERENCE}, "fixtures": first}))
+        .await;
+    timed("create from the export", started);
+    let started = std::time::Instant::now();
+    let (status, body) = apply(&s, &copy, &first).await;
+    timed("apply the export to its own tenant", started);
+    assert_eq!(status, 200, "{body}");
+}
