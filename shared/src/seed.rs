@@ -404,6 +404,12 @@ fn each<T, R>(
 }
 
 fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz, idx: &update::Indices) -> Result<()> {
+    // Calendar nodes above this id are the document's own (its ledgers' calendars, its years'
+    // periods): numbered as they are created, they give way to a year the document numbers.
+    let nodes_before: i64 =
+        tx.query_row("SELECT COALESCE(MAX(id), 0) FROM calendar_nodes", [], |r| {
+            r.get(0)
+        })?;
     each(
         "billing_account_categories",
         &d.billing_account_categories,
@@ -458,9 +464,7 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz, idx: &update::Indices) -> Re
     each("bill_batch_runs", &d.bill_batch_runs, idx, |x| {
         bill_batches::create_bill_batch_run(tx, x, tz)
     })?;
-    each("invoices", &d.invoices, idx, |x| {
-        invoices::create_invoice(tx, x, tz)
-    })?;
+    each("invoices", &d.invoices, idx, |x| load_invoice(tx, x, tz))?;
     each("payments", &d.payments, idx, |x| {
         payments::create_payment(tx, x, tz)
     })?;
@@ -483,12 +487,47 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz, idx: &update::Indices) -> Re
         ledgers::create_ledger(tx, x)
     })?;
     each("calendar_years", &d.calendar_years, idx, |y| {
-        calendars::create_year(tx, y.ledger_id, &y.year, y.generate_periods)
+        if let Some(id) = y.year.id {
+            free_year_id(tx, id, nodes_before)?;
+        }
+        calendars::create_year_at(tx, y.year.id, y.ledger_id, &y.year, y.generate_periods)
     })?;
     each("collectors", &d.collectors, idx, |x| {
         catalogue::create_collector(tx, x)
     })?;
     Ok(())
+}
+
+/// Makes id `id` free for a year of the document: a calendar or period this document created
+/// there (numbered as created, its id is no document's) moves to the next free id; a node the
+/// tenant had before is refused (a year's id is never a renumbering of the tenant's data).
+fn free_year_id(tx: &Transaction<'_>, id: i64, nodes_before: i64) -> Result<()> {
+    match calendars::node_type(tx, id)? {
+        None => Ok(()),
+        Some(_) if id > nodes_before => calendars::move_node(tx, id).map(|_| ()),
+        Some(kind) => Err(Error::bad_request(format!(
+            "id: {id} is the id of a {} of the tenant's calendars",
+            kind.to_lowercase()
+        ))),
+    }
+}
+
+/// Creates an invoice of a document. Surface A's create refuses a CANCELED invoice (it is
+/// canceled by its command), but an export holds canceled invoices: one is created OPEN and
+/// canceled by the same domain function as the command (nothing is applied to it yet), so its
+/// effects net out; its `canceled_at` and the balances are state fields, written after.
+fn load_invoice(tx: &Transaction<'_>, x: &invoices::NewInvoice, tz: Tz) -> Result<i64> {
+    if x.status.as_deref() != Some("CANCELED") {
+        return invoices::create_invoice(tx, x, tz);
+    }
+    let open = invoices::NewInvoice {
+        status: None,
+        ..x.clone()
+    };
+    let id = invoices::create_invoice(tx, &open, tz)?;
+    let now = crate::time::to_storage(crate::time::now_for(tx)?);
+    invoices::cancel_invoice(tx, id, &now)?;
+    Ok(id)
 }
 
 /// Replaces every record of the tenant with `seed`, inside the caller's transaction.

@@ -350,3 +350,73 @@ async fn a_reset_returns_the_clock_to_real_time_and_removes_the_fault_rules() {
     assert_eq!(rules, json!([]));
     assert_eq!(s.get_with_key(path, &t.api_key).await.status(), 200);
 }
+
+/// An account whose balance a run's invoice would take past 18 digits (issue 36): the run
+/// skips it (its run's detail and `error_msg` say so, it keeps its dates and balance), bills
+/// the others, and the clock goes on, then and at the next run.
+#[tokio::test]
+async fn an_account_a_run_cannot_bill_is_skipped_and_the_clock_goes_on() {
+    let a = Legacy::start("demo").await;
+    let clock = format!("/sandbox/v1/tenants/{}/clock", a.t.id);
+    let frozen = json!({"frozen_at": "2026-11-20T12:00:00Z"});
+    admin_json(&a.s, Method::PUT, &clock, Some(frozen)).await;
+    let balance = |r: &e2e::legacy::Answer| e2e::legacy::dec(r.el(), "balance");
+    let before = a.get("billingAccounts/2").await;
+    let near_max: rust_decimal::Decimal = "999999999999999999".parse().unwrap();
+    let amount = near_max - balance(&before);
+    let invoice = format!(
+        r#"<invoice invoiceNum="HUGE-1" amount="{amount}" occurredOn="2026-11-20"><billingAccount eid="2"/></invoice>"#
+    );
+    let r = a.post("invoices", &invoice).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let full = a.get("billingAccounts/2").await;
+    assert_eq!(balance(&full), near_max);
+    let dates = |r: &e2e::legacy::Answer| {
+        let at = |name| e2e::legacy::opt_attr(r.el(), name).map(str::to_string);
+        (at("nextInvoiceDate"), at("billedThrough"))
+    };
+
+    let advance = format!("{clock}/advance");
+    for to in ["2026-12-02", "2027-01-02"] {
+        let r =
+            a.s.admin_call(Method::POST, &advance, Some(&json!({ "to": to })))
+                .await;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "advance to {to}: {v}");
+        let run = v["transitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["kind"] == "bill_cycle.run" && t["id"] == 1)
+            .unwrap_or_else(|| panic!("cycle 1 ran by {to}: {v}"));
+        let detail = run["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("skipped billing account 2: the balance of billing account 2"),
+            "{detail}"
+        );
+        let after = a.get("billingAccounts/2").await;
+        assert_eq!(balance(&after), near_max, "{to}");
+        assert_eq!(dates(&after), dates(&full), "{to}");
+    }
+    // The runs record the skip in their error_msg (Surface B's bill batch run, the export).
+    let r =
+        a.s.admin_call(
+            Method::GET,
+            &format!("/sandbox/v1/tenants/{}/fixtures", a.t.id),
+            None,
+        )
+        .await;
+    let doc: Value = r.json().await.unwrap();
+    let noted = doc["bill_batch_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["error_msg"]
+                .as_str()
+                .is_some_and(|m| m.contains("skipped billing account 2"))
+        })
+        .count();
+    assert_eq!(noted, 2, "{}", doc["bill_batch_runs"]);
+}

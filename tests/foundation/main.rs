@@ -11,6 +11,7 @@ mod faults;
 mod fixtures;
 mod fixtures_apply;
 mod fixtures_export;
+mod fixtures_roundtrip;
 mod hostile;
 mod idempotency;
 mod ids;

@@ -104,7 +104,7 @@ fn exists(tx: &Transaction<'_>, member: &str, id: i64) -> Result<bool> {
         ""
     };
     let sql = format!("SELECT EXISTS(SELECT 1 FROM {table} WHERE id = ?1{year})");
-    Ok(tx.query_row(&sql, [id], |r| r.get(0))?)
+    Ok(tx.prepare_cached(&sql)?.query_row([id], |r| r.get(0))?)
 }
 
 /// Takes the records whose id exists out of `doc` and answers them with the original index of
@@ -146,7 +146,7 @@ pub fn take(tx: &Transaction<'_>, doc: &mut Value) -> Result<(Vec<Update>, Indic
 
 /// The stored row `id` of `table`, by column.
 fn row(tx: &Transaction<'_>, table: &str, id: i64) -> Result<HashMap<String, Sql>> {
-    let mut stmt = tx.prepare(&format!("SELECT * FROM \"{table}\" WHERE id = ?1"))?;
+    let mut stmt = tx.prepare_cached(&format!("SELECT * FROM \"{table}\" WHERE id = ?1"))?;
     let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
     let mut rows = stmt.query([id])?;
     let Some(r) = rows.next()? else {
@@ -168,17 +168,29 @@ pub fn apply(
     current: &Value,
     create: impl Fn(&Value, &Indices) -> Result<()>,
 ) -> Result<()> {
+    // The stored records by kind and id, indexed once (a large export applied back to its
+    // tenant updates every record: a scan per record would be quadratic).
+    let mut index: HashMap<(&str, i64), &Map<String, Value>> = HashMap::new();
+    if let Value::Object(members) = current {
+        for (member, records) in members {
+            for r in records.as_array().into_iter().flatten() {
+                if let (Some(id), Some(r)) = (r["id"].as_i64(), r.as_object()) {
+                    index.insert((member.as_str(), id), r);
+                }
+            }
+        }
+    }
     for u in updates {
         let path = format!("{}[{}]", u.member, u.index);
         let (table, unique) = table(&u.member).unwrap_or_default();
-        let stored = current[&u.member]
-            .as_array()
-            .and_then(|records| records.iter().find(|r| r["id"].as_i64() == Some(u.id)))
-            .and_then(Value::as_object)
+        let stored = index
+            .get(&(u.member.as_str(), u.id))
+            .copied()
             .ok_or_else(|| {
                 Error::Internal(format!("{path}: {} {} not exported", u.member, u.id))
             })?;
-        let columns = row(tx, table, u.id)?;
+        // The row's columns, read only when a field differs.
+        let mut columns: Option<HashMap<String, Sql>> = None;
         let state: Vec<&str> = super::state::fields(&u.member)
             .into_iter()
             .map(|(f, _, _)| f)
@@ -202,6 +214,10 @@ pub fn apply(
                 )));
             }
             let fixed = FIXED.contains(&(u.member.as_str(), field.as_str()));
+            let columns = match &mut columns {
+                Some(c) => c,
+                None => columns.insert(row(tx, table, u.id)?),
+            };
             if fixed || !columns.contains_key(field) {
                 return Err(Error::bad_request(format!(
                     "{path}.{field}: cannot be changed in place ({} {} keeps the {field} it \

@@ -79,6 +79,7 @@ pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i6
     }
     let start = parse_time("start_date", &s.start_date, tz)?;
     let end = parse_opt_time("end_date", &s.end_date, tz)?;
+    check_end_not_before_start(&start, end.as_deref())?;
     let service_status = if status == "ACTIVE" {
         "ACTIVE"
     } else {
@@ -126,6 +127,17 @@ pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i6
     }
     create_service_periods(tx, service_id, &start, tz)?;
     Ok(agreement_service_id)
+}
+
+/// The one rule on a service's term, for its create (a fixture document) and Surface B's
+/// update: an end (a stored instant) is not before the start. 400 naming `end_date`.
+fn check_end_not_before_start(start: &str, end: Option<&str>) -> Result<()> {
+    if end.is_some_and(|e| e < start) {
+        return Err(Error::bad_request(
+            "end_date: must not be before start_date",
+        ));
+    }
+    Ok(())
 }
 
 fn create_service_resource(
@@ -296,9 +308,7 @@ pub fn update_agreement_service(
     }
     if let Some(v) = &update.end_date {
         let end = parse_opt_time("end_date", v, tz)?;
-        if end.as_deref().is_some_and(|e| e < start.as_str()) {
-            return Err(Error::bad_request("end_date must not be before start_date"));
-        }
+        check_end_not_before_start(&start, end.as_deref())?;
         sets.push(("end_date", text(&end)));
     }
     for (column, value) in [

@@ -58,7 +58,7 @@ fn an_agreement_service_update_refuses_what_breaks_a_rule() {
                 end_date: Some(Some("2024-12-31".into())),
                 ..Default::default()
             },
-            "end_date must not be before start_date",
+            "end_date: must not be before start_date",
         ),
         (
             AgreementServiceUpdate {

@@ -21,7 +21,9 @@
 //!
 //! Invariants: an account is billed at most once per run; an account with nothing to bill
 //! gets no invoice (the platform makes none at zero); invoice numbers continue the tenant's
-//! `INV-nnnn` series.
+//! `INV-nnnn` series; an account the run cannot bill (a refusal: a balance past 18 digits)
+//! is skipped with its writes rolled back (a savepoint), recorded in the run's detail and
+//! `error_msg`, so one account never stops the clock.
 
 use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
 use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
@@ -324,96 +326,50 @@ fn run(
     let mut made: Vec<String> = Vec::new();
     let mut total = Decimal::ZERO;
     let mut closed = 0usize;
+    // An account the run cannot bill (its invoice breaks a rule: a balance past 18 digits,
+    // say) is skipped: its writes are rolled back, the run notes why, and the others are
+    // billed, so one account never stops the tenant's clock.
+    let mut skipped: Vec<String> = Vec::new();
     for account in accounts {
-        // The cycle period the run falls in: a cycle's run closes the month before it; a
-        // batch's run falls inside its account's current cycle period.
-        let (start_date, end_date) = match account.cycle_day {
-            Some(day) if !cycle => {
-                let start = previous_cycle_day(today, day);
-                (start, start.and_then(|s| next_cycle_day(s, day)))
-            }
-            _ => (today.checked_sub_months(Months::new(1)), Some(today)),
-        };
-        let midnight = |d: Option<chrono::NaiveDate>| {
-            d.and_then(|d| local_midnight(d, tz))
-                .map(to_storage)
-                .ok_or_else(|| {
-                    Error::bad_request(format!("{}: the period is out of range", spec.label))
-                })
-        };
-        let (period_start, full_end) = (midnight(start_date)?, midnight(end_date)?);
-        // A cycle's run closes its period at its instant (a next invoice date off the day).
-        let full_end = if cycle { at.to_string() } else { full_end };
-        let billed_from = match &account.billed_through {
-            Some(b) if *b > period_start => b.clone().min(at.to_string()),
-            _ => period_start.clone(),
-        };
-        let window = Window {
-            usage_until: Some(at.to_string()),
-            period: Some(Period {
-                period_start: period_start.clone(),
-                full_end,
-                period_end: at.to_string(),
-                billed_from: billed_from.clone(),
-            }),
-        };
-        let charges = gather(tx, account.id, &window, tz, &mut prices)?;
-        let amount = charges.total(account.id)?;
-        if amount > Decimal::ZERO {
-            let number = numbers.next(tx)?;
-            let description = format!(
-                "{}, {} to {}: {}",
-                spec.label,
-                local_date(instant_or(&billed_from, instant), tz),
+        tx.execute_batch("SAVEPOINT bill_account")?;
+        let billed = bill_account(
+            tx,
+            spec,
+            account,
+            &BillContext {
+                run_id,
+                cycle,
                 today,
-                charges.summary()
-            );
-            let invoice = issue(
-                tx,
-                account.id,
-                &window,
-                &charges,
-                &Issue {
-                    invoice_num: number.clone(),
-                    invoice_type: "STANDARD",
-                    occurred_on: at.to_string(),
-                    due_date: due.clone(),
-                    bill_batch_run_id: Some(run_id),
-                    description: Some(description),
-                },
-                tz,
-            )?;
+                instant,
+                due: &due,
+                total,
+            },
+            tz,
+            &mut numbers,
+            &mut prices,
+        );
+        let billed = match billed {
+            Ok(b) => b,
+            Err(e @ (Error::BadRequest(_) | Error::Conflict(_) | Error::PreconditionFailed(_))) => {
+                tx.execute_batch("ROLLBACK TO bill_account; RELEASE bill_account")?;
+                skipped.push(format!("skipped billing account {}: {e}", account.id));
+                continue;
+            }
+            Err(e) => {
+                tx.execute_batch("ROLLBACK TO bill_account; RELEASE bill_account")?;
+                return Err(e);
+            }
+        };
+        tx.execute_batch("RELEASE bill_account")?;
+        if let Some((number, invoice, new_total)) = billed.invoice {
             if due.as_str() <= to {
                 queue.insert((due.clone(), INVOICE_DUE, invoice));
             }
-            total = checked_add(total, amount, "the run's total")?;
+            total = new_total;
             made.push(number);
-        } else {
-            mark_one_time_billed(tx, &charges, at)?;
         }
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) VALUES (?1, ?2)",
-        )?
-        .execute(params![spec.batch_id, account.id])?;
-        let through = "UPDATE billing_accounts SET billed_through = ?1 WHERE id = ?2";
-        tx.prepare_cached(through)?
-            .execute(params![at, account.id])?;
-        if cycle {
-            if account.status == "FINAL_BILL" {
-                tx.prepare_cached(
-                    "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
-                )?
-                .execute([account.id])?;
-                closed += 1;
-            } else if let Some(day) = account.cycle_day {
-                let next = next_cycle_day(today, day)
-                    .and_then(|d| local_midnight(d, tz))
-                    .map(to_storage);
-                tx.prepare_cached(
-                    "UPDATE billing_accounts SET next_invoice_date = ?1 WHERE id = ?2",
-                )?
-                .execute(params![next, account.id])?;
-            }
+        if billed.closed {
+            closed += 1;
         }
     }
     let (step_status, status, close) = if spec.auto_approve {
@@ -421,11 +377,19 @@ fn run(
     } else {
         ("WAITING", "OPEN", None)
     };
+    let error_msg = (!skipped.is_empty()).then(|| skipped.join("; "));
     tx.execute(
         "UPDATE bill_batch_runs SET step = 'APPROVE', step_status = ?1, status = ?2,
-             close_date = ?3, processed_invoice_count = ?4
+             close_date = ?3, processed_invoice_count = ?4, error_msg = ?6
          WHERE id = ?5",
-        params![step_status, status, close, made.len() as i64, run_id],
+        params![
+            step_status,
+            status,
+            close,
+            made.len() as i64,
+            run_id,
+            error_msg
+        ],
     )?;
     let numbers = match (made.first(), made.last()) {
         (Some(a), Some(b)) if a != b => format!(" ({a} to {b})"),
@@ -435,7 +399,7 @@ fn run(
     let mut detail = format!(
         "{}: {} accounts billed, {} invoices{numbers} totalling {}; run {run_id} of bill batch {} {status}",
         spec.label,
-        accounts.len(),
+        accounts.len() - skipped.len(),
         made.len(),
         canonical(total),
         spec.batch_id
@@ -443,10 +407,136 @@ fn run(
     if closed > 0 {
         detail.push_str(&format!("; {closed} FINAL_BILL accounts CLOSED"));
     }
+    for skip in &skipped {
+        detail.push_str(&format!("; {skip}"));
+    }
     Ok(Made {
         detail,
         invoices: made.len(),
     })
+}
+
+/// What the run at hand gives [`bill_account`].
+struct BillContext<'a> {
+    run_id: i64,
+    cycle: bool,
+    today: chrono::NaiveDate,
+    instant: DateTime<Utc>,
+    due: &'a str,
+    /// The run's total so far.
+    total: Decimal,
+}
+
+/// What billing one account made: its invoice (number, id, the run's new total) and whether
+/// it closed (a FINAL_BILL account's last run).
+struct Billed {
+    invoice: Option<(String, i64, Decimal)>,
+    closed: bool,
+}
+
+/// Bills one account in the run (see [`run`]): its invoice when it has charges, its billed
+/// through date, and on its cycle's run its next invoice date or its closing. A refusal
+/// leaves the caller to roll back this account's writes.
+fn bill_account(
+    tx: &Transaction<'_>,
+    spec: &RunSpec<'_>,
+    account: &Account,
+    ctx: &BillContext<'_>,
+    tz: Tz,
+    numbers: &mut InvoiceNumbers,
+    prices: &mut Prices,
+) -> Result<Billed> {
+    let (at, today, instant, cycle, due) = (spec.at, ctx.today, ctx.instant, ctx.cycle, ctx.due);
+    let mut billed = Billed {
+        invoice: None,
+        closed: false,
+    };
+    // The cycle period the run falls in: a cycle's run closes the month before it; a
+    // batch's run falls inside its account's current cycle period.
+    let (start_date, end_date) = match account.cycle_day {
+        Some(day) if !cycle => {
+            let start = previous_cycle_day(today, day);
+            (start, start.and_then(|s| next_cycle_day(s, day)))
+        }
+        _ => (today.checked_sub_months(Months::new(1)), Some(today)),
+    };
+    let midnight = |d: Option<chrono::NaiveDate>| {
+        d.and_then(|d| local_midnight(d, tz))
+            .map(to_storage)
+            .ok_or_else(|| {
+                Error::bad_request(format!("{}: the period is out of range", spec.label))
+            })
+    };
+    let (period_start, full_end) = (midnight(start_date)?, midnight(end_date)?);
+    // A cycle's run closes its period at its instant (a next invoice date off the day).
+    let full_end = if cycle { at.to_string() } else { full_end };
+    let billed_from = match &account.billed_through {
+        Some(b) if *b > period_start => b.clone().min(at.to_string()),
+        _ => period_start.clone(),
+    };
+    let window = Window {
+        usage_until: Some(at.to_string()),
+        period: Some(Period {
+            period_start: period_start.clone(),
+            full_end,
+            period_end: at.to_string(),
+            billed_from: billed_from.clone(),
+        }),
+    };
+    let charges = gather(tx, account.id, &window, tz, prices)?;
+    let amount = charges.total(account.id)?;
+    if amount > Decimal::ZERO {
+        let number = numbers.next(tx)?;
+        let description = format!(
+            "{}, {} to {}: {}",
+            spec.label,
+            local_date(instant_or(&billed_from, instant), tz),
+            today,
+            charges.summary()
+        );
+        let invoice = issue(
+            tx,
+            account.id,
+            &window,
+            &charges,
+            &Issue {
+                invoice_num: number.clone(),
+                invoice_type: "STANDARD",
+                occurred_on: at.to_string(),
+                due_date: due.to_string(),
+                bill_batch_run_id: Some(ctx.run_id),
+                description: Some(description),
+            },
+            tz,
+        )?;
+        let total = checked_add(ctx.total, amount, "the run's total")?;
+        billed.invoice = Some((number, invoice, total));
+    } else {
+        mark_one_time_billed(tx, &charges, at)?;
+    }
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) VALUES (?1, ?2)",
+    )?
+    .execute(params![spec.batch_id, account.id])?;
+    let through = "UPDATE billing_accounts SET billed_through = ?1 WHERE id = ?2";
+    tx.prepare_cached(through)?
+        .execute(params![at, account.id])?;
+    if cycle {
+        if account.status == "FINAL_BILL" {
+            tx.prepare_cached(
+                "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
+            )?
+            .execute([account.id])?;
+            billed.closed = true;
+        } else if let Some(day) = account.cycle_day {
+            let next = next_cycle_day(today, day)
+                .and_then(|d| local_midnight(d, tz))
+                .map(to_storage);
+            tx.prepare_cached("UPDATE billing_accounts SET next_invoice_date = ?1 WHERE id = ?2")?
+                .execute(params![next, account.id])?;
+        }
+    }
+    Ok(billed)
 }
 
 /// The due date of an invoice dated `at`: the default payment term later, same local time.

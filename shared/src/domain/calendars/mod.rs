@@ -151,9 +151,22 @@ pub fn generate_monthly_periods(start: NaiveDate, end: NaiveDate) -> Result<Vec<
 }
 
 /// Adds a year (and its periods) to a ledger's calendar; periods must lie inside the year,
-/// in order, without overlapping. Answers the year's id.
+/// in order, without overlapping. Answers the year's id (the year's own `id` member is
+/// ignored: see [`create_year_at`]).
 pub fn create_year(
     tx: &Transaction<'_>,
+    ledger_id: i64,
+    y: &NewYear,
+    generate: bool,
+) -> Result<i64> {
+    create_year_at(tx, None, ledger_id, y, generate)
+}
+
+/// [`create_year`] under id `id` when given (a fixture document's year keeps its id; the
+/// caller makes sure no calendar node holds it, see [`move_node`]), else the next free one.
+pub fn create_year_at(
+    tx: &Transaction<'_>,
+    id: Option<i64>,
     ledger_id: i64,
     y: &NewYear,
     generate: bool,
@@ -178,6 +191,7 @@ pub fn create_year(
         tx,
         "calendar_nodes",
         &[
+            ("id", &id),
             ("ledger_id", &ledger_id),
             ("type", &"YEAR"),
             ("parent_id", &calendar_id),
@@ -192,6 +206,39 @@ pub fn create_year(
         insert_period(tx, ledger_id, year_id, p)?;
     }
     Ok(year_id)
+}
+
+/// The type (`CALENDAR`, `YEAR`, `PERIOD`) of calendar node `id`, None when there is none.
+pub fn node_type(tx: &Transaction<'_>, id: i64) -> Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    Ok(tx
+        .query_row("SELECT type FROM calendar_nodes WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?)
+}
+
+/// Moves calendar node `id` (a ledger's calendar or a period) to the next free id, with
+/// everything that refers to it (its children, a period's history and journal entries), so
+/// that a year numbered by a fixture document can take `id`. Answers the new id.
+pub fn move_node(tx: &Transaction<'_>, id: i64) -> Result<i64> {
+    tx.execute(
+        "INSERT INTO calendar_nodes (ledger_id, type, parent_id, name, description, quarter,
+                                     start_date, end_date, open)
+         SELECT ledger_id, type, parent_id, name, description, quarter, start_date, end_date, open
+         FROM calendar_nodes WHERE id = ?1",
+        [id],
+    )?;
+    let to = tx.last_insert_rowid();
+    for sql in [
+        "UPDATE calendar_nodes SET parent_id = ?2 WHERE parent_id = ?1",
+        "UPDATE period_history SET period_id = ?2 WHERE period_id = ?1",
+        "UPDATE journal_entries SET period_id = ?2 WHERE period_id = ?1",
+    ] {
+        tx.execute(sql, [id, to])?;
+    }
+    tx.execute("DELETE FROM calendar_nodes WHERE id = ?1", [id])?;
+    Ok(to)
 }
 
 /// Inserts one period of a year and opens its history with its initial state.
