@@ -94,15 +94,16 @@ async fn requests_past_a_tenants_share_are_shed_with_retry_after() {
     let r = client
         .post(format!("{base}/sandbox/v1/tenants/{id}/faults"))
         .header("X-Admin-Key", ADMIN_KEY)
-        .json(&serde_json::json!({"method": "GET", "path": stall, "latency_ms": 3000}))
+        .json(&serde_json::json!({"method": "GET", "path": stall, "latency_ms": 5000, "times": 5}))
         .send()
         .await
         .expect("fault rule");
     assert_eq!(r.status(), 201);
+    let rule: serde_json::Value = r.json().await.expect("rule");
     let json_path = format!("{base}/revenue/3/collectors");
     let read = |key: &str| client.get(&json_path).header("X-Api-Key", key).send();
 
-    // The tenant stalls 5 requests (held 3 s each once admitted): its share is full...
+    // The tenant stalls 5 requests (held 5 s each once admitted): its share is full...
     let stalled: Vec<_> = (0..5)
         .map(|_| {
             let request = client
@@ -112,13 +113,36 @@ async fn requests_past_a_tenants_share_are_shed_with_retry_after() {
             tokio::spawn(request)
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let r = loop {
-        let r = read(&key).await.expect("request");
-        if r.status() == 503 || Instant::now() > deadline {
-            break r;
+    // The rule's latency is applied once a request holds its place, so the rule spent (its
+    // `remaining` at 0, read through the admin key's own pool) means all five hold theirs. A
+    // read sent before that could take one of the five places itself and let a stalled
+    // request be shed instead.
+    let faults = format!("{base}/sandbox/v1/tenants/{id}/faults");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let rules: serde_json::Value = client
+            .get(&faults)
+            .header("X-Admin-Key", ADMIN_KEY)
+            .send()
+            .await
+            .expect("rules")
+            .json()
+            .await
+            .expect("rules");
+        let spent = rules
+            .as_array()
+            .and_then(|rules| rules.iter().find(|r| r["id"] == rule["id"]))
+            .is_some_and(|r| r["remaining"] == 0);
+        if spent {
+            break;
         }
-    };
+        assert!(
+            Instant::now() < deadline,
+            "the stalled requests were not admitted within 30 s: {rules}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = read(&key).await.expect("request");
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     let (_, code, message) = e2e::error_body(r).await;
