@@ -351,7 +351,7 @@ async fn a_reset_returns_the_clock_to_real_time_and_removes_the_fault_rules() {
     assert_eq!(s.get_with_key(path, &t.api_key).await.status(), 200);
 }
 
-/// An account whose balance a run's invoice would take past 18 digits (issue 36): the run
+/// An account whose balance a run's invoice would take past 18 digits: the run
 /// skips it (its run's detail and `error_msg` say so, it keeps its dates and balance), bills
 /// the others, and the clock goes on, then and at the next run.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Fair shares (issue 36): 2, 4 and 8 tenants attack at once, each with connections whose
+//! Fair shares: 2, 4 and 8 tenants attack at once, each with connections whose
 //! bodies trickle (one byte every 0.5 s of a 100,000-byte bulk) and with requests a fault
 //! rule of its own stalls for 3 s once admitted; meanwhile another tenant's reads, the admin
 //! API, a served document and the console page must keep answering 200 at their usual speed.

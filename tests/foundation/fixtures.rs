@@ -167,7 +167,7 @@ async fn a_refused_document_names_its_path_and_creates_no_tenant() {
             with(&|d| d["services"][0]["start_date"] = json!("now-1q")),
             "services[0].start_date: 'now-1q'",
         ),
-        // Surface B's PUT of an agreement service refuses the same end (issue 36).
+        // Surface B's PUT of an agreement service refuses the same end.
         (
             with(&|d| d["services"][0]["end_date"] = json!("now-2M/month")),
             "services[0].end_date: must not be before start_date",

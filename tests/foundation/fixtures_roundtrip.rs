@@ -1,4 +1,4 @@
-//! Every export loads and round-trips (issue 36, finding 5): a table of tenants built through
+//! Every export loads and round-trips: a table of tenants built through
 //! the public surfaces (Surface A's status commands and invoice cancel, Surface B's bill
 //! batches, Surface C's ledgers and calendars, the clock's billing), each exported, loaded
 //! into a new tenant and exported again: the same document; and each export applied back to
@@ -217,7 +217,7 @@ async fn a_year_id_held_by_a_period_of_the_tenant_is_refused_with_its_path() {
     );
 }
 
-/// Measures applying a large export (issue 36: a 36 MB tenant's own export re-applied was cut
+/// Measures applying a large export (a 36 MB tenant's own export re-applied was cut
 /// off by the request deadline): a tenant of 9,000 services, invoices and payments, its export
 /// loaded into a new tenant and applied back to itself, with the body limit and the deadline
 /// raised. Prints the sizes and times; run by hand:

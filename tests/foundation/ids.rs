@@ -1,4 +1,4 @@
-//! Ids after a restore (issue 36, finding 3): a record created after a restore never gets an
+//! Ids after a restore: a record created after a restore never gets an
 //! id given out before it, on any surface and of any kind a client sees (accounts and their
 //! eids, payments, invoices, bill batches, agreements, services, adjustments, ledgers,
 //! calendars, collectors, runs, usage events, ... every kind a fixture document creates,
@@ -358,7 +358,7 @@ const MAX_ID: i64 = 1 << 53;
 
 /// docs/fixtures.md "Ids": every id of a fixture document (a record's, a reference, an id
 /// list's, the range `generated_services` numbers) is a whole number from 1 to 2^53. Others
-/// were accepted (issue 36, finding 4): an account at i64::MAX made every later create of
+/// were accepted: an account at i64::MAX made every later create of
 /// its kind a 500, 0 and -5 were served, and after the largest id new records got random
 /// ids. Refused with a 400 naming the JSON path and the bound, before anything is written,
 /// at tenant creation and when applying to a tenant.

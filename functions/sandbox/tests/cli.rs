@@ -605,7 +605,7 @@ async fn a_load_of_2000_events_matches_what_the_tenant_stored() {
     assert_eq!(run.code, 4, "{}", run.stderr);
 }
 
-// ---- hostile servers (issue 36, finding 7) ---------------------------------------------
+// ---- hostile servers ---------------------------------------------
 //
 // Small HTTP servers on loopback that answer what the sandbox never would: HTML, a JSON
 // string, a redirect elsewhere, an answer without end, full pages without end, names full of

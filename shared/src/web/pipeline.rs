@@ -286,7 +286,7 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     // A write with an Idempotency-Key runs to its end in a task of its own, whether or not
     // its client is still there (a client that gave up drops this future, and the pipeline's
     // timeout stops waiting): its answer is recorded with its key and its claim released when
-    // the write ends, so the retry gets that answer (issue 36, finding 2). Other requests are
+    // the write ends, so the retry gets that answer. Other requests are
     // cancelled with their client (their blocking work stops at the request's deadline).
     let detached = req.headers().contains_key(idempotency::HEADER);
     let owned = path.clone();
