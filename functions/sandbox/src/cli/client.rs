@@ -97,6 +97,19 @@ impl Answer {
         format!("{} {content_type}, {body}", self.status.as_u16())
     }
 
+    /// The message of an error answer: the sandbox's JSON `message` (cut at 300 characters,
+    /// escaped), else a description of what came back.
+    pub fn error_message(&self) -> String {
+        self.json()
+            .ok()
+            .and_then(|v| {
+                v.get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| excerpt(m, 300))
+            })
+            .unwrap_or_else(|| self.describe())
+    }
+
     /// The failure of an answer that is not the sandbox's: `why`, then what came back.
     pub fn not_the_sandboxs(&self, why: &str) -> Failure {
         Failure::other(format!(
@@ -241,15 +254,7 @@ impl Client {
             return Ok(answer);
         }
         // The sandbox's errors are JSON with a message; anything else is described.
-        let message = answer
-            .json()
-            .ok()
-            .and_then(|v| {
-                v.get("message")
-                    .and_then(Value::as_str)
-                    .map(|m| excerpt(m, 300))
-            })
-            .unwrap_or_else(|| answer.describe());
+        let message = answer.error_message();
         Err(refusal(answer.status, &message, credential, &self.base))
     }
 

@@ -162,15 +162,7 @@ async fn post(c: &Client, api_key: &str, events: Vec<Value>) -> Outcome<Outcome1
             (posted.rated_events.len() as u64, errors)
         }
         Ok(answer) if answer.status.as_u16() == 401 => {
-            let message = answer
-                .json()
-                .ok()
-                .and_then(|v| {
-                    v.get("message")
-                        .and_then(Value::as_str)
-                        .map(|m| excerpt(m, 300))
-                })
-                .unwrap_or_else(|| answer.describe());
+            let message = answer.error_message();
             return Err(Failure::new(
                 Exit::Credentials,
                 format!(
