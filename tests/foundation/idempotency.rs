@@ -233,7 +233,7 @@ async fn a_retry_while_the_first_is_in_flight_is_409_then_replayed() {
             (r.status().as_u16(), r.text().await.expect("body"))
         })
     };
-    wait_rule_spent(&s, &t, &rule).await;
+    e2e::wait_rule_spent(&s.client, &s.base, &t.id, &rule).await;
     let during = send(&s, &t, Method::POST, LEDGERS, &body, Some("slow")).await;
     let (status, code, message) = error_body_of(&during);
     assert_eq!(
@@ -249,32 +249,6 @@ async fn a_retry_while_the_first_is_in_flight_is_409_then_replayed() {
     assert_eq!((after.0, &after.2), (201, &first_body));
     assert!(replayed(&after.1));
     assert_eq!(count(&s, &t, "ledgers", "name", "Slow").await, 1);
-}
-
-/// Waits (at most 30 s) until fault rule `id` of `t` has no hits left: a request took it.
-async fn wait_rule_spent(s: &TestServer, t: &TestTenant, id: &str) {
-    let path = format!("/sandbox/v1/tenants/{}/faults", t.id);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let rules: Value = s
-            .admin_call(Method::GET, &path, None)
-            .await
-            .json()
-            .await
-            .expect("rules");
-        let rule = rules
-            .as_array()
-            .and_then(|rules| rules.iter().find(|r| r["id"] == id))
-            .unwrap_or_else(|| panic!("rule {id} is listed: {rules}"));
-        if rule["remaining"] == 0 {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "fault rule {id} was not taken within 30 s: {rule}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn error_body_of(answer: &(u16, reqwest::header::HeaderMap, String)) -> (u16, String, String) {

@@ -117,31 +117,8 @@ async fn requests_past_a_tenants_share_are_shed_with_retry_after() {
     // `remaining` at 0, read through the admin key's own pool) means all five hold theirs. A
     // read sent before that could take one of the five places itself and let a stalled
     // request be shed instead.
-    let faults = format!("{base}/sandbox/v1/tenants/{id}/faults");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let rules: serde_json::Value = client
-            .get(&faults)
-            .header("X-Admin-Key", ADMIN_KEY)
-            .send()
-            .await
-            .expect("rules")
-            .json()
-            .await
-            .expect("rules");
-        let spent = rules
-            .as_array()
-            .and_then(|rules| rules.iter().find(|r| r["id"] == rule["id"]))
-            .is_some_and(|r| r["remaining"] == 0);
-        if spent {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the stalled requests were not admitted within 30 s: {rules}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let rule = rule["id"].as_str().expect("rule id");
+    e2e::wait_rule_spent(&client, &base, &id, rule).await;
     let r = read(&key).await.expect("request");
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");

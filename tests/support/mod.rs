@@ -371,6 +371,37 @@ pub fn require_tool(what: &str, present: impl Fn() -> bool) {
     );
 }
 
+/// Waits (at most 30 s) until the fault rule `rule` of tenant `tenant` on the server at
+/// `base` is spent (`remaining` 0), read through the admin API: the signal that the requests
+/// it matched are past admission and the idempotency claim, inside their latency.
+pub async fn wait_rule_spent(client: &reqwest::Client, base: &str, tenant: &str, rule: &str) {
+    let path = format!("{base}/sandbox/v1/tenants/{tenant}/faults");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let rules: Value = client
+            .get(&path)
+            .header("X-Admin-Key", ADMIN_KEY)
+            .send()
+            .await
+            .expect("rules")
+            .json()
+            .await
+            .expect("rules");
+        let found = rules
+            .as_array()
+            .and_then(|rules| rules.iter().find(|r| r["id"] == rule))
+            .unwrap_or_else(|| panic!("rule {rule} is listed: {rules}"));
+        if found["remaining"] == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fault rule {rule} was not spent within 30 s: {found}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Whether `program args...` runs and exits 0.
 pub fn runs(program: &str, args: &[&str]) -> bool {
     std::process::Command::new(program)
