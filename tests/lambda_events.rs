@@ -385,7 +385,15 @@ async fn the_emulator_speaks_the_runtime_protocol_and_reports_every_outcome() {
     // A response: the invocation answers the function's document.
     let event = serde_json::json!({"version": "2.0", "rawPath": "/one"});
     let api = async {
+        // The emulator starts the function process; it writes what it was given, or the test
+        // fails naming that instead of hanging.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !given.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the probe function never wrote {}",
+                given.display()
+            );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         let text = std::fs::read_to_string(&given).expect("given");

@@ -1,9 +1,14 @@
 //! Fair shares: 2, 4 and 8 tenants attack at once, each with connections whose
 //! bodies trickle (one byte every 0.5 s of a 100,000-byte bulk) and with requests a fault
 //! rule of its own stalls for 3 s once admitted; meanwhile another tenant's reads, the admin
-//! API, a served document and the console page must keep answering 200 at their usual speed.
-//! The attack is bounded: 12 trickling connections and 30 stalled requests at a time per
-//! attacker, on loopback, for about 4 s of measurement.
+//! API, a served document and the console page must keep answering 200, none queued behind the
+//! attack. The attack is bounded: 12 trickling connections and 30 stalled requests at a time
+//! per attacker, on loopback, while the victims read 8 rounds.
+//!
+//! "Not queued behind the attack" is read against the attack itself, not a wall-clock speed
+//! (a loaded machine is slow for everyone, which is a benchmark's business): a victim read
+//! that waited for an attacker's permit takes at least an admitted attacker's 3 s stall, so the
+//! median victim read must stay under half of it.
 
 use super::hostile::{slow_body, tenant};
 use super::overload::serve;
@@ -19,8 +24,10 @@ const TRICKLING: usize = 12;
 const STALLED: usize = 30;
 /// How long each stalled request is delayed once admitted.
 const STALL_MS: u64 = 3_000;
-/// How long the victims read.
-const MEASURED: Duration = Duration::from_secs(4);
+/// A median victim read this slow waited behind the attack (half an admitted stall).
+const QUEUED_BEHIND_THE_ATTACK: Duration = Duration::from_millis(STALL_MS / 2);
+/// Rounds of reads each victim makes (one read of each of the four, in turn).
+const ROUNDS: usize = 8;
 
 /// One attacker: trickling bodies and stalled reads until `stop` flips.
 async fn attack(base: String, addr: String, key: String, stop: watch::Receiver<bool>) {
@@ -80,12 +87,12 @@ async fn attack(base: String, addr: String, key: String, stop: watch::Receiver<b
 /// What a victim reads: a label, the URL and its credential header.
 type Read = (&'static str, String, Option<(&'static str, String)>);
 
-/// Reads every one of `reads` in turn until `stop` flips; answers per read its statuses and
+/// Reads every one of `reads` in turn, [`ROUNDS`] times; answers per read its statuses and
 /// latencies.
-async fn victims(reads: Vec<Read>, stop: watch::Receiver<bool>) -> Vec<(Vec<u16>, Vec<Duration>)> {
+async fn victims(reads: Vec<Read>) -> Vec<(Vec<u16>, Vec<Duration>)> {
     let client = reqwest::Client::new();
     let mut seen = vec![(Vec::new(), Vec::new()); reads.len()];
-    while !*stop.borrow() {
+    for _ in 0..ROUNDS {
         for (i, (_, url, header)) in reads.iter().enumerate() {
             let mut request = client.get(url);
             if let Some((name, value)) = header {
@@ -171,11 +178,7 @@ async fn attacked_by(tenants: usize) {
         ("console", format!("{base}/sandbox/console"), None),
     ];
     let labels: Vec<&str> = reads.iter().map(|r| r.0).collect();
-    let (stop_victims, victims_stopped) = watch::channel(false);
-    let reader = tokio::spawn(victims(reads, victims_stopped));
-    tokio::time::sleep(MEASURED).await;
-    stop_victims.send(true).expect("victims running");
-    let seen = reader.await.expect("victims");
+    let seen = victims(reads).await;
     stop.send(true).expect("attackers running");
     for a in attackers {
         a.await.expect("attacker");
@@ -192,7 +195,7 @@ async fn attacked_by(tenants: usize) {
             refused.len(),
             &refused[..refused.len().min(5)],
         );
-        if statuses.len() < 5 || !refused.is_empty() || median >= Duration::from_millis(500) {
+        if statuses.len() != ROUNDS || !refused.is_empty() || median >= QUEUED_BEHIND_THE_ATTACK {
             failures.push(*label);
         }
     }

@@ -1,0 +1,238 @@
+//! No unused dependency in the workspace: every dependency a member's Cargo.toml declares
+//! (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, target-specific tables)
+//! must be named by that member's Rust code, as `name::`, `use name`, `extern crate name` or
+//! `name!` (the crate name with `-` read as `_`; a renamed dependency by its key). An unused
+//! dependency costs every build its compile time and hides what a crate really needs.
+//!
+//! The rule is cargo-machete's, kept in `cargo test` so it runs with every other check and
+//! needs no tool installed (installing cargo-machete cost a fresh CI machine about 2.5
+//! minutes). Like machete, it reads text: a name in a comment counts as a use, and a dependency
+//! used only for its features or links (none today) would have to be listed in [`KEPT`] with
+//! its reason.
+//!
+//! On failure it names the manifest, the dependency and the files it searched.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a test fails by panicking"
+)]
+
+use std::path::{Path, PathBuf};
+
+/// Dependencies kept although no code names them: (package, dependency, why).
+const KEPT: &[(&str, &str, &str)] = &[];
+
+/// One declared dependency: its key (the name code uses), the manifest section it is in.
+#[derive(Debug)]
+struct Declared {
+    name: String,
+    section: String,
+}
+
+/// The dependencies a manifest declares, in its dependency tables: `name = ...`,
+/// `name.workspace = true`, and `[dependencies.name]` tables.
+fn declared(manifest: &str) -> Vec<Declared> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let header = header.trim_matches(|c| c == '[' || c == ']');
+            section = header.to_string();
+            // `[dependencies.name]`, `[target.'cfg(x)'.dev-dependencies.name]`
+            for table in ["dependencies.", "dev-dependencies.", "build-dependencies."] {
+                if let Some(at) = header.find(table) {
+                    let before = &header[..at];
+                    if before.is_empty() || before.ends_with('.') {
+                        out.push(Declared {
+                            name: header[at + table.len()..].trim_matches('"').to_string(),
+                            section: header[..at + table.len() - 1].to_string(),
+                        });
+                        section.clear();
+                    }
+                }
+            }
+            continue;
+        }
+        if !is_dependency_table(&section) {
+            continue;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        let name = key.split('.').next().unwrap_or(key).trim_matches('"');
+        if !name.is_empty() {
+            out.push(Declared {
+                name: name.to_string(),
+                section: section.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn is_dependency_table(section: &str) -> bool {
+    ["dependencies", "dev-dependencies", "build-dependencies"]
+        .iter()
+        .any(|t| section == *t || section.ends_with(&format!(".{t}")))
+}
+
+/// True when `code` names the crate `ident` as cargo-machete would see it.
+fn names(code: &str, ident: &str) -> bool {
+    let bytes = code.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut from = 0;
+    while let Some(found) = code[from..].find(ident) {
+        let at = from + found;
+        let end = at + ident.len();
+        from = end;
+        if at > 0 && is_ident(bytes[at - 1]) {
+            continue;
+        }
+        if end < bytes.len() && is_ident(bytes[end]) {
+            continue;
+        }
+        let rest = &code[end..];
+        let before = code[..at].trim_end();
+        if rest.starts_with("::")
+            || rest.starts_with('!')
+            || before.ends_with("use")
+            || before.ends_with("extern crate")
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The `.rs` files of a package: everything under its directory except `target/` and the
+/// directories of other packages (a directory with its own Cargo.toml).
+fn rust_files(package: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(package)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            if file == "target" || file == "node_modules" || file.starts_with('.') {
+                continue;
+            }
+            if path.join("Cargo.toml").exists() {
+                continue;
+            }
+            rust_files(&path, out);
+        } else if file.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The workspace's members, from the root manifest's `members = [...]`.
+fn members(root: &Path) -> Vec<PathBuf> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let start = manifest.find("members = [").expect("a members list") + "members = [".len();
+    let end = start + manifest[start..].find(']').expect("its end");
+    manifest[start..end]
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .map(|m| root.join(m))
+        .collect()
+}
+
+#[test]
+fn every_declared_dependency_is_used() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let members = members(root);
+    assert!(members.len() >= 5, "members found: {members:?}");
+    let mut unused = Vec::new();
+    for member in &members {
+        let manifest = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
+        let package = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = "))
+            .map(|n| n.trim_matches('"').to_string())
+            .expect("a package name");
+        let mut files = Vec::new();
+        rust_files(member, &mut files);
+        let code: String = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for dep in declared(&manifest) {
+            if KEPT.iter().any(|(p, d, _)| *p == package && *d == dep.name) {
+                continue;
+            }
+            if !names(&code, &dep.name.replace('-', "_")) {
+                unused.push(format!(
+                    "{}: [{}] {} is not named by the {} .rs files under {}",
+                    member.join("Cargo.toml").display(),
+                    dep.section,
+                    dep.name,
+                    files.len(),
+                    member.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "unused dependencies (remove them, or list them in KEPT with the reason):\n{}",
+        unused.join("\n")
+    );
+}
+
+#[test]
+fn the_reading_finds_what_it_must() {
+    let manifest = r#"
+[package]
+name = "x"
+
+[dependencies]
+serde.workspace = true
+quick-xml = { version = "0.3" }
+# commented = "1"
+
+[features]
+f = []
+
+[dev-dependencies]
+proptest = "1"
+
+[target.'cfg(unix)'.dependencies]
+libc = "0.2"
+
+[dependencies.tokio]
+version = "1"
+"#;
+    let found: Vec<_> = declared(manifest)
+        .into_iter()
+        .map(|d| format!("{}:{}", d.section, d.name))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "dependencies:serde",
+            "dependencies:quick-xml",
+            "dev-dependencies:proptest",
+            "target.'cfg(unix)'.dependencies:libc",
+            "dependencies:tokio",
+        ]
+    );
+    assert!(names("use serde::Serialize;", "serde"));
+    assert!(names("let x = quick_xml::Reader::new();", "quick_xml"));
+    assert!(names("proptest! { }", "proptest"));
+    assert!(names("extern crate libc;", "libc"));
+    assert!(!names("use serde_json::Value;", "serde"));
+    assert!(!names("let tokio_runtime = 1;", "tokio"));
+    assert!(!names("mybase64::encode()", "base64"));
+}
