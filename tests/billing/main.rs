@@ -4,5 +4,6 @@
 mod bounds;
 mod endpoints;
 mod lifecycle;
+mod periods;
 mod records;
 mod roundtrip;

@@ -137,8 +137,9 @@ impl TestServer {
             .send()
             .await
             .expect("create tenant");
-        assert_eq!(r.status(), 201, "tenant creation");
+        let status = r.status();
         let v: Value = r.json().await.expect("json");
+        assert_eq!(status, 201, "tenant creation: {v}");
         TestTenant {
             id: v["id"].as_str().expect("id").to_string(),
             name: v["name"].as_str().expect("name").to_string(),
