@@ -1,5 +1,4 @@
-//! The `Idempotency-Key` header (issue 22), the pipeline's step between the body read and the
-//! powers: a tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
+//! The `Idempotency-Key` header, the pipeline's step between admission and the powers: a tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
 //! runs inside a `store::idempotency` scope, so the key's row is stored by the write's own
 //! transaction; the answer it rendered is then recorded on that row, and a retry with the
 //! same key and the same request gets it replayed (`Idempotent-Replayed: true`). An admin
@@ -203,15 +202,6 @@ pub(super) struct Keyed {
     scope: Arc<KeyScope>,
 }
 
-/// Runs the handler `next` on `req`, inside the key's scope when the request is a keyed
-/// write: its writes of the tenant then store the key's row in their own transaction.
-pub(super) async fn handler(req: Request, next: axum::middleware::Next) -> Response {
-    match req.extensions().get::<Arc<KeyScope>>().cloned() {
-        Some(scope) => keys::scope(scope, next.run(req)).await,
-        None => next.run(req).await,
-    }
-}
-
 /// The parts of a request's head this step reads (borrowed apart from the request, whose
 /// body is not `Sync`, so that [`prepare_admin`] may hold them across its look-ups).
 #[derive(Clone, Copy)]
@@ -329,14 +319,16 @@ fn keyed(keeper: Keeper, namespace: &str, key: &str, head: Head<'_>, body: &Byte
     Keyed { keeper, scope }
 }
 
-/// Serves a keyed write: a replay, a refusal, or `run` (the powers and the handler) on `req`
-/// marked with the key's scope (which [`handler`] enters), its answer then recorded.
+/// Serves a keyed write: a replay, a refusal, or `run` (the rest of the pipeline: the powers,
+/// then the handler) on `req`, its answer then recorded. `run` is given the key's scope to
+/// enter around the handler alone: the powers' own writes (a fault rule's hit count) are not
+/// the request's write, so they must not carry the key's row.
 pub(super) async fn serve<F>(
     app: &AppState,
     surface: Surface,
     keyed: Keyed,
-    mut req: Request,
-    run: impl FnOnce(Request) -> F,
+    req: Request,
+    run: impl FnOnce(Request, Arc<KeyScope>) -> F,
 ) -> Response
 where
     F: Future<Output = Response>,
@@ -399,10 +391,7 @@ where
             // kept requests stay until then.
         }
     }
-    // `run` enters the key's scope around the handler only (see [`handler`]): the powers'
-    // own writes (a fault rule's hit count) are not the request's write.
-    req.extensions_mut().insert(scope.clone());
-    let response = run(req).await;
+    let response = run(req, scope.clone()).await;
     if scope.has_stash() {
         // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
         app.idempotency.keep(&owner, scope.clone());

@@ -22,10 +22,14 @@
 //! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
 //!    tenant's, or an admin write the registry or one tenant's database keeps) is replayed,
 //!    refused (in flight, applied without a recorded answer, another request's key), or run
-//!    with the key joining its write transaction, its answer recorded. A request with the
-//!    header runs in a task of its own, to its end even when its client has gone.
-//! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant.
-//! 8. **Handler**: its extractors take the [`Identity`] from the request's extensions.
+//!    (the steps below) and its answer recorded. A request with the header runs in a task of
+//!    its own, to its end even when its client has gone.
+//! 7. **Powers** (`super::powers`): fault rules and the journal of the identified tenant,
+//!    around the handler.
+//! 8. **Handler**, inside the key's store scope (`store::idempotency::scope`) when keyed: its
+//!    writes of the tenant store the key's row in their own transaction; nothing else runs
+//!    in that scope (a fault rule's hit count is not the request's write).
+//!    Its extractors take the [`Identity`] from the request's extensions.
 //!
 //! Every answer the pipeline gives itself is in the error shape of the path's surface.
 
@@ -34,6 +38,7 @@ use super::powers::{self, Subject};
 use super::state::{AppState, Identity};
 use super::surface::{error_for_path, Surface};
 use crate::config::Config;
+use crate::store::idempotency as keys;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -401,15 +406,25 @@ async fn identify_and_serve(
         Ok(keyed) => keyed,
         Err(message) => return surface.error(StatusCode::BAD_REQUEST, None, message),
     };
+    // The last steps, each wrapping the next once: the key (claimed, looked up, recorded),
+    // the powers (faults, journal), the handler inside the key's store scope. A latency
+    // fault thus holds a keyed request in flight, as a slow platform would.
+    let app = &app;
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
-            let run = |req| powers::apply(&app, surface, subject, body, req, next);
-            idempotency::serve(&app, surface, keyed, req, run).await
+            let run = |req, key| {
+                let handler = |req| keys::scope(key, next.run(req));
+                powers::apply(app, surface, subject, body, req, handler)
+            };
+            idempotency::serve(app, surface, keyed, req, run).await
         }
-        (Some(subject), None) => powers::apply(&app, surface, subject, body, req, next).await,
+        (Some(subject), None) => {
+            let handler = |req| next.run(req);
+            powers::apply(app, surface, subject, body, req, handler).await
+        }
         (None, Some(keyed)) => {
-            let run = |req| idempotency::handler(req, next);
-            idempotency::serve(&app, surface, keyed, req, run).await
+            let run = |req, key| keys::scope(key, next.run(req));
+            idempotency::serve(app, surface, keyed, req, run).await
         }
         (None, None) => next.run(req).await,
     }

@@ -1,5 +1,6 @@
 //! The HTTP side of the sandbox powers (their rules are in `crate::sandbox`): the pipeline's
-//! last step before the handler. For a request the pipeline identified as a tenant's, the
+//! last step before the handler, which it is given to run (`inner`: the handler, inside the
+//! key's store scope when the request is keyed, so nothing written here carries the key). For a request the pipeline identified as a tenant's, the
 //! first matching fault rule answers or delays it; every identified request about one tenant
 //! (a surface request, or an admin call on `/sandbox/v1/tenants/{id}/...` other than the
 //! journal's own) is recorded in that tenant's journal with its answer. Admin calls are
@@ -14,8 +15,8 @@ use crate::sandbox::{faults, journal};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
+use std::future::Future;
 
 /// The header naming the fault rule that answered or delayed a request.
 pub const FAULT_HEADER: &str = "x-sandbox-fault";
@@ -46,20 +47,23 @@ fn decode_segment(text: &str) -> String {
 }
 
 /// Applies the powers of `subject` to a request whose body the pipeline read (`body`), then
-/// hands it to the handler.
-pub(super) async fn apply(
+/// hands it to `inner` (the handler).
+pub(super) async fn apply<F>(
     app: &AppState,
     surface: Surface,
     subject: Subject,
     body: Bytes,
     req: Request,
-    next: Next,
-) -> Response {
+    inner: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let journal = app.powers.journal.enabled();
     let recording = journal.then(|| Recording::start(surface, &req, body));
     let tenant = match subject {
         Subject::AdminOf(id) => {
-            let response = super::idempotency::handler(req, next).await;
+            let response = inner(req).await;
             // An unknown tenant or a refused admin key is no request to a tenant.
             return match recording {
                 Some(r) if !matches!(response.status().as_u16(), 401 | 404) => {
@@ -82,10 +86,10 @@ pub(super) async fn apply(
                     let message = format!("Injected by sandbox fault rule {}.", rule.id);
                     surface.error(status, None, message)
                 }
-                None => super::idempotency::handler(req, next).await,
+                None => inner(req).await,
             }
         }
-        None => super::idempotency::handler(req, next).await,
+        None => inner(req).await,
     };
     if let Some(rule) = &rule {
         if let Ok(value) = HeaderValue::from_str(&rule.id) {
