@@ -171,7 +171,7 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
     let refused = admin_keyed(&b, post.clone(), "/sandbox/v1/tenants", &other, "c-1").await;
     assert_eq!(refused.0, 422, "{}", refused.2);
     // An environment with another token secret cannot open the sealed answer: it says the
-    // creation was applied (409) and creates nothing.
+    // creation was applied and its answer cannot be read there (409), and creates nothing.
     let (c, _state_c, _dir_c) = serve(&bucket).await;
     let sealed = admin_keyed(&c, post.clone(), "/sandbox/v1/tenants", &body, "c-1").await;
     assert_eq!(
@@ -180,6 +180,21 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
         "{}",
         sealed.2
     );
+    let message = sealed.2["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("'c-1'")
+            && message.contains("was applied")
+            && message.contains("cannot be read here")
+            && message.contains("SANDBOX_TOKEN_SECRET"),
+        "{message}"
+    );
+    let listed = reqwest::Client::new()
+        .get(format!("{c}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.headers()["x-total-count"], "1", "no second tenant");
 
     // A clock advance answered by A, retried on B: applied once (the key's row rode in the
     // advance's own log entry).
