@@ -13,8 +13,9 @@ use shared::store::{Registry, Store};
 use shared::web::AppState;
 use std::path::Path;
 
-/// The registry's schema as the builds before versions declared it, verbatim (frozen: never
-/// edit it; it is what registries in the field were made by).
+/// The registry's schema as the builds before versions declared it, verbatim but for a
+/// tracker reference in one comment (frozen: never edit its statements; they are what
+/// registries in the field were made by).
 const UNVERSIONED_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tenants (
     id          TEXT PRIMARY KEY,
@@ -34,8 +35,8 @@ CREATE TABLE IF NOT EXISTS server_secrets (
     name   TEXT PRIMARY KEY,
     value  BLOB NOT NULL
 );
--- Idempotency keys of the admin API's registry writes (create, fork, delete of a tenant;
--- issue 22): the columns of a tenant's table (migration 0010), kept by the server's clock,
+-- Idempotency keys of the admin API's registry writes (create, fork, delete of a tenant):
+-- the columns of a tenant's table (migration 0010), kept by the server's clock,
 -- plus the tenant the write made or deleted. The answer's body is sealed (see
 -- `web::idempotency::registry`): a creation's answer holds the tenant's clear credentials.
 CREATE TABLE IF NOT EXISTS idempotency_keys (

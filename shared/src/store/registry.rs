@@ -161,11 +161,7 @@ impl Registry {
     /// Opens the registry at `path`, replicated to S3 when `replica` is given.
     pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
         let known = replica.is_some().then(|| Mutex::new(Known::default()));
-        let db = Database::open(
-            path,
-            migrate,
-            replica,
-        )?;
+        let db = Database::open(path, migrate, replica)?;
         Ok(Registry {
             db,
             known,

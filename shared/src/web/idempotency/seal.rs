@@ -98,7 +98,10 @@ mod tests {
             assert_eq!(open(b"secret one", &tampered), None, "byte {at} flipped");
         }
         assert_eq!(open(b"secret one", &sealed[..sealed.len() - 1]), None);
-        assert_eq!(open(b"secret one", &[sealed.as_slice(), b"x"].concat()), None);
+        assert_eq!(
+            open(b"secret one", &[sealed.as_slice(), b"x"].concat()),
+            None
+        );
         assert_eq!(open(b"secret one", b"short"), None);
         assert_eq!(open(b"secret one", &sealed[..NONCE + TAG - 1]), None);
     }
@@ -145,7 +148,11 @@ mod tests {
             .enumerate()
             .flat_map(|(block, chunk)| {
                 let pad = mac(&stream, &[&nonce, &(block as u64).to_le_bytes()]);
-                chunk.iter().zip(pad).map(|(b, p)| b ^ p).collect::<Vec<_>>()
+                chunk
+                    .iter()
+                    .zip(pad)
+                    .map(|(b, p)| b ^ p)
+                    .collect::<Vec<_>>()
             })
             .collect();
         let tag = mac(&tag_key, &[&nonce, &cipher]);
