@@ -131,7 +131,7 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
 
 /// `method path` with the admin key, `body` and Idempotency-Key `key` against `base`:
 /// status, whether replayed, JSON body.
-async fn admin_keyed(
+pub(crate) async fn admin_keyed(
     base: &str,
     method: reqwest::Method,
     path: &str,

@@ -5,9 +5,11 @@
 //! replayed, and its tables are those of a registry made fresh. A registry of a newer
 //! version than this build knows is refused, as a tenant database is.
 
+use super::idempotency::admin_keyed;
 use e2e::ADMIN_KEY;
+use reqwest::Method;
 use rusqlite::Connection;
-use serde_json::{json, Value};
+use serde_json::json;
 use shared::config::Config;
 use shared::store::{Registry, Store};
 use shared::web::AppState;
@@ -135,25 +137,6 @@ fn shape(path: &Path) -> Vec<String> {
     out
 }
 
-/// `method path` with the admin key, `body` and Idempotency-Key `key`: status, replayed,
-/// body.
-async fn admin(base: &str, path: &str, body: &Value, key: &str) -> (u16, bool, Value) {
-    let r = reqwest::Client::new()
-        .post(format!("{base}{path}"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("admin request");
-    let replayed = r.headers().contains_key("idempotent-replayed");
-    (
-        r.status().as_u16(),
-        replayed,
-        r.json().await.unwrap_or(Value::Null),
-    )
-}
-
 /// A server on `dir` whose registry was made by `schema` works, and its registry stands at
 /// the newest version with the tables of a fresh one.
 async fn opens_and_works(schema: &str) {
@@ -183,9 +166,23 @@ async fn opens_and_works(schema: &str) {
 
     // A keyed creation is registered, and its retry replayed (the key kept by the registry).
     let body = json!({"name": "new", "seed": "empty"});
-    let first = admin(&base, "/sandbox/v1/tenants", &body, "create-new").await;
+    let first = admin_keyed(
+        &base,
+        Method::POST,
+        "/sandbox/v1/tenants",
+        &body,
+        "create-new",
+    )
+    .await;
     assert_eq!((first.0, first.1), (201, false), "{}", first.2);
-    let again = admin(&base, "/sandbox/v1/tenants", &body, "create-new").await;
+    let again = admin_keyed(
+        &base,
+        Method::POST,
+        "/sandbox/v1/tenants",
+        &body,
+        "create-new",
+    )
+    .await;
     assert_eq!((again.0, again.1, &again.2), (201, true, &first.2));
     let names: Vec<String> = registry
         .list()
