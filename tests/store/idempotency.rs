@@ -1,4 +1,4 @@
-//! Issue 22, finding 1, over HTTP in S3 mode: a write whose log PUTs S3 holds past the write
+//! Idempotency keys over HTTP in S3 mode: a write whose log PUTs S3 holds past the write
 //! deadline answers 503 "outcome unknown" naming the `Idempotency-Key` header; once the held
 //! PUTs are through, retries with the same key never apply the write a second time. And the
 //! admin API's keyed writes (a tenant's creation and deletion, kept by the registry; a clock
@@ -293,7 +293,7 @@ async fn post_category(base: &str, basic: (&str, &str), key: &str) -> (u16, bool
     (status, replayed, r.text().await.unwrap_or_default())
 }
 
-/// Issue 36, finding 2 (b): a Surface A create whose log PUT S3 holds past the write deadline
+/// A Surface A create whose log PUT S3 holds past the write deadline
 /// answers 503 "outcome unknown"; its client retries with the key right away and keeps
 /// retrying: once the outcome is settled (the held PUT landed, or the slot was fenced), a
 /// retry gets the recorded answer (or a clean run), never a 409 forever, and the category is

@@ -1,4 +1,4 @@
-//! The `Idempotency-Key` header (issue 22), the pipeline's step between the body read and the
+//! The `Idempotency-Key` header, the pipeline's step between the body read and the
 //! powers: a tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
 //! runs inside a `store::idempotency` scope, so the key's row is stored by the write's own
 //! transaction; the answer it rendered is then recorded on that row, and a retry with the
