@@ -20,7 +20,7 @@ flake-hunt:
 # `release-lambda` of Cargo.toml), so the first one compiles the dependency graph once and the
 # other four find everything up to date; each then copies its own bootstrap. Needs
 # cargo-lambda (which brings zig, to link against the glibc of provided.al2023) and the
-# aarch64-unknown-linux-gnu Rust target; see README, Deploy.
+# aarch64-unknown-linux-gnu Rust target; see docs/deploy.md.
 #
 #   make lambdas        # just the build: target/lambda/<function>/bootstrap
 

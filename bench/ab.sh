@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B bench of two builds of the local server (issue 21: the request pipeline's per-request
+# A/B bench of two builds of the local server (the request pipeline's per-request
 # overhead): the same calls against a baseline binary (A) and a candidate (B), each on its
 # own port and data dir, alternating A B A B with wrk (1 thread, 4 connections), printing
 # both rates and B/A per round: ratios are taken within a round only, because the machine's

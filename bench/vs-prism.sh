@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side bench (issue 14): the local sandbox server against Prism, a stateless OpenAPI
+# Side-by-side bench: the local sandbox server against Prism, a stateless OpenAPI
 # mock from npm serving a minimal spec of the same calls (bench/peer/billing-v2-min.yaml).
 # For each call, wrk (1 thread, 4 connections) runs against the sandbox and then Prism,
 # ROUNDS times (A B A B ...), and the script prints both rates and the ratio of each round:

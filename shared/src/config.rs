@@ -1,4 +1,4 @@
-//! Configuration read from the environment (every variable is listed in README.md). This is
+//! Configuration read from the environment (every variable is listed in docs/configuration.md). This is
 //! the one place that reads the store's and the server's environment variables.
 
 use crate::store::s3::CrashAt;

@@ -33,7 +33,7 @@ pub fn parse_decimal(text: &str) -> Option<Decimal> {
 /// The canonical text of a decimal as stored in SQLite and written into JSON: no trailing
 /// zeros after the point, no exponent; exactly what `d.normalize().to_string()` writes.
 ///
-/// Written from the integer mantissa and the scale (issue 14): posting writes a few of these
+/// Written from the integer mantissa and the scale, for posting throughput: writes a few of these
 /// per event, and rust_decimal's `Display` divides the 96-bit mantissa digit by digit (5% of
 /// a bulk call's server time). A test compares the two on random decimals.
 pub fn canonical(d: Decimal) -> String {

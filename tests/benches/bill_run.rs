@@ -1,5 +1,5 @@
-//! A bill cycle run of 1,000 accounts in one advance of the clock (issue 24,
-//! docs/billing-lifecycle.md): a demo tenant gets 1,000 more accounts on bill cycle 1, each
+//! A bill cycle run of 1,000 accounts in one advance of the clock
+//! (docs/billing-lifecycle.md): a demo tenant gets 1,000 more accounts on bill cycle 1, each
 //! with a Cloud Compute service (recurring price) that started mid-October and, for half of
 //! them, paying automatically; every account posts one usage event over Surface B. The clock
 //! is frozen on November 20th and advanced over HTTP to December 2nd (the cycle runs on the

@@ -1,4 +1,4 @@
-//! Benchmark of checkpoints, restores and forks (issue 15; docs/storage.md, "Checkpoints"):
+//! Benchmark of checkpoints, restores and forks (docs/storage.md, "Checkpoints"):
 //! for a 10 MB tenant, the time and the bytes each operation moves, in local mode and against
 //! moto, next to a cold load of the same tenant (a fork must not cost more than one).
 //!

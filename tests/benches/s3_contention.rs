@@ -1,4 +1,4 @@
-//! Writes per second to one tenant from 1, 2 and 4 environments (issue 22, "Measured"), with
+//! Writes per second to one tenant from 1, 2 and 4 environments (docs/benchmarks.md), with
 //! S3 latency injected by a real proxy between the stores and moto (`e2e::s3::Gate`, every
 //! request held `LATENCY` before it is forwarded). Each environment is its own `Store` (its
 //! own cache, sharing only the bucket, like Lambda environments) driven by one thread that

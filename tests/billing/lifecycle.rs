@@ -1,4 +1,4 @@
-//! The billing lifecycle on the tenant clock (issue 24, docs/billing-lifecycle.md), over
+//! The billing lifecycle on the tenant clock (docs/billing-lifecycle.md), over
 //! HTTP on the demo tenant with a frozen clock: usage posted over Surface B is invoiced on
 //! the cycle day with the recurring prices, once, and the invoice is seen on Surface A
 //! (invoice, balance, pending charges), Surface B (the cycle's bill batch run, the

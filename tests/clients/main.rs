@@ -1,5 +1,5 @@
 //! Clients generated from the served OpenAPI documents, with tools nobody on this project
-//! wrote, work unchanged against the real server (issue 25):
+//! wrote, work unchanged against the real server:
 //! - openapi-python-client (default settings; any warning fails) generates the billing,
 //!   revenue and admin clients, and tests/clients/smoke.py drives the live server through
 //!   them (a filtered list, GET-then-PUT round trips of agreement services and ledgers, a

@@ -1,4 +1,4 @@
-//! The `Idempotency-Key` header on the admin API's writes (issue 22): a retried clock
+//! The `Idempotency-Key` header on the admin API's writes: a retried clock
 //! advance, clock setting, fault rule, fixtures apply, reset, restore or checkpoint creation
 //! is replayed and
 //! applied once (its key kept by the tenant's database, in the write's own transaction; a
@@ -395,7 +395,7 @@ async fn keyed_batch(s: &TestServer, api_key: &str, key: &str) -> (u16, bool, Va
     (status, replayed, r.json().await.unwrap_or(Value::Null))
 }
 
-/// Issue 36, finding 6: a fork starts with no Idempotency-Keys. The source's key, made before
+/// A fork starts with no Idempotency-Keys. The source's key, made before
 /// the checkpoint the fork copies, is unknown in the fork: the same request with it runs
 /// there (a new batch of the fork), and is then the fork's own key; the source still
 /// replays its own. Before: the fork held the source's row, whose fingerprint names the
@@ -423,7 +423,7 @@ async fn a_fork_starts_with_no_idempotency_keys() {
     assert_eq!((home.0, home.1, &home.2), (200, true, &first.2));
 }
 
-/// Issue 36, finding 6: the admin API's keys in a tenant's database are apart from the
+/// The admin API's keys in a tenant's database are apart from the
 /// tenant's own. A tenant's request with a key the admin used on its clock runs (before:
 /// 422, the tenant saw the admin's key), and the admin's retry still gets its own answer
 /// (the tenant cannot squat it); the other way round alike.

@@ -1,4 +1,4 @@
-//! The request pipeline under a hostile client (issue 21), each attack with another tenant
+//! The request pipeline under a hostile client, each attack with another tenant
 //! reading beside it, which must keep being served (200s, at its usual speed):
 //!
 //! 1. made-up admin keys on a tenant path, each with a body that trickles: refused with 401

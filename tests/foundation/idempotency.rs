@@ -1,4 +1,4 @@
-//! The `Idempotency-Key` header over HTTP (issue 22, finding 1): a retried write is replayed
+//! The `Idempotency-Key` header over HTTP: a retried write is replayed
 //! on each surface (same status and body, `Idempotent-Replayed: true`) and stored once; the
 //! same key with another body is a 422 in the surface's shape; a retry while the first is in
 //! flight is a 409; a key expires after 24 h of the tenant clock; a refused request stores
@@ -348,7 +348,7 @@ async fn settled(
     }
 }
 
-/// Issue 36, finding 2 (a): a keyed write whose client gave up (a timeout at 0.25 s) still
+/// A keyed write whose client gave up (a timeout at 0.25 s) still
 /// records its answer, and a retry with the key gets it. The keyed clock advance is the slow
 /// write (four months of bill runs for 1,000 accounts, seconds); the keyed bill batch is sent
 /// once the advance's client has given up, so it queues behind the advance for the writer.

@@ -229,7 +229,7 @@ async fn newest(s: &TestServer, tenant: &str, path: &str) -> Value {
 
 #[tokio::test]
 async fn secrets_are_redacted_wherever_they_are_spelled() {
-    // Issue 22, finding 3: a key or token in the query string, a JSON member spelled with an
+    // Secrets the journal once kept: a key or token in the query string, a JSON member spelled with an
     // escape or in camelCase, and a malformed body naming a password were kept in clear.
     let s = TestServer::start().await;
     let t = s.create_tenant("acme", "demo").await;
@@ -315,7 +315,7 @@ async fn secrets_are_redacted_wherever_they_are_spelled() {
 
 #[tokio::test]
 async fn reads_and_memory_hold_the_byte_bound() {
-    // Issue 22, finding 2: 3,000 refused requests with 60 KB bodies made one read answer
+    // Before the journal bounds, 3,000 refused requests with 60 KB bodies made one read answer
     // 3,000 entries. Here 300 of them against a 2 MiB bound (the rule is the same at the
     // default 16 MiB): the read answers the newest within the bound, by bytes.
     let bound = 2 * 1024 * 1024;

@@ -1,4 +1,4 @@
-//! The platform's other billing account commands and invoice cancel (issue 13, finding 8):
+//! The platform's other billing account commands and invoice cancel:
 //! `addNote` (read back at `billingAccounts/{eid}/notes` and `notes/{eid}`), `billOnDemand`
 //! (the pending charges become an invoice), `moveToBillCycle` (seen in the account, its
 //! filters and Surface B's bill-cycle actions), `invoices/{eid}/cancel`; each with its

@@ -1,4 +1,4 @@
-//! The text rule of every surface (issue 22, finding 5): what XML 1.0 cannot carry (C0
+//! The text rule of every surface: what XML 1.0 cannot carry (C0
 //! controls other than tab, newline and carriage return, U+FFFE, U+FFFF, lone surrogates) is
 //! refused on Surface A (raw or as a character reference) and on Surface B (a 400 naming
 //! the field, an erred usage event), so every Surface A answer is a well-formed document;

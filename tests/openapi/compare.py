@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Semantic differences between two OpenAPI documents (a development aid for the move of the
-documents into code, issue 25): `python3 compare.py OLD.json NEW.json` lists, per JSON
+documents into code): `python3 compare.py OLD.json NEW.json` lists, per JSON
 pointer, what was added, removed or changed, with `$ref`s resolved and `allOf` merged, so
 that key order, a schema moved into components, or a `oneOf [X, null]` written
 `type: [X, null]` do not show; `required` and `enum` are compared as sets."""

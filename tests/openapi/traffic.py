@@ -1,5 +1,5 @@
 """Validates live HTTP exchanges against the shipped OpenAPI documents with openapi-core, a
-validator nobody on this project wrote (issue 25).
+validator nobody on this project wrote.
 
 Two users:
 - `python3 traffic.py DOCUMENT CASSETTE`: every exchange of a schemathesis VCR cassette

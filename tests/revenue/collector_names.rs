@@ -1,5 +1,5 @@
 //! Collector runs accept the platform's collector operation names (INSERT_SERVICES, ...)
-//! alongside the catalogue's own (issue 13, finding 8): each platform name collects the
+//! alongside the catalogue's own, as the platform names them: each platform name collects the
 //! source of its category, the run shows the names as the client sent them, and an unknown
 //! name is a 400 that lists both kinds.
 

@@ -1,4 +1,4 @@
-//! Ids are never reused within a tenant (issue 13, finding 4): on every resource a client can
+//! Ids are never reused within a tenant (a client that kept an id must never read another record by it): on every resource a client can
 //! delete (Surface C ledgers with their calendars, calendar years with their periods and
 //! period history, ledger runs, charge info; Surface B true-up relations), a record created
 //! after a delete gets an id greater than every id handed out before, so a client's stale
@@ -183,7 +183,7 @@ async fn true_up_relations_never_reuse_a_deleted_id() {
     assert_above(&[second], &[first], "true-up relation");
 }
 
-/// The tenant schema as the builds before issue 13 left it (migrations 1 to 4).
+/// The tenant schema as the builds before ids were kept unique left it (migrations 1 to 4).
 const OLD_SCHEMA: &[&str] = &[
     include_str!("../../shared/src/store/migrations/0001_foundation.sql"),
     include_str!("../../shared/src/store/migrations/0002_billing.sql"),

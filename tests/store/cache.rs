@@ -1,4 +1,4 @@
-//! Private caches in S3 mode (issue 11, finding 2): every store owns its own cache
+//! Private caches in S3 mode (two stores sharing a cache directory corrupted each other): every store owns its own cache
 //! directory, even two stores of one process on one data directory (the case of two
 //! containers sharing a volume, each running as PID 1), and snapshots are made by SQLite.
 

@@ -1,4 +1,4 @@
-//! Issue 22, finding 6 (checkpoints and forks), over HTTP: six concurrent checkpoint
+//! The checkpoint count and forks under concurrency, over HTTP: six concurrent checkpoint
 //! creations at 99 checkpoints keep at most 100 (before: all six succeeded, 105 kept), on the
 //! local server and across two S3 environments on one bucket; and a refused fork (name taken,
 //! tenant cap) leaves no object in the bucket (before: a tombstone per attempt under the id

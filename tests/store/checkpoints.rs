@@ -1,4 +1,4 @@
-//! Checkpoints, restore and forks (issue 15) over HTTP: on the local server (checkpoint,
+//! Checkpoints, restore and forks over HTTP: on the local server (checkpoint,
 //! write, restore: the write is gone; a fork is an independent tenant with its own
 //! credentials; refusals in the admin API's shape), and across S3-mode environments on one
 //! bucket in moto, one of them its own OS process (`s3_server`): a restore made in one is

@@ -1,5 +1,5 @@
 //! S3 requests per kind of call, counted at the S3 server (moto behind a counting proxy), so
-//! that a regression in the price of a call shows as a failing test. Targets (issue 11): a
+//! that a regression in the price of a call shows as a failing test. Targets: a
 //! read of a known tenant costs one GET-class request and no LIST on every surface; a write
 //! one PUT plus at most one GET-class request when nobody else wrote. Cold starts and unknown
 //! credentials are printed separately. Run with `--nocapture` to see the table.

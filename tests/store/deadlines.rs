@@ -1,4 +1,4 @@
-//! Issue 22, finding 6 (deadlines), on the local server: a request cut off by the request
+//! Deadlines, on the local server: a request cut off by the request
 //! timeout (`SANDBOX_REQUEST_TIMEOUT_MS`, 500 ms here) stops holding the tenant's writer. The
 //! slow write is a clock advance over four months of monthly bill runs for 1,000 accounts
 //! (about 9,000 of the advance's 10,000 bounded transitions: one write transaction of about

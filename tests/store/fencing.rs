@@ -1,4 +1,4 @@
-//! Exactly-once writes when S3 is slow (issue 11, finding 1): a log PUT held by a proxy past
+//! Exactly-once writes when S3 is slow: a log PUT held by a proxy past
 //! the SDK's timeouts and forwarded later must never turn an answer "nothing was applied"
 //! into a lie, and a client retrying that answer must not store the write twice.
 

@@ -1,4 +1,4 @@
-//! Issue 22, finding 1, over HTTP in S3 mode: a write whose log PUTs S3 holds past the write
+//! Idempotency keys over HTTP in S3 mode: a write whose log PUTs S3 holds past the write
 //! deadline answers 503 "outcome unknown" naming the `Idempotency-Key` header; once the held
 //! PUTs are through, retries with the same key never apply the write a second time. And the
 //! admin API's keyed writes (a tenant's creation and deletion, kept by the registry; a clock
@@ -131,7 +131,7 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
 
 /// `method path` with the admin key, `body` and Idempotency-Key `key` against `base`:
 /// status, whether replayed, JSON body.
-async fn admin_keyed(
+pub(crate) async fn admin_keyed(
     base: &str,
     method: reqwest::Method,
     path: &str,
@@ -171,7 +171,7 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
     let refused = admin_keyed(&b, post.clone(), "/sandbox/v1/tenants", &other, "c-1").await;
     assert_eq!(refused.0, 422, "{}", refused.2);
     // An environment with another token secret cannot open the sealed answer: it says the
-    // creation was applied (409) and creates nothing.
+    // creation was applied and its answer cannot be read there (409), and creates nothing.
     let (c, _state_c, _dir_c) = serve(&bucket).await;
     let sealed = admin_keyed(&c, post.clone(), "/sandbox/v1/tenants", &body, "c-1").await;
     assert_eq!(
@@ -180,6 +180,21 @@ async fn admin_writes_retried_on_another_environment_get_their_first_answer() {
         "{}",
         sealed.2
     );
+    let message = sealed.2["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("'c-1'")
+            && message.contains("was applied")
+            && message.contains("cannot be read here")
+            && message.contains("SANDBOX_TOKEN_SECRET"),
+        "{message}"
+    );
+    let listed = reqwest::Client::new()
+        .get(format!("{c}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.headers()["x-total-count"], "1", "no second tenant");
 
     // A clock advance answered by A, retried on B: applied once (the key's row rode in the
     // advance's own log entry).
@@ -278,7 +293,7 @@ async fn post_category(base: &str, basic: (&str, &str), key: &str) -> (u16, bool
     (status, replayed, r.text().await.unwrap_or_default())
 }
 
-/// Issue 36, finding 2 (b): a Surface A create whose log PUT S3 holds past the write deadline
+/// A Surface A create whose log PUT S3 holds past the write deadline
 /// answers 503 "outcome unknown"; its client retries with the key right away and keeps
 /// retrying: once the outcome is settled (the held PUT landed, or the slot was fenced), a
 /// retry gets the recorded answer (or a clean run), never a 409 forever, and the category is

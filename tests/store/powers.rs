@@ -230,7 +230,7 @@ async fn clock_faults_and_journal_reach_every_environment() {
     );
 }
 
-/// Issue 22, finding 2: 3,000 refused requests with 60 KB bodies left 182 MB of journal
+/// Before the journal bounds: 3,000 refused requests with 60 KB bodies left 182 MB of journal
 /// batches in S3 and one read answered 3,000 entries. Here 400 of them against a 1 MiB
 /// bound (the rule is the same at the default 16 MiB): the batches kept in S3 stay within
 /// the bound plus the newest batch, a read through another environment (which holds none
@@ -356,7 +356,7 @@ async fn the_journal_in_s3_holds_its_bounds_and_nothing_outlives_the_tenant() {
     assert!(left.iter().all(|k| k.starts_with(&log)), "{left:?}");
 }
 
-/// Issue 22, finding 2 ("a batch upload can also land after the tenant's deletion"): an
+/// A batch upload must not land after the tenant's deletion: an
 /// environment journals an admin call about a tenant whose database it never opened (a
 /// checkpoint listing reads the bucket only), and the tenant is deleted through another
 /// environment before that entry's upload. The uploader cannot ask the tenant's log, so it

@@ -1,4 +1,4 @@
-//! Issue 22, finding 4: restores that finish under load. Two other environments (`s3_server`
+//! Restores that finish under load. Two other environments (`s3_server`
 //! processes on the same bucket) write ledgers to one tenant (about 20 writes/s in total)
 //! while a third environment (this process's server) restores a checkpoint three times, each
 //! restore overlapping acknowledged writes of both. Every

@@ -1,4 +1,4 @@
-//! The S3-mode stale read seen once (issue 22 helper brief): after a fixtures apply, a rated
+//! The S3-mode stale read seen once in a test run: after a fixtures apply, a rated
 //! usage post succeeded but Surface A's `pendingChargesTotal` of the account stayed 0 until
 //! a checkpoint was made. Tried here in rounds, on one environment and across two on one
 //! bucket: apply (A), post (B, then A), read the account through Surface A on both, no

@@ -25,7 +25,7 @@ use utoipa::ToSchema;
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
-    // Checkpoints, restore and forks (issue 15; forks are `POST /tenants` with `from`).
+    // Checkpoints, restore and forks (forks are `POST /tenants` with `from`).
     let checkpoints = Router::new()
         .route(
             &format!("{ADMIN_PREFIX}/tenants/{{id}}/checkpoints"),
@@ -344,7 +344,7 @@ async fn reset_tenant(
     }))
 }
 
-// --- Checkpoints, restore and forks (issue 15) ---
+// --- Checkpoints, restore and forks ---
 
 /// Body of `POST /tenants/{id}/checkpoints`.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 /// The local server allocates many small strings and vectors per request (JSON read and
 /// written, rows bound and read): mimalloc serves them with less work than glibc's malloc,
 /// whose malloc/free (with its consolidation passes) were 18% of the server's time posting
-/// usage under wrk (issue 14). The five Lambda functions keep the system allocator: their
+/// usage under wrk. The five Lambda functions keep the system allocator: their
 /// time goes to S3, and their size to the 10 MB bound.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -82,22 +82,6 @@ impl Clock {
         Ok(())
     }
 
-    /// The clock that reads `target` now, keeping this one's kind: a frozen clock freezes
-    /// at `target`, a running one runs on with the offset that makes it read `target`.
-    pub fn moved_to(&self, target: DateTime<Utc>) -> Clock {
-        match self {
-            Clock::Frozen(_) => Clock::Frozen(target),
-            Clock::Real | Clock::Offset(_) => {
-                let ms = (target - crate::time::now()).num_milliseconds();
-                if ms == 0 {
-                    Clock::Real
-                } else {
-                    Clock::Offset(ms)
-                }
-            }
-        }
-    }
-
     /// The admin API's view, rendered in `tz`.
     pub fn view(&self, tz: chrono_tz::Tz) -> ClockView {
         let render = |t: DateTime<Utc>| crate::time::render(&crate::time::to_storage(t), tz);
@@ -277,15 +261,6 @@ pub fn check_bounds(field: &str, t: DateTime<Utc>) -> Result<()> {
 mod tests {
     use super::*;
     use chrono::TimeZone;
-
-    #[test]
-    fn a_running_clock_moved_keeps_running() {
-        let target = crate::time::now() + chrono::Duration::days(3);
-        let moved = Clock::Real.moved_to(target);
-        assert!(matches!(moved, Clock::Offset(ms) if (ms - 3 * 86_400_000).abs() < 5_000));
-        let frozen = Clock::Frozen(target).moved_to(target + chrono::Duration::hours(1));
-        assert_eq!(frozen, Clock::Frozen(target + chrono::Duration::hours(1)));
-    }
 
     #[test]
     fn bounds_are_checked() {

@@ -171,16 +171,14 @@ impl Glob {
     }
 }
 
-/// Whether `text` matches `pattern` (compiles it; callers that match one pattern often keep
-/// a [`Glob`]).
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    Glob::new(pattern).matches(text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn glob_match(pattern: &str, text: &str) -> bool {
+        Glob::new(pattern).matches(text)
+    }
 
     /// The definition, by recursion (exponential: small inputs only).
     fn reference(p: &[char], t: &[char]) -> bool {

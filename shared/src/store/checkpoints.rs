@@ -234,7 +234,7 @@ impl Store {
     /// the second one is what holds: a creation that finds more than [`MAX_CHECKPOINTS`]
     /// manifests once its own is in withdraws its own and answers 409. Whichever manifest
     /// went in last sees all the others, so more than the cap are never kept (several may
-    /// withdraw at once, leaving room: a refusal, never an excess; issue 22).
+    /// withdraw at once, leaving room: a refusal, never an excess).
     pub fn create_checkpoint(&self, tenant_id: &str, name: &str) -> Result<Checkpoint> {
         self.create_checkpoint_keyed(tenant_id, name, None)
     }

@@ -2,7 +2,7 @@
 //! of read connections, and, in S3 mode, a [`Replica`] that makes S3 the source of truth.
 //! Tenant databases and the registry are both built on it, so both replicate the same way.
 //!
-//! Memo (issue 14): answers derived from the database can be kept per *version*, a counter
+//! Memo: answers derived from the database can be kept per *version*, a counter
 //! bumped after every write transaction (committed or not) and every catch-up from S3, so an
 //! identical read at the same version is answered without running again. Invariants:
 //! - An entry is made under the version read *before* its read transaction began: if a

@@ -1,4 +1,4 @@
-//! Idempotency keys as the store keeps them (issue 22; docs/storage.md, "Idempotency keys").
+//! Idempotency keys as the store keeps them (docs/storage.md, "Idempotency keys").
 //! The store knows no HTTP: the web layer runs a request inside [`scope`] with a [`KeyScope`]
 //! (the tenant, the key, the request's fingerprint), and every [`super::TenantDb::write`] of
 //! that tenant inside the scope also inserts the key's row in its own transaction, so the row

@@ -12,6 +12,14 @@
 //! authenticates that tenant with no S3 request. A deletion elsewhere becomes visible through
 //! the tenant's tombstone (its next read or write), which makes the store [`Registry::forget`]
 //! it. Unknown credentials cost one registry read (one GET when the registry is current).
+//!
+//! Schema versions: the registry's schema is a list of migrations ([`MIGRATIONS`]), run
+//! like the tenant schema's under `sqlite::exclusively` (servers opening one data directory
+//! together apply each once), with `PRAGMA user_version` counting them; a registry of a
+//! newer version than this build knows is refused, as a tenant's is. A registry made before
+//! there were versions is recognised by its tables and stamped ([`UNVERSIONED`]). Log
+//! entries name the schema version that wrote them; a migration keeps the tables and
+//! columns older entries name, so they replay.
 
 use super::database::Database;
 use super::idempotency::{self, Answer, Found, KeyScope};
@@ -66,43 +74,51 @@ struct Known {
     by_id: HashMap<String, TenantRecord>,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS tenants (
-    id          TEXT PRIMARY KEY,
-    name        TEXT NOT NULL UNIQUE,
-    time_zone   TEXT NOT NULL,
-    created_at  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS credentials (
-    tenant_id            TEXT PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,
-    api_key_hash         TEXT NOT NULL UNIQUE,
-    basic_username       TEXT NOT NULL UNIQUE,
-    basic_password_hash  TEXT NOT NULL
-);
--- No longer read or written (the token secret comes from the configuration); kept so that
--- older registry log entries, which inserted into it, still replay.
-CREATE TABLE IF NOT EXISTS server_secrets (
-    name   TEXT PRIMARY KEY,
-    value  BLOB NOT NULL
-);
--- Idempotency keys of the admin API's registry writes (create, fork, delete of a tenant;
--- issue 22): the columns of a tenant's table (migration 0010), kept by the server's clock,
--- plus the tenant the write made or deleted. The answer's body is sealed (see
--- `web::idempotency::registry`): a creation's answer holds the tenant's clear credentials.
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-    id INTEGER PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    fingerprint TEXT NOT NULL,
-    request_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    status INTEGER,
-    content_type TEXT,
-    headers TEXT,
-    body BLOB,
-    tenant_id TEXT
-);
-CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at, id);
-";
+/// The registry's schema migrations, applied in order by [`sqlite::migrate_with`] (`PRAGMA
+/// user_version` records how many ran). Append new files; never edit one that has shipped.
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "registry_0001_tenants",
+        include_str!("migrations/registry/0001_tenants.sql"),
+    ),
+    // Idempotency keys of the admin API's registry writes (a tenant's creation, fork or
+    // deletion): the tenant schema's table, one declaration for both, kept here by the
+    // server's clock. The answer's body is sealed (`web::idempotency`): a creation's answer
+    // holds the tenant's clear credentials.
+    (
+        "registry_0002_idempotency_keys",
+        include_str!("migrations/0010_idempotency_keys.sql"),
+    ),
+    (
+        "registry_0003_idempotency_keys_tenant",
+        include_str!("migrations/registry/0003_idempotency_keys_tenant.sql"),
+    ),
+];
+
+/// The version a registry made before its schema had versions stands at. Such a registry
+/// (`user_version` 0, with an `idempotency_keys` table) ran at every open one unversioned
+/// script holding every table of versions 1 to 3, as they declare them; it is stamped at 3
+/// and later migrations run on it as on any other. One older than idempotency keys (no such
+/// table) runs them all: version 1 creates only what it lacks.
+const UNVERSIONED: usize = 3;
+
+/// Brings the registry on `conn` to the newest version of [`MIGRATIONS`].
+fn migrate(conn: &mut rusqlite::Connection) -> Result<()> {
+    sqlite::exclusively(conn, |tx| {
+        let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let unversioned = version == 0
+            && tx
+                .prepare(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'",
+                )?
+                .exists([])?;
+        if unversioned {
+            tx.pragma_update(None, "user_version", UNVERSIONED)?;
+        }
+        Ok(())
+    })?;
+    sqlite::migrate_with(conn, MIGRATIONS)
+}
 
 /// Inserts `key`'s row (if any) in a registry write about tenant `tenant_id`.
 fn insert_key(
@@ -145,11 +161,7 @@ impl Registry {
     /// Opens the registry at `path`, replicated to S3 when `replica` is given.
     pub(crate) fn open_with(path: &Path, replica: Option<Replica>) -> Result<Registry> {
         let known = replica.is_some().then(|| Mutex::new(Known::default()));
-        let db = Database::open(
-            path,
-            |conn| sqlite::exclusively(conn, |tx| Ok(tx.execute_batch(SCHEMA)?)),
-            replica,
-        )?;
+        let db = Database::open(path, migrate, replica)?;
         Ok(Registry {
             db,
             known,

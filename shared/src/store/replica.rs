@@ -55,7 +55,7 @@
 //!    row in one transaction. The entry depends on the state it replaces only through the id
 //!    sequences it carries, so a lost race costs a catch-up and a PUT; the restoring writer
 //!    replaces its rows once, after S3 holds the entry, exactly as a replay would, and retries
-//!    lost races until the deadline rather than [`MAX_WRITE_ATTEMPTS`] times (issue 22).
+//!    lost races until the deadline rather than [`MAX_WRITE_ATTEMPTS`] times.
 //!    Restore entries have format 2, which builds that predate them refuse.
 //! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are

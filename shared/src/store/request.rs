@@ -40,7 +40,7 @@ pub async fn request_scope<F: std::future::Future>(request: F) -> F::Output {
 /// [`request_scope`] for a request cut off at `deadline`: its blocking store work knows the
 /// deadline, waits for a writer lock no longer than it, and a write closure still running
 /// when it passes is interrupted at SQLite's next safe point and rolled back (see
-/// `database.rs`), so a cut-off request stops holding the writer (issue 22).
+/// `database.rs`), so a cut-off request stops holding the writer.
 pub async fn request_scope_until<F: std::future::Future>(
     deadline: Option<Instant>,
     request: F,

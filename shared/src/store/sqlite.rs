@@ -1,5 +1,6 @@
 //! Opening SQLite connections the one way every database here is opened: WAL, foreign keys,
-//! a busy timeout, the DECIMAL collation, and the tenant schema migrated to the newest version.
+//! a busy timeout, the DECIMAL collation, and a schema (the tenant's, or the registry's)
+//! migrated to its newest version.
 
 use crate::money::decimal_collation;
 use crate::{Error, Result};
@@ -9,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Tenant schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-/// Append new files; never edit one that has shipped.
+/// Append new files; never edit one that has shipped (the registry's migrations run
+/// 0010_idempotency_keys too).
 const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0001_foundation",
@@ -158,31 +160,43 @@ pub fn until_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> Result<T
 
 /// Brings a tenant database to the newest schema, each migration in its own transaction.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
+    migrate_with(conn, MIGRATIONS)
+}
+
+/// Brings a database to the newest version of `migrations` (named SQL files, applied in
+/// order; `PRAGMA user_version` records how many ran), each in its own transaction: the
+/// tenant schema ([`migrate`]) and the registry's (`store::registry`). A database of a newer
+/// version than `migrations` knows is refused ([`Error::NewerSchema`]).
+pub fn migrate_with(conn: &mut Connection, migrations: &[(&str, &str)]) -> Result<()> {
     let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if current > MIGRATIONS.len() {
+    if current > migrations.len() {
         // A snapshot made by a newer deployment (rolling deploy): not a bug, and not for
         // ever. See "Schema versions" in docs/storage.md.
         return Err(Error::NewerSchema(format!(
             "This data was written by a newer deployment with schema version {current}; this \
              function runs schema version {mine} and serves it again once it is deployed at \
              schema version {current} or later. Retry later.",
-            mine = MIGRATIONS.len()
+            mine = migrations.len()
         )));
     }
-    if current == MIGRATIONS.len() {
+    if current == migrations.len() {
         return Ok(());
     }
     // Rebuilding a table (0005) drops it: with foreign keys on, that would cascade into or
     // fail on the tables that reference it. The switch works only outside a transaction;
     // each migration checks the keys itself before it commits.
     conn.pragma_update(None, "foreign_keys", "OFF")?;
-    let applied = apply_migrations(conn, current);
+    let applied = apply_migrations(conn, migrations, current);
     conn.pragma_update(None, "foreign_keys", "ON")?;
     applied
 }
 
-fn apply_migrations(conn: &mut Connection, current: usize) -> Result<()> {
-    for (version, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
+fn apply_migrations(
+    conn: &mut Connection,
+    migrations: &[(&str, &str)],
+    current: usize,
+) -> Result<()> {
+    for (version, (name, sql)) in migrations.iter().enumerate().skip(current) {
         exclusively(conn, |tx| apply_migration(tx, version, name, sql))?;
     }
     Ok(())

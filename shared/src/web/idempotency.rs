@@ -1,4 +1,5 @@
-//! The `Idempotency-Key` header, the pipeline's step between admission and the powers: a tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
+//! The `Idempotency-Key` header, the pipeline's step between admission and the powers: a
+//! tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
 //! runs inside a `store::idempotency` scope, so the key's row is stored by the write's own
 //! transaction; the answer it rendered is then recorded on that row, and a retry with the
 //! same key and the same request gets it replayed (`Idempotent-Replayed: true`). An admin
@@ -15,7 +16,8 @@
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
 //! but its answer was not recorded (its outcome was unknown, or it is running in another
-//! environment); 422 for the key used with a different request. See docs/storage.md,
+//! environment), or was recorded in the registry sealed so that this process cannot open it
+//! (another token secret, or an earlier build's seal); 422 for the key used with a different request. See docs/storage.md,
 //! "Idempotency keys", for the store's side and its invariants.
 
 mod seal;
@@ -162,14 +164,18 @@ impl Keeper {
                 let Found::Answer(mut answer) = found else {
                     return Ok((found, None));
                 };
-                // A body sealed under another token secret cannot be replayed: the request
-                // was applied, its answer is not known here.
+                // A body this process cannot open (sealed under another token secret, or by
+                // an earlier build's seal) cannot be replayed: the request was applied and
+                // its answer recorded, but not readable here. Never applied again.
                 match seal::open(&app.token_secret()?, &answer.body) {
                     Some(body) => {
                         answer.body = body;
                         Ok((Found::Answer(answer), None))
                     }
-                    None => Ok((Found::Unrecorded, None)),
+                    None => Err(crate::Error::conflict(format!(
+                        "a request with this Idempotency-Key ('{}') was applied, but its recorded answer cannot be read here: it was sealed under another token secret (SANDBOX_TOKEN_SECRET) or by an earlier version of the sandbox; it is not applied again",
+                        scope.shown()
+                    ))),
                 }
             }
         }

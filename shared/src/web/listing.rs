@@ -511,26 +511,5 @@ fn none_match(headers: &HeaderMap, etag: &str) -> bool {
         .any(|t| t == "*" || t == etag)
 }
 
-/// A JSON answer with an ETag; 304 without a body when If-None-Match matches it. `extra`
-/// is what the answer's other headers say (e.g. the total), so that it changes the tag.
-pub fn json_with_etag(
-    status: StatusCode,
-    bytes: Vec<u8>,
-    extra: &str,
-    headers: &HeaderMap,
-) -> Response {
-    Answer::json(status, bytes, extra, None).respond(headers)
-}
-
-/// Adds `Preference-Applied` when a Prefer return preference was honoured.
-pub fn with_preference(mut response: Response, applied: Option<&'static str>) -> Response {
-    if let Some(a) = applied {
-        response
-            .headers_mut()
-            .insert("Preference-Applied", HeaderValue::from_static(a));
-    }
-    response
-}
-
 #[cfg(test)]
 mod tests;

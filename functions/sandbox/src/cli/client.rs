@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::time::Duration;
 
-/// The command line's exit codes (also in `sandbox --help` and the README).
+/// The command line's exit codes (also in `sandbox --help` and docs/cli.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Anything else: a server error, an answer that is not the sandbox's, a local file.

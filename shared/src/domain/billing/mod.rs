@@ -1,4 +1,4 @@
-//! The billing lifecycle the tenant clock drives (issue 24; docs/billing-lifecycle.md states
+//! The billing lifecycle the tenant clock drives (docs/billing-lifecycle.md states
 //! it for users): bill cycles and scheduled bill batches invoice what accounts used and
 //! subscribe to ([`runs`], through the invoicing code `billOnDemand` shares, [`invoicing`]),
 //! and invoices reaching their due date are paid automatically or leave the account in

@@ -186,7 +186,7 @@ fn a_replacement_never_lowers_an_id_sequence() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// A restore entry's sequences are computed without replacing a row (issue 22: so that a
+/// A restore entry's sequences are computed without replacing a row (so that a
 /// restore's lost race costs no replace): they must equal what the replace leaves, whatever
 /// main held, including a checkpoint table that was not AUTOINCREMENT (no sequence of its
 /// own, only its ids).

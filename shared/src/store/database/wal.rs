@@ -1,4 +1,4 @@
-//! WAL checkpoints of a local database (issue 14). SQLite's automatic checkpoint runs on the
+//! WAL checkpoints of a local database, off the write path. SQLite's automatic checkpoint runs on the
 //! writer right after the commit that takes the WAL past 1000 pages, so one write in every
 //! few dozen also copied the WAL into the database file and synced both before its answer.
 //! Here the writer's automatic checkpoint is off and a WAL hook records how many pages each

@@ -1,4 +1,4 @@
--- Usage events (issue 4): what the foundation schema lacks for posting and reading usage.
+-- Usage events: what the foundation schema lacks for posting and reading usage.
 
 -- When an overwrite voided the event: the revenue collectors reverse charges they already
 -- collected from events voided inside their fetch window.

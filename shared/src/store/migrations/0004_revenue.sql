@@ -1,4 +1,4 @@
--- Revenue chain (issue 5): the facts of a charge info as columns, so that the charge info
+-- Revenue chain: the facts of a charge info as columns, so that the charge info
 -- filters and ledger runs query them directly (ci_values stays the rendered JSON object),
 -- plus the indexes the run, history and charge info lookups need.
 ALTER TABLE charge_infos ADD COLUMN billing_account_id INTEGER;

@@ -1,4 +1,4 @@
--- Issue 13: ids a client can see are never reused after a delete, and the tables behind the
+-- Ids a client can see are never reused after a delete, and the tables behind the
 -- billing account commands addNote and billOnDemand.
 --
 -- SQLite hands out max(rowid) + 1, so deleting the newest row let the next insert reuse its

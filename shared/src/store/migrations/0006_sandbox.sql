@@ -1,4 +1,4 @@
--- The sandbox's own state of a tenant (issue 15): its test clock and its fault rules. They
+-- The sandbox's own state of a tenant: its test clock and its fault rules. They
 -- live in the tenant database so that they replicate with the tenant (every environment on
 -- one bucket sees the same clock and rules at its next request), and a reset clears them
 -- with the data (the clock returns to real time, the rules are gone).

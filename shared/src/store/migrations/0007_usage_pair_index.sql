@@ -1,4 +1,4 @@
--- Usage posting speed (issue 14): one index on (reference_id, sequence_id) instead of two.
+-- Usage posting speed: one index on (reference_id, sequence_id) instead of two.
 -- 0001's plain index served lists by reference_id; 0003's partial unique index kept at most
 -- one live event per pair. Every posted event paid an entry in both. This one index does
 -- both jobs: its third key is 0 for a live event and the event's own id for a voided one,

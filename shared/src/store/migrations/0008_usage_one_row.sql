@@ -1,4 +1,4 @@
--- Usage posting speed (issue 14), second step: a rated event is one row.
+-- Usage posting speed, second step: a rated event is one row.
 --
 -- Posting stored two rows per event (the event and its one charge), and the event's four
 -- foreign keys plus the charge's three were probed on every insert. Measured with the real

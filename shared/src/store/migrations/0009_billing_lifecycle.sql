@@ -1,4 +1,4 @@
--- Issue 24: the billing lifecycle on the tenant clock (domain/billing). What a bill run needs
+-- The billing lifecycle on the tenant clock (domain/billing). What a bill run needs
 -- to bill everything exactly once:
 -- - usage_events.invoice_id: the invoice that billed the event's charge (NULL: still
 --   pending). A run bills the events of its closed period and leaves later ones pending; a

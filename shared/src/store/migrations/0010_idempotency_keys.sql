@@ -1,4 +1,4 @@
--- Idempotency keys (issue 22, finding 1): a write that carried an `Idempotency-Key` header
+-- Idempotency keys: a write that carried an `Idempotency-Key` header
 -- leaves one row here, inserted by the write's own transaction (so it travels in the same S3
 -- log entry as the data it guards), and its rendered answer, stored by a follow-up write once
 -- the first is acknowledged. See docs/storage.md, "Idempotency keys".

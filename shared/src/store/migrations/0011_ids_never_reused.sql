@@ -1,4 +1,4 @@
--- Issue 36, finding 3: ids a client saw are never handed out again after a restore (or a
+-- Ids a client saw are never handed out again after a restore (or a
 -- fork's restore), on any surface.
 --
 -- 0005 gave AUTOINCREMENT to the tables whose rows a client can delete; a restore keeps each

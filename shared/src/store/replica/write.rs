@@ -48,7 +48,7 @@ impl Replica {
     /// Unlike a change, a restore entry does not depend on the state it replaces, except for
     /// the id sequences it carries, which are cheap to compute. So a lost race costs only a
     /// catch-up and one more PUT: the rows are replaced locally once, after S3 holds the
-    /// entry, exactly as a replay would (issue 22: re-running the whole-database replace
+    /// entry, exactly as a replay would (before: re-running the whole-database replace
     /// after every lost race made restores lose every race under 20 writes/s from other
     /// environments). A restore therefore keeps trying until the write deadline rather than
     /// for [`MAX_WRITE_ATTEMPTS`] races.

@@ -43,12 +43,12 @@ fn simple_form_keeps_scalars_and_reference_ids() {
 #[test]
 fn etag_matching() {
     let mut h = HeaderMap::new();
-    let first = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+    let first = Answer::json(StatusCode::OK, b"[1]".to_vec(), "", None).respond(&h);
     let tag = first.headers()[header::ETAG].clone();
     h.insert(header::IF_NONE_MATCH, tag.clone());
-    let again = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "", &h);
+    let again = Answer::json(StatusCode::OK, b"[1]".to_vec(), "", None).respond(&h);
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-    let changed = json_with_etag(StatusCode::OK, b"[1]".to_vec(), "total 2", &h);
+    let changed = Answer::json(StatusCode::OK, b"[1]".to_vec(), "total 2", None).respond(&h);
     assert_eq!(changed.status(), StatusCode::OK);
 }
 
