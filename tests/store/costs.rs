@@ -4,7 +4,7 @@
 //! one PUT plus at most one GET-class request when nobody else wrote. Cold starts and unknown
 //! credentials are printed separately. Run with `--nocapture` to see the table.
 
-use e2e::s3::Moto;
+use e2e::s3::{open_store, try_insert_reason, Moto};
 use e2e::s3_count::{issue_token, serve_s3, Counter, Counts};
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
@@ -184,4 +184,30 @@ async fn s3_requests_per_call() {
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A write at the store, nobody else writing, is one conditional PUT and nothing else: the
+/// PUT of the next log slot is the freshness check (docs/storage.md, "Why the PUT is the
+/// freshness check"). Before, each write sent a GET of that slot first.
+#[test]
+fn an_uncontended_write_is_one_put() {
+    let moto = Moto::start();
+    let config = moto.bucket("one-put");
+    let counter = Counter::start(&moto);
+    let mut proxied = config.clone();
+    proxied.endpoint = Some(counter.endpoint.clone());
+    let (store, _dir) = open_store(&proxied);
+    let (tenant, _) = store
+        .registry()
+        .create_tenant("one-put", "UTC")
+        .expect("tenant");
+    // The first write also cold-starts the tenant in this store.
+    try_insert_reason(&store, &tenant.id, "first").expect("write");
+    counter.take();
+    for name in ["second", "third"] {
+        try_insert_reason(&store, &tenant.id, name).expect("write");
+        let c = counter.take_counts();
+        println!("write at the store, nobody else writing: {c}");
+        assert_eq!((c.put, c.get + c.head + c.list), (1, 0), "{name}: {c}");
+    }
 }

@@ -72,4 +72,8 @@ pub enum Mutation {
     /// A write whose PUT ended without an answer answers "nothing was applied" without
     /// fencing its slot (the PUT may have landed, or land later).
     SkipFence,
+    /// Compaction also deletes the log entries its snapshot covers (as a log that is
+    /// "truncated after a snapshot" would): an environment still behind the snapshot finds
+    /// its next slot free, and its write (or read) goes to a history nobody else follows.
+    PruneLog,
 }

@@ -24,8 +24,13 @@
 //!    any point leaves the local file at an acknowledged version (or before it), and the
 //!    cache is thrown away at process start anyway.
 //! 2. Version `n` is written by exactly one writer: the one whose conditional PUT of
-//!    `log/n` succeeded. A loser (412/409) rolls back, catches up and re-runs its closure on the
-//!    new state; after [`MAX_WRITE_ATTEMPTS`] lost races the write fails as unavailable (503).
+//!    `log/n` succeeded. A write runs its closure on the local copy without asking S3 first:
+//!    the PUT of `log/<local+1>` succeeds only if nobody wrote that version, so it is the
+//!    freshness check (one request per uncontended write). A loser (412/409) rolls back,
+//!    catches up and re-runs its closure on the new state, after a jittered pause, until the
+//!    settling third of its deadline (then 503, nothing applied). An answer that is not a
+//!    landed PUT (the closure refused, or changed nothing) is given only on a copy shown
+//!    current (one GET of `log/<local+1>` answering 404, or a check earlier in the request).
 //! 3. A write is acknowledged only once S3 holds its entry. Each entry carries the id of the
 //!    attempt that wrote it, so a writer whose PUT answer was lost (an SDK retry meeting 412)
 //!    recognizes its own entry instead of taking it for a lost race and applying it twice.
@@ -43,7 +48,8 @@
 //!    missing (404: up to date, S3 being strongly consistent), so it sees every write
 //!    acknowledged before it began; an up-to-date read costs one GET and no LIST.
 //!    Log keys are never deleted (a deleted key would read as "up to date" to an environment
-//!    behind it): erasing a deleted tenant overwrites them with tombstones. The one
+//!    behind it, and be a free slot to its conditional PUT: snapshots never prune the log):
+//!    erasing a deleted tenant overwrites them with tombstones. The one
 //!    exception is a log nobody can be behind on: a fork refused before it was registered
 //!    ([`Replica::discard`]).
 //! 6. An entry is checked before it is applied: a tombstone (the tenant was deleted) stops
@@ -54,8 +60,8 @@
 //!    its entry names a database file instead of row changes, and replaying it replaces every
 //!    row in one transaction. The entry depends on the state it replaces only through the id
 //!    sequences it carries, so a lost race costs a catch-up and a PUT; the restoring writer
-//!    replaces its rows once, after S3 holds the entry, exactly as a replay would, and retries
-//!    lost races until the deadline rather than [`MAX_WRITE_ATTEMPTS`] times.
+//!    replaces its rows once, after S3 holds the entry, exactly as a replay would; it catches
+//!    up before every try (it is rare, and big).
 //!    Restore entries have format 2, which builds that predate them refuse.
 //! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
@@ -80,7 +86,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Conditional PUTs a write may lose before it answers 503.
+/// Conditional PUTs a tombstone may lose before the deletion answers 503 (writes retry
+/// until their deadline instead).
 pub const MAX_WRITE_ATTEMPTS: u32 = 12;
 
 /// One replicated database's place in the bucket and what this process knows of it.
@@ -98,6 +105,9 @@ pub struct Replica {
     /// The entry the last freshness check found (`seq`, body), so that the catch-up that
     /// follows does not GET it a second time. Log entries are immutable once written.
     probed: std::sync::Mutex<Option<(u64, Vec<u8>)>>,
+    /// This environment's run of back-to-back writes won at the first try: when it yields
+    /// the slot to environments waiting for it (`replica/write.rs`, [`write::Streak`]).
+    streak: std::sync::Mutex<write::Streak>,
 }
 
 /// What a log entry says about itself before it is applied. Every field has a default, so
@@ -222,6 +232,7 @@ impl Replica {
             compacting: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             probed: std::sync::Mutex::new(None),
+            streak: std::sync::Mutex::new(write::Streak::default()),
         }
     }
 

@@ -9,7 +9,9 @@
 //!
 //! With `S3_WRITER_RETRIES=N` the writer behaves like a client that retries every 503 with
 //! the same request, up to N times, `S3_WRITER_RETRY_PAUSE_MS` apart (default 50), and
-//! retries opening the store likewise; by default it does not retry.
+//! retries opening the store likewise; by default it does not retry. With
+//! `S3_WRITER_SECONDS=S` it stops after `S` seconds of writing (or `COUNT` writes, whichever
+//! comes first): a writer "as fast as it can for a bounded time".
 //!
 //! Usage: `s3_writer DATA_DIR TENANT_ID WRITER COUNT`
 
@@ -55,8 +57,15 @@ fn main() {
     let Some((_store, db)) = opened else {
         std::process::exit(1);
     };
+    let until = std::env::var("S3_WRITER_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(|s| std::time::Instant::now() + Duration::from_secs(s));
     let mut out = std::io::stdout().lock();
     for i in 0..count {
+        if until.is_some_and(|t| std::time::Instant::now() >= t) {
+            break;
+        }
         let name = format!("{writer}-{i}");
         let runs = std::sync::atomic::AtomicU32::new(0);
         let (mut tries, mut unavailable, mut unknown) = (0u32, 0u32, 0u32);

@@ -4,7 +4,7 @@
 //! objects another database holds kept for it. A database that was never reachable (a
 //! refused fork) is discarded instead, without tombstones.
 
-use super::write::backoff;
+use super::write::{race_pause, DEFAULT_PUT};
 use super::{capture, Replica, HOLDERS, MAX_WRITE_ATTEMPTS};
 use crate::store::s3::S3Error;
 use crate::{Error, Result};
@@ -31,7 +31,7 @@ impl Replica {
     /// a lost race it catches up and tries the next slot). A tombstone already there (a retried
     /// deletion) is success. From then on no environment serves or extends this log.
     pub fn write_tombstone(&self, conn: &mut Connection) -> Result<()> {
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
             if let Err(e) = self.catch_up(conn) {
                 return if self.is_deleted() { Ok(()) } else { Err(e) };
             }
@@ -45,7 +45,10 @@ impl Replica {
                     tracing::info!(root = %self.root, seq = next, "tombstone written");
                     return Ok(());
                 }
-                Err(S3Error::Exists) => self.bucket.pause(backoff(attempt)),
+                Err(S3Error::Exists) => {
+                    self.bucket
+                        .pause(race_pause(std::time::Duration::ZERO, DEFAULT_PUT));
+                }
                 Err(e) => return Err(e.into()),
             }
         }

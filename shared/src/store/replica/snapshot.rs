@@ -46,6 +46,18 @@ impl Replica {
                 self.bucket.delete(&key)?;
             }
         }
+        // The simulation's deliberately wrong protocol (object_store.rs), in test builds
+        // only: log keys are what refuses a stale writer its slot, so they are never deleted.
+        if cfg!(test) && self.bucket.mutation() == Some(crate::store::s3::Mutation::PruneLog) {
+            for key in self
+                .bucket
+                .list_after(&self.log_dir(), &self.log_dir(), usize::MAX)?
+            {
+                if parse_seq(&key).is_some_and(|s| s <= seq) {
+                    self.bucket.delete(&key)?;
+                }
+            }
+        }
         Ok(())
     }
 

@@ -1,12 +1,13 @@
 //! The write loop of a replica (invariants 1 to 4 and 7 of the parent module): a write runs
-//! its closure in a transaction, PUTs the captured changes (or a restore entry) as the next
-//! log entry with `If-None-Match: *`, and commits locally only once S3 holds it; a lost race
-//! rolls back, catches up and runs again; a PUT whose outcome is unknown is settled by a
-//! fence before the write answers, all within one deadline.
+//! its closure in a transaction on the local copy, PUTs the captured changes (or a restore
+//! entry) as the next log entry with `If-None-Match: *` (the PUT is the freshness check: no
+//! GET before it), and commits locally only once S3 holds it; a lost race rolls back,
+//! catches up and runs again, until the deadline; a PUT whose outcome is unknown is settled
+//! by a fence before the write answers, all within one deadline. Between environments
+//! racing for one database, [`race_pause`] and [`Streak`] share the slots out, so that no
+//! environment's write waits for its deadline behind another's back-to-back writes.
 
-use super::{
-    capture, idempotency, insert_key, restore_body, KeyRow, Replica, RestoreRef, MAX_WRITE_ATTEMPTS,
-};
+use super::{capture, idempotency, insert_key, restore_body, KeyRow, Replica, RestoreRef};
 use crate::store::s3::{self, Bucket, S3Error};
 use crate::{Error, Result};
 use capture::Changeset;
@@ -29,14 +30,18 @@ impl Replica {
     /// whether a snapshot is due. Errors: [`Error::Unavailable`] when nothing was applied
     /// (every slot this call tried to write is settled: taken by another writer or fenced),
     /// [`Error::OutcomeUnknown`] when S3 could not be made to say (the one honest "maybe").
+    ///
+    /// `check`: whether the local copy must be shown current before an answer that is not a
+    /// landed PUT (false when the caller's request already brought it up to date). It never
+    /// costs a request before the PUT: the conditional PUT itself refuses a stale copy.
     pub fn write<T>(
         &self,
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         deadline: Instant,
-        catch_up_first: bool,
+        check: bool,
     ) -> Result<(T, bool)> {
-        self.write_entry(conn, f, deadline, catch_up_first)
+        self.write_entry(conn, f, deadline, !check)
             .map(|(out, due, _)| (out, due))
     }
 
@@ -50,8 +55,8 @@ impl Replica {
     /// catch-up and one more PUT: the rows are replaced locally once, after S3 holds the
     /// entry, exactly as a replay would (before: re-running the whole-database replace
     /// after every lost race made restores lose every race under 20 writes/s from other
-    /// environments). A restore therefore keeps trying until the write deadline rather than
-    /// for [`MAX_WRITE_ATTEMPTS`] races.
+    /// environments). Like any write, a restore keeps trying until the settling third of its
+    /// deadline.
     pub fn write_restore(
         &self,
         conn: &mut Connection,
@@ -129,40 +134,83 @@ impl Replica {
         }
     }
 
-    /// The write loop of ordinary writes.
+    /// The write loop of ordinary writes (docs/storage.md, "Write"). The first attempt runs
+    /// the closure on the local copy as it is: when it changed something, the conditional PUT
+    /// of the next slot is the freshness check (the slot exists exactly when someone wrote
+    /// that version, and log keys are never deleted), so an uncontended write is one S3
+    /// request. An answer that is not a PUT (the closure refused, or changed nothing) is only
+    /// given on a copy known current: `fresh` (the caller's request already checked it), or
+    /// after one GET of the next slot finds nothing. A lost race catches up and runs the
+    /// closure again, with a jittered pause, until the settling third of the deadline.
     fn write_entry<T>(
         &self,
         conn: &mut Connection,
         f: &dyn Fn(&Transaction<'_>) -> Result<T>,
         deadline: Instant,
-        catch_up_first: bool,
+        fresh: bool,
     ) -> Result<(T, bool, u64)> {
         // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
         // settle a PUT whose outcome is unknown.
         let settle_from = self.settle_from(deadline);
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
+        let started = self.bucket.now();
+        self.yield_if_streaking(settle_from);
+        let mut fresh = fresh;
+        let mut stale = false;
+        let mut lost = 0u32;
+        loop {
             if self.bucket.now() >= settle_from {
                 return Err(Error::Unavailable(format!(
-                    "{}: write deadline passed; nothing was applied",
+                    "{}: write deadline passed after {lost} lost races; nothing was applied",
                     self.root
                 )));
             }
-            // A copy just brought up to date may skip the first catch-up: the conditional PUT
-            // still refuses a slot someone else took, and the next attempt catches up.
-            if attempt > 0 || catch_up_first {
+            if stale {
                 s3::with_deadline(settle_from, || self.catch_up(conn))?;
+                fresh = true;
+                if lost > 0 {
+                    // Caught up after a lost race: a pause that is shorter the longer this
+                    // write has waited, so the oldest loser takes the next free slot.
+                    let pause = race_pause(
+                        self.bucket.now().saturating_duration_since(started),
+                        self.last_put(),
+                    )
+                    .min(settle_from.saturating_duration_since(self.bucket.now()));
+                    self.bucket.pause(pause);
+                }
             }
             let seq = capture::seq(conn)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             capture::clear(&tx)?;
-            let out = f(&tx)?;
-            let changes = capture::collect(&tx)?;
-            if changes.is_empty() {
-                tx.commit()?;
-                return Ok((out, false, seq));
-            }
+            let ran = f(&tx).and_then(|out| Ok((out, capture::collect(&tx)?)));
+            let (out, changes) = match ran {
+                Ok((out, changes)) if changes.is_empty() => {
+                    if !fresh && self.newer_until(settle_from)? {
+                        drop(tx);
+                        self.contended();
+                        stale = true;
+                        continue;
+                    }
+                    tx.commit()?;
+                    return Ok((out, false, seq));
+                }
+                Ok((out, changes)) => (out, changes),
+                // The store's own refusals say nothing about the data: answered as they are.
+                Err(e @ (Error::Unavailable(_) | Error::OutcomeUnknown(_))) => return Err(e),
+                // A refusal computed on the data (not found, conflict, ...) stands only on a
+                // current copy; on a stale one the closure runs again after the catch-up.
+                Err(e) => {
+                    drop(tx);
+                    if !fresh && self.newer_until(settle_from)? {
+                        self.contended();
+                        stale = true;
+                        continue;
+                    }
+                    return Err(e);
+                }
+            };
             let body = serde_json::to_vec(&changes)?;
             let next = seq + 1;
+            let put_from = self.bucket.now();
             match self.claim(
                 next,
                 body,
@@ -174,25 +222,89 @@ impl Replica {
                 Slot::Ours => {
                     crash_point(&self.bucket, s3::CrashAt::AfterPut);
                     self.commit_local(tx, next);
+                    self.landed(put_from, !stale);
                     let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
                         >= self.compact_every;
                     return Ok((out, due, next));
                 }
                 Slot::Theirs => {
                     drop(tx);
-                    tracing::debug!(root = %self.root, seq = next, attempt, "lost the race; catching up");
-                    let pause = backoff(attempt)
-                        .min(settle_from.saturating_duration_since(self.bucket.now()));
-                    self.bucket.pause(pause);
+                    self.contended();
+                    tracing::debug!(root = %self.root, seq = next, lost, "lost the race; catching up");
+                    lost = lost.saturating_add(1);
+                    stale = true;
                 }
                 Slot::Fenced => return Err(self.fenced(next)),
                 Slot::Unknown(why) => return Err(self.unknown(next, &why)),
             }
         }
-        Err(Error::Unavailable(format!(
-            "{}: lost {MAX_WRITE_ATTEMPTS} races to concurrent writers",
-            self.root
-        )))
+    }
+
+    /// Before a write: an environment whose writes keep landing back to back yields the
+    /// tenant's next slot for a moment, once per [`Streak::limit`] such writes (see
+    /// [`Streak`]). Writes spaced by more than [`Streak::ROOM_IN_PUTS`] of its PUTs never
+    /// pause.
+    fn yield_if_streaking(&self, settle_from: Instant) {
+        let now = self.bucket.now();
+        let pause = {
+            let mut streak = crate::store::lock(&self.streak);
+            let Some((landed, put)) = streak.last else {
+                return;
+            };
+            let room = put * Streak::ROOM_IN_PUTS;
+            let since = now.saturating_duration_since(landed);
+            if since >= room {
+                streak.wins = 0;
+                return;
+            }
+            if streak.wins < streak.limit {
+                return;
+            }
+            streak.wins = 0;
+            streak.yielded = true;
+            room - since
+        };
+        self.bucket
+            .pause(pause.min(settle_from.saturating_duration_since(now)));
+    }
+
+    /// How long this environment's last landed PUT took ([`DEFAULT_PUT`] before the first).
+    fn last_put(&self) -> Duration {
+        crate::store::lock(&self.streak)
+            .last
+            .map_or(DEFAULT_PUT, |(_, put)| put)
+    }
+
+    /// Records that another environment wrote to this database during a write (a lost race,
+    /// or a stale copy found): writes here yield again soon.
+    fn contended(&self) {
+        let mut streak = crate::store::lock(&self.streak);
+        streak.limit = Streak::MIN_LIMIT;
+        streak.yielded = false;
+    }
+
+    /// Records a write whose PUT (sent at `put_from`) landed; `first_try`: with no lost race
+    /// and no catch-up before it.
+    fn landed(&self, put_from: Instant, first_try: bool) {
+        let now = self.bucket.now();
+        let mut streak = crate::store::lock(&self.streak);
+        if first_try {
+            streak.wins = streak.wins.saturating_add(1);
+            if streak.yielded {
+                // Nobody took the slot this environment left free: fewer pauses from now.
+                streak.limit = streak.limit.saturating_mul(2).min(Streak::MAX_LIMIT);
+            }
+        } else {
+            streak.wins = 0;
+        }
+        streak.yielded = false;
+        streak.last = Some((now, now.saturating_duration_since(put_from)));
+    }
+
+    /// Whether S3 holds a version newer than the local copy (one GET, before `settle_from`);
+    /// the entry found is kept for the catch-up that follows.
+    fn newer_until(&self, settle_from: Instant) -> Result<bool> {
+        s3::with_deadline(settle_from, || self.has_newer())
     }
 
     /// Tries to make `body` (of write attempt `attempt_id`) log entry `next`: the conditional
@@ -351,6 +463,54 @@ impl Replica {
     }
 }
 
+/// One environment's run of back-to-back writes to a database, for fairness between
+/// environments. An environment that writes again as soon as its last write landed knows
+/// the next slot one S3 round trip before anyone else does (the others must first read its
+/// entry), so without a pause it wins every race for as long as it keeps writing, and the
+/// others' writes wait until their deadline. So after [`Streak::limit`] back-to-back writes
+/// won at the first try (the next begins less than [`Streak::ROOM_IN_PUTS`] of its PUT times
+/// after the last landed), the next write first waits until that much time has passed since
+/// then: long enough for an environment that lost the last race to read the winner's entry
+/// and take the next slot ([`race_pause`] gives it to the loser that has waited longest).
+/// The limit adapts: back to [`Streak::MIN_LIMIT`] when a race is lost or another
+/// environment's entry is found (the tenant is contended), doubled up to
+/// [`Streak::MAX_LIMIT`] when a pause was not used (nobody is waiting), so an environment
+/// alone on a tenant pauses a handful of times, then once per 1,024 writes.
+#[derive(Debug)]
+pub(super) struct Streak {
+    /// When the last write landed, and how long its PUT took.
+    last: Option<(Instant, Duration)>,
+    /// Back-to-back writes won at the first try since the last pause.
+    wins: u32,
+    /// Such writes allowed before the next pause.
+    limit: u32,
+    /// The write now running paused first.
+    yielded: bool,
+}
+
+impl Streak {
+    /// The limit on a contended tenant, and of a new replica (others may be waiting
+    /// already).
+    const MIN_LIMIT: u32 = 4;
+    /// How long, in this environment's PUT times, a write that follows the last one that
+    /// closely is back to back, and how long after that one the yielding write waits: a
+    /// loser's turn is a GET of the winner's entry, a pause, and a PUT.
+    const ROOM_IN_PUTS: u32 = 3;
+    /// The limit once pauses keep going unused.
+    const MAX_LIMIT: u32 = 1024;
+}
+
+impl Default for Streak {
+    fn default() -> Streak {
+        Streak {
+            last: None,
+            wins: 0,
+            limit: Streak::MIN_LIMIT,
+            yielded: false,
+        }
+    }
+}
+
 /// Who holds a log slot, as far as one write attempt is concerned.
 #[derive(Debug, PartialEq, Eq)]
 enum Slot {
@@ -387,9 +547,23 @@ fn settle_pause(round: u32) -> Duration {
     Duration::from_millis(rand::thread_rng().gen_range(base..=base * 2))
 }
 
-/// Jittered, growing pause after a lost race, so that racing writers spread out.
-pub(super) fn backoff(attempt: u32) -> Duration {
+/// What a PUT is taken to cost before this environment has timed one.
+pub(super) const DEFAULT_PUT: Duration = Duration::from_millis(20);
+
+/// After this long trying, a write that lost a race no longer pauses before its next try.
+const PRIORITY_AGE: Duration = Duration::from_secs(2);
+
+/// Pause after a lost race, once caught up, before the next try: drawn uniformly from 0 to
+/// `put x (1 - min(age, 2 s) / 2 s)`, where `put` is how long this environment's last PUT
+/// took and `age` how long the write has been trying. The jitter spreads racing writers; the
+/// bound shrinks as the write ages, so of the writers waiting for a free slot (one a
+/// yielding writer leaves, see [`Streak`]) the one that waited longest is the likeliest to
+/// take it, and one that waited 2 s does not pause at all. A write retries until the
+/// settling third of its deadline, not a number of times: a lost race means another write
+/// landed, so the tenant advances.
+pub(super) fn race_pause(age: Duration, put: Duration) -> Duration {
     use rand::Rng;
-    let base = 5 * u64::from(attempt + 1);
-    Duration::from_millis(rand::thread_rng().gen_range(base..=base * 3))
+    let left = PRIORITY_AGE.saturating_sub(age).as_secs_f64() / PRIORITY_AGE.as_secs_f64();
+    let bound = put.mul_f64(left);
+    bound.mul_f64(rand::thread_rng().gen_range(0.0..=1.0))
 }

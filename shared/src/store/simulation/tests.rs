@@ -173,6 +173,14 @@ fn a_write_that_skips_its_fence_is_caught() {
     caught(Mutation::SkipFence);
 }
 
+/// A write is one conditional PUT on the local copy, with no GET first: only because a
+/// slot, once taken, is never free again. Compaction that prunes the log behind its
+/// snapshot lets a stale environment take a pruned slot.
+#[test]
+fn a_stale_environment_taking_a_pruned_slot_is_caught() {
+    caught(Mutation::PruneLog);
+}
+
 /// Found by the simulation (seeds 2, 11, 222 and 350 of 400 on the code before the fix): a
 /// checkpoint whose manifest PUT applied but lost its answer was answered 503 and its file
 /// deleted, while the manifest stayed: a fork of it could never be read, a restore never
