@@ -15,6 +15,7 @@
 pub mod document;
 pub mod export;
 pub mod schema;
+pub mod sets;
 pub mod state;
 pub mod update;
 
@@ -322,11 +323,50 @@ members! {
     collectors: Vec<catalogue::NewCollector>,
 }
 
-/// Loads `seed` into the (empty) database of the transaction; relative dates resolve against
-/// the tenant's clock as `tx` reads it.
-pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
+/// What applying a document writes (or, rehearsed in a transaction that is rolled back,
+/// would write), per kind: records created, and records whose `id` exists (updated in place,
+/// or restated as they are). Kinds the document does not hold are left out.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Changes {
+    /// Records created, by kind (`generated_services`: the services it expands to).
+    pub created: std::collections::BTreeMap<String, u64>,
+    /// Records whose id existed, by kind.
+    pub updated: std::collections::BTreeMap<String, u64>,
+}
+
+/// The records of each kind `doc` holds: a list's length, `generated_services.count`.
+pub fn records_per_kind(doc: &serde_json::Value) -> std::collections::BTreeMap<String, u64> {
+    doc.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(kind, value)| {
+            let n = match value {
+                serde_json::Value::Array(items) => items.len() as u64,
+                other => other["count"].as_u64().unwrap_or(0),
+            };
+            (kind.clone(), n)
+        })
+        .collect()
+}
+
+impl Changes {
+    /// The records `doc` (updates taken out) creates, by kind, and the `updates`.
+    fn of(doc: &serde_json::Value, updates: &[update::Update]) -> Changes {
+        let mut created = records_per_kind(doc);
+        created.retain(|_, n| *n > 0);
+        let mut updated = std::collections::BTreeMap::new();
+        for u in updates {
+            *updated.entry(u.member().to_string()).or_default() += 1;
+        }
+        Changes { created, updated }
+    }
+}
+
+/// Loads `seed` into the database of the transaction; relative dates resolve against the
+/// tenant's clock as `tx` reads it. Answers what it wrote.
+pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<Changes> {
     let mut doc = match seed {
-        Seed::Empty => return Ok(()),
+        Seed::Empty => return Ok(Changes::default()),
         Seed::Demo => serde_json::from_str(DEMO_JSON)
             .map_err(|e| Error::Internal(format!("demo seed does not parse: {e}")))?,
         Seed::Document(doc) => *doc,
@@ -334,6 +374,7 @@ pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
     document::prepare(&mut doc, crate::time::now_for(tx)?, tz)?;
     let pending = state::split(&mut doc, input_fields)?;
     let (updates, idx) = update::take(tx, &mut doc)?;
+    let changes = Changes::of(&doc, &updates);
     // The tenant as it stood before this document, read only when something is updated.
     let current = if updates.is_empty() {
         serde_json::Value::Null
@@ -352,7 +393,8 @@ pub fn apply(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
     update::apply(tx, &updates, &current, |one, idx| {
         create(tx, one.clone(), idx, tz)
     })?;
-    state::write(tx, &pending, tz)
+    state::write(tx, &pending, tz)?;
+    Ok(changes)
 }
 
 /// Reads `doc` into records and creates them; `idx` gives each record's index in the
@@ -533,5 +575,5 @@ fn load_invoice(tx: &Transaction<'_>, x: &invoices::NewInvoice, tz: Tz) -> Resul
 /// Replaces every record of the tenant with `seed`, inside the caller's transaction.
 pub fn reset(tx: &Transaction<'_>, seed: Seed, tz: Tz) -> Result<()> {
     crate::store::sqlite::clear_all(tx)?;
-    apply(tx, seed, tz)
+    apply(tx, seed, tz).map(|_| ())
 }

@@ -91,6 +91,36 @@ pub async fn create(
     Ok((record, creds))
 }
 
+/// What [`create`] would do, rehearsed (a dry run): the name, the time zone and the name's
+/// freedom are checked, and `before` and the seed run in a database that lives in memory and
+/// is dropped after. Nothing is registered; answers what the seed would write.
+pub async fn rehearse_create(
+    store: &Store,
+    name: &str,
+    seed: Seed,
+    time_zone: &str,
+    before: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<()> + Send + 'static,
+) -> Result<seed::Changes> {
+    check_name(name)?;
+    let tz = crate::time::parse_tz(time_zone).ok_or_else(|| {
+        Error::bad_request(format!(
+            "time_zone: {} is not an IANA time zone",
+            crate::error::quoted(time_zone)
+        ))
+    })?;
+    if list(store).await?.iter().any(|t| t.name == name) {
+        return Err(Error::conflict(format!(
+            "a tenant named '{name}' already exists"
+        )));
+    }
+    store
+        .rehearse_new_tenant(move |tx| {
+            before(tx)?;
+            seed::apply(tx, seed, tz)
+        })
+        .await
+}
+
 /// Replaces all data of a tenant with `seed`; credentials are kept. An admin request's
 /// Idempotency-Key joins the reset's transaction (`TenantDb::write`).
 pub async fn reset(store: &Store, id: &str, seed: Seed) -> Result<TenantRecord> {

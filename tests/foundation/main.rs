@@ -12,6 +12,7 @@ mod fixtures;
 mod fixtures_apply;
 mod fixtures_export;
 mod fixtures_roundtrip;
+mod fixtures_sets;
 mod hostile;
 mod idempotency;
 mod ids;

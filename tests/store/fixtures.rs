@@ -1,5 +1,6 @@
-//! Fixture documents in S3 mode (moto): an apply is one log entry; a checkpoint taken after it
-//! and restored after an update brings the applied data back (the export says so); a fork
+//! Fixture documents in S3 mode (moto): a dry run writes no log entry; an apply is one log
+//! entry; a checkpoint taken after it and restored after an update brings the applied data
+//! back (the export says so); a fork
 //! of that checkpoint holds the same data and rates usage on the document's SRIDs; a cold
 //! environment on the same bucket (a restarted process: empty data directory) reads both
 //! tenants as they were left.
@@ -61,9 +62,22 @@ async fn applied_documents_survive_checkpoints_forks_and_a_cold_start() {
             .len()
     };
 
-    // One apply, one log entry.
+    // A dry run writes no log entry (and nothing else: the tenant stays empty).
     let before = log(&id);
     let doc = e2e::fixtures_docs_example();
+    let (status, body) = admin(
+        &s,
+        Method::POST,
+        &format!("/tenants/{id}/fixtures?dry_run=true"),
+        Some(doc.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["created"]["services"], 1, "{body}");
+    assert_eq!(log(&id), before, "a dry run logs nothing");
+    assert_eq!(export(&s, &id).await, json!({}));
+
+    // One apply, one log entry.
     let (status, body) = admin(
         &s,
         Method::POST,

@@ -5,7 +5,9 @@
 //! an existing tenant in one write (one transaction, one log entry in S3 mode), all or
 //! nothing. A record whose id exists is updated in place, the others are created, nothing is
 //! deleted (`shared::seed::update`). The document's relative dates resolve against the
-//! tenant's clock as the write reads it.
+//! tenant's clock as the write reads it. With `?dry_run=true` the same apply runs in a
+//! transaction that is rolled back (`TenantDb::rehearse`): the answer says what would be
+//! created and updated, and nothing changes (no record, no id sequence, no log entry).
 //! `GET /sandbox/v1/fixtures.schema.json` serves the document's JSON Schema.
 
 use crate::AdminAuth;
@@ -15,7 +17,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 use shared::seed::Seed;
-use shared::web::{ApiError, AppState, JsonBody, ADMIN_PREFIX};
+use shared::web::{ApiError, AppState, JsonBody, Params, ADMIN_PREFIX};
 
 /// This module's routes.
 pub fn routes() -> Router<AppState> {
@@ -30,44 +32,46 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-/// Answer of an apply: how many records of each kind the document held (all written).
+/// Answer of an apply (or of its dry run): how many records of each kind the document held,
+/// and what they did (created, or updating a record whose id exists).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = FixturesApplied)]
 pub(crate) struct Applied {
     tenant: String,
+    /// True when nothing was written (`?dry_run=true`): the counts say what would be.
+    dry_run: bool,
     /// Records of each kind.
-    #[schema(value_type = std::collections::BTreeMap<String, u64>)]
-    records: serde_json::Map<String, serde_json::Value>,
+    records: std::collections::BTreeMap<String, u64>,
+    /// Records created, by kind (`generated_services`: the services it expands to).
+    created: std::collections::BTreeMap<String, u64>,
+    /// Records whose id existed (updated in place, or restated as they are), by kind.
+    updated: std::collections::BTreeMap<String, u64>,
 }
 
 async fn apply_fixtures(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
+    Params(q): Params,
     JsonBody(doc): JsonBody<serde_json::Value>,
 ) -> Result<Json<Applied>, ApiError> {
+    let dry_run = crate::dry_run(&q)?;
     let t = crate::powers::tenant(&app, &id).await?;
     let tz = t.tz;
-    let records = doc
-        .as_object()
-        .map(|members| {
-            members
-                .iter()
-                .map(|(kind, v)| {
-                    let n = match v {
-                        serde_json::Value::Array(items) => items.len() as u64,
-                        other => other["count"].as_u64().unwrap_or(0),
-                    };
-                    (kind.clone(), serde_json::Value::from(n))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    t.db.write(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc.clone())), tz))
-        .await?;
+    let records = shared::seed::records_per_kind(&doc);
+    let changes = if dry_run {
+        t.db.rehearse(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc)), tz))
+            .await?
+    } else {
+        t.db.write(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc.clone())), tz))
+            .await?
+    };
     Ok(Json(Applied {
         tenant: id,
+        dry_run,
         records,
+        created: changes.created,
+        updated: changes.updated,
     }))
 }
 

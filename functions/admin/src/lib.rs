@@ -178,11 +178,49 @@ struct CreatedTenant {
     from: Option<ForkFrom>,
 }
 
+/// The `dry_run` query parameter of the writes that take one (creating a tenant, applying
+/// fixtures): `true` or `false` (the default); any other parameter or value is a 400.
+pub(crate) fn dry_run(q: &std::collections::HashMap<String, String>) -> Result<bool, ApiError> {
+    if let Some(other) = q.keys().find(|k| *k != "dry_run") {
+        return Err(ApiError::bad_request(format!(
+            "unknown query parameter '{other}'; this write takes only dry_run (true or false)"
+        )));
+    }
+    match q.get("dry_run").map(String::as_str) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dry_run: '{other}' is not true or false"
+        ))),
+    }
+}
+
+/// Answer of `POST /tenants?dry_run=true`: what the creation would write; nothing registered.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = TenantDryRun)]
+struct TenantDryRun {
+    name: String,
+    time_zone: String,
+    /// Always true: nothing was created.
+    dry_run: bool,
+    /// Records of each kind the fixture document holds (empty for a seed).
+    records: std::collections::BTreeMap<String, u64>,
+    /// Records the creation would write, by kind.
+    created: std::collections::BTreeMap<String, u64>,
+}
+
 async fn create_tenant(
     _: AdminAuth,
     State(app): State<AppState>,
+    shared::web::Params(q): shared::web::Params,
     JsonBody(body): JsonBody<CreateTenant>,
 ) -> Result<Response, ApiError> {
+    let dry_run = dry_run(&q)?;
+    if dry_run && body.from.is_some() {
+        return Err(ApiError::bad_request(
+            "dry_run rehearses a creation from a seed or fixtures; a fork ('from') copies a checkpoint as it is",
+        ));
+    }
     let (record, creds) = match &body.from {
         Some(from) => {
             if body.seed.is_some()
@@ -216,6 +254,23 @@ async fn create_tenant(
                 Some(setting) => setting.clock(Clock::Real, tz)?.store(tx),
                 None => Ok(()),
             };
+            if dry_run {
+                let records = body
+                    .fixtures
+                    .as_ref()
+                    .map(shared::seed::records_per_kind)
+                    .unwrap_or_default();
+                let changes =
+                    tenants::rehearse_create(&app.store, &body.name, seed, zone, before).await?;
+                let answer = TenantDryRun {
+                    name: body.name.clone(),
+                    time_zone: zone.to_string(),
+                    dry_run: true,
+                    records,
+                    created: changes.created,
+                };
+                return Ok((StatusCode::OK, Json(answer)).into_response());
+            }
             tenants::create(&app.store, &body.name, seed, zone, before).await?
         }
     };

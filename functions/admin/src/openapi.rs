@@ -7,8 +7,8 @@
 use crate::fixtures::Applied;
 use crate::powers::AdvanceClock;
 use crate::{
-    CreateCheckpoint, CreateTenant, CreatedTenant, ResetDone, ResetRequest, Restored, Token,
-    TokenRequest,
+    CreateCheckpoint, CreateTenant, CreatedTenant, ResetDone, ResetRequest, Restored, TenantDryRun,
+    Token, TokenRequest,
 };
 use serde_json::{json, Value};
 use shared::sandbox::clock::{Advanced, ClockView, Setting};
@@ -103,11 +103,20 @@ pub fn document() -> Value {
     let tenant = format!("{p}/tenants/{{id}}");
     let created = b.schema::<CreatedTenant>();
     let new_tenant = b.schema::<CreateTenant>();
+    let dry_run = &param(
+        "dry_run",
+        "query",
+        json!({ "type": "boolean", "default": false }),
+        Some("true: validate and answer what would be written (200), changing nothing"),
+    );
+    let rehearsed = b.schema::<TenantDryRun>();
     let op_ = op(
         "createTenant",
-        "Create a tenant with credentials (or fork one)",
+        "Create a tenant with credentials (or fork one); with dry_run=true, validate the seed or fixtures and answer what would be created, registering nothing",
     )
+    .params([dry_run])
     .answer(201, Some(created))
+    .answer_described(200, "Dry run: what would be created", Some(rehearsed))
     .body(new_tenant, true)
     .errors(&[400, 401, 404, 409, 413, 415, 503], e);
     b.operation(&tenants, "post", op_.build());
@@ -160,9 +169,9 @@ pub fn document() -> Value {
     document["description"] = json!("A fixture document");
     let op_ = op(
         "applyFixtures",
-        "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or nothing; records whose id exists are updated in place, the others created, nothing deleted; a refusal names the JSON path of its first problem",
+        "Apply a fixture document (docs/fixtures.md) to the tenant in one write, all or nothing; records whose id exists are updated in place, the others created, nothing deleted; a refusal names the JSON path of its first problem; with dry_run=true, validate and answer what would be created and updated, changing nothing",
     )
-    .params([tid])
+    .params([tid, dry_run])
     .answer(200, Some(applied))
     .body(document, true)
     .errors(&[400, 401, 404, 413, 415, 503], e);

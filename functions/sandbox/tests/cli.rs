@@ -1209,3 +1209,230 @@ impl PollCounter {
         }
     }
 }
+
+/// The `Commands:` of a help text: (name, description) per line, `help` left out.
+fn listed_commands(help: &str) -> Vec<(String, String)> {
+    section(help, "Commands:")
+        .iter()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let (name, text) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            (name != "help" && !name.is_empty()).then(|| (name.to_string(), text.trim().into()))
+        })
+        .collect()
+}
+
+/// The `--flags` an `Options:` (or `Arguments:`) section lists.
+fn listed_flags(help: &str) -> Vec<String> {
+    section(help, "Options:")
+        .iter()
+        .flat_map(|l| flags_in(l.split("  ").find(|p| p.contains("--")).unwrap_or("")))
+        .collect()
+}
+
+/// The entry lines of section `title` of a help text: the indented lines after it, up to the
+/// next line that is not indented (a long help puts blank lines between entries and their
+/// descriptions on lines indented further, which are left out).
+fn section<'a>(help: &'a str, title: &str) -> Vec<&'a str> {
+    help.lines()
+        .skip_while(|l| l.trim() != title)
+        .skip(1)
+        .take_while(|l| l.trim().is_empty() || l.starts_with(' '))
+        .filter(|l| l.starts_with("  ") && !l.starts_with("          "))
+        .collect()
+}
+
+/// Every `--flag` written in `text`.
+fn flags_in(text: &str) -> Vec<String> {
+    text.match_indices("--")
+        .filter(|(i, _)| *i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric())
+        .map(|(i, _)| {
+            text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+        })
+        .filter(|f| f.len() > 2 && f.as_bytes()[2].is_ascii_alphabetic())
+        .collect()
+}
+
+/// Every help text of the command line, by the words that reach it (`[]` the top one,
+/// `["tenant", "create"]`), walked from the command list `sandbox --help` itself prints.
+fn every_help() -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    let mut queue: Vec<Vec<String>> = vec![Vec::new()];
+    while let Some(words) = queue.pop() {
+        let mut args = vec!["help".to_string()];
+        args.extend(words.iter().cloned());
+        let run = Run::of(cli_command().args(&args).output().expect("run sandbox"));
+        assert_eq!(run.code, 0, "sandbox {args:?}: {}", run.stderr);
+        for (name, _) in listed_commands(&run.stdout) {
+            let mut next = words.clone();
+            next.push(name);
+            queue.push(next);
+        }
+        out.push((words, run.stdout));
+    }
+    out
+}
+
+#[test]
+fn every_help_text_names_only_commands_and_flags_that_exist() {
+    let helps = every_help();
+    // The CLI's own tables: each command's subcommands and its flags.
+    let mut commands: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut flags: std::collections::HashSet<String> = Default::default();
+    for (words, text) in &helps {
+        let names = listed_commands(text).into_iter().map(|(n, _)| n).collect();
+        commands.insert(words.join(" "), names);
+        flags.extend(listed_flags(text));
+    }
+    assert!(
+        commands[""].contains(&"fixtures".to_string()) && flags.contains("--clock"),
+        "{commands:?} {flags:?}"
+    );
+    assert!(helps.len() > 20, "{} help texts", helps.len());
+    for (words, text) in &helps {
+        let at = format!("sandbox help {}", words.join(" "));
+        // Flags: each one written anywhere is one some command takes.
+        for flag in flags_in(text) {
+            assert!(flags.contains(&flag), "{at}: {flag} is no flag\n{text}");
+        }
+        // Commands: `word sub ...` in backticks names a command and one of its subcommands.
+        for quoted in text.split('`').skip(1).step_by(2) {
+            let mut parts = quoted
+                .split_whitespace()
+                .skip_while(|w| *w == "sandbox")
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            let (Some(first), Some(second)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            if let Some(subs) = commands.get(first).filter(|s| !s.is_empty()) {
+                assert!(
+                    subs.contains(&second.to_string()),
+                    "{at}: `{quoted}` names no command\n{text}"
+                );
+            }
+        }
+        // No help calls one of the commands it lists unavailable.
+        for (name, _) in listed_commands(text) {
+            for claim in [
+                format!("{name} is not available"),
+                format!("{name} is unavailable"),
+            ] {
+                assert!(!text.contains(&claim), "{at}: says '{claim}'\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tenant_create_sets_the_clock_first_and_dry_runs_create_and_apply_nothing() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("doc.json");
+    std::fs::write(
+        &file,
+        r#"{"products": [{"id": 1, "name": "Compute"}],
+            "billing_accounts": [{"id": 1, "account_num": "C-1", "name": "Clocked",
+                                  "currency_code": "USD", "start_date": "now-1M/month"}]}"#,
+    )
+    .expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    // A dry run: what would be created, and nothing is.
+    let dry = server
+        .cli(&[
+            "tenant",
+            "create",
+            "clocked",
+            "--fixtures",
+            file,
+            "--clock",
+            "2030-03-15",
+            "--dry-run",
+            "--json",
+        ])
+        .json();
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert_eq!(
+        dry["created"],
+        serde_json::json!({"products": 1, "billing_accounts": 1}),
+        "{dry}"
+    );
+    let shown = server.cli(&["tenant", "show", "clocked"]);
+    assert_eq!(shown.code, 5, "{}", shown.stdout);
+    let table = server.cli(&[
+        "tenant",
+        "create",
+        "clocked",
+        "--fixtures",
+        file,
+        "--dry-run",
+    ]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("would be created") && table.stdout.contains("products 1"),
+        "{}",
+        table.stdout
+    );
+    // For real: the clock is frozen at the instant before the records are written, so the
+    // relative start date resolves against it (2030), not against real time.
+    let created = server
+        .cli(&[
+            "tenant",
+            "create",
+            "clocked",
+            "--fixtures",
+            file,
+            "--clock",
+            "2030-03-15T00:00:00Z",
+            "--json",
+        ])
+        .json();
+    assert_eq!(created["name"], "clocked", "{created}");
+    let clock = server.cli(&["clock", "show", "clocked", "--json"]).json();
+    assert_eq!(clock["mode"], "frozen", "{clock}");
+    assert!(
+        clock["now"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("2030-03-15"),
+        "{clock}"
+    );
+    let exported = server.cli(&["fixtures", "export", "clocked"]).json();
+    let start = exported["billing_accounts"][0]["start_date"]
+        .as_str()
+        .unwrap_or("");
+    assert!(start.starts_with("2030-02-01"), "{exported}");
+    let bad = server.cli(&[
+        "tenant",
+        "create",
+        "bad-clock",
+        "--fixtures",
+        file,
+        "--clock",
+        "soon",
+    ]);
+    assert_eq!(bad.code, 6, "{}", bad.stderr);
+    assert!(bad.stderr.contains("frozen_at"), "{}", bad.stderr);
+    // fixtures apply --dry-run: reported, nothing changed.
+    let more = dir.path().join("more.json");
+    std::fs::write(
+        &more,
+        r#"{"products": [{"name": "Storage"}, {"id": 1, "name": "Compute 2"}]}"#,
+    )
+    .expect("write");
+    let more = more.to_str().expect("utf-8 path");
+    let dry = server.cli(&["fixtures", "apply", "clocked", more, "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout
+            .contains("creating products 1; updating products 1"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(
+        server.cli(&["fixtures", "export", "clocked"]).json(),
+        exported
+    );
+}

@@ -30,6 +30,8 @@ pub const ACCOUNT_STATUSES: &[&str] = &[
     "FINAL_BILL",
     "CLOSED",
 ];
+/// The days of month a bill cycle may bill on: 1 to 28, so that every month has the day.
+pub const CYCLE_DAYS: std::ops::RangeInclusive<i64> = 1..=28;
 /// Bill delivery types.
 pub const BILL_TYPES: &[&str] = &["PAPER", "EMAIL", "PAPER_EMAIL", "NONE"];
 
@@ -136,8 +138,13 @@ pub struct NewBillCycle {
 
 /// Creates a bill cycle.
 pub fn create_bill_cycle(tx: &Transaction<'_>, c: &NewBillCycle) -> Result<i64> {
-    if !(1..=28).contains(&c.day_of_month) {
-        return Err(crate::Error::bad_request("day_of_month must be 1..28"));
+    if !CYCLE_DAYS.contains(&c.day_of_month) {
+        return Err(crate::Error::bad_request(format!(
+            "day_of_month: {} is not a day from {} to {}",
+            c.day_of_month,
+            CYCLE_DAYS.start(),
+            CYCLE_DAYS.end()
+        )));
     }
     insert(
         tx,

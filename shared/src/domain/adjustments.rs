@@ -12,6 +12,8 @@ use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
+/// Adjustment types: a credit lowers the account's balance, a debit raises it.
+pub const ADJUSTMENT_TYPES: &[&str] = &["CREDIT", "DEBIT"];
 /// Adjustment application types.
 pub const ADJUSTMENT_APPLICATION_TYPES: &[&str] = &[
     "standard-invoice",
@@ -189,7 +191,7 @@ pub fn create_adjustment(tx: &Transaction<'_>, a: &NewAdjustment, tz: Tz) -> Res
         a.billing_account_id,
     )?;
     let adjustment_type = a.adjustment_type.clone().unwrap_or_else(|| "CREDIT".into());
-    check_enum("adjustment_type", &adjustment_type, &["CREDIT", "DEBIT"])?;
+    check_enum("adjustment_type", &adjustment_type, ADJUSTMENT_TYPES)?;
     let occurred = parse_time("occurred_on", &a.occurred_on, tz)?;
     let applied = a.applications.iter().try_fold(Decimal::ZERO, |sum, x| {
         crate::money::checked_add(sum, x.amount, "the sum of the applications' amounts")

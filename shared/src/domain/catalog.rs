@@ -25,6 +25,14 @@ pub const CHARGE_CATEGORY_TYPES: &[&str] = &[
 ];
 /// Statuses of a charge (adjustment) category.
 pub const CATEGORY_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
+/// Kinds of product price, as the billing runs bill them (`billing::invoicing`): RECURRING
+/// once per service period, ONE_TIME once for a new service. A price of another kind would
+/// never be billed, so none is taken.
+pub const PRODUCT_PRICE_TYPES: &[&str] = &["RECURRING", "ONE_TIME"];
+/// How a product price's amount is charged: FLAT, the amount as it stands, is the only way the
+/// billing runs charge a price (amounts per unit or in tiers are usage rules' business), so
+/// another value (say PER_UNIT, which would still be billed flat) is refused.
+pub const PRICE_TYPES: &[&str] = &["FLAT"];
 /// How a usage rule turns an amount into a charge.
 pub const RATE_KINDS: &[&str] = &["FLAT", "TIERED", "TABLE", "PASS_THROUGH", "FORMULA"];
 /// Every unit of measure a usage event may carry (the rating rules own the list: their unit
@@ -65,9 +73,9 @@ pub struct NewProductPrice {
     pub id: Option<i64>,
     /// The product priced.
     pub product_id: i64,
-    /// e.g. RECURRING, ONE_TIME.
+    /// One of [`PRODUCT_PRICE_TYPES`].
     pub product_price_type: String,
-    /// e.g. FLAT, TIERED.
+    /// One of [`PRICE_TYPES`].
     pub price_type: String,
     /// The amount.
     #[serde(deserialize_with = "crate::money::deserialize_number")]
@@ -77,6 +85,12 @@ pub struct NewProductPrice {
 /// Creates a product price.
 pub fn create_product_price(tx: &Transaction<'_>, p: &NewProductPrice) -> Result<i64> {
     require(tx, "products", "product", p.product_id)?;
+    check_enum(
+        "product_price_type",
+        &p.product_price_type,
+        PRODUCT_PRICE_TYPES,
+    )?;
+    check_enum("price_type", &p.price_type, PRICE_TYPES)?;
     insert(
         tx,
         "product_prices",

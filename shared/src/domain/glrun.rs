@@ -31,6 +31,9 @@ use serde::{Deserialize, Serialize};
 /// Statuses of ledger runs and collector runs.
 pub const RUN_STATUSES: &[&str] = &["NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"];
 
+/// Types of a GL run mode.
+pub const RUN_MODE_TYPES: &[&str] = &["ACTUALS", "COLLECTOR_AUTO"];
+
 /// A GL run mode.
 #[derive(Debug, Clone, Deserialize)]
 pub struct NewRunMode {
@@ -38,13 +41,13 @@ pub struct NewRunMode {
     pub id: Option<i64>,
     /// Name.
     pub name: String,
-    /// ACTUALS or COLLECTOR_AUTO.
+    /// One of [`RUN_MODE_TYPES`].
     pub run_type: String,
 }
 
 /// Creates a GL run mode.
 pub fn create_run_mode(tx: &Transaction<'_>, m: &NewRunMode) -> Result<i64> {
-    check_enum("run_type", &m.run_type, &["ACTUALS", "COLLECTOR_AUTO"])?;
+    check_enum("run_type", &m.run_type, RUN_MODE_TYPES)?;
     insert(
         tx,
         "gl_run_modes",

@@ -330,11 +330,7 @@ pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i6
         .payment_method
         .clone()
         .unwrap_or_else(|| "cashPayment".into());
-    check_enum(
-        "payment method",
-        &method,
-        &["cashPayment", "checkPayment", "creditCardPayment"],
-    )?;
+    check_enum("payment method", &method, PAYMENT_METHODS)?;
     let occurred = parse_time("occurredOn", &p.occurred_on, tz)?;
     let amount = canonical(p.amount);
     insert(

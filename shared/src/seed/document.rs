@@ -1,5 +1,5 @@
 //! The fixture document before it is read into records: its bounds (records per kind, ids),
-//! its relative dates resolved against the tenant's clock (`time::relative`), and the JSON
+//! its closed sets (`sets`: statuses, types, units, currencies, ...), its relative dates resolved against the tenant's clock (`time::relative`), and the JSON
 //! path every refusal names (`services[3].product_id: ...`).
 //!
 //! Invariant: every problem found is a 400 whose message starts with the JSON path of the
@@ -86,6 +86,7 @@ pub fn prepare(doc: &mut Value, now: DateTime<Utc>, tz: Tz) -> Result<()> {
             )));
         }
     }
+    super::sets::check(doc)?;
     resolve(doc, &mut String::new(), Field::Other, now, tz)?;
     // The ids `generated_services` numbers: first_id (an id, checked above) and the count-1
     // after it.

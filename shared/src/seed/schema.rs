@@ -5,6 +5,8 @@
 //! the shape it was asked for. Date members (`document::is_date_key`) carry the pattern of
 //! an absolute date or a relative one (`time::relative`).
 //!
+//! A field with a closed set (`sets`) lists its members as an `enum`.
+//!
 //! Records list their state fields too (`state`) and are closed (the loader refuses any other
 //! field). What the schema cannot say is left open rather than guessed: field types other
 //! than dates, and the fields of nested objects.
@@ -125,6 +127,8 @@ pub fn member_schema(shape: &Shape, input: Option<Vec<&'static str>>, name: &str
             .map(|f| {
                 let p = if super::document::is_date_key(f) {
                     json!({"type": ["string", "null"], "pattern": DATE_PATTERN})
+                } else if let Some(set) = super::sets::of(name, f) {
+                    closed(set.allowed)
                 } else {
                     json!({})
                 };
@@ -138,6 +142,20 @@ pub fn member_schema(shape: &Shape, input: Option<Vec<&'static str>>, name: &str
         json!({"type": "array", "maxItems": super::document::MAX_RECORDS_PER_KIND, "items": record})
     } else {
         record
+    }
+}
+
+/// The schema of a field with a closed set (`sets`); null takes the field's default.
+fn closed(allowed: super::sets::Allowed) -> Value {
+    match allowed {
+        super::sets::Allowed::OneOf(values) => {
+            let mut members: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+            members.push(Value::Null);
+            json!({"enum": members})
+        }
+        super::sets::Allowed::Range(low, high) => {
+            json!({"type": "integer", "minimum": low, "maximum": high})
+        }
     }
 }
 

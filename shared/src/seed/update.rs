@@ -75,6 +75,13 @@ pub struct Update {
     record: Map<String, Value>,
 }
 
+impl Update {
+    /// The kind (the document's member) of the record.
+    pub fn member(&self) -> &str {
+        &self.member
+    }
+}
+
 /// Where each created record stood in the document (`member` -> original indices), so
 /// refusals name the document's paths after updates are taken out.
 pub type Indices = HashMap<String, Vec<usize>>;

@@ -189,6 +189,21 @@ impl Database {
         Ok(out)
     }
 
+    /// Runs `f` in a write transaction that is always rolled back: what a write would do,
+    /// rehearsed (a dry run). In S3 mode the copy first catches up, so `f` sees every write
+    /// acknowledged before the call; nothing is logged, and no version is spent.
+    pub fn rehearse<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let deadline = self.deadline();
+        let mut conn = self.writer_until(deadline)?;
+        if let Some(replica) = &self.inner.replica {
+            replica.catch_up(&mut conn)?;
+        }
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let out = sqlite::until_deadline(deadline, || f(&tx));
+        tx.rollback()?;
+        out
+    }
+
     /// Runs `f` on a read connection inside one read transaction. In S3 mode it first applies
     /// any newer log entries, so `f` sees every write acknowledged before the call began.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {

@@ -167,6 +167,25 @@ impl Store {
         })
     }
 
+    /// Runs `f` in a write transaction of a new tenant database that lives in memory and is
+    /// dropped after: what creating a tenant would write, rehearsed (a dry run) without
+    /// registering anything.
+    pub async fn rehearse_new_tenant<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let schema = self.inner.tenant_schema;
+        blocking(move || {
+            let mut conn = rusqlite::Connection::open_in_memory()?;
+            sqlite::configure(&conn)?;
+            schema(&mut conn)?;
+            let tx = conn.transaction()?;
+            f(&tx)
+        })
+        .await
+    }
+
     /// The registry of tenants and credentials.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
@@ -500,6 +519,18 @@ impl TenantDb {
             }
             (Err(e), _) => Err(e),
         }
+    }
+
+    /// Runs `f` in a write transaction that is always rolled back (a dry run): it sees the
+    /// tenant as a write would and changes nothing, its id sequences included. No
+    /// idempotency key joins it: nothing is written to replay.
+    pub async fn rehearse<T, F>(self: &Arc<Self>, f: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        blocking(move || db.db.rehearse(f)).await
     }
 
     /// Whether the current [`request_scope`] has brought this tenant's copy up to date.

@@ -89,6 +89,8 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
             time_zone,
             from,
             fixtures,
+            clock,
+            dry_run,
             env,
         } => {
             let mut body = json!({ "name": name });
@@ -109,6 +111,25 @@ async fn tenant(conn: &Conn, command: TenantCommand) -> Outcome<()> {
                 if let Some(zone) = time_zone {
                     body["time_zone"] = json!(zone);
                 }
+                if let Some(at) = clock {
+                    body["clock"] = json!({ "frozen_at": at });
+                }
+            }
+            if dry_run {
+                let answer = c
+                    .admin(Method::POST, "/tenants?dry_run=true", Some(&body))
+                    .await?;
+                let (rehearsed, raw) = answer.typed::<super::shapes::DryRun>()?;
+                if conn.json {
+                    json(&raw);
+                } else {
+                    out(&format!(
+                        "dry run: tenant {} would be created{}; nothing was",
+                        clean(&name),
+                        rehearsed.summary()
+                    ));
+                }
+                return Ok(());
             }
             let answer = c.admin(Method::POST, "/tenants", Some(&body)).await?;
             let (created, raw) = answer.typed::<Created>()?;

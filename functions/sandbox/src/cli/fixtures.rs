@@ -1,10 +1,11 @@
 //! The fixtures commands: `tenant create --fixtures FILE` and `fixtures apply` send a fixtures
-//! document (docs/fixtures.md) read from a file; `fixtures export` prints a tenant's data as
+//! document (docs/fixtures.md) read from a file (each with `--dry-run`, which validates and
+//! prints what would be written, changing nothing); `fixtures export` prints a tenant's data as
 //! one (`GET /sandbox/v1/tenants/{id}/fixtures`), which those two read back.
 
 use super::client::{Failure, Outcome, LARGE_ANSWER_LIMIT};
 use super::output::{clean, json, out};
-use super::shapes::Applied;
+use super::shapes::{Applied, DryRun};
 use super::Conn;
 use reqwest::Method;
 use serde_json::Value;
@@ -42,10 +43,31 @@ pub async fn run(conn: &Conn, command: super::FixturesCommand) -> Outcome<()> {
             json(&doc);
             Ok(())
         }
-        super::FixturesCommand::Apply { tenant, file } => {
+        super::FixturesCommand::Apply {
+            tenant,
+            file,
+            dry_run,
+        } => {
             let doc = read(&file)?;
             let c = super::commands::client(conn)?;
             let (_, path) = c.tenant_path(&tenant, "/fixtures").await?;
+            if dry_run {
+                let answer = c
+                    .admin(Method::POST, &format!("{path}?dry_run=true"), Some(&doc))
+                    .await?;
+                let (rehearsed, raw) = answer.typed::<DryRun>()?;
+                if conn.json {
+                    json(&raw);
+                } else {
+                    out(&format!(
+                        "dry run: {} would apply to {}{}; nothing changed",
+                        file.display(),
+                        clean(&tenant),
+                        rehearsed.summary()
+                    ));
+                }
+                return Ok(());
+            }
             let answer = c.admin(Method::POST, &path, Some(&doc)).await?;
             let (applied, raw) = answer.typed::<Applied>()?;
             if conn.json {

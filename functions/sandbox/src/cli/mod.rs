@@ -122,8 +122,8 @@ pub enum ClientCommand {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60000))]
         interval_ms: u64,
     },
-    /// Apply a fixtures document (docs/fixtures.md) to a tenant; export is not available yet
-    /// (the sandbox cannot read a document back: exit 1).
+    /// Fixtures documents (docs/fixtures.md): export a tenant's data as one, apply one to a
+    /// tenant (or rehearse it with --dry-run).
     Fixtures {
         #[command(flatten)]
         conn: Conn,
@@ -221,6 +221,14 @@ pub enum TenantCommand {
         /// Create the tenant from a fixtures document (docs/fixtures.md) instead of a seed.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "from"])]
         fixtures: Option<PathBuf>,
+        /// Freeze the tenant's clock at INSTANT (a date or an RFC 3339 date-time; a date is
+        /// midnight in the tenant's zone) before its data is written: relative dates of the
+        /// seed or fixtures resolve against it, and its records are stamped by it.
+        #[arg(long, value_name = "INSTANT", conflicts_with = "from")]
+        clock: Option<String>,
+        /// Validate and print what the creation would write, creating nothing.
+        #[arg(long, conflicts_with_all = ["from", "env"])]
+        dry_run: bool,
         /// Print `export` lines (shell-quoted) instead of a table.
         #[arg(long, conflicts_with = "json")]
         env: bool,
@@ -324,7 +332,13 @@ pub enum FixturesCommand {
     Export { tenant: String },
     /// Apply a fixtures document to a tenant in one write (records whose id exists are updated,
     /// the others created, nothing deleted; all or nothing).
-    Apply { tenant: String, file: PathBuf },
+    Apply {
+        tenant: String,
+        file: PathBuf,
+        /// Validate and print what would be created and updated, changing nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Runs a client command and answers the process's exit code (its failure printed).

@@ -259,6 +259,40 @@ pub struct Applied {
     pub tenant: String,
 }
 
+/// What a dry run (`?dry_run=true` of a tenant's creation or a fixtures apply) says would be
+/// written: records created and updated, by kind.
+#[derive(Debug, Deserialize)]
+pub struct DryRun {
+    #[serde(default)]
+    pub created: std::collections::BTreeMap<String, u64>,
+    #[serde(default)]
+    pub updated: std::collections::BTreeMap<String, u64>,
+}
+
+impl DryRun {
+    /// `, creating products 2, services 3; updating invoices 1` (empty when nothing).
+    pub fn summary(&self) -> String {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, n)| format!("{} {n}", super::output::clean(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.created.is_empty() {
+            parts.push(format!("creating {}", list(&self.created)));
+        }
+        if !self.updated.is_empty() {
+            parts.push(format!("updating {}", list(&self.updated)));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", parts.join("; "))
+        }
+    }
+}
+
 /// An agreement service of Surface B, as `load-usage` reads it.
 #[derive(Debug, Deserialize)]
 pub struct AgreementService {

@@ -26,6 +26,12 @@ use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
+/// Statuses of an agreement.
+pub const AGREEMENT_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+/// Units of an agreement's period.
+pub const AGREEMENT_PERIOD_TYPES: &[&str] = &["MONTH", "YEAR"];
+/// Statuses of a service resource (an SRID).
+pub const RESOURCE_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
 /// Statuses of an agreement service.
 pub const AGREEMENT_SERVICE_STATUSES: &[&str] = &[
     "ACTIVE",
@@ -113,12 +119,16 @@ fn twelve() -> i64 {
 /// Creates an agreement and links its products.
 pub fn create_agreement(tx: &Transaction<'_>, a: &NewAgreement, tz: Tz) -> Result<i64> {
     let status = a.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, &["ACTIVE", "INACTIVE"])?;
+    check_enum("status", &status, AGREEMENT_STATUSES)?;
     let period_type = a
         .agreement_period_type
         .clone()
         .unwrap_or_else(|| "MONTH".into());
-    check_enum("agreement_period_type", &period_type, &["MONTH", "YEAR"])?;
+    check_enum(
+        "agreement_period_type",
+        &period_type,
+        AGREEMENT_PERIOD_TYPES,
+    )?;
     for (field, cur) in [
         (
             "termination_fee_currency_code",

@@ -153,7 +153,7 @@ fn create_service_resource(
         ));
     }
     let status = status.unwrap_or("ACTIVE");
-    check_enum("resource status", status, &["ACTIVE", "INACTIVE"])?;
+    check_enum("resource status", status, super::RESOURCE_STATUSES)?;
     insert(
         tx,
         "service_resources",

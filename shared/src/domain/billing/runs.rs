@@ -7,8 +7,9 @@
 //! close after this last invoice. SUSPENDED, PENDING, DEACTIVATED and CLOSED accounts are
 //! skipped and keep their dates. Billed accounts move their next invoice date to the next
 //! cycle day. The run is recorded as a run of the cycle's own bill batch (made on its first
-//! run, bill batch type `on-demand monthly`, auto-approved) and as an action of type
-//! `bill-cycle-run` of the cycle.
+//! run, bill batch type `on-demand monthly`, auto-approved), and only there: actions are the
+//! platform's read-only definitions of events (a `bill-cycle-run` action says a cycle's run
+//! is an event a workflow can hang on), not a log, so a run adds none.
 //!
 //! A bill batch of the tenant (not a cycle's) with an `invoice_date` runs once when the
 //! clock passes that date: it bills its accounts (with none listed, every account in its
@@ -27,7 +28,6 @@
 
 use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
 use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
-use crate::domain::actions::{create_action, NewAction, NewOperation};
 use crate::domain::bill_batches::{create_bill_batch, NewBillBatch};
 use crate::domain::clock::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
 use crate::domain::insert;
@@ -163,34 +163,8 @@ pub fn run_cycle(
         label: format!("bill cycle {cycle_id} ({name})"),
     };
     let outcome = run(tx, &spec, &accounts, true, tz, to, queue)?;
-    let action = create_action(
-        tx,
-        &NewAction {
-            id: None,
-            name: "BillCycleRun".into(),
-            enabled: true,
-            friendly_name: Some(format!(
-                "Bill cycle run of {name} on {}",
-                local.date_naive()
-            )),
-            supports_approval: false,
-            action_type: "bill-cycle-run".into(),
-            product_id: None,
-            agreement_id: None,
-            bill_cycle_id: Some(cycle_id),
-            operations: vec![NewOperation {
-                operation_type: "INVOICE".into(),
-                name: outcome.detail.clone(),
-                enabled: true,
-            }],
-        },
-    )?;
     Ok(Some(RunOutcome {
-        ran: vec![(
-            "bill_cycle.run",
-            cycle_id,
-            format!("{}; action {action}", outcome.detail),
-        )],
+        ran: vec![("bill_cycle.run", cycle_id, outcome.detail)],
         invoices: outcome.invoices,
     }))
 }
