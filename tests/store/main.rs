@@ -7,7 +7,7 @@
 //! one data directory, from threads and from processes; `stale_read`: a usage post after a
 //! fixtures apply read at once through Surface A on every environment; `contract`: the
 //! object-store contract, one set of cases run on the simulation's in-memory bucket and on S3
-//! (moto) through the AWS client.
+//! (moto) through the AWS client; `undo`: clock advances undone across environments.
 
 mod cache;
 mod chaos;
@@ -26,3 +26,4 @@ mod powers;
 mod restore_load;
 mod s3_sync;
 mod stale_read;
+mod undo;
