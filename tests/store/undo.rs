@@ -4,43 +4,14 @@
 //! again; the automatic checkpoints are objects under the tenant's `undo/` (at most three,
 //! none left once used, none among the checkpoints); with none left, 409.
 
-use super::checkpoints::SECRET;
+use super::checkpoints::{Api, RELATIONS, SECRET};
 use e2e::s3::Moto;
-use e2e::{ADMIN_KEY, DEMO_REFERENCE};
+use e2e::DEMO_REFERENCE;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-/// A Surface B resource the demo fills with 2 rows and a POST adds to.
-const RELATIONS: &str = "/billing/2/agreement-services/3/true-up-charge-type-relations";
-
-/// One environment: its base URL.
-struct Env {
-    base: String,
-    client: reqwest::Client,
-}
-
-impl Env {
-    fn new(base: &str) -> Env {
-        Env {
-            base: base.to_string(),
-            client: reqwest::Client::new(),
-        }
-    }
-
-    async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .request(method, format!("{}/sandbox/v1{path}", self.base))
-            .header("X-Admin-Key", ADMIN_KEY);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req.send().await.expect("admin request");
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
+/// The undo tests' calls, beside the checkpoint tests' own.
+impl Api {
     async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
         let (status, v) = self.admin(method.clone(), path, body).await;
         assert_eq!(status, 200, "{method} {path}: {v}");
@@ -69,22 +40,8 @@ impl Env {
             .await
     }
 
-    /// Adds a relation of charge type `kind` (one per type); answers its id.
-    async fn add_relation(&self, key: &str, kind: &str) -> i64 {
-        let r = self
-            .client
-            .post(format!("{}{RELATIONS}", self.base))
-            .header("X-Api-Key", key)
-            .json(&json!({ "true_up_charge_type": kind }))
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(r.status(), 201);
-        let v: Value = r.json().await.expect("json");
-        v["id"].as_str().and_then(|id| id.parse().ok()).expect("id")
-    }
-
-    async fn relations(&self, key: &str) -> Vec<i64> {
+    /// The ids of the relations.
+    async fn relation_ids(&self, key: &str) -> Vec<i64> {
         let r = self
             .client
             .get(format!("{}{RELATIONS}", self.base))
@@ -121,7 +78,7 @@ async fn an_advance_made_in_one_s3_environment_is_undone_from_another() {
     let s3 = moto.bucket("undo");
     let (a_base, _a, _a_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
     let (b_base, _b, _b_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let (a, b) = (Env::new(&a_base), Env::new(&b_base));
+    let (a, b) = (Api::new(&a_base), Api::new(&b_base));
     let (id, key) = a.frozen_demo("undo-s3").await;
     let keys = |under: &str| moto.keys("undo", &format!("sandbox/tenants/{id}/{under}"));
 
@@ -151,13 +108,13 @@ async fn an_advance_made_in_one_s3_environment_is_undone_from_another() {
     for env in [&a, &b] {
         assert_eq!(env.now(&id).await, "2026-11-23T00:00:00-06:00");
         assert_eq!(env.export(&id).await, after_first);
-        let ids = env.relations(&key).await;
+        let ids = env.relation_ids(&key).await;
         assert!(ids.contains(&r1) && !ids.contains(&r2), "{ids:?}");
     }
     assert_eq!(keys("undo/").len(), 1, "the image used is deleted");
     // A cold environment starts from the undone state and gives out new ids only.
     let (c_base, _c, _c_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let c = Env::new(&c_base);
+    let c = Api::new(&c_base);
     assert_eq!(c.export(&id).await, after_first);
     let fresh = c.add_relation(&key, "UNDO_3").await;
     assert!(
@@ -176,7 +133,7 @@ async fn an_advance_made_in_one_s3_environment_is_undone_from_another() {
     let (status, v) = c.undo(&id).await;
     assert_eq!((status, v["code"].as_str()), (409, Some("CONFLICT")), "{v}");
     assert!(keys("undo/").is_empty(), "{:?}", keys("undo/"));
-    assert!(!a.relations(&key).await.contains(&r1));
+    assert!(!a.relation_ids(&key).await.contains(&r1));
 }
 
 #[tokio::test]
@@ -184,7 +141,7 @@ async fn s3_mode_keeps_three_automatic_checkpoints_then_answers_409() {
     let moto = Moto::start();
     let s3 = moto.bucket("undo-kept");
     let (a_base, _a, _a_dir) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let a = Env::new(&a_base);
+    let a = Api::new(&a_base);
     let (id, _) = a.frozen_demo("undo-kept").await;
     for _ in 0..4 {
         a.advance(&id, json!({"seconds": 3600})).await;

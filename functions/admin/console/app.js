@@ -334,6 +334,17 @@ async function loadTimeline() {
   drawTimeline(steps);
 }
 
+/// A function adding an SVG element (its attributes, its text) to `svg`; answers it.
+function svgAdder(svg) {
+  return (tag, attrs, text) => {
+    const n = document.createElementNS(svg.namespaceURI, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+}
+
 /// A line on the tenant clock from the first advance's start to the last one's end, a dot
 /// per transition of the advances not undone; below, every advance with its transitions.
 function drawTimeline(steps) {
@@ -344,13 +355,7 @@ function drawTimeline(steps) {
   const [w, h, pad] = [720, 60, 20];
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
   svg.setAttribute("role", "img");
-  const add = (tag, attrs, text) => {
-    const n = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
-    if (text !== undefined) n.textContent = text;
-    svg.append(n);
-    return n;
-  };
+  const add = svgAdder(svg);
   if (live.length) {
     const [start, end] = [ms(live[0].from), Math.max(...live.map((st) => ms(st.to)))];
     const x = (t) => pad + ((w - 2 * pad) * (ms(t) - start)) / Math.max(1, end - start);
@@ -634,13 +639,7 @@ function drawChart(events, invoices) {
   svg.dataset.events = String([...counts.values()].reduce((a, b) => a + b, 0));
   svg.dataset.total = (days.reduce((a, d) => a + micros.get(d), 0) / 1e6).toFixed(6);
   svg.dataset.invoiced = (days.reduce((a, d) => a + invoiced.get(d), 0) / 1e6).toFixed(6);
-  const add = (tag, attrs, text) => {
-    const n = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
-    if (text !== undefined) n.textContent = text;
-    svg.append(n);
-    return n;
-  };
+  const add = svgAdder(svg);
   add("line", { x1: left, y1: h - bottom, x2: w, y2: h - bottom });
   add("text", { x: 2, y: top + 4 }, max ? max.toFixed(2) : "0");
   add("text", { x: 2, y: h - bottom }, "0");

@@ -199,20 +199,10 @@ impl Store {
     /// The names of a tenant's checkpoints, from a listing alone (no manifest is read).
     fn manifest_names(&self, tenant_id: &str) -> Result<Vec<String>> {
         let names = match self.tenant_replica(tenant_id) {
-            None => {
-                let dir = self.local_place(tenant_id).join("checkpoints");
-                let entries = match std::fs::read_dir(&dir) {
-                    Ok(e) => e,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = Vec::new();
-                for entry in entries {
-                    let file = entry?.file_name().to_string_lossy().into_owned();
-                    out.extend(file.strip_suffix(".json").map(str::to_string));
-                }
-                out
-            }
+            None => local_names(&self.local_place(tenant_id).join("checkpoints"))?
+                .into_iter()
+                .filter_map(|file| file.strip_suffix(".json").map(str::to_string))
+                .collect(),
             Some(replica) => {
                 let dir = replica.object_key("checkpoints/");
                 let keys = replica.bucket().list_after(&dir, &dir, usize::MAX)?;
@@ -552,6 +542,20 @@ fn collect(bucket: &super::s3::Bucket, file: &str, manifest: Option<(&str, &str)
         bucket.delete(file)?;
     }
     Ok(())
+}
+
+/// The names of the entries of local directory `dir` (none when it does not exist).
+fn local_names(dir: &Path) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        out.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    Ok(out)
 }
 
 /// Creates `path` holding `manifest`, only if it does not exist (a complete temporary file

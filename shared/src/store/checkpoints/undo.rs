@@ -74,20 +74,10 @@ impl Store {
     /// The tenant's images, oldest first.
     pub fn undo_images(&self, tenant_id: &str) -> Result<Vec<String>> {
         let mut files: Vec<String> = match self.tenant_replica(tenant_id) {
-            None => {
-                let dir = self.local_place(tenant_id).join(DIR);
-                let entries = match std::fs::read_dir(&dir) {
-                    Ok(e) => e,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = Vec::new();
-                for entry in entries {
-                    let name = entry?.file_name().to_string_lossy().into_owned();
-                    out.push(format!("{DIR}{name}"));
-                }
-                out
-            }
+            None => super::local_names(&self.local_place(tenant_id).join(DIR))?
+                .into_iter()
+                .map(|name| format!("{DIR}{name}"))
+                .collect(),
             Some(replica) => {
                 let dir = replica.object_key(DIR);
                 let keys = replica.bucket().list_after(&dir, &dir, usize::MAX)?;
