@@ -4,7 +4,8 @@
 //! after it gone with it, ids never given out again; one advance at a time, the last three;
 //! beyond them, or with none, a 409 in the admin shape that changes nothing. A keyed undo
 //! retried is replayed, not run again. Automatic checkpoints are not listed among the
-//! tenant's checkpoints. (S3 mode: tests/store/undo.rs.)
+//! tenant's checkpoints; a checkpoint restore brings back the undo list of its moment, and a
+//! fork cannot undo with its source's automatic checkpoints. (S3 mode: tests/store/undo.rs.)
 
 use e2e::{TestServer, TestTenant, ADMIN_KEY};
 use reqwest::Method;
@@ -231,4 +232,56 @@ async fn only_the_last_three_advances_are_kept_and_not_as_checkpoints() {
     assert_eq!((status, v["code"].as_str()), (409, Some("CONFLICT")), "{v}");
     // Where the third undo left it: after the first two advances.
     assert_eq!(now(&s, &t).await, "2026-11-20T08:00:00-06:00");
+}
+
+#[tokio::test]
+async fn a_restore_brings_back_its_moments_undo_list_and_a_fork_has_none_of_its_sources() {
+    let s = TestServer::start().await;
+    let t = frozen_demo(&s, "undo-restore").await;
+    let base = format!("/sandbox/v1/tenants/{}", t.id);
+    advance(&s, &t, json!({"seconds": 3600})).await;
+    let (status, v) = call(
+        &s,
+        Method::POST,
+        &format!("{base}/checkpoints"),
+        Some(json!({"name": "after-one"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    advance(&s, &t, json!({"seconds": 3600})).await;
+    let v = ok(
+        &s,
+        Method::POST,
+        &format!("{base}/restore"),
+        Some(json!({"checkpoint": "after-one"})),
+    )
+    .await;
+    assert_eq!(v["checkpoint"]["name"], "after-one");
+    // The checkpoint's moment had one advance to undo, whose automatic checkpoint is kept.
+    let (status, v) = undo(&s, &t).await;
+    assert_eq!(
+        (status, v["now"].as_str()),
+        (200, Some("2026-11-20T06:00:00-06:00")),
+        "{v}"
+    );
+
+    // A fork starts with its source's list, but the source's automatic checkpoints are not
+    // its own: nothing to undo.
+    advance(&s, &t, json!({"seconds": 3600})).await;
+    let (status, v) = call(
+        &s,
+        Method::POST,
+        &format!("{base}/checkpoints"),
+        Some(json!({"name": "for-fork"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let fork = s
+        .create_tenant_with(
+            json!({"name": "undo-fork", "from": {"tenant": t.id, "checkpoint": "for-fork"}}),
+        )
+        .await;
+    let (status, v) = undo(&s, &fork).await;
+    assert_eq!((status, v["code"].as_str()), (409, Some("CONFLICT")), "{v}");
+    assert_eq!(now(&s, &fork).await, "2026-11-20T07:00:00-06:00");
 }
