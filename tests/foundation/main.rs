@@ -1,7 +1,8 @@
 //! Foundation: auth matrix per surface, tenant isolation, admin API (create, list, tokens,
 //! reset, delete, bad input), and concurrency of the tenant store; `overload`: the request
 //! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
-//! clock, fault injection, request journal); `idempotency`: the Idempotency-Key header.
+//! clock, fault injection, request journal); `undo`: undoing clock advances; `idempotency`:
+//! the Idempotency-Key header.
 
 mod admin_idempotency;
 mod bounds;
@@ -20,6 +21,7 @@ mod journal;
 mod overload;
 mod quoted;
 mod tenant_cap;
+mod undo;
 mod year_edges;
 
 use base64::Engine;

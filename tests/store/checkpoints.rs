@@ -16,23 +16,28 @@ use serde_json::{json, Value};
 
 pub(crate) const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
 /// A resource of Surface B the demo seed fills with 2 rows and a POST adds to.
-const RELATIONS: &str = "/billing/2/agreement-services/3/true-up-charge-type-relations";
+pub(crate) const RELATIONS: &str = "/billing/2/agreement-services/3/true-up-charge-type-relations";
 
-/// One server's base URL and an HTTP client.
-struct Api {
-    base: String,
-    client: reqwest::Client,
+/// One server's base URL and an HTTP client (the undo tests add their calls to it).
+pub(crate) struct Api {
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
 }
 
 impl Api {
-    fn new(base: &str) -> Api {
+    pub(crate) fn new(base: &str) -> Api {
         Api {
             base: base.to_string(),
             client: reqwest::Client::new(),
         }
     }
 
-    async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) async fn admin(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut req = self
             .client
             .request(method, format!("{}/sandbox/v1{path}", self.base))
@@ -103,7 +108,7 @@ impl Api {
     }
 
     /// Adds one relation of `kind` for the tenant of `key`; answers its id.
-    async fn add_relation(&self, key: &str, kind: &str) -> i64 {
+    pub(crate) async fn add_relation(&self, key: &str, kind: &str) -> i64 {
         let r = self
             .client
             .post(format!("{}{RELATIONS}", self.base))

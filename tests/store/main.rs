@@ -8,7 +8,7 @@
 //! before the registry's schema had versions, opened and used; `stale_read`: a usage post after a
 //! fixtures apply read at once through Surface A on every environment; `contract`: the
 //! object-store contract, one set of cases run on the simulation's in-memory bucket and on S3
-//! (moto) through the AWS client.
+//! (moto) through the AWS client; `undo`: clock advances undone across environments.
 
 mod cache;
 mod chaos;
@@ -28,3 +28,4 @@ mod registry_schema;
 mod restore_load;
 mod s3_sync;
 mod stale_read;
+mod undo;

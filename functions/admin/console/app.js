@@ -230,7 +230,9 @@ async function openTenant(t) {
   $("#clock-transitions").replaceChildren();
   // Nothing of the previous tenant stays on screen while this one's data loads.
   $("#chart").replaceChildren();
-  for (const id of ["#usage-recent", "#accounts", "#chargeinfos", "#entries", "#journal", "#checkpoints", "#faults"]) $(`${id} tbody`).replaceChildren();
+  $("#timeline").replaceChildren();
+  $("#timeline-list").replaceChildren();
+  for (const id of ["#usage-recent", "#accounts", "#chargeinfos", "#entries", "#journal", "#checkpoints", "#faults", "#invoices", "#billruns", "#payments"]) $(`${id} tbody`).replaceChildren();
   for (const row of document.querySelectorAll("#tenants tbody tr")) row.classList.toggle("selected", row.dataset.tenantId === t.id);
   const creds = credentials(t.id);
   $("#keys-api-key").value = creds ? creds.api_key : "";
@@ -246,7 +248,7 @@ function closeTenant() {
 }
 
 async function refreshTenant() {
-  await Promise.all([loadClock(), loadCheckpoints(), loadFaults(), loadJournal()]);
+  await Promise.all([loadClock(), loadCheckpoints(), loadFaults(), loadJournal(), loadTimeline()]);
   await loadData();
 }
 
@@ -285,7 +287,95 @@ async function advance(body, label) {
   $("#clock-transitions").replaceChildren(
     el("p", { class: "hint", id: "clock-advanced" }, `advanced ${done.advanced_from} \u2192 ${done.advanced_to}: ${done.transitions.length} transition(s)`),
     list);
-  await act("reading the tenant's data", loadData);
+  await act("reading the tenant's data", async () => { await loadTimeline(); await loadData(); });
+}
+
+/// Puts the tenant back as it was before its last advance (the automatic checkpoint that
+/// advance kept); the server answers 409 when none is left.
+async function undoAdvance() {
+  const done = await act("undoing the last advance", () => admin("POST", tenantPath("/clock/undo")));
+  if (!done) return;
+  state.clock = done;
+  showClock(done);
+  $("#clock-transitions").replaceChildren(el("p", { class: "hint", id: "clock-undone" },
+    `undid the advance ${done.undone.advanced_from} \u2192 ${done.undone.advanced_to}; ${done.undo_left} earlier advance(s) can still be undone`));
+  await act("reading the tenant's data", async () => { await loadTimeline(); await loadData(); });
+}
+
+// ---- what the clock did --------------------------------------------------------------------
+
+/// The kinds of transitions, grouped as the timeline colours them.
+const KIND_GROUPS = {
+  "agreement_service.renewed": "renewal", "agreement_service.ended": "renewal",
+  "bill_cycle.run": "run", "bill_batch.run": "run",
+  "invoice.past_due": "due", "invoice.autopaid": "autopay", "account.collection_cleared": "collection",
+};
+
+/// The tenant's advances and undos as the journal recorded their answers (admin calls are
+/// journaled with their first 64 KB), oldest first: each undo strikes the newest advance not
+/// undone yet, as the server undoes them.
+async function loadTimeline() {
+  if (!state.tenant) return;
+  const id = state.tenant.id;
+  const query = `?method=POST&status=200&path=${seg("*/clock/*")}&page_size=100`;
+  const entries = await admin("GET", tenantPath("/requests" + query));
+  if (!state.tenant || state.tenant.id !== id) return;
+  const steps = [];
+  for (const e of entries.slice().reverse()) {
+    let body = null;
+    try { body = JSON.parse(e.response_body); } catch (_) { continue; }
+    if (e.path.endsWith("/clock/advance") && body && Array.isArray(body.transitions)) {
+      steps.push({ from: body.advanced_from, to: body.advanced_to, transitions: body.transitions, undone: false });
+    } else if (e.path.endsWith("/clock/undo")) {
+      const last = steps.filter((st) => !st.undone).pop();
+      if (last) last.undone = true;
+    }
+  }
+  drawTimeline(steps);
+}
+
+/// A function adding an SVG element (its attributes, its text) to `svg`; answers it.
+function svgAdder(svg) {
+  return (tag, attrs, text) => {
+    const n = document.createElementNS(svg.namespaceURI, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+}
+
+/// A line on the tenant clock from the first advance's start to the last one's end, a dot
+/// per transition of the advances not undone; below, every advance with its transitions.
+function drawTimeline(steps) {
+  const live = steps.filter((st) => !st.undone);
+  const ms = (t) => new Date(t).getTime();
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  const [w, h, pad] = [720, 60, 20];
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("role", "img");
+  const add = svgAdder(svg);
+  if (live.length) {
+    const [start, end] = [ms(live[0].from), Math.max(...live.map((st) => ms(st.to)))];
+    const x = (t) => pad + ((w - 2 * pad) * (ms(t) - start)) / Math.max(1, end - start);
+    add("line", { x1: pad, y1: 30, x2: w - pad, y2: 30 });
+    add("text", { x: pad, y: 54 }, live[0].from.slice(0, 10));
+    add("text", { x: w - pad - 60, y: 54 }, new Date(end).toISOString().slice(0, 10));
+    for (const st of live) add("line", { x1: x(st.from), y1: 22, x2: x(st.from), y2: 38 });
+    for (const t of live.flatMap((st) => st.transitions)) {
+      const dot = add("circle", { cx: x(t.at), cy: 30, r: 4, class: `k-${KIND_GROUPS[t.kind] || "other"}`, "data-kind": t.kind });
+      const title = document.createElementNS(ns, "title");
+      title.textContent = `${t.at} ${t.kind} ${t.id}: ${t.detail}`;
+      dot.append(title);
+    }
+  }
+  svg.dataset.transitions = String(live.reduce((n, st) => n + st.transitions.length, 0));
+  $("#timeline").replaceChildren(steps.length ? svg : el("p", { class: "hint" }, "No advance recorded in the journal yet."));
+  $("#timeline-list").replaceChildren(...steps.map((st) => el("li", { class: st.undone ? "advance undone" : "advance", "data-from": st.from, "data-to": st.to },
+    el("span", {}, `${st.from} \u2192 ${st.to}: ${st.transitions.length} transition(s)${st.undone ? " (undone)" : ""}`),
+    el("ul", {}, st.transitions.map((t) => el("li", { "data-kind": t.kind, "data-at": t.at, "data-id": String(t.id) },
+      `${t.at} ${t.kind} ${t.id}: ${t.detail}`))))));
 }
 
 async function setClock(body, label) {
@@ -430,13 +520,73 @@ async function loadData() {
   if (!credentials(state.tenant.id)) {
     const hint = el("p", { class: "hint" }, "Paste the tenant's API key and Basic credentials above to see its data.");
     $("#chart").replaceChildren(hint.cloneNode(true));
-    for (const id of ["#usage-recent", "#accounts", "#chargeinfos", "#entries"]) $(`${id} tbody`).replaceChildren();
+    for (const id of ["#usage-recent", "#accounts", "#chargeinfos", "#entries", "#invoices", "#billruns", "#payments"]) $(`${id} tbody`).replaceChildren();
     return;
   }
-  await Promise.all([loadUsage(), loadAccounts(), loadLedger()]);
+  const invoices = await xml("/t/s/r/1.28/invoices?pageSize=500");
+  await Promise.all([loadUsage(invoiceRows(invoices)), loadAccounts(invoices), loadLedger(), loadPayments(), loadBillRuns()]);
+  showInvoices(invoiceRows(invoices));
 }
 
-async function loadUsage() {
+/// Amounts in cents (the platform's amounts have at most two decimals on Surface A).
+function cents(text) { return Math.round(Number(text || "0") * 100); }
+function money(c) { return (c / 100).toFixed(2); }
+
+function invoiceRows(doc) {
+  return Array.from(doc.getElementsByTagName("invoice")).map((inv) => {
+    const ba = inv.getElementsByTagName("billingAccount")[0];
+    return {
+      eid: inv.getAttribute("eid"), num: inv.getAttribute("invoiceNum"), account: ba ? ba.getAttribute("eid") : "",
+      status: inv.getAttribute("status"), amount: inv.getAttribute("amount") || "0", toPay: inv.getAttribute("amountToPay") || "0",
+      date: inv.getAttribute("occurredOn") || "", due: inv.getAttribute("dueDate") || "", paid: inv.getAttribute("paidDate") || "",
+    };
+  });
+}
+
+/// The newest invoices first.
+function showInvoices(rows) {
+  const sorted = rows.slice().sort((a, b) => Number(b.eid) - Number(a.eid));
+  $("#invoices tbody").replaceChildren(...sorted.map((i) => el("tr", { "data-invoice": i.eid, "data-status": i.status },
+    el("td", {}, i.num), el("td", {}, i.account), el("td", {}, i.status), el("td", {}, i.amount), el("td", {}, i.toPay),
+    el("td", { title: i.date }, i.date.slice(0, 10)), el("td", { title: i.due }, i.due.slice(0, 10) || "-"),
+    el("td", { title: i.paid }, i.paid.slice(0, 10) || "-"))));
+}
+
+async function loadPayments() {
+  const doc = await xml("/t/s/r/1.28/payments?pageSize=100");
+  const rows = Array.from(doc.getElementsByTagName("payment")).map((p) => {
+    const ba = p.getElementsByTagName("billingAccount")[0];
+    const amount = cents(p.getAttribute("amount"));
+    return { eid: p.getAttribute("eid"), account: ba ? ba.getAttribute("eid") : "", date: p.getAttribute("occurredOn") || "",
+      amount, applied: amount - cents(p.getAttribute("unappliedAmount")), status: p.getAttribute("status") || "" };
+  }).sort((a, b) => Number(b.eid) - Number(a.eid));
+  $("#payments tbody").replaceChildren(...rows.map((p) => {
+    const failed = p.status === "VOID" || p.status === "CANCELED";
+    return el("tr", { "data-payment": p.eid },
+      el("td", {}, p.eid), el("td", {}, p.account), el("td", { title: p.date }, p.date.slice(0, 10)),
+      el("td", {}, money(p.amount)), el("td", {}, money(p.applied)),
+      el("td", { class: failed ? "failed" : "" }, failed ? `${p.status} (failed)` : p.status));
+  }));
+}
+
+/// The bill batches' runs with their invoices (Surface B expands both).
+async function loadBillRuns() {
+  const headers = surfaceHeaders("key");
+  const batches = (await call("GET", "/billing/2/bill-batches?expand=bill_batch_runs.invoices", { headers })).data || [];
+  const rows = [];
+  for (const b of Array.isArray(batches) ? batches : []) {
+    for (const r of b.bill_batch_runs || []) {
+      const invoices = (r.invoices || []).map((i) => `${i.invoice_num || i.id}${i.amount == null ? "" : " (" + i.amount + ")"}`);
+      rows.push(el("tr", { "data-run": String(r.id), "data-invoices": String((r.invoices || []).length) },
+        el("td", {}, b.name), el("td", {}, String(r.id)), el("td", {}, r.bill_run_type || "-"), el("td", {}, r.status || "-"),
+        el("td", { title: r.invoice_date || "" }, (r.invoice_date || r.open_date || "-").slice(0, 10)),
+        el("td", { class: "wrap" }, invoices.length ? invoices.join(", ") : "none")));
+    }
+  }
+  $("#billruns tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "hint" }, "no run yet"))]));
+}
+
+async function loadUsage(invoices) {
   const first = await xml("/t/s/r/1.28/usageEvents?pageSize=500");
   const pages = Number(first.getAttribute("totalPages") || "1");
   const docs = pages <= 1 ? [first] : [];
@@ -451,12 +601,14 @@ async function loadUsage() {
   events.sort((a, b) => b.eid - a.eid);
   $("#usage-recent tbody").replaceChildren(...events.slice(0, 10).map((e) => el("tr", { "data-eid": String(e.eid) },
     el("td", {}, String(e.eid)), el("td", {}, e.srid), el("td", { title: e.start }, shortTime(e.start)), el("td", {}, e.amount), el("td", {}, e.charge))));
-  drawChart(events.filter((e) => !e.voided));
+  drawChart(events.filter((e) => !e.voided), invoices);
 }
 
 /// Bars of the charges per day of the 30 days ending on the clock's date (dates as the
-/// tenant's offset renders them). Sums in millionths, so adding decimals drifts nowhere.
-function drawChart(events) {
+/// tenant's offset renders them), and beside each the amounts invoiced that day (invoices
+/// by their date, canceled ones left out). Sums in millionths, so adding decimals drifts
+/// nowhere.
+function drawChart(events, invoices) {
   const today = (state.clock ? state.clock.now : new Date().toISOString()).slice(0, 10);
   const days = [];
   const end = new Date(today + "T00:00:00Z");
@@ -469,8 +621,15 @@ function drawChart(events) {
     micros.set(day, micros.get(day) + Math.round(Number(e.charge) * 1e6));
     counts.set(day, counts.get(day) + 1);
   }
+  const invoiced = new Map(days.map((d) => [d, 0]));
+  for (const i of invoices) {
+    const day = i.date.slice(0, 10);
+    if (i.status === "CANCELED" || !invoiced.has(day)) continue;
+    invoiced.set(day, invoiced.get(day) + Math.round(Number(i.amount) * 1e6));
+  }
   const totals = days.map((d) => micros.get(d) / 1e6);
-  const max = Math.max(...totals, 0);
+  const billed = days.map((d) => invoiced.get(d) / 1e6);
+  const max = Math.max(...totals, ...billed, 0);
   const [w, h, left, bottom, top] = [720, 200, 48, 24, 12];
   const bw = (w - left) / CHART_DAYS;
   const ns = "http://www.w3.org/2000/svg";
@@ -479,30 +638,30 @@ function drawChart(events) {
   svg.setAttribute("role", "img");
   svg.dataset.events = String([...counts.values()].reduce((a, b) => a + b, 0));
   svg.dataset.total = (days.reduce((a, d) => a + micros.get(d), 0) / 1e6).toFixed(6);
-  const add = (tag, attrs, text) => {
-    const n = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
-    if (text !== undefined) n.textContent = text;
-    svg.append(n);
-    return n;
-  };
+  svg.dataset.invoiced = (days.reduce((a, d) => a + invoiced.get(d), 0) / 1e6).toFixed(6);
+  const add = svgAdder(svg);
   add("line", { x1: left, y1: h - bottom, x2: w, y2: h - bottom });
   add("text", { x: 2, y: top + 4 }, max ? max.toFixed(2) : "0");
   add("text", { x: 2, y: h - bottom }, "0");
   days.forEach((d, i) => {
     const bh = max ? ((h - bottom - top) * totals[i]) / max : 0;
-    const bar = add("rect", { class: "bar", x: left + i * bw + 1, y: h - bottom - bh, width: bw - 2, height: bh, "data-day": d, "data-total": totals[i].toFixed(6), "data-events": counts.get(d) });
+    const bar = add("rect", { class: "bar", x: left + i * bw + 1, y: h - bottom - bh, width: (bw - 2) / 2, height: bh, "data-day": d, "data-total": totals[i].toFixed(6), "data-events": counts.get(d) });
     const title = document.createElementNS(ns, "title");
     title.textContent = `${d}: ${totals[i].toFixed(2)} from ${counts.get(d)} event(s)`;
     bar.append(title);
+    const ih = max ? ((h - bottom - top) * billed[i]) / max : 0;
+    const inv = add("rect", { class: "invoiced", x: left + i * bw + 1 + (bw - 2) / 2, y: h - bottom - ih, width: (bw - 2) / 2, height: ih, "data-invoice-day": d, "data-invoiced": billed[i].toFixed(6) });
+    const it = document.createElementNS(ns, "title");
+    it.textContent = `${d}: ${billed[i].toFixed(2)} invoiced`;
+    inv.append(it);
     if (i % 5 === 0 || i === CHART_DAYS - 1) add("text", { x: left + i * bw, y: h - 6 }, d.slice(5));
   });
   $("#chart").replaceChildren(svg, el("p", { class: "hint" },
-    `${svg.dataset.events} rated event(s), ${Number(svg.dataset.total).toFixed(2)} in all, from the ${events.length} most recent live events read`));
+    `${svg.dataset.events} rated event(s), ${Number(svg.dataset.total).toFixed(2)} in all, from the ${events.length} most recent live events read (blue); ${Number(svg.dataset.invoiced).toFixed(2)} invoiced (orange)`));
 }
 
-async function loadAccounts() {
-  const [accounts, invoices] = await Promise.all([xml("/t/s/r/1.28/billingAccounts?pageSize=100"), xml("/t/s/r/1.28/invoices?pageSize=500")]);
+async function loadAccounts(invoices) {
+  const accounts = await xml("/t/s/r/1.28/billingAccounts?pageSize=100");
   const open = new Map();
   for (const inv of invoices.getElementsByTagName("invoice")) {
     if (inv.getAttribute("status") !== "OPEN") continue;
@@ -568,6 +727,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#clock-real").addEventListener("click", () => setClock({ mode: "real" }, "clock back to real time"));
   $("#clock-at-form").addEventListener("submit", (ev) => { ev.preventDefault(); setClock({ frozen_at: $("#clock-at").value.trim() }, "freezing the clock"); });
   $("#clock-day").addEventListener("click", () => advance({ seconds: 86400 }, "advancing a day"));
+  $("#clock-undo").addEventListener("click", undoAdvance);
   $("#clock-month").addEventListener("click", () => {
     try { advance({ to: plusOneMonth(state.clock.now) }, "advancing a month"); } catch (e) { say(e.message, true); }
   });

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use shared::sandbox::clock::{Advanced, ClockView, Setting};
 use shared::sandbox::faults::{NewRule, Rule};
 use shared::sandbox::journal::Entry;
+use shared::sandbox::undo::Undone;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
@@ -31,7 +32,7 @@ fn describe(status: u16) -> &'static str {
         400 => "Bad request (malformed JSON, unknown field, bad seed or time zone)",
         401 => "Missing or invalid X-Admin-Key",
         404 => "No such tenant (or checkpoint)",
-        409 => "Conflict (e.g. a tenant or checkpoint name in use)",
+        409 => "Conflict (e.g. a tenant or checkpoint name in use; no clock advance left to undo)",
         413 => "Request body too large",
         415 => "Content-Type is not application/json",
         422 => "The tenant is too large to export (a kind over 10,000 records, EXPORT_TOO_LARGE)",
@@ -212,6 +213,7 @@ fn keyed(path: &str, method: &str) -> bool {
             ("", "delete")
                 | ("/clock", "put")
                 | ("/clock/advance", "post")
+                | ("/clock/undo", "post")
                 | ("/faults", "post" | "delete")
                 | ("/faults/{rule}", "delete")
                 | ("/fixtures", "post")
@@ -295,6 +297,15 @@ fn powers(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
     .body(advance, true)
     .errors(WRITE, e);
     b.operation(&format!("{clock}/advance"), "post", op_.build());
+    let undone = b.schema::<Undone>();
+    let op_ = op(
+        "undoClockAdvance",
+        "Undo the newest clock advance: restore the automatic checkpoint it kept (409 when none is kept)",
+    )
+    .params([tid])
+    .answer(200, Some(undone))
+    .errors(&[401, 404, 409, 503], e);
+    b.operation(&format!("{clock}/undo"), "post", op_.build());
 
     let faults = format!("{tenant}/faults");
     let fault = format!("{tenant}/faults/{{rule}}");

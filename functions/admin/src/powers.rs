@@ -1,5 +1,5 @@
 //! The admin API of the sandbox powers over one tenant (see `shared::sandbox`): its test
-//! clock (`/clock`, `/clock/advance`), its fault rules (`/faults`) and its request journal
+//! clock (`/clock`, `/clock/advance`, `/clock/undo`), its fault rules (`/faults`) and its request journal
 //! (`/requests`). Every route takes `X-Admin-Key` and answers 404 for an unknown tenant.
 
 use crate::AdminAuth;
@@ -20,6 +20,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route(&format!("{tenant}/clock"), get(get_clock).put(set_clock))
         .route(&format!("{tenant}/clock/advance"), post(advance_clock))
+        .route(&format!("{tenant}/clock/undo"), post(undo_advance))
         .route(
             &format!("{tenant}/faults"),
             post(create_fault).get(list_faults).delete(delete_faults),
@@ -111,8 +112,23 @@ async fn advance_clock(
             ))
         }
     };
-    let advanced = t.db.write(move |tx| clock::advance(tx, target, tz)).await?;
+    // The tenant just before the advance is kept, so that it can be undone.
+    let advanced = shared::sandbox::undo::advance(&app.store, &t.db, target, tz).await?;
     Ok(Json(advanced))
+}
+
+/// `POST .../clock/undo` (no body): the tenant as it was before its newest advance, as a
+/// restore of the automatic checkpoint that advance kept; 409 when none is kept.
+async fn undo_advance(
+    _: AdminAuth,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<shared::sandbox::undo::Undone>, ApiError> {
+    let t = tenant(&app, &id).await?;
+    // An Idempotency-Key's row joins the restore, as it joins a checkpoint's.
+    let key = shared::tenants::tenant_key(t.db.tenant_id());
+    let undone = shared::sandbox::undo::undo(&app.store, &t.db, t.tz, key).await?;
+    Ok(Json(undone))
 }
 
 // ---- faults ---------------------------------------------------------------------------

@@ -161,6 +161,24 @@ curl -s -u "$SANDBOX_BASIC" "$SANDBOX_URL/t/s/r/1.28/users/current"
     let to =
         chrono::DateTime::parse_from_rfc3339(days["advanced_to"].as_str().unwrap()).expect("to");
     assert_eq!((to - from).num_seconds(), 2 * 86_400);
+    // Undo steps back over the last advance (the clock is frozen: it reads where it was).
+    let undone = server.cli(&["clock", "undo", "cli-json", "--json"]).json();
+    assert_eq!(
+        undone["undone"]["advanced_to"], days["advanced_to"],
+        "{undone}"
+    );
+    assert_eq!(undone["now"], days["advanced_from"], "{undone}");
+    assert_eq!(undone["undo_left"], 1, "{undone}");
+    let said = server.cli(&["clock", "undo", "cli-json"]);
+    assert_eq!(said.code, 0, "{}", said.stderr);
+    assert!(
+        said.stdout.contains("undone: the clock reads")
+            && said
+                .stdout
+                .contains("0 earlier advance(s) can still be undone"),
+        "{}",
+        said.stdout
+    );
     let real = server.cli(&["clock", "real", "cli-json", "--json"]).json();
     assert_eq!(real["mode"], "real");
 
@@ -292,6 +310,11 @@ fn every_failure_has_its_exit_code() {
         server.cli(&["clock", "freeze", "demo", "not-a-date"]),
         6,
         "frozen_at",
+    );
+    expect(
+        server.cli(&["clock", "undo", "demo"]),
+        6,
+        "refused (409): tenant",
     );
     expect(
         server.cli(&["fault", "add", "demo", "--path", "/x", "--status", "200"]),

@@ -2,7 +2,8 @@
 //! WebDriver protocol (plain HTTP + JSON, spoken here with reqwest), against the real
 //! `sandbox serve` binary. Open with the admin key in the fragment, create a tenant, post
 //! usage through the API and see it in the journal and in the chart's data, advance the
-//! clock, restore a checkpoint, delete the tenant. Screenshots go to
+//! clock and see what it did (the timeline of its transitions, the invoice table, the bill
+//! runs, each against the API), undo it, restore a checkpoint, delete the tenant. Screenshots go to
 //! target/console-screenshots/ for a person to look at.
 //!
 //! Chromium and chromedriver are Debian packages (`apt-get install chromium chromium-driver`,
@@ -267,6 +268,39 @@ async fn admin(server: &Server, method: reqwest::Method, path: &str) -> reqwest:
         .expect("admin call")
 }
 
+/// The tenant's invoices as Surface A lists them (HTTP Basic `basic` = `user:password`),
+/// oldest first: each element's attributes.
+async fn invoices(server: &Server, basic: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let (user, password) = basic.split_once(':').expect("user:password");
+    let xml = reqwest::Client::new()
+        .get(format!("{}/t/s/r/1.28/invoices?pageSize=500", server.base))
+        .basic_auth(user, Some(password))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut out: Vec<std::collections::BTreeMap<String, String>> = xml
+        .split("<invoice ")
+        .skip(1)
+        .map(|rest| {
+            let head = &rest[..rest.find('>').expect("a tag's end")];
+            head.split('"')
+                .collect::<Vec<_>>()
+                .chunks(2)
+                .filter(|c| c.len() == 2)
+                .map(|c| {
+                    let name = c[0].trim().trim_end_matches('=').to_string();
+                    (name, c[1].to_string())
+                })
+                .collect()
+        })
+        .collect();
+    out.sort_by_key(|i| i["eid"].parse::<i64>().unwrap());
+    out
+}
+
 /// The tenant's clock as the admin API answers it.
 async fn read_clock(server: &Server, tenant: &str) -> Value {
     let path = format!("/tenants/{tenant}/clock");
@@ -456,6 +490,14 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
             json!([]),
         )
         .await;
+    let basic = browser
+        .js(
+            "return document.querySelector('#created-basic').textContent",
+            json!([]),
+        )
+        .await;
+    let basic = basic.as_str().unwrap().to_string();
+    let invoices_before = invoices(&server, &basic).await;
     browser.click("#clock-month").await;
     let advanced = browser
         .wait("the advance", "document.querySelector('#clock-advanced') && document.querySelector('#clock-advanced').textContent")
@@ -477,16 +519,126 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
         .as_str()
         .unwrap()
         .contains(&format!("{} transition(s)", shown[1])));
+
+    // The lifecycle. The timeline shows the transitions the advance ran, as the admin API
+    // answered them (the journal keeps the advance's answer).
+    let journal: Value = admin(
+        &server,
+        reqwest::Method::GET,
+        &format!("/tenants/{tenant}/requests?path=*/clock/advance&status=200"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let answer: Value =
+        serde_json::from_str(journal[0]["response_body"].as_str().expect("the answer")).unwrap();
+    let ran: Vec<Value> = answer["transitions"]
+        .as_array()
+        .expect("transitions")
+        .iter()
+        .map(|t| json!([t["kind"], t["at"], t["id"].to_string()]))
+        .collect();
+    let timeline = browser
+        .wait(
+            "the timeline",
+            "document.querySelector('#timeline-list li.advance:last-child') && [...document.querySelectorAll('#timeline-list li.advance:last-child li[data-kind]')].map(li => [li.dataset.kind, li.dataset.at, li.dataset.id])",
+        )
+        .await;
+    assert_eq!(timeline, json!(ran), "the timeline of the advance");
+    let dots = browser
+        .js(
+            "return document.querySelector('#timeline svg').dataset.transitions",
+            json!([]),
+        )
+        .await;
+    assert_eq!(dots, ran.len().to_string());
+    // The invoice table is Surface A's invoice list (status, amount, due and paid dates).
+    let after = invoices(&server, &basic).await;
+    let expected: Vec<Value> = after
+        .iter()
+        .map(|i| {
+            let day = |name: &str| {
+                i.get(name)
+                    .filter(|d| d.len() >= 10)
+                    .map(|d| d[..10].to_string())
+                    .unwrap_or_else(|| "-".to_string())
+            };
+            json!([
+                i["eid"],
+                i["status"],
+                i["amount"],
+                day("dueDate"),
+                day("paidDate")
+            ])
+        })
+        .collect();
+    let table = browser
+        .wait(
+            "the invoice table",
+            &format!("document.querySelectorAll('#invoices tbody tr').length === {} && [...document.querySelectorAll('#invoices tbody tr')].map(tr => [tr.dataset.invoice, tr.dataset.status, tr.children[3].textContent, tr.children[6].textContent, tr.children[7].textContent]).sort((a, b) => Number(a[0]) - Number(b[0]))", after.len()),
+        )
+        .await;
+    assert_eq!(table, json!(expected), "the invoice table");
+    // Bill runs: one row per run of Surface B's bill batches.
+    let batches: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/billing/2/bill-batches?expand=bill_batch_runs",
+            server.base
+        ))
+        .header("X-Api-Key", &api_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let runs: usize = batches
+        .as_array()
+        .expect("batches")
+        .iter()
+        .map(|b| b["bill_batch_runs"].as_array().map_or(0, Vec::len))
+        .sum();
+    let shown = browser
+        .wait(
+            "the bill runs",
+            "document.querySelectorAll('#billruns tbody tr').length",
+        )
+        .await;
+    assert_eq!(shown, runs.max(1), "a row per run (or 'no run yet')");
     browser.screenshot("04-advanced", "#tenant-panel").await;
+    browser.screenshot("04-lifecycle", "#chart-card").await;
+
+    // Undo: the tenant as before the advance (clock and invoices), the advance struck in the
+    // timeline.
+    browser.click("#clock-undo").await;
+    browser
+        .wait(
+            "the undo",
+            "document.querySelector('#clock-undone') && document.querySelector('#clock-undone').textContent",
+        )
+        .await;
+    let clock = read_clock(&server, &tenant).await;
+    assert_eq!(clock["mode"], "real", "the clock of before the advance");
+    assert_eq!(invoices(&server, &basic).await, invoices_before);
+    browser
+        .wait(
+            "the advance struck",
+            &format!("document.querySelector('#timeline-list li.advance:last-child.undone') && document.querySelectorAll('#invoices tbody tr').length === {}", invoices_before.len()),
+        )
+        .await;
+    browser.screenshot("05-undone", "#tenant-panel").await;
 
     // Restore the checkpoint: the clock is back to real time, the usage still there.
     browser
         .click("#checkpoints tr[data-checkpoint=\"before-month\"] button.restore")
         .await;
+    // (The undo left the clock real already: the status line says when the restore and the
+    // page's reload are done.)
     browser
         .wait(
-            "the restored clock",
-            "document.querySelector('#clock-mode').textContent === 'real'",
+            "the restore",
+            "document.querySelector('#status').textContent === 'restoring before-month: done' && document.querySelector('#clock-mode').textContent === 'real'",
         )
         .await;
     let clock = read_clock(&server, &tenant).await;
@@ -555,7 +707,7 @@ async fn the_console_runs_a_tenant_through_its_life_in_a_real_browser() {
         )
         .await;
     assert_eq!(hidden, true);
-    browser.screenshot("05-deleted", "header").await;
+    browser.screenshot("06-deleted", "header").await;
 }
 
 /// A decimal text as whole millionths (the chart sums so; the API's charges have at most 6

@@ -11,7 +11,8 @@
 //! Invariants: the clock's reading stays within [`MIN_YEAR`, `MAX_YEAR`) (checked when set or
 //! advanced, and held at read time by [`crate::time::clock::Clock::at`] for a running clock
 //! that runs into the end); it only moves backwards through an explicit set
-//! (`PUT .../clock`), never through an advance.
+//! (`PUT .../clock`) or an undo (a restore of the tenant before an advance, see
+//! [`super::undo`]), never through an advance.
 
 pub use crate::time::clock::Clock;
 use crate::{Error, Result};

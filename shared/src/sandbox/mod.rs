@@ -1,7 +1,7 @@
 //! The sandbox's powers over a tenant, beyond the platform's own behaviour: a test clock
-//! ([`clock`]), fault injection ([`faults`], matched by [`glob`]) and a request journal
-//! ([`journal`]); the admin API (`functions/admin`) manages them. docs/sandbox.md describes
-//! them for users.
+//! ([`clock`]) whose advances can be undone ([`undo`]), fault injection ([`faults`],
+//! matched by [`glob`]) and a request journal ([`journal`]); the admin API
+//! (`functions/admin`) manages them. docs/sandbox.md describes them for users.
 //!
 //! This module holds their rules and state only; no HTTP type appears here. The request
 //! pipeline applies them to served requests (`crate::web::powers`): it answers or delays a
@@ -12,6 +12,7 @@ pub mod clock;
 pub mod faults;
 pub mod glob;
 pub mod journal;
+pub mod undo;
 
 /// This process's state of the powers: the journal and the fault draw counters.
 pub struct Powers {

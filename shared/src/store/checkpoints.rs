@@ -199,20 +199,10 @@ impl Store {
     /// The names of a tenant's checkpoints, from a listing alone (no manifest is read).
     fn manifest_names(&self, tenant_id: &str) -> Result<Vec<String>> {
         let names = match self.tenant_replica(tenant_id) {
-            None => {
-                let dir = self.local_place(tenant_id).join("checkpoints");
-                let entries = match std::fs::read_dir(&dir) {
-                    Ok(e) => e,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = Vec::new();
-                for entry in entries {
-                    let file = entry?.file_name().to_string_lossy().into_owned();
-                    out.extend(file.strip_suffix(".json").map(str::to_string));
-                }
-                out
-            }
+            None => local_names(&self.local_place(tenant_id).join("checkpoints"))?
+                .into_iter()
+                .filter_map(|file| file.strip_suffix(".json").map(str::to_string))
+                .collect(),
             Some(replica) => {
                 let dir = replica.object_key("checkpoints/");
                 let keys = replica.bucket().list_after(&dir, &dir, usize::MAX)?;
@@ -284,27 +274,23 @@ impl Store {
         name: &str,
         made_by: Option<MadeBy>,
     ) -> Result<Checkpoint> {
-        let db = self.tenant_db(tenant_id)?;
         let file = format!("checkpoints/files/{}.db", uuid::Uuid::new_v4());
         let created_at = crate::time::to_storage(crate::time::now());
+        let (version, schema) = self.write_image(tenant_id, &file)?;
+        let manifest = Manifest {
+            name: name.to_string(),
+            version,
+            created_at,
+            schema,
+            file: file.clone(),
+            made_by,
+        };
         match self.tenant_replica(tenant_id) {
             None => {
                 let place = self.local_place(tenant_id);
-                let path = place.join(&file);
-                let parent = path.parent().unwrap_or(&place).to_path_buf();
-                std::fs::create_dir_all(&parent)?;
-                let (version, schema) = db.db.copy_into(&path)?;
-                let manifest = Manifest {
-                    name: name.to_string(),
-                    version,
-                    created_at,
-                    schema,
-                    file,
-                    made_by,
-                };
                 let claimed = link_new(&place.join(manifest_rel(name)), &manifest);
                 if claimed.is_err() {
-                    let _ = super::replica::remove_database_files(&path);
+                    let _ = super::replica::remove_database_files(&place.join(&file));
                 }
                 match claimed {
                     Ok(()) => Ok(manifest.into()),
@@ -313,15 +299,6 @@ impl Store {
                 }
             }
             Some(replica) => {
-                let (version, schema) = self.upload_current(&db, &replica, &file)?;
-                let manifest = Manifest {
-                    name: name.to_string(),
-                    version,
-                    created_at,
-                    schema,
-                    file: file.clone(),
-                    made_by,
-                };
                 let body = serde_json::to_vec(&manifest)?;
                 let key = replica.object_key(&manifest_rel(name));
                 let Err(e) = replica.bucket().put_if_absent(&key, body) else {
@@ -348,6 +325,23 @@ impl Store {
                     ))),
                 }
             }
+        }
+    }
+
+    /// Writes the tenant's newest version as the database file `file` (relative to the
+    /// tenant's place: a local file, or an S3 object) and answers that version and its
+    /// schema: the one way a checkpoint's file, or an automatic checkpoint's, is made.
+    fn write_image(&self, tenant_id: &str, file: &str) -> Result<(u64, i64)> {
+        let db = self.tenant_db(tenant_id)?;
+        match self.tenant_replica(tenant_id) {
+            None => {
+                let place = self.local_place(tenant_id);
+                let path = place.join(file);
+                let parent = path.parent().unwrap_or(&place).to_path_buf();
+                std::fs::create_dir_all(&parent)?;
+                db.db.copy_into(&path)
+            }
+            Some(replica) => self.upload_current(&db, &replica, file),
         }
     }
 
@@ -436,27 +430,41 @@ impl Store {
         key: Option<&KeyScope>,
     ) -> Result<(Checkpoint, u64)> {
         let manifest = self.manifest(tenant_id, name)?;
+        let version = self.restore_file(tenant_id, &manifest.file, name, manifest.version, key)?;
+        Ok((manifest.into(), version))
+    }
+
+    /// Makes the rows of the database file `file` (relative to the tenant's place; a copy of
+    /// the tenant at its `version`, called `label` in an S3 restore entry) the tenant's, as
+    /// one new version: the restore of a checkpoint and of an automatic one. Ids stay unique
+    /// (`Database::replace_with`); with `key`, the key's row joins the restore and the key
+    /// is marked written once it is acknowledged. Answers the new version.
+    fn restore_file(
+        &self,
+        tenant_id: &str,
+        file: &str,
+        label: &str,
+        version: u64,
+        key: Option<&KeyScope>,
+    ) -> Result<u64> {
         let db = self.tenant_db(tenant_id)?;
         let version = match self.tenant_replica(tenant_id) {
             None => {
-                let file = self.local_place(tenant_id).join(&manifest.file);
+                let file = self.local_place(tenant_id).join(file);
                 db.db.replace_with(&file, None, key)?
             }
             Some(replica) => {
                 let bucket = replica.bucket();
                 let object = format!("restores/{}.db", uuid::Uuid::new_v4());
-                bucket.copy(
-                    &replica.object_key(&manifest.file),
-                    &replica.object_key(&object),
-                )?;
+                bucket.copy(&replica.object_key(file), &replica.object_key(&object))?;
                 let tmp = self
                     .inner
                     .files_dir
                     .join(format!("restore-{}.db", uuid::Uuid::new_v4()));
                 let reference = RestoreRef {
                     object: object.clone(),
-                    checkpoint: name.to_string(),
-                    version: manifest.version,
+                    checkpoint: label.to_string(),
+                    version,
                     owner: None,
                 };
                 let restored = bucket
@@ -477,7 +485,7 @@ impl Store {
         if let Some(key) = key {
             key.mark_written();
         }
-        Ok((manifest.into(), version))
+        Ok(version)
     }
 
     /// S3 mode: deletes tenant `replica`'s objects after its tombstone (see
@@ -536,6 +544,20 @@ fn collect(bucket: &super::s3::Bucket, file: &str, manifest: Option<(&str, &str)
     Ok(())
 }
 
+/// The names of the entries of local directory `dir` (none when it does not exist).
+fn local_names(dir: &Path) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        out.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    Ok(out)
+}
+
 /// Creates `path` holding `manifest`, only if it does not exist (a complete temporary file
 /// hard-linked into place: readers never see half a manifest). Taken: a conflict.
 fn link_new(path: &Path, manifest: &Manifest) -> Result<()> {
@@ -553,3 +575,4 @@ fn link_new(path: &Path, manifest: &Manifest) -> Result<()> {
 }
 
 mod fork;
+pub mod undo;

@@ -323,7 +323,7 @@ impl Store {
     /// Stores a file that belongs to a tenant beside its database (e.g. an analytics export):
     /// `<data_dir>/tenants/<id>/<name>` locally, `<prefix>/tenants/<id>/<name>` in S3 mode.
     /// `name` is a relative path of `A-Z a-z 0-9 - _ . /` not under `log/`, `snapshots/`,
-    /// `checkpoints/` or `restores/` (the store's own objects).
+    /// `checkpoints/`, `restores/` or `undo/` (the store's own objects).
     pub fn put_tenant_file(&self, tenant_id: &str, name: &str, body: &[u8]) -> Result<()> {
         let valid = !name.is_empty()
             && !name.starts_with('/')
@@ -332,6 +332,7 @@ impl Store {
             && !name.starts_with("snapshots/")
             && !name.starts_with("checkpoints/")
             && !name.starts_with("restores/")
+            && !name.starts_with("undo/")
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));

@@ -45,6 +45,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0011_ids_never_reused",
         include_str!("migrations/0011_ids_never_reused.sql"),
     ),
+    (
+        "0012_sandbox_undo",
+        include_str!("migrations/0012_sandbox_undo.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
@@ -418,6 +422,7 @@ mod tests {
         "idempotency_keys",
         "sandbox_clock",
         "sandbox_faults",
+        "sandbox_undo",
         "usage_event_charges",
     ];
 

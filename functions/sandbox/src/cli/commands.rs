@@ -5,6 +5,7 @@ use super::client::{query, segment, Client, Exit, Failure, Outcome, LARGE_ANSWER
 use super::output::{clean, excerpt, fields, json, json_text, out, rows, shell_quote, Row};
 use super::shapes::{
     credential, Advanced, Checkpoint, Clock, Created, Entry, Reset, Restored, Rule, Tenant, Token,
+    Undone,
 };
 use super::{CheckpointCommand, ClientCommand, ClockCommand, Conn, FaultCommand, TenantCommand};
 use reqwest::Method;
@@ -382,6 +383,26 @@ async fn clock(conn: &Conn, command: ClockCommand) -> Outcome<()> {
             None => (tenant, json!({ "mode": "frozen" })),
         },
         ClockCommand::Real { tenant } => (tenant, json!({ "mode": "real" })),
+        ClockCommand::Undo { tenant } => {
+            let (id, path) = c.tenant_path(&tenant, "/clock/undo").await?;
+            let (undone, raw) = c
+                .admin(Method::POST, &path, None)
+                .await?
+                .typed::<Undone>()?;
+            if conn.json {
+                json(&raw);
+                return Ok(());
+            }
+            out(&format!(
+                "advance of {id} from {} to {} undone: the clock reads {} (mode {}); {} earlier advance(s) can still be undone",
+                clean(&undone.undone.advanced_from),
+                clean(&undone.undone.advanced_to),
+                clean(&undone.now),
+                clean(&undone.mode),
+                undone.undo_left
+            ));
+            return Ok(());
+        }
         ClockCommand::Advance { tenant, duration } => {
             let (id, path) = c.tenant_path(&tenant, "/clock").await?;
             let body = match duration {

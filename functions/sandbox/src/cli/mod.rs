@@ -83,7 +83,8 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: CheckpointCommand,
     },
-    /// A tenant's test clock: show, freeze, advance (running the transitions due), real.
+    /// A tenant's test clock: show, freeze, advance (running the transitions due), undo the
+    /// last advances, real.
     Clock {
         #[command(flatten)]
         conn: Conn,
@@ -289,6 +290,11 @@ pub enum ClockCommand {
     },
     /// Back to real time (no transitions run).
     Real { tenant: String },
+    /// Undo the newest advance: the tenant's data and clock become what they were just
+    /// before it (writes made since go too; ids are never given out again). Each advance
+    /// keeps its own automatic checkpoint for this, the last three, so up to three advances
+    /// can be undone, newest first; with none left the server refuses (409, exit code 6).
+    Undo { tenant: String },
 }
 
 #[derive(Subcommand, Debug)]

@@ -151,6 +151,22 @@ pub struct Advanced {
     pub transitions: Vec<Transition>,
 }
 
+/// The answer of `POST /tenants/{id}/clock/undo`.
+#[derive(Debug, Deserialize)]
+pub struct Undone {
+    pub mode: String,
+    pub now: String,
+    pub undone: UndoneAdvance,
+    pub undo_left: u64,
+}
+
+/// The advance an undo undid.
+#[derive(Debug, Deserialize)]
+pub struct UndoneAdvance {
+    pub advanced_from: String,
+    pub advanced_to: String,
+}
+
 /// A transition an advance ran.
 #[derive(Debug, Deserialize)]
 pub struct Transition {
