@@ -9,8 +9,13 @@
 //! - openapi-typescript generates the types of all three, and `tsc --strict --noEmit` checks
 //!   live answers (and the round trips' PUT bodies) against them.
 //!
+//! - the Rust client (clients/rust, progenitor over the OpenAPI 3.0.3 documents) makes the
+//!   same first calls (`rust`).
+//!
 //! The tools: tests/requirements.txt (pip) and tests/clients/npm-tools.txt (npm), installed
 //! by tests/setup.sh (`make test`).
+
+mod rust;
 
 use e2e::openapi::{workspace_root, Document, DOCUMENTS};
 use e2e::{runs, TestServer, TestTenant, ADMIN_KEY};
