@@ -3,7 +3,8 @@
 //! - openapi-python-client (default settings; any warning fails) generates the billing,
 //!   revenue and admin clients, and tests/clients/smoke.py drives the live server through
 //!   them (a filtered list, GET-then-PUT round trips of agreement services and ledgers, a
-//!   usage post with an erred event, a collector and a ledger run, a tenant's clock), every
+//!   usage post with an erred event, an amount read as an exact decimal, a collector and a
+//!   ledger run, a tenant's clock), every
 //!   exchange also checked by openapi-core against the document; each schema member is one
 //!   class (a nullable enumeration is one enum class, not one per union branch);
 //! - openapi-typescript generates the types of all three, and `tsc --strict --noEmit` checks
@@ -105,7 +106,7 @@ async fn generated_python_clients_work_against_the_server() {
         generated.as_secs_f64(),
         (started.elapsed() - generated).as_secs_f64()
     );
-    assert!(said.contains("smoke: 9 steps passed"), "{said}");
+    assert!(said.contains("smoke: 10 steps passed"), "{said}");
 }
 
 /// The model modules openapi-python-client wrote under `out` (its one package's `models/`),
