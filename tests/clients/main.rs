@@ -4,12 +4,11 @@
 //!   revenue and admin clients, and tests/clients/smoke.py drives the live server through
 //!   them (a filtered list, GET-then-PUT round trips of agreement services and ledgers, a
 //!   usage post with an erred event, an amount read as an exact decimal, a collector and a
-//!   ledger run, a tenant's clock), every
-//!   exchange also checked by openapi-core against the document; each schema member is one
-//!   class (a nullable enumeration is one enum class, not one per union branch);
+//!   ledger run, a tenant's clock), every exchange also checked by openapi-core against the
+//!   document; each schema member is one class (a nullable enumeration is one enum class,
+//!   not one per union branch);
 //! - openapi-typescript generates the types of all three, and `tsc --strict --noEmit` checks
-//!   live answers (and the round trips' PUT bodies) against them.
-//!
+//!   live answers (and the round trips' PUT bodies) against them;
 //! - the Rust client (clients/rust, progenitor over the OpenAPI 3.0.3 documents) makes the
 //!   same first calls (`rust`).
 //!
