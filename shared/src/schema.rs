@@ -3,11 +3,16 @@
 //! a fixed set of values, a free-form JSON object. Nothing here knows HTTP; the documents
 //! themselves are assembled in `web::openapi` and the surface crates.
 //!
-//! Invariant (what generated clients need): an enumeration that admits null lists null among
-//! its values, and no two values differ only in case.
+//! Invariants (what generated clients need): an enumeration that admits null is `anyOf` the
+//! enumeration and `{"type": "null"}` (openapi-python-client makes one class of that; of
+//! `type: [string, null]` with null among the `enum` values it made three), and no two values
+//! differ only in case. An exact decimal is `type: number` (the wire carries JSON numbers)
+//! with `format: decimal` (the OpenAPI format registry's name for it), which a generator can
+//! map to a decimal type (the Rust client maps it to `rust_decimal::Decimal`).
 
 use utoipa::openapi::schema::{
-    AdditionalProperties, Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type,
+    AdditionalProperties, AnyOfBuilder, Array, ArrayBuilder, Object, ObjectBuilder, Schema,
+    SchemaFormat, SchemaType, Type,
 };
 
 /// A string that is one of `values`.
@@ -18,22 +23,21 @@ pub fn enumeration(values: &[&str]) -> Object {
         .build()
 }
 
-/// A string that is one of `values`, or null (null is listed among the values: JSON Schema
-/// checks `enum` apart from `type`).
-pub fn nullable_enumeration(values: &[&str]) -> Object {
-    let values: Vec<serde_json::Value> = values
-        .iter()
-        .map(|v| serde_json::Value::from(*v))
-        .chain([serde_json::Value::Null])
-        .collect();
-    ObjectBuilder::new()
-        .schema_type(
-            [Type::String, Type::Null]
-                .into_iter()
-                .collect::<SchemaType>(),
-        )
-        .enum_values(Some(values))
-        .build()
+/// A string that is one of `values`, or null: `anyOf` the enumeration and null, so that a
+/// generated client has one enumeration type (its member optional), and the enumeration's
+/// own values are the server's only.
+pub fn nullable_enumeration(values: &[&str]) -> Schema {
+    or_null(enumeration(values))
+}
+
+/// `schema` or null, as `anyOf` (see [`nullable_enumeration`]).
+fn or_null(schema: Object) -> Schema {
+    Schema::AnyOf(
+        AnyOfBuilder::new()
+            .item(schema)
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .build(),
+    )
 }
 
 /// An object with members of its own (described in words): `additionalProperties: true`, or
@@ -60,10 +64,15 @@ pub fn string_pairs() -> Array {
 /// The description of every exact decimal.
 pub const DECIMAL: &str = "Exact decimal written with its exact digits (rust_decimal: at most 28 significant digits, no trailing zeros). A submitted decimal has at most 18 integer digits (magnitude below 10^18); beyond: 400.";
 
+/// The format of every exact decimal: the OpenAPI format registry's `decimal` ("a fixed
+/// point decimal number of unspecified precision and range"), for `type: number`.
+pub const DECIMAL_FORMAT: &str = "decimal";
+
 /// An exact decimal (`money::Number` on the wire: a JSON number with its exact digits).
 pub fn decimal() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::Number)
+        .format(Some(SchemaFormat::Custom(DECIMAL_FORMAT.into())))
         .description(Some(DECIMAL))
         .build()
 }
@@ -76,6 +85,7 @@ pub fn decimal_or_null() -> Object {
                 .into_iter()
                 .collect::<SchemaType>(),
         )
+        .format(Some(SchemaFormat::Custom(DECIMAL_FORMAT.into())))
         .description(Some(DECIMAL))
         .build()
 }

@@ -9,8 +9,11 @@ CLIENTS_DIR holds billing/, revenue/ and admin/, each openapi-python-client's ou
 one `ok: ...` line per step and `smoke: N steps passed`; any failure raises (exit 1).
 """
 
+import decimal
 import importlib
+import json
 import os
+import re
 import sys
 
 clients_dir, docs_dir, base, api_key, admin_key, tenant_id = sys.argv[1:7]
@@ -96,6 +99,16 @@ assert len(outcome.rated_events) == 1 and len(outcome.erred_events) == 1, outcom
 assert erred.code == models.ErredEventCode.UNKNOWN_SERVICE_RESOURCE, erred
 ok("post usage events with an erred one",
    f"({len(outcome.rated_events)} rated, {len(outcome.erred_events)} erred: {erred.code})")
+
+# Amounts are `format: decimal` JSON numbers: the generated model takes what it is given, so
+# a body parsed with Decimal keeps the digits the server wrote (docs/clients.md).
+[rated] = outcome.rated_events
+answer = api("usage.get_usage_event").sync_detailed(rated.id, client=b)
+event = models.RatedEvent.from_dict(json.loads(answer.content, parse_float=decimal.Decimal))
+[written] = re.findall(rb'"total_charge":\s*([-0-9.eE+]+)', answer.content)
+assert isinstance(event.total_charge, (decimal.Decimal, int)), type(event.total_charge)
+assert str(event.total_charge) == written.decode(), (event.total_charge, written)
+ok("an amount read as an exact decimal", f"(total_charge {event.total_charge})")
 
 # ---- Surface C ----------------------------------------------------------------------
 C = package("revenue")

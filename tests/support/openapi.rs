@@ -14,6 +14,10 @@ pub struct Document {
     pub file: &'static str,
     /// Path it is served at.
     pub served_at: &'static str,
+    /// File name of its OpenAPI 3.0.3 rendering under docs/openapi/.
+    pub file_30: &'static str,
+    /// Path that rendering is served at.
+    pub served_30_at: &'static str,
     /// Router sources (relative to the workspace root) whose routes it describes.
     pub routers: &'static [&'static str],
 }
@@ -23,16 +27,22 @@ pub const DOCUMENTS: [Document; 3] = [
     Document {
         file: "billing.json",
         served_at: "/billing/2/openapi.json",
+        file_30: "billing-3.0.json",
+        served_30_at: "/billing/2/openapi-3.0.json",
         routers: &["functions/billing/src/lib.rs", "functions/usage/src/lib.rs"],
     },
     Document {
         file: "revenue.json",
         served_at: "/revenue/3/openapi.json",
+        file_30: "revenue-3.0.json",
+        served_30_at: "/revenue/3/openapi-3.0.json",
         routers: &["functions/revenue/src/lib.rs"],
     },
     Document {
         file: "admin.json",
         served_at: "/sandbox/v1/openapi.json",
+        file_30: "admin-3.0.json",
+        served_30_at: "/sandbox/v1/openapi-3.0.json",
         routers: &[
             "functions/admin/src/lib.rs",
             "functions/admin/src/powers.rs",
@@ -59,6 +69,17 @@ impl Document {
     /// The shipped document, parsed.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.text()).expect("document is JSON")
+    }
+
+    /// The shipped OpenAPI 3.0.3 rendering.
+    pub fn text_30(&self) -> String {
+        let path = workspace_root().join("docs/openapi").join(self.file_30);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The shipped OpenAPI 3.0.3 rendering, parsed.
+    pub fn json_30(&self) -> Value {
+        serde_json::from_str(&self.text_30()).expect("document is JSON")
     }
 
     /// The base paths of the document's `servers` entries, without a trailing slash (`""`

@@ -46,6 +46,10 @@ pub fn routes() -> Router<AppState> {
             get(|| async { openapi::DOCUMENT.answer() }),
         )
         .route(
+            &format!("{ADMIN_PREFIX}/openapi-3.0.json"),
+            get(|| async { openapi::DOCUMENT.answer_30() }),
+        )
+        .route(
             &format!("{ADMIN_PREFIX}/tenants"),
             post(create_tenant).get(list_tenants),
         )

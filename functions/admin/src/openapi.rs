@@ -18,7 +18,7 @@ use shared::sandbox::undo::Undone;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::TenantRecord;
 use shared::web::openapi::{
-    array, document_operation, json_content, param, schema_value, string, with_idempotency_on,
+    array, document_operations, json_content, param, schema_value, string, with_idempotency_on,
     Builder, Op, Served,
 };
 use shared::web::{ApiError, ADMIN_PREFIX};
@@ -82,11 +82,7 @@ pub fn document() -> Value {
     let p = ADMIN_PREFIX;
     let tid = &param("id", "path", string(), None);
     let any = || json!({ "type": "object", "additionalProperties": true });
-    b.operation(
-        &format!("{p}/openapi.json"),
-        "get",
-        document_operation("admin"),
-    );
+    document_operations(&mut b, p, "admin");
     b.operation(
         &format!("{p}/fixtures.schema.json"),
         "get",

@@ -20,6 +20,10 @@ pub fn routes() -> Router<AppState> {
             &p("/openapi.json"),
             get(|| async { openapi::DOCUMENT.answer() }),
         )
+        .route(
+            &p("/openapi-3.0.json"),
+            get(|| async { openapi::DOCUMENT.answer_30() }),
+        )
         .route(&p("/actions"), get(h::list_actions))
         .route(&p("/actions/{id}"), get(h::get_action))
         .route(

@@ -35,6 +35,10 @@ pub fn routes() -> Router<AppState> {
                 &p("/openapi.json"),
                 get(|| async { openapi::DOCUMENT.answer() }),
             )
+            .route(
+                &p("/openapi-3.0.json"),
+                get(|| async { openapi::DOCUMENT.answer_30() }),
+            )
             .route(&p("/collectors"), get(list_collectors))
             .route(
                 &p("/collector-runs"),

@@ -15,7 +15,7 @@ use shared::domain::ledgers::{Ledger, LedgerFields, ListedLedger};
 use shared::domain::replication::ReplicationSummary;
 use shared::web::listing::{REVENUE_COUNT_HEADERS, REVENUE_PAGING};
 use shared::web::openapi::{
-    array, document_operation, omit_total_count, param, string, with_idempotency, Builder, Op,
+    array, document_operations, omit_total_count, param, string, with_idempotency, Builder, Op,
     Served,
 };
 use shared::web::ApiError;
@@ -126,7 +126,7 @@ pub fn document() -> Value {
     let fields = b.schema::<LedgerFields>();
     let enumeration = |values: &[&str]| json!({ "type": "string", "enum": values });
 
-    b.operation("/openapi.json", "get", document_operation("revenue"));
+    document_operations(&mut b, "", "revenue");
     let filters = [
         query("id", int64(), None),
         query("name", string(), None),

@@ -3,7 +3,7 @@
 //! constant the domain checks against, so the document lists what the server takes.
 
 use crate::schema::{enumeration, nullable_enumeration};
-use utoipa::openapi::Object;
+use utoipa::openapi::{Object, Schema};
 
 /// A currency code.
 pub fn currency() -> Object {
@@ -11,7 +11,7 @@ pub fn currency() -> Object {
 }
 
 /// A currency code or null.
-pub fn currency_or_null() -> Object {
+pub fn currency_or_null() -> Schema {
     nullable_enumeration(crate::money::CURRENCY_CODES)
 }
 
@@ -36,7 +36,7 @@ pub fn collector_run_type() -> Object {
 }
 
 /// A charge info's state in a ledger, or null (no run has handled it).
-pub fn charge_info_state_or_null() -> Object {
+pub fn charge_info_state_or_null() -> Schema {
     nullable_enumeration(super::chargeinfo::CHARGE_INFO_STATES)
 }
 

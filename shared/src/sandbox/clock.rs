@@ -27,7 +27,7 @@ fn modes() -> utoipa::openapi::Object {
     crate::schema::enumeration(MODES)
 }
 
-fn nullable_modes() -> utoipa::openapi::Object {
+fn nullable_modes() -> utoipa::openapi::Schema {
     crate::schema::nullable_enumeration(MODES)
 }
 

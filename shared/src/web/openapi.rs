@@ -4,7 +4,8 @@
 //! `crate::schema` for what a Rust type cannot say), so a member added to a type is in the
 //! document. This module holds what the surfaces' documents share: the assembly of paths and
 //! components, parameters, error answers, the document's own operation, the rendering (the
-//! committed docs/openapi/*.json are this rendering) and serving.
+//! committed docs/openapi/*.json are this rendering) and serving, in 3.1 and in the 3.0.3
+//! translation of the same document ([`oas30`]) for generators that read 3.0 only.
 //!
 //! Invariants: every schema an operation names is in `components.schemas` (registered with
 //! the type, with everything it refers to); two types never claim one schema name; an
@@ -15,6 +16,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 use utoipa::ToSchema;
+
+pub mod oas30;
 
 /// A document under construction: its paths and the schemas its operations name.
 #[derive(Default)]
@@ -325,18 +328,29 @@ pub fn error_responses(
         .collect()
 }
 
-/// `GET <prefix>/openapi.json`: the document itself, without credentials.
-pub fn document_operation(tag: &str) -> Value {
-    json!({
-        "operationId": format!("{tag}OpenApi"),
-        "summary": "This OpenAPI document",
-        "security": [],
-        "tags": ["meta"],
-        "responses": { "200": {
-            "description": "The document",
-            "content": json_content(json!({ "type": "object", "additionalProperties": true })),
-        }},
-    })
+/// Declares `GET <base>/openapi.json` (the document itself) and `GET
+/// <base>/openapi-3.0.json` (its 3.0.3 rendering), both without credentials.
+pub fn document_operations(b: &mut Builder, base: &str, tag: &str) {
+    for (file, id, summary) in [
+        ("openapi.json", "OpenApi", "This OpenAPI document (3.1)"),
+        (
+            "openapi-3.0.json",
+            "OpenApi30",
+            "This document in OpenAPI 3.0.3, for generators that read 3.0 only (progenitor): the same operations and schemas, nullable written as `nullable: true`",
+        ),
+    ] {
+        let op = json!({
+            "operationId": format!("{tag}{id}"),
+            "summary": summary,
+            "security": [],
+            "tags": ["meta"],
+            "responses": { "200": {
+                "description": "The document",
+                "content": json_content(json!({ "type": "object", "additionalProperties": true })),
+            }},
+        });
+        b.operation(&format!("{base}/{file}"), "get", op);
+    }
 }
 
 /// The text served and committed: JSON indented by one space, keys sorted, a final newline.
@@ -355,11 +369,11 @@ pub fn render(doc: &Value) -> String {
 }
 
 /// A surface's document, built and rendered on first use and kept as that text (what is
-/// served and what is committed). Each surface crate holds one in a static:
-/// `pub static DOCUMENT: Served = Served::new(document);`.
+/// served and what is committed), with its 3.0.3 rendering. Each surface crate holds one in
+/// a static: `pub static DOCUMENT: Served = Served::new(document);`.
 pub struct Served {
     build: fn() -> Value,
-    text: OnceLock<String>,
+    texts: OnceLock<(String, String)>,
 }
 
 impl Served {
@@ -367,17 +381,38 @@ impl Served {
     pub const fn new(build: fn() -> Value) -> Served {
         Served {
             build,
-            text: OnceLock::new(),
+            texts: OnceLock::new(),
         }
     }
 
-    /// The rendered document ([`render`]).
+    fn texts(&self) -> &(String, String) {
+        self.texts.get_or_init(|| {
+            let doc = (self.build)();
+            (render(&doc), render(&oas30::translate(&doc)))
+        })
+    }
+
+    /// The rendered document ([`render`]), OpenAPI 3.1.
     pub fn text(&self) -> &str {
-        self.text.get_or_init(|| render(&(self.build)()))
+        &self.texts().0
+    }
+
+    /// Its OpenAPI 3.0.3 rendering ([`oas30::translate`]).
+    pub fn text_30(&self) -> &str {
+        &self.texts().1
     }
 
     /// The answer of `GET <prefix>/openapi.json` (served without credentials).
     pub fn answer(&'static self) -> Response {
-        ([(header::CONTENT_TYPE, "application/json")], self.text()).into_response()
+        json_answer(self.text())
     }
+
+    /// The answer of `GET <prefix>/openapi-3.0.json` (served without credentials).
+    pub fn answer_30(&'static self) -> Response {
+        json_answer(self.text_30())
+    }
+}
+
+fn json_answer(text: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
 }

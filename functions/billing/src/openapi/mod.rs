@@ -17,7 +17,7 @@ use crate::resources::AccountRef;
 use operations::{enumeration, filter, one, op, pid, simple_shape, write, List};
 use serde_json::{json, Value};
 use shared::web::openapi::{
-    document_operation, param, schema_value, string, with_idempotency, Builder, Served,
+    document_operations, param, schema_value, string, with_idempotency, Builder, Served,
 };
 use shared::web::{ApiError, BILLING_PREFIX};
 
@@ -36,7 +36,7 @@ pub fn document() -> Value {
     // Named by the members that hold either a reference or the whole record (`Entry`).
     b.schema::<Run>();
     b.schema::<Invoice>();
-    b.operation(&p("/openapi.json"), "get", document_operation("billing"));
+    document_operations(&mut b, BILLING_PREFIX, "billing");
 
     // Actions.
     let action = b.schema::<Action>();
