@@ -89,7 +89,7 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
         ],
     )?;
     if !closed {
-        add_to_balance(tx, i.billing_account_id, i.amount)?;
+        super::accounts::add_to_balance(tx, i.billing_account_id, i.amount)?;
     }
     Ok(id)
 }
@@ -107,22 +107,15 @@ fn check_invoice_num_free(tx: &Transaction<'_>, invoice_num: &str) -> Result<()>
     Ok(())
 }
 
-/// Adds `delta` (exactly) to a billing account's balance.
-fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal) -> Result<()> {
-    let balance: String = tx.query_row(
-        "SELECT balance FROM billing_accounts WHERE id = ?1",
-        [billing_account_id],
-        |r| r.get(0),
-    )?;
-    let balance = crate::money::checked_add(
-        crate::money::parse_decimal(&balance).unwrap_or_default(),
-        delta,
-        &format!("the balance of billing account {billing_account_id}"),
-    )?;
-    tx.execute(
-        "UPDATE billing_accounts SET balance = ?1 WHERE id = ?2",
-        rusqlite::params![canonical(balance), billing_account_id],
-    )?;
+/// Records how much of invoice `id` was the account's pending charges (what a cancel gives
+/// back).
+pub(crate) fn set_billed_pending_charges(
+    tx: &Transaction<'_>,
+    id: i64,
+    billed: Decimal,
+) -> Result<()> {
+    tx.prepare_cached("UPDATE invoices SET billed_pending_charges = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![canonical(billed), id])?;
     Ok(())
 }
 
@@ -162,30 +155,11 @@ pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
         "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
         rusqlite::params![canonical(Decimal::ZERO), at, id],
     )?;
-    add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
+    super::accounts::add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
     // Its usage events are pending again, for the next run or bill on demand.
-    tx.execute(
-        "UPDATE usage_events SET invoice_id = NULL WHERE billing_account_id = ?1 AND invoice_id = ?2",
-        [invoice.account_id, id],
-    )?;
+    super::usage::unmark_invoiced(tx, invoice.account_id, id)?;
     if let Some(billed) = billed.as_deref().and_then(crate::money::parse_decimal) {
-        let pending: String = tx.query_row(
-            "SELECT pending_charges_total FROM billing_accounts WHERE id = ?1",
-            [invoice.account_id],
-            |r| r.get(0),
-        )?;
-        let pending = crate::money::checked_add(
-            crate::money::parse_decimal(&pending).unwrap_or_default(),
-            billed,
-            &format!(
-                "the pending charges of billing account {}",
-                invoice.account_id
-            ),
-        )?;
-        tx.execute(
-            "UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2",
-            rusqlite::params![canonical(pending), invoice.account_id],
-        )?;
+        super::accounts::add_to_pending_charges(tx, invoice.account_id, billed)?;
     }
     Ok(())
 }
@@ -250,7 +224,7 @@ pub fn settle_invoice(
         "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
         rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
     )?;
-    add_to_balance(tx, invoice.account_id, -amount)?;
+    super::accounts::add_to_balance(tx, invoice.account_id, -amount)?;
     super::billing::dues::clear_collection(tx, invoice.account_id, applied_on).map(drop)
 }
 

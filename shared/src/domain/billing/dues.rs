@@ -99,9 +99,6 @@ pub fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) -> Resu
     if overdue {
         return Ok(false);
     }
-    tx.prepare_cached(
-        "UPDATE billing_accounts SET status = 'ACTIVE' WHERE id = ?1 AND status = 'COLLECTION'",
-    )?
-    .execute([account_id])?;
+    crate::domain::accounts::move_status(tx, account_id, "COLLECTION", "ACTIVE")?;
     Ok(true)
 }
