@@ -203,6 +203,180 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
 }
 
+/// The domain's own modules form no cycle either: a rule that two modules need lives in one
+/// of them (or below both), so each can be read and changed from the bottom up. Its edges
+/// are every path (`crate::domain::x`, `super::x`, groups) from a file of one child module
+/// of `domain` to another; `domain/mod.rs` (the shared helpers every module uses) is below
+/// them all.
+#[test]
+fn the_domain_modules_have_no_cycle() {
+    let edges = domain_edges(&src_dir());
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.from == "invoices" && e.to == "accounts"),
+        "the scan found no invoices -> accounts edge: the scanner is broken"
+    );
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in &edges {
+        graph
+            .entry(e.from.clone())
+            .or_default()
+            .insert(e.to.clone());
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let named: Vec<String> = cycle
+            .windows(2)
+            .filter_map(|w| edges.iter().find(|e| e.from == w[0] && e.to == w[1]))
+            .map(|e| format!("shared/src/{}:{}: `{}`", e.file, e.line, e.text))
+            .collect();
+        panic!(
+            "the modules of shared/src/domain form a cycle: {}\n{}",
+            cycle.join(" -> "),
+            named.join("\n")
+        );
+    }
+}
+
+/// The child modules `domain/mod.rs` declares.
+fn domain_modules(src: &Path) -> Vec<String> {
+    let code = strip_tests(&code_only(
+        &std::fs::read_to_string(src.join("domain/mod.rs")).unwrap(),
+    ))
+    .0;
+    let tokens = tokens(&code);
+    tokens
+        .windows(3)
+        .filter(|w| w[0].0 == "mod" && w[2].0 == ";")
+        .map(|w| w[1].0.clone())
+        .collect()
+}
+
+/// Every reference from a file of one child module of `domain` to another child module.
+fn domain_edges(src: &Path) -> Vec<Edge> {
+    let modules = domain_modules(src);
+    let mut edges = Vec::new();
+    for file in non_test_files(&src.join("domain")) {
+        let rel = file
+            .path
+            .strip_prefix(src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let module_path = module_path(&rel);
+        if module_path.len() < 2 {
+            continue;
+        }
+        let lines: Vec<&str> = file.source.lines().collect();
+        for (path, line) in absolute_paths(&file.code, &module_path) {
+            let to = match path.as_slice() {
+                [root, child, ..] if root == "domain" && modules.contains(child) => child,
+                _ => continue,
+            };
+            if *to != module_path[1] {
+                edges.push(Edge {
+                    file: rel.clone(),
+                    from: module_path[1].clone(),
+                    to: to.clone(),
+                    line,
+                    text: lines
+                        .get(line - 1)
+                        .map(|l| l.trim())
+                        .unwrap_or("")
+                        .to_string(),
+                });
+            }
+        }
+    }
+    edges
+}
+
+/// Every `crate::`, `super::` and `self::` path of `code` made absolute (from the crate
+/// root) for a file whose module is `module_path`, with its line; a group `{a, b::c}`
+/// gives one path per member (its first name).
+fn absolute_paths(code: &str, module_path: &[String]) -> Vec<(Vec<String>, usize)> {
+    let tokens = tokens(code);
+    let at = |k: usize| tokens.get(k).map(|(t, _)| t.as_str()).unwrap_or("");
+    let is_name = |t: &str| {
+        t.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+    };
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        let line = tokens[i].1;
+        if (i > 0 && at(i - 1) == "::") || at(i + 1) != "::" {
+            continue;
+        }
+        let mut base: Vec<String> = match at(i) {
+            "crate" => Vec::new(),
+            "super" => module_path[..module_path.len() - 1].to_vec(),
+            "self" => module_path.to_vec(),
+            _ => continue,
+        };
+        let mut k = i + 2;
+        while at(k) == "super" && at(k + 1) == "::" {
+            base.pop();
+            k += 2;
+        }
+        while is_name(at(k)) && at(k + 1) == "::" {
+            base.push(at(k).to_string());
+            k += 2;
+        }
+        if at(k) == "{" {
+            let mut depth = 0;
+            let mut expect_name = true;
+            while k < tokens.len() {
+                match at(k) {
+                    "{" => depth += 1,
+                    "}" => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    "," if depth == 1 => expect_name = true,
+                    name if depth == 1 && expect_name && is_name(name) => {
+                        let mut path = base.clone();
+                        if name != "self" {
+                            path.push(name.to_string());
+                        }
+                        out.push((path, tokens[k].1));
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+                k += 1;
+            }
+        } else {
+            if is_name(at(k)) {
+                base.push(at(k).to_string());
+            }
+            out.push((base, line));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_domain_scanner_resolves_super_and_groups() {
+    let path: Vec<String> = ["domain", "billing", "runs"].map(String::from).to_vec();
+    let src = "use super::super::clock::Ran;\n\
+               use crate::domain::{accounts, invoices::x};\n\
+               fn f() { super::invoicing::issue(); crate::money::canonical(); }\n";
+    let found = absolute_paths(&code_only(src), &path);
+    let found: Vec<(String, usize)> = found.iter().map(|(p, l)| (p.join("::"), *l)).collect();
+    let want = [
+        ("domain::clock::Ran", 1),
+        ("domain::accounts", 2),
+        ("domain::invoices", 2),
+        ("domain::billing::invoicing::issue", 3),
+        ("money::canonical", 3),
+    ];
+    let want: Vec<(String, usize)> = want.iter().map(|(p, l)| (p.to_string(), *l)).collect();
+    assert_eq!(found, want);
+}
+
 // ---- the scanner ----------------------------------------------------------------------
 
 /// Every reference of every non-test file under `src` (lib.rs excepted: it only declares).

@@ -58,7 +58,7 @@ pub struct ChargeInfo {
     /// Per-ledger list only: the record's state in that ledger (POSTED, SKIPPED, ERROR, or
     /// null when no run has handled it). Absent from the other lists.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::domain::schemas::charge_info_state_or_null)]
+    #[schema(schema_with = charge_info_state_or_null)]
     pub charge_info_state_values: Option<Option<String>>,
 }
 
@@ -599,4 +599,9 @@ pub(crate) fn store_collected(
         c.product_id,
     ])?;
     Ok(tx.last_insert_rowid())
+}
+
+/// A charge info's state in a ledger, or null (no run has handled it): its JSON Schema, for the OpenAPI derives.
+pub fn charge_info_state_or_null() -> utoipa::openapi::Object {
+    crate::schema::nullable_enumeration(CHARGE_INFO_STATES)
 }

@@ -70,17 +70,9 @@ pub struct Transition {
     pub detail: String,
 }
 
-/// A due transition: (stored instant, kind order, id).
-pub type Due = (String, u8, i64);
-/// A transition that ran: (kind, id, detail).
-pub type Ran = (&'static str, i64, String);
+pub use super::billing::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
+/// An agreement service reaching its end date (id: the agreement service).
 const SERVICE_END: u8 = 0;
-/// An invoice reaching its due date (id: the invoice).
-pub const INVOICE_DUE: u8 = 1;
-/// A bill cycle's run (id: the bill cycle).
-pub const BILL_CYCLE_RUN: u8 = 2;
-/// A bill batch's run on its invoice date (id: the bill batch).
-pub const BILL_BATCH_RUN: u8 = 3;
 
 /// Runs every transition due in `(from, to]` in order (see the module doc) and answers them.
 pub fn run_due(

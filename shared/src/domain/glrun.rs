@@ -78,7 +78,7 @@ pub struct GlRun {
     #[schema(format = DateTime, required = true)]
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
-    #[schema(schema_with = crate::domain::schemas::run_status)]
+    #[schema(schema_with = run_status)]
     pub status: String,
     /// Number of run errors.
     pub num_errors: i64,
@@ -491,6 +491,11 @@ pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<J
             })
         },
     )
+}
+
+/// A ledger or collector run's status: its JSON Schema, for the OpenAPI derives.
+pub fn run_status() -> utoipa::openapi::Object {
+    crate::schema::enumeration(RUN_STATUSES)
 }
 
 #[cfg(test)]

@@ -225,7 +225,32 @@ pub fn settle_invoice(
         rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
     )?;
     super::accounts::add_to_balance(tx, invoice.account_id, -amount)?;
-    super::billing::dues::clear_collection(tx, invoice.account_id, applied_on).map(drop)
+    clear_collection(tx, invoice.account_id, applied_on).map(drop)
+}
+
+/// Brings billing account `account_id` from COLLECTION back to ACTIVE when, at the stored
+/// instant `at`, none of its OPEN invoices with an amount to pay is due; answers whether it
+/// did.
+pub(crate) fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) -> Result<bool> {
+    if super::accounts::status_of(tx, account_id)? != "COLLECTION" {
+        return Ok(false);
+    }
+    let mut stmt = tx.prepare_cached(
+        "SELECT amount_to_pay FROM invoices
+         WHERE billing_account_id = ?1 AND status = 'OPEN' AND due_date <= ?2",
+    )?;
+    let mut overdue = false;
+    for to_pay in stmt.query_map(rusqlite::params![account_id, at], |r| {
+        from_sql_text(r.get_ref(0)?).map_err(Into::into)
+    })? {
+        let to_pay: Decimal = to_pay?;
+        overdue |= !to_pay.is_zero();
+    }
+    if overdue {
+        return Ok(false);
+    }
+    super::accounts::move_status(tx, account_id, "COLLECTION", "ACTIVE")?;
+    Ok(true)
 }
 
 /// An open invoice of `account_id` with its amount to pay: 404 when unknown, 400 when it

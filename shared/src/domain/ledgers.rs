@@ -63,11 +63,11 @@ pub struct LedgerFields {
     pub description: Option<Option<String>>,
     /// One of [`LEDGER_STATUSES`], default ACTIVE.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(schema_with = crate::domain::schemas::ledger_status)]
+    #[schema(schema_with = ledger_status)]
     pub status: Option<Option<String>>,
     /// One of [`CONVERT_CURRENCY`], default NONE.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(schema_with = crate::domain::schemas::convert_currency)]
+    #[schema(schema_with = convert_currency)]
     pub convert_currency: Option<Option<String>>,
     /// Conversion currency.
     #[serde(default, deserialize_with = "super::nullable")]
@@ -342,10 +342,10 @@ pub struct Ledger {
     #[schema(required = true)]
     pub description: Option<String>,
     /// ACTIVE or INACTIVE.
-    #[schema(schema_with = crate::domain::schemas::ledger_status)]
+    #[schema(schema_with = ledger_status)]
     pub status: String,
     /// NONE, GL or ACCOUNT_CATEGORY.
-    #[schema(schema_with = crate::domain::schemas::convert_currency)]
+    #[schema(schema_with = convert_currency)]
     pub convert_currency: String,
     /// Conversion currency.
     #[schema(schema_with = crate::domain::schemas::currency_or_null, required = true)]
@@ -552,4 +552,14 @@ pub fn delete_ledger(tx: &Transaction<'_>, id: i64) -> Result<()> {
     super::glrun::delete_ledger_runs(tx, id)?;
     tx.execute("DELETE FROM ledgers WHERE id = ?1", [id])?;
     Ok(())
+}
+
+/// A ledger's status: its JSON Schema, for the OpenAPI derives.
+pub fn ledger_status() -> utoipa::openapi::Object {
+    crate::schema::enumeration(LEDGER_STATUSES)
+}
+
+/// A ledger's currency conversion: its JSON Schema, for the OpenAPI derives.
+pub fn convert_currency() -> utoipa::openapi::Object {
+    crate::schema::enumeration(CONVERT_CURRENCY)
 }

@@ -27,10 +27,10 @@
 
 use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
 use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
+use super::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
 use crate::domain::accounts;
 use crate::domain::actions::{create_action, NewAction, NewOperation};
 use crate::domain::bill_batches::{self, create_bill_batch, NewBillBatch};
-use crate::domain::clock::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
 use crate::money::{canonical, checked_add};
 use crate::time::{from_storage, to_storage};
 use crate::{Error, Result};

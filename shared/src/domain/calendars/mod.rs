@@ -19,7 +19,7 @@ use crate::time::render;
 use crate::{Error, Result};
 use chrono::{Datelike, Months, NaiveDate};
 use chrono_tz::Tz;
-use rusqlite::{Connection, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::Deserialize;
 use view::{HistoryEntry, Year};
 
@@ -449,9 +449,14 @@ fn require_node(
 
 /// Reads one accounting year of a ledger.
 pub fn get_year(conn: &Connection, ledger_id: i64, year_id: i64) -> Result<Year> {
-    let ledger = super::ledgers::get_ledger(conn, ledger_id)?;
-    ledger
-        .calendar
+    // The ledger's time zone read here, not through `ledgers` (which reads its calendar from
+    // this module): the two modules stay one above the other.
+    let tz: String = conn
+        .prepare_cached("SELECT timezone_name FROM ledgers WHERE id = ?1")?
+        .query_row([ledger_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("ledger {ledger_id} does not exist")))?;
+    view::load_calendar(conn, ledger_id, &tz)?
         .years
         .into_iter()
         .find(|y| y.id == year_id)
