@@ -19,7 +19,7 @@
 
 mod scan;
 
-use scan::{code_only, module_path, non_test_files, strip_tests, tokens};
+use scan::{code_only, line_text, module_path, non_test_files, relative, strip_tests, tokens};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -257,17 +257,11 @@ fn domain_edges(src: &Path) -> Vec<Edge> {
     let modules = domain_modules(src);
     let mut edges = Vec::new();
     for file in non_test_files(&src.join("domain")) {
-        let rel = file
-            .path
-            .strip_prefix(src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&file.path, src);
         let module_path = module_path(&rel);
         if module_path.len() < 2 {
             continue;
         }
-        let lines: Vec<&str> = file.source.lines().collect();
         for (path, line) in absolute_paths(&file.code, &module_path) {
             let to = match path.as_slice() {
                 [root, child, ..] if root == "domain" && modules.contains(child) => child,
@@ -279,11 +273,7 @@ fn domain_edges(src: &Path) -> Vec<Edge> {
                     from: module_path[1].clone(),
                     to: to.clone(),
                     line,
-                    text: lines
-                        .get(line - 1)
-                        .map(|l| l.trim())
-                        .unwrap_or("")
-                        .to_string(),
+                    text: line_text(&file.source, line),
                 });
             }
         }
@@ -385,28 +375,18 @@ fn collect_edges(src: &Path) -> Vec<Edge> {
     let (modules, reexports) = root_items(&lib);
     let mut edges = Vec::new();
     for file in non_test_files(src) {
-        let rel = file
-            .path
-            .strip_prefix(src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&file.path, src);
         if rel == "lib.rs" {
             continue;
         }
         let module_path = module_path(&rel);
-        let lines: Vec<&str> = file.source.lines().collect();
         for (to, line) in references(&file.code, &module_path, &modules, &reexports) {
             edges.push(Edge {
                 file: rel.clone(),
                 from: module_path[0].clone(),
                 to,
                 line,
-                text: lines
-                    .get(line - 1)
-                    .map(|l| l.trim())
-                    .unwrap_or("")
-                    .to_string(),
+                text: line_text(&file.source, line),
             });
         }
     }

@@ -29,7 +29,7 @@
 
 mod scan;
 
-use scan::{lex, module_path, non_test_files, strip_tests, Literal};
+use scan::{lex, module_path, non_test_files, relative, strip_tests, Literal};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -239,12 +239,7 @@ fn scan_workspace(root: &Path) -> Vec<Write> {
     let mut out = Vec::new();
     for dir in dirs {
         for file in non_test_files(&dir) {
-            let rel = file
-                .path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .replace('\\', "/");
+            let rel = relative(&file.path, root);
             let surface = rel.starts_with("functions/");
             let helpers = match rel.starts_with("shared/src/domain/") {
                 true => Helpers::Bare,
@@ -476,6 +471,13 @@ fn the_scanner_reads_helper_calls_and_skips_tests() {
     let found = scan(src, Helpers::Bare, false);
     let found: Vec<(usize, &str)> = found.iter().map(|(l, t)| (*l, t.as_str())).collect();
     assert_eq!(found, [(3, "reasons"), (4, "ledgers"), (7, ANY_TABLE)]);
+    // Outside the domain a bare `insert` is another function; `domain::insert` is the helper.
+    let src = "fn f(tx: &T) {\n\
+               insert(tx, &scope)?;\n\
+               crate::domain::insert(tx, \"payment_applications\", &[])?;\n\
+               }\n";
+    let found = scan(src, Helpers::Qualified, false);
+    assert_eq!(found, [(3, "payment_applications".to_string())]);
 }
 
 #[test]

@@ -42,6 +42,24 @@ pub fn non_test_files(dir: &Path) -> Vec<Scanned> {
     scanned
 }
 
+/// `path` from `root`, with `/`.
+pub fn relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// Line `line` (from 1) of `source`, trimmed: what a failure quotes.
+pub fn line_text(source: &str, line: usize) -> String {
+    source
+        .lines()
+        .nth(line.saturating_sub(1))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
