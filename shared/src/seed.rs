@@ -189,26 +189,21 @@ impl GeneratedServices {
     fn age(&self, tx: &Transaction<'_>, id: i64) -> Result<()> {
         let i = id - self.first_id;
         let next = (i % 5 == 2).then(|| nth(&self.products, i + 1)).flatten();
-        tx.execute(
-            "UPDATE agreement_services SET renewed = ?2, accumulated_charges_amount = ?3,
-                next_service_pay_on_purchase = ?4, preserve_service_price = ?5,
-                next_preserve_service_price = ?6, omit_minimum_amount = ?7,
-                next_agreement_id = ?8, next_end_action = ?9, next_service_product_id = ?10
-             WHERE id = ?1",
-            rusqlite::params![
-                id,
-                i % 6 == 1,
-                crate::money::canonical(rust_decimal::Decimal::new(i * 1309 % 100_000, 2)),
-                i % 8 == 3,
-                i % 7 == 0,
-                i % 7 == 1,
-                i % 4 == 3,
-                next.map(|(_, agreement)| agreement),
-                next.and_then(|_| nth(&self.end_actions, i + 1)),
-                next.map(|(product, _)| product),
-            ],
-        )?;
-        Ok(())
+        crate::domain::agreements::set_history(
+            tx,
+            id,
+            &crate::domain::agreements::ServiceHistory {
+                renewed: i % 6 == 1,
+                accumulated_charges_amount: rust_decimal::Decimal::new(i * 1309 % 100_000, 2),
+                next_service_pay_on_purchase: i % 8 == 3,
+                preserve_service_price: i % 7 == 0,
+                next_preserve_service_price: i % 7 == 1,
+                omit_minimum_amount: i % 4 == 3,
+                next_agreement_id: next.map(|(_, agreement)| agreement),
+                next_end_action: next.and_then(|_| nth(&self.end_actions, i + 1)),
+                next_service_product_id: next.map(|(product, _)| product),
+            },
+        )
     }
 }
 
@@ -239,20 +234,14 @@ impl SeedPaymentApplication {
                 payments::apply_payment(tx, self.payment_id, &target, &applied_on).map(|_| ())
             }
             (Some(invoice), Some(amount)) if self.invoice_ids.is_empty() => {
-                crate::domain::require(tx, "payments", "payment", self.payment_id)?;
-                crate::domain::require(tx, "invoices", "invoice", invoice)?;
-                crate::domain::insert(
-                    tx,
-                    "payment_applications",
-                    &[
-                        ("id", &self.id),
-                        ("payment_id", &self.payment_id),
-                        ("invoice_id", &invoice),
-                        ("amount", &crate::money::canonical(amount)),
-                        ("applied_on", &applied_on),
-                    ],
-                )
-                .map(|_| ())
+payments::restore_application(
+                tx,
+                self.id,
+                self.payment_id,
+                invoice,
+                amount,
+                &applied_on,
+            )
             }
             _ => Err(Error::bad_request(
                 "invoice_id: an application as stored takes invoice_id and amount, and no invoice_ids",

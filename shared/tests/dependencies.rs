@@ -6,9 +6,10 @@
 //!
 //! The rule is cargo-machete's, kept in `cargo test` so it runs with every other check and
 //! needs no tool installed (installing cargo-machete cost a fresh CI machine about 2.5
-//! minutes). Like machete, it reads text: a name in a comment counts as a use, and a dependency
-//! used only for its features or links (none today) would have to be listed in [`KEPT`] with
-//! its reason.
+//! minutes). Like machete, it reads text: a name in a comment counts as a use. A dependency
+//! named only by generated code, or used only for its features or links, is listed where
+//! machete reads it too, in its manifest's `[package.metadata.cargo-machete] ignored = [...]`,
+//! with the reason in a comment above (clients/rust/Cargo.toml does so).
 //!
 //! On failure it names the manifest, the dependency and the files it searched.
 
@@ -20,9 +21,6 @@
 )]
 
 use std::path::{Path, PathBuf};
-
-/// Dependencies kept although no code names them: (package, dependency, why).
-const KEPT: &[(&str, &str, &str)] = &[];
 
 /// One declared dependency: its key (the name code uses), the manifest section it is in.
 #[derive(Debug)]
@@ -75,6 +73,25 @@ fn declared(manifest: &str) -> Vec<Declared> {
         }
     }
     out
+}
+
+/// The names of a manifest's `[package.metadata.cargo-machete] ignored = [...]` list.
+fn ignored(manifest: &str) -> Vec<String> {
+    let Some(at) = manifest.find("[package.metadata.cargo-machete]") else {
+        return Vec::new();
+    };
+    let rest = &manifest[at..];
+    let Some(list) = rest.find("ignored").and_then(|i| {
+        let open = i + rest[i..].find('[')?;
+        let close = open + rest[open..].find(']')?;
+        Some(&rest[open + 1..close])
+    }) else {
+        return Vec::new();
+    };
+    list.split(',')
+        .map(|n| n.trim().trim_matches('"').to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 fn is_dependency_table(section: &str) -> bool {
@@ -156,11 +173,6 @@ fn every_declared_dependency_is_used() {
     let mut unused = Vec::new();
     for member in &members {
         let manifest = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
-        let package = manifest
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("name = "))
-            .map(|n| n.trim_matches('"').to_string())
-            .expect("a package name");
         let mut files = Vec::new();
         rust_files(member, &mut files);
         let code: String = files
@@ -168,8 +180,9 @@ fn every_declared_dependency_is_used() {
             .map(|f| std::fs::read_to_string(f).unwrap())
             .collect::<Vec<_>>()
             .join("\n");
+        let ignored = ignored(&manifest);
         for dep in declared(&manifest) {
-            if KEPT.iter().any(|(p, d, _)| *p == package && *d == dep.name) {
+            if ignored.contains(&dep.name) {
                 continue;
             }
             if !names(&code, &dep.name.replace('-', "_")) {
@@ -186,7 +199,8 @@ fn every_declared_dependency_is_used() {
     }
     assert!(
         unused.is_empty(),
-        "unused dependencies (remove them, or list them in KEPT with the reason):\n{}",
+        "unused dependencies (remove them; or, when only generated code names one, list it in \
+         [package.metadata.cargo-machete] ignored, with the reason):\n{}",
         unused.join("\n")
     );
 }
@@ -228,6 +242,11 @@ version = "1"
             "dependencies:tokio",
         ]
     );
+    assert_eq!(
+        ignored("[package.metadata.cargo-machete]\nignored = [\"uuid\", \"regress\"]\n"),
+        ["uuid", "regress"]
+    );
+    assert!(ignored(manifest).is_empty());
     assert!(names("use serde::Serialize;", "serde"));
     assert!(names("let x = quick_xml::Reader::new();", "quick_xml"));
     assert!(names("proptest! { }", "proptest"));

@@ -8,7 +8,7 @@
 //! layer that uses a module. On a forbidden edge the test fails naming the file, the line and
 //! the reference. The graph of the top modules must also have no cycle.
 //!
-//! The same table is in docs/architecture.md ("Layers").
+//! The same table is in docs/architecture.md ("Layers"). The scanner is `scan/mod.rs`.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,6 +17,9 @@
     reason = "test code: a test fails by panicking"
 )]
 
+mod scan;
+
+use scan::{code_only, line_text, module_path, non_test_files, relative, strip_tests, tokens};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -200,87 +203,194 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
 }
 
+/// The domain's own modules form no cycle either: a rule that two modules need lives in one
+/// of them (or below both), so each can be read and changed from the bottom up. Its edges
+/// are every path (`crate::domain::x`, `super::x`, groups) from a file of one child module
+/// of `domain` to another; `domain/mod.rs` (the shared helpers every module uses) is below
+/// them all.
+#[test]
+fn the_domain_modules_have_no_cycle() {
+    let edges = domain_edges(&src_dir());
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.from == "invoices" && e.to == "accounts"),
+        "the scan found no invoices -> accounts edge: the scanner is broken"
+    );
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in &edges {
+        graph
+            .entry(e.from.clone())
+            .or_default()
+            .insert(e.to.clone());
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let named: Vec<String> = cycle
+            .windows(2)
+            .filter_map(|w| edges.iter().find(|e| e.from == w[0] && e.to == w[1]))
+            .map(|e| format!("shared/src/{}:{}: `{}`", e.file, e.line, e.text))
+            .collect();
+        panic!(
+            "the modules of shared/src/domain form a cycle: {}\n{}",
+            cycle.join(" -> "),
+            named.join("\n")
+        );
+    }
+}
+
+/// The child modules `domain/mod.rs` declares.
+fn domain_modules(src: &Path) -> Vec<String> {
+    let code = strip_tests(&code_only(
+        &std::fs::read_to_string(src.join("domain/mod.rs")).unwrap(),
+    ))
+    .0;
+    let tokens = tokens(&code);
+    tokens
+        .windows(3)
+        .filter(|w| w[0].0 == "mod" && w[2].0 == ";")
+        .map(|w| w[1].0.clone())
+        .collect()
+}
+
+/// Every reference from a file of one child module of `domain` to another child module.
+fn domain_edges(src: &Path) -> Vec<Edge> {
+    let modules = domain_modules(src);
+    let mut edges = Vec::new();
+    for file in non_test_files(&src.join("domain")) {
+        let rel = relative(&file.path, src);
+        let module_path = module_path(&rel);
+        if module_path.len() < 2 {
+            continue;
+        }
+        for (path, line) in absolute_paths(&file.code, &module_path) {
+            let to = match path.as_slice() {
+                [root, child, ..] if root == "domain" && modules.contains(child) => child,
+                _ => continue,
+            };
+            if *to != module_path[1] {
+                edges.push(Edge {
+                    file: rel.clone(),
+                    from: module_path[1].clone(),
+                    to: to.clone(),
+                    line,
+                    text: line_text(&file.source, line),
+                });
+            }
+        }
+    }
+    edges
+}
+
+/// Every `crate::`, `super::` and `self::` path of `code` made absolute (from the crate
+/// root) for a file whose module is `module_path`, with its line; a group `{a, b::c}`
+/// gives one path per member (its first name).
+fn absolute_paths(code: &str, module_path: &[String]) -> Vec<(Vec<String>, usize)> {
+    let tokens = tokens(code);
+    let at = |k: usize| tokens.get(k).map(|(t, _)| t.as_str()).unwrap_or("");
+    let is_name = |t: &str| {
+        t.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+    };
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        let line = tokens[i].1;
+        if (i > 0 && at(i - 1) == "::") || at(i + 1) != "::" {
+            continue;
+        }
+        let mut base: Vec<String> = match at(i) {
+            "crate" => Vec::new(),
+            "super" => module_path[..module_path.len() - 1].to_vec(),
+            "self" => module_path.to_vec(),
+            _ => continue,
+        };
+        let mut k = i + 2;
+        while at(k) == "super" && at(k + 1) == "::" {
+            base.pop();
+            k += 2;
+        }
+        while is_name(at(k)) && at(k + 1) == "::" {
+            base.push(at(k).to_string());
+            k += 2;
+        }
+        if at(k) == "{" {
+            let mut depth = 0;
+            let mut expect_name = true;
+            while k < tokens.len() {
+                match at(k) {
+                    "{" => depth += 1,
+                    "}" => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    "," if depth == 1 => expect_name = true,
+                    name if depth == 1 && expect_name && is_name(name) => {
+                        let mut path = base.clone();
+                        if name != "self" {
+                            path.push(name.to_string());
+                        }
+                        out.push((path, tokens[k].1));
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+                k += 1;
+            }
+        } else {
+            if is_name(at(k)) {
+                base.push(at(k).to_string());
+            }
+            out.push((base, line));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_domain_scanner_resolves_super_and_groups() {
+    let path: Vec<String> = ["domain", "billing", "runs"].map(String::from).to_vec();
+    let src = "use super::super::clock::Ran;\n\
+               use crate::domain::{accounts, invoices::x};\n\
+               fn f() { super::invoicing::issue(); crate::money::canonical(); }\n";
+    let found = absolute_paths(&code_only(src), &path);
+    let found: Vec<(String, usize)> = found.iter().map(|(p, l)| (p.join("::"), *l)).collect();
+    let want = [
+        ("domain::clock::Ran", 1),
+        ("domain::accounts", 2),
+        ("domain::invoices", 2),
+        ("domain::billing::invoicing::issue", 3),
+        ("money::canonical", 3),
+    ];
+    let want: Vec<(String, usize)> = want.iter().map(|(p, l)| (p.to_string(), *l)).collect();
+    assert_eq!(found, want);
+}
+
 // ---- the scanner ----------------------------------------------------------------------
 
 /// Every reference of every non-test file under `src` (lib.rs excepted: it only declares).
 fn collect_edges(src: &Path) -> Vec<Edge> {
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
     let (modules, reexports) = root_items(&lib);
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    files.sort();
-    let mut test_files = BTreeSet::new();
-    let mut texts = Vec::new();
-    for path in &files {
-        let source = std::fs::read_to_string(path).unwrap();
-        let (code, test_mods) = strip_tests(&code_only(&source));
-        for m in test_mods {
-            let dir = module_dir(path);
-            test_files.insert(dir.join(format!("{m}.rs")));
-            test_files.insert(dir.join(m).join("mod.rs"));
-        }
-        texts.push((path.clone(), source, code));
-    }
     let mut edges = Vec::new();
-    for (path, source, code) in texts {
-        let rel = path
-            .strip_prefix(src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        if rel == "lib.rs" || test_files.contains(&path) {
+    for file in non_test_files(src) {
+        let rel = relative(&file.path, src);
+        if rel == "lib.rs" {
             continue;
         }
         let module_path = module_path(&rel);
-        let lines: Vec<&str> = source.lines().collect();
-        for (to, line) in references(&code, &module_path, &modules, &reexports) {
+        for (to, line) in references(&file.code, &module_path, &modules, &reexports) {
             edges.push(Edge {
                 file: rel.clone(),
                 from: module_path[0].clone(),
                 to,
                 line,
-                text: lines
-                    .get(line - 1)
-                    .map(|l| l.trim())
-                    .unwrap_or("")
-                    .to_string(),
+                text: line_text(&file.source, line),
             });
         }
     }
     edges
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The directory holding the child modules of the module in `file`.
-fn module_dir(file: &Path) -> PathBuf {
-    let dir = file.parent().unwrap().to_path_buf();
-    match file.file_stem().unwrap().to_str().unwrap() {
-        "mod" | "lib" => dir,
-        stem => dir.join(stem),
-    }
-}
-
-/// `store/replica.rs` -> `[store, replica]`; `domain/mod.rs` -> `[domain]`.
-fn module_path(rel: &str) -> Vec<String> {
-    let mut parts: Vec<String> = rel
-        .trim_end_matches(".rs")
-        .split('/')
-        .map(String::from)
-        .collect();
-    if parts.last().is_some_and(|p| p == "mod") {
-        parts.pop();
-    }
-    parts
 }
 
 /// The top modules lib.rs declares, and the items it re-exports (name -> module).
@@ -401,197 +511,6 @@ fn references(
         }
     }
     out
-}
-
-/// Identifiers, `::` and single punctuation characters, with their lines.
-fn tokens(code: &str) -> Vec<(String, usize)> {
-    let chars: Vec<char> = code.chars().collect();
-    let mut out = Vec::new();
-    let mut line = 1;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else if c.is_alphanumeric() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            out.push((chars[start..i].iter().collect(), line));
-        } else if c == ':' && chars.get(i + 1) == Some(&':') {
-            out.push(("::".to_string(), line));
-            i += 2;
-        } else {
-            out.push((c.to_string(), line));
-            i += 1;
-        }
-    }
-    out
-}
-
-/// `source` with comments and the contents of string and character literals blanked
-/// (newlines kept, so lines still count), leaving only code.
-fn code_only(source: &str) -> String {
-    let c: Vec<char> = source.chars().collect();
-    let mut out = String::with_capacity(source.len());
-    let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
-    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
-    let mut i = 0;
-    while i < c.len() {
-        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
-            }
-        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
-            let mut depth = 0;
-            while i < c.len() {
-                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(blank(c[i]));
-                    i += 1;
-                }
-            }
-        } else if c[i] == 'r'
-            && (i == 0 || !ident(c[i - 1]) || (c[i - 1] == 'b' && (i < 2 || !ident(c[i - 2]))))
-            && matches!(c.get(i + 1), Some('"' | '#'))
-            && {
-                let mut k = i + 1;
-                while c.get(k) == Some(&'#') {
-                    k += 1;
-                }
-                c.get(k) == Some(&'"')
-            }
-        {
-            // Raw string r#"..."#: ends at a quote followed by as many hashes.
-            let mut hashes = 0;
-            i += 1;
-            while c[i] == '#' {
-                hashes += 1;
-                i += 1;
-            }
-            out.push('"');
-            i += 1;
-            while i < c.len() {
-                if c[i] == '"' && (1..=hashes).all(|h| c.get(i + h) == Some(&'#')) {
-                    i += 1 + hashes;
-                    break;
-                }
-                out.push(blank(c[i]));
-                i += 1;
-            }
-            out.push('"');
-        } else if c[i] == '"' {
-            out.push('"');
-            i += 1;
-            while i < c.len() && c[i] != '"' {
-                if c[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < c.len() {
-                    out.push(blank(c[i]));
-                    i += 1;
-                }
-            }
-            out.push('"');
-            i += 1;
-        } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
-            // An escaped character literal: '\n', '\'', '\u{..}'.
-            out.push_str("' ");
-            i += 2;
-            while i < c.len() && c[i] != '\'' {
-                out.push(' ');
-                i += 1;
-            }
-            out.push('\'');
-            i += 1;
-        } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
-            out.push_str("' '");
-            i += 3;
-        } else {
-            out.push(c[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// `code` without its `#[cfg(test)]` items (blanked, newlines kept), and the names of the
-/// modules declared `#[cfg(test)] mod name;` (their files are test code too).
-fn strip_tests(code: &str) -> (String, Vec<String>) {
-    let mut c: Vec<char> = code.chars().collect();
-    let mut test_mods = Vec::new();
-    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
-    let mut i = 0;
-    while i + marker.len() <= c.len() {
-        if c[i..i + marker.len()] != marker[..] {
-            i += 1;
-            continue;
-        }
-        // The item ends at its first `;` outside brackets, or at the `}` closing its body.
-        let start = i;
-        let mut k = i + marker.len();
-        let mut depth = 0i32;
-        let end = loop {
-            if k >= c.len() {
-                break c.len();
-            }
-            match c[k] {
-                '(' | '[' => depth += 1,
-                ')' | ']' => depth -= 1,
-                ';' if depth == 0 => break k + 1,
-                '{' if depth == 0 => {
-                    let mut braces = 0;
-                    while k < c.len() {
-                        match c[k] {
-                            '{' => braces += 1,
-                            '}' => {
-                                braces -= 1;
-                                if braces == 0 {
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                        k += 1;
-                    }
-                    break (k + 1).min(c.len());
-                }
-                _ => {}
-            }
-            k += 1;
-        };
-        let item: String = c[start + marker.len()..end].iter().collect();
-        let words: Vec<(String, usize)> = tokens(&item);
-        if let Some(at) = words.iter().position(|(w, _)| w == "mod") {
-            if words.last().is_some_and(|(w, _)| w == ";") {
-                if let Some((name, _)) = words.get(at + 1) {
-                    test_mods.push(name.clone());
-                }
-            }
-        }
-        for ch in &mut c[start..end] {
-            if *ch != '\n' {
-                *ch = ' ';
-            }
-        }
-        i = end;
-    }
-    (c.into_iter().collect(), test_mods)
 }
 
 // ---- the scanner's own checks ------------------------------------------------------------

@@ -16,7 +16,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 use shared::domain::{agreements as agreement_rules, bill_batches as bill_batch_rules, require};
-use shared::query::ListSource;
+use shared::query::{ListSource, Selection};
 use shared::web::listing::{
     preference_of, read_shape, record_answer, record_response, to_raw, Answer, Listing,
 };
@@ -238,15 +238,12 @@ impl Req {
             .db
             .read_memo(key, move |conn| {
                 scope.check_parent(conn)?;
-                let mut sql = format!("SELECT 1 FROM {} WHERE {} = ?", source.from, source.id);
-                let mut values = vec![SqlValue::Integer(id)];
-                for (condition, params) in conditions {
-                    sql.push_str(&format!(" AND ({condition})"));
-                    values.extend(params);
-                }
-                let found = conn
-                    .prepare_cached(&sql)?
-                    .exists(rusqlite::params_from_iter(values.iter()))?;
+                let scope = conditions
+                    .into_iter()
+                    .fold(Selection::new(source.id), |s, (condition, params)| {
+                        s.scope(condition, params)
+                    });
+                let found = source.contains(conn, id, &scope)?;
                 let record = if found {
                     load(conn, &[id], &ctx)?.pop()
                 } else {

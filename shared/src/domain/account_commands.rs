@@ -189,9 +189,5 @@ pub fn move_to_bill_cycle(
         .and_then(|d| tz.from_local_datetime(&d.and_hms_opt(0, 0, 0)?).earliest())
         .map(|t| crate::time::to_storage(t.with_timezone(&chrono::Utc)))
         .ok_or_else(|| Error::bad_request("the next billing day is out of range"))?;
-    tx.execute(
-        "UPDATE billing_accounts SET bill_cycle_id = ?1, next_invoice_date = ?2 WHERE id = ?3",
-        rusqlite::params![bill_cycle_id, next, account_id],
-    )?;
-    Ok(())
+    super::accounts::set_bill_cycle(tx, account_id, bill_cycle_id, &next)
 }

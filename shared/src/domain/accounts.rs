@@ -5,6 +5,11 @@
 //! each, so a rule cannot hold on one path and not on the other. An edit changes only the
 //! fields it carries (`None` keeps the stored value). An account's status moves only
 //! through the status commands, and its balance only through invoices and payments.
+//!
+//! This module is the one writer of `billing_accounts` (and of the categories and bill
+//! cycles): the other rules change an account only through the operations at the end of
+//! this file (its balance, its pending charges, the automatic status moves, its billing
+//! dates), so each stored total has one place that keeps it exact.
 
 use super::{check_currency, check_enum, insert, parse_opt_time, require, update};
 use crate::money::canonical;
@@ -470,6 +475,112 @@ pub fn change_status(
         )?;
     }
     Ok(command.target())
+}
+
+// ---- what the other rules change on an account ------------------------------------------
+
+/// Adds `delta` (exactly) to an account's balance: invoices add what is to pay, payments and
+/// credits take it off.
+pub(crate) fn add_to_balance(tx: &Transaction<'_>, account_id: i64, delta: Decimal) -> Result<()> {
+    let balance: String = tx
+        .prepare_cached("SELECT balance FROM billing_accounts WHERE id = ?1")?
+        .query_row([account_id], |r| r.get(0))?;
+    let balance = crate::money::checked_add(
+        crate::money::parse_decimal(&balance).unwrap_or_default(),
+        delta,
+        &format!("the balance of billing account {account_id}"),
+    )?;
+    tx.prepare_cached("UPDATE billing_accounts SET balance = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![canonical(balance), account_id])?;
+    Ok(())
+}
+
+/// An account's stored pending charges: the rated usage and charges not invoiced yet.
+pub(crate) fn pending_charges(tx: &Transaction<'_>, account_id: i64) -> Result<Decimal> {
+    let current: String = tx
+        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
+        .query_row([account_id], |r| r.get(0))?;
+    Ok(crate::money::parse_decimal(&current).unwrap_or_default())
+}
+
+/// Adds `delta` (exactly) to an account's pending charges: posted usage adds, an invoice
+/// takes what it billed, a canceled invoice gives it back. Zero writes nothing.
+pub(crate) fn add_to_pending_charges(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    delta: Decimal,
+) -> Result<()> {
+    if delta.is_zero() {
+        return Ok(());
+    }
+    let total = crate::money::checked_add(
+        pending_charges(tx, account_id)?,
+        delta,
+        &format!("the pending charges of billing account {account_id}"),
+    )?;
+    tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![canonical(total), account_id])?;
+    Ok(())
+}
+
+/// Moves an account from status `from` to `to` when it is in `from` (the automatic moves: an
+/// unpaid invoice past due, ACTIVE -> COLLECTION; nothing left overdue, back); answers
+/// whether it moved.
+pub(crate) fn move_status(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    from: &str,
+    to: &str,
+) -> Result<bool> {
+    let moved = tx
+        .prepare_cached("UPDATE billing_accounts SET status = ?3 WHERE id = ?1 AND status = ?2")?
+        .execute(rusqlite::params![account_id, from, to])?;
+    Ok(moved > 0)
+}
+
+/// Puts an account on bill cycle `bill_cycle_id`, its next invoice at `next_invoice_date`.
+pub(crate) fn set_bill_cycle(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    bill_cycle_id: i64,
+    next_invoice_date: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE billing_accounts SET bill_cycle_id = ?1, next_invoice_date = ?2 WHERE id = ?3",
+    )?
+    .execute(rusqlite::params![
+        bill_cycle_id,
+        next_invoice_date,
+        account_id
+    ])?;
+    Ok(())
+}
+
+/// Records that a bill run billed an account through the stored instant `at`.
+pub(crate) fn set_billed_through(tx: &Transaction<'_>, account_id: i64, at: &str) -> Result<()> {
+    tx.prepare_cached("UPDATE billing_accounts SET billed_through = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![at, account_id])?;
+    Ok(())
+}
+
+/// Sets (or, with `None`, clears) the instant of an account's next cycle invoice.
+pub(crate) fn set_next_invoice_date(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    next: Option<&str>,
+) -> Result<()> {
+    tx.prepare_cached("UPDATE billing_accounts SET next_invoice_date = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![next, account_id])?;
+    Ok(())
+}
+
+/// Closes an account whose final bill was invoiced: CLOSED, no next invoice.
+pub(crate) fn close_after_final_bill(tx: &Transaction<'_>, account_id: i64) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
+    )?
+    .execute([account_id])?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -120,11 +120,7 @@ pub fn add_account_to_bill_batch(
         "billing account",
         billing_account_id,
     )?;
-    tx.execute(
-        "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) VALUES (?1, ?2)",
-        [bill_batch_id, billing_account_id],
-    )?;
-    Ok(())
+    super::bill_batch_membership::add_account(tx, bill_batch_id, billing_account_id)
 }
 
 /// A run of a bill batch.
@@ -191,6 +187,90 @@ pub fn create_bill_batch_run(tx: &Transaction<'_>, r: &NewBillBatchRun, tz: Tz) 
             ),
         ],
     )
+}
+
+/// Opens the next run of bill batch `batch_id` as the clock makes it: step INVOICE, RUNNING,
+/// dated the stored instant `at`, its invoices due `due` (`use_payment_term`: that date is
+/// the payment term's); answers its id.
+pub(crate) fn open_clock_run(
+    tx: &Transaction<'_>,
+    batch_id: i64,
+    run_type: &str,
+    at: &str,
+    due: &str,
+    use_payment_term: bool,
+) -> Result<i64> {
+    let sequence: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(sequence), 0) + 1 FROM bill_batch_runs WHERE bill_batch_id = ?1",
+        [batch_id],
+        |r| r.get(0),
+    )?;
+    insert(
+        tx,
+        "bill_batch_runs",
+        &[
+            ("bill_batch_id", &batch_id),
+            ("bill_run_type", &run_type),
+            ("sequence", &sequence),
+            ("step", &"INVOICE"),
+            ("step_status", &"RUNNING"),
+            ("status", &"OPEN"),
+            ("status_date", &at),
+            ("open_date", &at),
+            ("scheduled_run_date", &at),
+            ("invoice_date", &at),
+            ("invoice_due_date", &due),
+            ("use_payment_term", &use_payment_term),
+        ],
+    )
+}
+
+/// How a clock run's invoicing step ended.
+pub(crate) struct InvoicingDone<'a> {
+    /// COMPLETE (approved by itself) or WAITING (for an approval).
+    pub(crate) step_status: &'a str,
+    /// CLOSED or OPEN.
+    pub(crate) status: &'a str,
+    /// When it closed, if it did.
+    pub(crate) close_date: Option<&'a str>,
+    /// How many invoices it made.
+    pub(crate) processed_invoice_count: i64,
+    /// Why accounts were skipped, if any were.
+    pub(crate) error_msg: Option<String>,
+}
+
+/// Moves clock run `run_id` past its invoicing step to APPROVE, as `done` says.
+pub(crate) fn finish_invoicing(
+    tx: &Transaction<'_>,
+    run_id: i64,
+    done: &InvoicingDone<'_>,
+) -> Result<()> {
+    // The message quotes the errors of skipped accounts: made safe for XML rather than
+    // refused, so that a skipped account never stops the clock.
+    let error_msg = done.error_msg.as_deref().map(super::xml_safe);
+    tx.execute(
+        "UPDATE bill_batch_runs SET step = 'APPROVE', step_status = ?1, status = ?2,
+             close_date = ?3, processed_invoice_count = ?4, error_msg = ?6
+         WHERE id = ?5",
+        rusqlite::params![
+            done.step_status,
+            done.status,
+            done.close_date,
+            done.processed_invoice_count,
+            run_id,
+            error_msg
+        ],
+    )?;
+    Ok(())
+}
+
+/// Ties bill batch `id` to bill cycle `cycle_id` (the batch holding the cycle's runs).
+pub(crate) fn set_bill_cycle(tx: &Transaction<'_>, id: i64, cycle_id: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE bill_batches SET bill_cycle_id = ?1 WHERE id = ?2",
+        [cycle_id, id],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

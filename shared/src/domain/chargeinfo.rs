@@ -7,11 +7,12 @@
 //! Records without children are listed as they are; children never appear on their own.
 
 use super::require;
+use crate::money::{canonical, Number};
 use crate::query::{Page, Paged, Selection};
 use crate::time::render;
 use crate::{Error, Result};
 use chrono_tz::Tz;
-use rusqlite::{Connection, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -57,7 +58,7 @@ pub struct ChargeInfo {
     /// Per-ledger list only: the record's state in that ledger (POSTED, SKIPPED, ERROR, or
     /// null when no run has handled it). Absent from the other lists.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::domain::schemas::charge_info_state_or_null)]
+    #[schema(schema_with = charge_info_state_or_null)]
     pub charge_info_state_values: Option<Option<String>>,
 }
 
@@ -394,4 +395,213 @@ pub fn delete_states(tx: &Transaction<'_>, ledger_id: i64, ids: &Ids) -> Result<
         deleted: states,
         deleted_journal_entries: entries,
     })
+}
+
+/// One journal entry a ledger run posts for a charge info.
+pub(crate) struct NewJournalEntry<'a> {
+    pub(crate) gl_run_id: i64,
+    pub(crate) ledger_id: i64,
+    pub(crate) charge_info_id: i64,
+    pub(crate) period_id: i64,
+    pub(crate) posting_date: String,
+    /// Positive: the sign is in which account is debited.
+    pub(crate) amount: Decimal,
+    pub(crate) debit_account: &'a str,
+    pub(crate) credit_account: &'a str,
+}
+
+/// Stores a journal entry a ledger run posts.
+pub(crate) fn post_entry(tx: &Transaction<'_>, e: &NewJournalEntry<'_>) -> Result<()> {
+    super::insert(
+        tx,
+        "journal_entries",
+        &[
+            ("gl_run_id", &e.gl_run_id),
+            ("ledger_id", &e.ledger_id),
+            ("charge_info_id", &e.charge_info_id),
+            ("period_id", &e.period_id),
+            ("posting_date", &e.posting_date),
+            ("amount", &canonical(e.amount)),
+            ("debit_account", &e.debit_account),
+            ("credit_account", &e.credit_account),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Records the state ledger run `gl_run_id` left charge info `charge_info_id` in for ledger
+/// `ledger_id` (one state per ledger and charge info: a later run replaces it), and stamps
+/// the charge info as updated by the run at the stored instant `now`.
+pub(crate) fn set_state(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    charge_info_id: i64,
+    state: &str,
+    gl_run_id: i64,
+    now: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO charge_info_states (ledger_id, charge_info_id, state, gl_run_id)
+         VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (ledger_id, charge_info_id)
+         DO UPDATE SET state = excluded.state, gl_run_id = excluded.gl_run_id",
+    )?
+    .execute(rusqlite::params![
+        ledger_id,
+        charge_info_id,
+        state,
+        gl_run_id
+    ])?;
+    tx.prepare_cached("UPDATE charge_infos SET updated_on = ?2, updated_by = ?3 WHERE id = ?1")?
+        .execute(rusqlite::params![
+            charge_info_id,
+            now,
+            format!("gl-run-{gl_run_id}")
+        ])?;
+    Ok(())
+}
+
+/// Deletes what ledger run `gl_run_id` posted: its journal entries and the states it set
+/// (the charge infos stay, to be posted again by a later run).
+pub(crate) fn delete_run_postings(tx: &Transaction<'_>, gl_run_id: i64) -> Result<()> {
+    tx.execute(
+        "DELETE FROM journal_entries WHERE gl_run_id = ?1",
+        [gl_run_id],
+    )?;
+    tx.execute(
+        "DELETE FROM charge_info_states WHERE gl_run_id = ?1",
+        [gl_run_id],
+    )?;
+    Ok(())
+}
+
+/// Deletes everything posted to ledger `ledger_id` (the ledger is being deleted).
+pub(crate) fn delete_ledger_postings(tx: &Transaction<'_>, ledger_id: i64) -> Result<()> {
+    tx.execute(
+        "DELETE FROM journal_entries WHERE ledger_id = ?1",
+        [ledger_id],
+    )?;
+    tx.execute(
+        "DELETE FROM charge_info_states WHERE ledger_id = ?1",
+        [ledger_id],
+    )?;
+    Ok(())
+}
+
+/// Moves the journal entries of calendar period `from` to period `to` (a period renumbered).
+pub(crate) fn move_entries_to_period(tx: &Transaction<'_>, from: i64, to: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE journal_entries SET period_id = ?2 WHERE period_id = ?1",
+        [from, to],
+    )?;
+    Ok(())
+}
+
+/// The values shown in a charge info's `ci_values`.
+#[derive(Debug, Clone, Serialize)]
+struct CiValues {
+    created_date: String,
+    transaction_type: String,
+    charge_category: Option<String>,
+    billing_account_num: String,
+    order_id: Option<String>,
+    service_id: Option<i64>,
+    invoice_number: Option<String>,
+    charge_amount: Number,
+    order_amount: Option<Number>,
+    product_id: Option<i64>,
+    product_name: Option<String>,
+    currency_code: Option<String>,
+}
+
+/// One charge info record to store.
+pub(crate) struct Collected<'a> {
+    pub(crate) source_kind: &'a str,
+    pub(crate) source_id: i64,
+    pub(crate) charge_info_type: &'a str,
+    pub(crate) parent_id: Option<i64>,
+    pub(crate) billing_account_id: i64,
+    pub(crate) billing_account_num: String,
+    pub(crate) charge_date: String,
+    pub(crate) amount: Decimal,
+    pub(crate) currency_code: Option<String>,
+    pub(crate) charge_category: Option<String>,
+    pub(crate) invoice_number: Option<String>,
+    pub(crate) service_id: Option<i64>,
+    pub(crate) product_id: Option<i64>,
+    pub(crate) product_name: Option<String>,
+}
+
+/// Stores the charge info collector run `run_id` collected at the stored instant `now`,
+/// unless its source was collected before; answers its id either way.
+pub(crate) fn store_collected(
+    tx: &Transaction<'_>,
+    c: &Collected<'_>,
+    run_id: i64,
+    now: &str,
+    tz: Tz,
+) -> Result<i64> {
+    if let Some(id) = tx
+        .prepare_cached("SELECT id FROM charge_infos WHERE source_kind = ?1 AND source_id = ?2")?
+        .query_row(rusqlite::params![c.source_kind, c.source_id], |r| r.get(0))
+        .optional()?
+    {
+        return Ok(id);
+    }
+    let values = CiValues {
+        created_date: render(&c.charge_date, tz),
+        transaction_type: c.charge_info_type.to_string(),
+        charge_category: c.charge_category.clone(),
+        billing_account_num: c.billing_account_num.clone(),
+        order_id: None,
+        service_id: c.service_id,
+        invoice_number: c.invoice_number.clone(),
+        charge_amount: Number(c.amount),
+        order_amount: None,
+        product_id: c.product_id,
+        product_name: c.product_name.clone(),
+        currency_code: c.currency_code.clone(),
+    };
+    let created_by = format!("collector-run-{}", run_id);
+    let core_id = format!(
+        "core:{}:{}",
+        c.source_kind.to_ascii_lowercase(),
+        c.source_id
+    );
+    // Cached: a run stores one statement's worth of rows per source record.
+    tx.prepare_cached(
+        "INSERT INTO charge_infos (created_on, updated_on, created_by, updated_by,
+                billing_account_num, core_id, charge_info_type, source_kind, source_id,
+                parent_id, collector_run_id, ci_values, billing_account_id, charge_date,
+                amount, currency_code, charge_category, invoice_number, service_id,
+                product_id)
+             VALUES (?1, ?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+                ?15, ?16, ?17, ?18)",
+    )?
+    .execute(rusqlite::params![
+        now,
+        created_by,
+        c.billing_account_num,
+        core_id,
+        c.charge_info_type,
+        c.source_kind,
+        c.source_id,
+        c.parent_id,
+        run_id,
+        serde_json::to_string(&values)?,
+        c.billing_account_id,
+        c.charge_date,
+        canonical(c.amount),
+        c.currency_code,
+        c.charge_category,
+        c.invoice_number,
+        c.service_id,
+        c.product_id,
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// A charge info's state in a ledger, or null (no run has handled it): its JSON Schema, for the OpenAPI derives.
+pub fn charge_info_state_or_null() -> utoipa::openapi::Schema {
+    crate::schema::nullable_enumeration(CHARGE_INFO_STATES)
 }

@@ -34,8 +34,7 @@ use rusqlite::{OptionalExtension, Transaction};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-/// Agreement service statuses whose end date is still ahead of them.
-pub const LIVE_SERVICE_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "TRIAL"];
+use super::agreements::LIVE_SERVICE_STATUSES;
 
 /// Most transitions one advance may run; past it the advance is refused (400) and nothing
 /// changes: advance in smaller steps.
@@ -71,17 +70,9 @@ pub struct Transition {
     pub detail: String,
 }
 
-/// A due transition: (stored instant, kind order, id).
-pub type Due = (String, u8, i64);
-/// A transition that ran: (kind, id, detail).
-pub type Ran = (&'static str, i64, String);
+pub use super::billing::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
+/// An agreement service reaching its end date (id: the agreement service).
 const SERVICE_END: u8 = 0;
-/// An invoice reaching its due date (id: the invoice).
-pub const INVOICE_DUE: u8 = 1;
-/// A bill cycle's run (id: the bill cycle).
-pub const BILL_CYCLE_RUN: u8 = 2;
-/// A bill batch's run on its invoice date (id: the bill batch).
-pub const BILL_BATCH_RUN: u8 = 3;
 
 /// Runs every transition due in `(from, to]` in order (see the module doc) and answers them.
 pub fn run_due(
@@ -199,31 +190,7 @@ fn end_service(
     }
     let action = action.unwrap_or_else(|| "END".into());
     if !action.trim().eq_ignore_ascii_case("RENEW") {
-        tx.execute(
-            "UPDATE agreement_services SET status = 'DEACTIVATED' WHERE id = ?1",
-            [id],
-        )?;
-        let live = LIVE_SERVICE_STATUSES
-            .iter()
-            .map(|s| format!("'{s}'"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let others_live = format!(
-            "EXISTS (SELECT 1 FROM agreement_services WHERE service_id = ?1 AND status IN ({live}))"
-        );
-        for table in ["services", "service_resources"] {
-            let id_column = if table == "services" {
-                "id"
-            } else {
-                "service_id"
-            };
-            tx.execute(
-                &format!(
-                    "UPDATE {table} SET status = 'INACTIVE' WHERE {id_column} = ?1 AND NOT {others_live}"
-                ),
-                [service_id],
-            )?;
-        }
+        super::agreements::end_term(tx, id, service_id)?;
         return Ok(Some((
             "agreement_service.ended",
             format!("end action {action}: status DEACTIVATED"),
@@ -259,17 +226,7 @@ fn end_service(
             ))
         })?;
     let new_end = to_storage(new_end);
-    tx.execute(
-        "UPDATE agreement_services SET end_date = ?2, renewed = 1,
-             agreement_id = COALESCE(next_agreement_id, agreement_id),
-             agreement_period = ?3,
-             end_action = CASE WHEN next_end_action IS NOT NULL THEN next_end_action ELSE end_action END,
-             preserve_service_price = CASE WHEN next_agreement_id IS NOT NULL
-                 THEN next_preserve_service_price ELSE preserve_service_price END,
-             next_agreement_id = NULL, next_end_action = NULL
-         WHERE id = ?1",
-        rusqlite::params![id, new_end, i64::from(months)],
-    )?;
+    super::agreements::renew_term(tx, id, &new_end, months)?;
     if new_end.as_str() <= to {
         queue.insert((new_end.clone(), SERVICE_END, id));
     }
@@ -308,11 +265,8 @@ fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str, tz: Tz) -> Result<Vec<Ra
     if let Some(paid) = super::billing::dues::autopay(tx, id, account, to_pay, at, tz)? {
         return Ok(paid);
     }
-    let moved = tx.execute(
-        "UPDATE billing_accounts SET status = 'COLLECTION' WHERE id = ?1 AND status = 'ACTIVE'",
-        [account],
-    )?;
-    let detail = if moved > 0 {
+    let moved = super::accounts::move_status(tx, account, "ACTIVE", "COLLECTION")?;
+    let detail = if moved {
         format!("unpaid past its due date: billing account {account} moved to COLLECTION")
     } else {
         format!("unpaid past its due date: billing account {account} kept its status")

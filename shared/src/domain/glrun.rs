@@ -16,9 +16,12 @@
 //! The run executes inside the request's write transaction: `POST /glruns` answers the
 //! finished run (COMPLETE, or ERROR when any record failed).
 
-use super::chargeinfo::{STATE_ERROR, STATE_POSTED, STATE_SKIPPED};
+use super::chargeinfo::{
+    delete_run_postings, post_entry, set_state, NewJournalEntry, STATE_ERROR, STATE_POSTED,
+    STATE_SKIPPED,
+};
 use super::{check_enum, insert, require};
-use crate::money::{canonical, Number};
+use crate::money::Number;
 use crate::query::{Page, Paged, Selection};
 use crate::time::{render, to_storage};
 use crate::{Error, Result};
@@ -78,7 +81,7 @@ pub struct GlRun {
     #[schema(format = DateTime, required = true)]
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
-    #[schema(schema_with = crate::domain::schemas::run_status)]
+    #[schema(schema_with = run_status)]
     pub status: String,
     /// Number of run errors.
     pub num_errors: i64,
@@ -307,7 +310,6 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
             },
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let run_by = format!("gl-run-{run_id}");
     let mut errors = 0i64;
     for (ci_id, ci_type, charge_date, amount_text) in candidates {
         let amount = crate::money::parse_decimal(&amount_text).unwrap_or(Decimal::ZERO);
@@ -322,13 +324,11 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
         let state = match placed {
             Err(why) => {
                 errors += 1;
-                insert(
+                add_run_error(
                     tx,
-                    "run_errors",
-                    &[
-                        ("gl_run_id", &run_id),
-                        ("error_message", &format!("charge info {ci_id}: {why}")),
-                    ],
+                    "gl_run_id",
+                    run_id,
+                    &format!("charge info {ci_id}: {why}"),
                 )?;
                 STATE_ERROR
             }
@@ -340,34 +340,23 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
                 } else {
                     (debit, credit)
                 };
-                insert(
+                post_entry(
                     tx,
-                    "journal_entries",
-                    &[
-                        ("gl_run_id", &run_id),
-                        ("ledger_id", &r.ledger_id),
-                        ("charge_info_id", &ci_id),
-                        ("period_id", &period.id),
-                        ("posting_date", &posting_day.to_string()),
-                        ("amount", &canonical(amount.abs())),
-                        ("debit_account", &debit),
-                        ("credit_account", &credit),
-                    ],
+                    &NewJournalEntry {
+                        gl_run_id: run_id,
+                        ledger_id: r.ledger_id,
+                        charge_info_id: ci_id,
+                        period_id: period.id,
+                        posting_date: posting_day.to_string(),
+                        amount: amount.abs(),
+                        debit_account: debit,
+                        credit_account: credit,
+                    },
                 )?;
                 STATE_POSTED
             }
         };
-        tx.execute(
-            "INSERT INTO charge_info_states (ledger_id, charge_info_id, state, gl_run_id)
-             VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (ledger_id, charge_info_id)
-             DO UPDATE SET state = excluded.state, gl_run_id = excluded.gl_run_id",
-            rusqlite::params![r.ledger_id, ci_id, state, run_id],
-        )?;
-        tx.execute(
-            "UPDATE charge_infos SET updated_on = ?2, updated_by = ?3 WHERE id = ?1",
-            rusqlite::params![ci_id, now, run_by],
-        )?;
+        set_state(tx, r.ledger_id, ci_id, state, run_id, &now)?;
     }
     tx.execute(
         "UPDATE gl_runs SET status = ?2, num_errors = ?3, date_ended = ?4 WHERE id = ?1",
@@ -379,6 +368,37 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
         ],
     )?;
     Ok(run_id)
+}
+
+/// Adds an error to a run: `run_column` is `gl_run_id` (a ledger run) or `collector_run_id`.
+fn add_run_error(tx: &Transaction<'_>, run_column: &str, run_id: i64, message: &str) -> Result<()> {
+    insert(
+        tx,
+        "run_errors",
+        &[(run_column, &run_id), ("error_message", &message)],
+    )?;
+    Ok(())
+}
+
+/// Adds an error to collector run `run_id` (run errors of both kinds of runs are kept here).
+pub(crate) fn add_collector_run_error(
+    tx: &Transaction<'_>,
+    run_id: i64,
+    message: &str,
+) -> Result<()> {
+    add_run_error(tx, "collector_run_id", run_id, message)
+}
+
+/// Deletes the runs of ledger `ledger_id` with what they posted and their errors (the
+/// ledger is being deleted).
+pub(crate) fn delete_ledger_runs(tx: &Transaction<'_>, ledger_id: i64) -> Result<()> {
+    super::chargeinfo::delete_ledger_postings(tx, ledger_id)?;
+    tx.execute(
+        "DELETE FROM run_errors WHERE gl_run_id IN (SELECT id FROM gl_runs WHERE ledger_id = ?1)",
+        [ledger_id],
+    )?;
+    tx.execute("DELETE FROM gl_runs WHERE ledger_id = ?1", [ledger_id])?;
+    Ok(())
 }
 
 const RUN_COLUMNS: &str =
@@ -444,8 +464,7 @@ pub fn ledger_runs(conn: &Connection, ledger_id: i64, tz: Tz) -> Result<Vec<GlRu
 /// its errors (the charge info records themselves stay and are posted again by a later run).
 pub fn delete_run(tx: &Transaction<'_>, id: i64) -> Result<()> {
     require(tx, "gl_runs", "ledger run", id)?;
-    tx.execute("DELETE FROM journal_entries WHERE gl_run_id = ?1", [id])?;
-    tx.execute("DELETE FROM charge_info_states WHERE gl_run_id = ?1", [id])?;
+    delete_run_postings(tx, id)?;
     tx.execute("DELETE FROM run_errors WHERE gl_run_id = ?1", [id])?;
     tx.execute("DELETE FROM gl_runs WHERE id = ?1", [id])?;
     Ok(())
@@ -475,6 +494,11 @@ pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<J
             })
         },
     )
+}
+
+/// A ledger or collector run's status: its JSON Schema, for the OpenAPI derives.
+pub fn run_status() -> utoipa::openapi::Object {
+    crate::schema::enumeration(RUN_STATUSES)
 }
 
 #[cfg(test)]

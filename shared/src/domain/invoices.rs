@@ -89,7 +89,7 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
         ],
     )?;
     if !closed {
-        add_to_balance(tx, i.billing_account_id, i.amount)?;
+        super::accounts::add_to_balance(tx, i.billing_account_id, i.amount)?;
     }
     Ok(id)
 }
@@ -107,22 +107,15 @@ fn check_invoice_num_free(tx: &Transaction<'_>, invoice_num: &str) -> Result<()>
     Ok(())
 }
 
-/// Adds `delta` (exactly) to a billing account's balance.
-fn add_to_balance(tx: &Transaction<'_>, billing_account_id: i64, delta: Decimal) -> Result<()> {
-    let balance: String = tx.query_row(
-        "SELECT balance FROM billing_accounts WHERE id = ?1",
-        [billing_account_id],
-        |r| r.get(0),
-    )?;
-    let balance = crate::money::checked_add(
-        crate::money::parse_decimal(&balance).unwrap_or_default(),
-        delta,
-        &format!("the balance of billing account {billing_account_id}"),
-    )?;
-    tx.execute(
-        "UPDATE billing_accounts SET balance = ?1 WHERE id = ?2",
-        rusqlite::params![canonical(balance), billing_account_id],
-    )?;
+/// Records how much of invoice `id` was the account's pending charges (what a cancel gives
+/// back).
+pub(crate) fn set_billed_pending_charges(
+    tx: &Transaction<'_>,
+    id: i64,
+    billed: Decimal,
+) -> Result<()> {
+    tx.prepare_cached("UPDATE invoices SET billed_pending_charges = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![canonical(billed), id])?;
     Ok(())
 }
 
@@ -162,30 +155,11 @@ pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
         "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
         rusqlite::params![canonical(Decimal::ZERO), at, id],
     )?;
-    add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
+    super::accounts::add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
     // Its usage events are pending again, for the next run or bill on demand.
-    tx.execute(
-        "UPDATE usage_events SET invoice_id = NULL WHERE billing_account_id = ?1 AND invoice_id = ?2",
-        [invoice.account_id, id],
-    )?;
+    super::usage::unmark_invoiced(tx, invoice.account_id, id)?;
     if let Some(billed) = billed.as_deref().and_then(crate::money::parse_decimal) {
-        let pending: String = tx.query_row(
-            "SELECT pending_charges_total FROM billing_accounts WHERE id = ?1",
-            [invoice.account_id],
-            |r| r.get(0),
-        )?;
-        let pending = crate::money::checked_add(
-            crate::money::parse_decimal(&pending).unwrap_or_default(),
-            billed,
-            &format!(
-                "the pending charges of billing account {}",
-                invoice.account_id
-            ),
-        )?;
-        tx.execute(
-            "UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2",
-            rusqlite::params![canonical(pending), invoice.account_id],
-        )?;
+        super::accounts::add_to_pending_charges(tx, invoice.account_id, billed)?;
     }
     Ok(())
 }
@@ -250,8 +224,33 @@ pub fn settle_invoice(
         "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
         rusqlite::params![canonical(to_pay), status, paid_date, invoice_id],
     )?;
-    add_to_balance(tx, invoice.account_id, -amount)?;
-    super::billing::dues::clear_collection(tx, invoice.account_id, applied_on).map(drop)
+    super::accounts::add_to_balance(tx, invoice.account_id, -amount)?;
+    clear_collection(tx, invoice.account_id, applied_on).map(drop)
+}
+
+/// Brings billing account `account_id` from COLLECTION back to ACTIVE when, at the stored
+/// instant `at`, none of its OPEN invoices with an amount to pay is due; answers whether it
+/// did.
+pub(crate) fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) -> Result<bool> {
+    if super::accounts::status_of(tx, account_id)? != "COLLECTION" {
+        return Ok(false);
+    }
+    let mut stmt = tx.prepare_cached(
+        "SELECT amount_to_pay FROM invoices
+         WHERE billing_account_id = ?1 AND status = 'OPEN' AND due_date <= ?2",
+    )?;
+    let mut overdue = false;
+    for to_pay in stmt.query_map(rusqlite::params![account_id, at], |r| {
+        from_sql_text(r.get_ref(0)?).map_err(Into::into)
+    })? {
+        let to_pay: Decimal = to_pay?;
+        overdue |= !to_pay.is_zero();
+    }
+    if overdue {
+        return Ok(false);
+    }
+    super::accounts::move_status(tx, account_id, "COLLECTION", "ACTIVE")?;
+    Ok(true)
 }
 
 /// An open invoice of `account_id` with its amount to pay: 404 when unknown, 400 when it

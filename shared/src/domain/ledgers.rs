@@ -63,11 +63,11 @@ pub struct LedgerFields {
     pub description: Option<Option<String>>,
     /// One of [`LEDGER_STATUSES`], default ACTIVE.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(schema_with = crate::domain::schemas::ledger_status)]
+    #[schema(schema_with = ledger_status)]
     pub status: Option<Option<String>>,
     /// One of [`CONVERT_CURRENCY`], default NONE.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(schema_with = crate::domain::schemas::convert_currency)]
+    #[schema(schema_with = convert_currency)]
     pub convert_currency: Option<Option<String>>,
     /// Conversion currency.
     #[serde(default, deserialize_with = "super::nullable")]
@@ -285,11 +285,7 @@ pub fn create_ledger(tx: &Transaction<'_>, l: &LedgerFields) -> Result<i64> {
         id,
         given(&l.billing_account_category_ids).map_or(&[], Vec::as_slice),
     )?;
-    insert(
-        tx,
-        "calendar_nodes",
-        &[("ledger_id", &id), ("type", &"CALENDAR"), ("name", &name)],
-    )?;
+    super::calendars::create_ledger_calendar(tx, id, &name)?;
     Ok(id)
 }
 
@@ -327,10 +323,7 @@ pub fn update_ledger(tx: &Transaction<'_>, id: i64, u: &LedgerFields) -> Result<
         ],
     )?;
     if let Some(name) = given(&u.name) {
-        tx.execute(
-            "UPDATE calendar_nodes SET name = ?2 WHERE ledger_id = ?1 AND type = 'CALENDAR'",
-            rusqlite::params![id, name],
-        )?;
+        super::calendars::rename_ledger_calendar(tx, id, name)?;
     }
     if let Some(categories) = &u.billing_account_category_ids {
         set_categories(tx, id, categories.as_deref().unwrap_or(&[]))?;
@@ -349,10 +342,10 @@ pub struct Ledger {
     #[schema(required = true)]
     pub description: Option<String>,
     /// ACTIVE or INACTIVE.
-    #[schema(schema_with = crate::domain::schemas::ledger_status)]
+    #[schema(schema_with = ledger_status)]
     pub status: String,
     /// NONE, GL or ACCOUNT_CATEGORY.
-    #[schema(schema_with = crate::domain::schemas::convert_currency)]
+    #[schema(schema_with = convert_currency)]
     pub convert_currency: String,
     /// Conversion currency.
     #[schema(schema_with = crate::domain::schemas::currency_or_null, required = true)]
@@ -556,13 +549,17 @@ pub fn list_ledgers(
 /// Deletes a ledger with its calendar, its ledger runs and everything they posted.
 pub fn delete_ledger(tx: &Transaction<'_>, id: i64) -> Result<()> {
     require(tx, "ledgers", "ledger", id)?;
-    tx.execute("DELETE FROM journal_entries WHERE ledger_id = ?1", [id])?;
-    tx.execute("DELETE FROM charge_info_states WHERE ledger_id = ?1", [id])?;
-    tx.execute(
-        "DELETE FROM run_errors WHERE gl_run_id IN (SELECT id FROM gl_runs WHERE ledger_id = ?1)",
-        [id],
-    )?;
-    tx.execute("DELETE FROM gl_runs WHERE ledger_id = ?1", [id])?;
+    super::glrun::delete_ledger_runs(tx, id)?;
     tx.execute("DELETE FROM ledgers WHERE id = ?1", [id])?;
     Ok(())
+}
+
+/// A ledger's status: its JSON Schema, for the OpenAPI derives.
+pub fn ledger_status() -> utoipa::openapi::Object {
+    crate::schema::enumeration(LEDGER_STATUSES)
+}
+
+/// A ledger's currency conversion: its JSON Schema, for the OpenAPI derives.
+pub fn convert_currency() -> utoipa::openapi::Object {
+    crate::schema::enumeration(CONVERT_CURRENCY)
 }

@@ -241,6 +241,33 @@ pub fn apply_payment(
 }
 
 /// The billing account a payment belongs to (404 when the payment does not exist).
+/// Stores one application of payment `payment_id` to invoice `invoice_id` as it was stored
+/// (an exported tenant read back: the payment's and the invoice's balances are their own
+/// state fields, so nothing else moves); 404 unknown payment or invoice.
+pub fn restore_application(
+    tx: &Transaction<'_>,
+    id: Option<i64>,
+    payment_id: i64,
+    invoice_id: i64,
+    amount: Decimal,
+    applied_on: &str,
+) -> Result<()> {
+    require(tx, "payments", "payment", payment_id)?;
+    require(tx, "invoices", "invoice", invoice_id)?;
+    insert(
+        tx,
+        "payment_applications",
+        &[
+            ("id", &id),
+            ("payment_id", &payment_id),
+            ("invoice_id", &invoice_id),
+            ("amount", &canonical(amount)),
+            ("applied_on", &applied_on),
+        ],
+    )?;
+    Ok(())
+}
+
 pub fn payment_account(tx: &Transaction<'_>, payment_id: i64) -> Result<i64> {
     load_payment(tx, payment_id).map(|p| p.account_id)
 }

@@ -1,6 +1,9 @@
 //! The JSON Schema of the domain's string enumerations, for the OpenAPI documents (the
 //! `schema_with` functions of the `ToSchema` derives on domain types): each is built from the
-//! constant the domain checks against, so the document lists what the server takes.
+//! constant the domain checks against, so the document lists what the server takes. A
+//! module that uses one of these functions itself keeps its own enumerations (e.g.
+//! `ledgers::ledger_status`), so that this module stays below it and the domain's modules
+//! form no cycle.
 
 use crate::schema::{enumeration, nullable_enumeration};
 use utoipa::openapi::{Object, Schema};
@@ -13,31 +16,6 @@ pub fn currency() -> Object {
 /// A currency code or null.
 pub fn currency_or_null() -> Schema {
     nullable_enumeration(crate::money::CURRENCY_CODES)
-}
-
-/// A ledger's status.
-pub fn ledger_status() -> Object {
-    enumeration(super::ledgers::LEDGER_STATUSES)
-}
-
-/// A ledger's currency conversion.
-pub fn convert_currency() -> Object {
-    enumeration(super::ledgers::CONVERT_CURRENCY)
-}
-
-/// A ledger or collector run's status.
-pub fn run_status() -> Object {
-    enumeration(super::glrun::RUN_STATUSES)
-}
-
-/// A collector run's type.
-pub fn collector_run_type() -> Object {
-    enumeration(super::collect::COLLECTOR_RUN_TYPES)
-}
-
-/// A charge info's state in a ledger, or null (no run has handled it).
-pub fn charge_info_state_or_null() -> Schema {
-    nullable_enumeration(super::chargeinfo::CHARGE_INFO_STATES)
 }
 
 /// The `type` of a calendar node.

@@ -44,6 +44,20 @@ impl ListSource {
     pub fn filter_names(&self) -> impl Iterator<Item = &'static str> {
         std::iter::once("id").chain(self.named_filters.iter().copied())
     }
+
+    /// Whether record `id` of this source exists inside `scope` (the conditions a surface
+    /// narrows every read of the resource with, e.g. a nested collection's parent).
+    pub fn contains(&self, conn: &Connection, id: i64, scope: &Selection) -> Result<bool> {
+        let sql = format!(
+            "SELECT 1 FROM {} WHERE {} = ? AND ({})",
+            self.from, self.id, scope.condition.sql
+        );
+        let mut params = vec![SqlValue::Integer(id)];
+        params.extend(scope.condition.params.iter().cloned());
+        Ok(conn
+            .prepare_cached(&sql)?
+            .exists(rusqlite::params_from_iter(params.iter()))?)
+    }
 }
 
 /// What a client asked to select, as written: typed input of [`Selection::compile`].

@@ -2,7 +2,10 @@
 //! services sold under an agreement with their agreement services, SRIDs and billing
 //! periods in [`services`] (with the partial update of an agreement service), and the
 //! true-up charge type relations of an agreement service in [`true_ups`]. Every write of
-//! every surface and of the seed goes through these functions.
+//! every surface and of the seed goes through these functions: this module is the one
+//! writer of agreements, services, agreement services, SRIDs, billing periods and true-up
+//! relations (the clock ends and renews terms, bill runs mark one-time prices billed, by
+//! calling it).
 
 mod services;
 #[cfg(test)]
@@ -11,7 +14,10 @@ mod true_ups;
 
 pub use services::{
     create_service, update_agreement_service, AgreementServiceUpdate, NewService,
-    NewServiceResource, SERVICE_PERIOD_MONTHS,
+    NewServiceResource, LIVE_SERVICE_STATUSES, SERVICE_PERIOD_MONTHS,
+};
+pub(crate) use services::{
+    end_term, mark_one_time_billed, renew_term, set_history, ServiceHistory,
 };
 pub use true_ups::{
     add_true_up_charge_type, create_true_up_relation, delete_true_up_relation,

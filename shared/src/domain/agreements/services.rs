@@ -14,6 +14,9 @@ use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
+/// Agreement service statuses whose end date is still ahead of them.
+pub const LIVE_SERVICE_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "TRIAL"];
+
 /// How many monthly billing periods a new service gets.
 pub const SERVICE_PERIOD_MONTHS: u32 = 36;
 
@@ -407,5 +410,105 @@ fn check_price_matches_product(tx: &Transaction<'_>, id: i64) -> Result<()> {
             "next_service_product_price must be a price of next_service_product",
         ));
     }
+    Ok(())
+}
+
+/// Ends agreement service `id` at the end of its term (an end action other than RENEW):
+/// DEACTIVATED, and its service `service_id` and the service's resources INACTIVE when no
+/// other live agreement service holds that service.
+pub(crate) fn end_term(tx: &Transaction<'_>, id: i64, service_id: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE agreement_services SET status = 'DEACTIVATED' WHERE id = ?1",
+        [id],
+    )?;
+    let live = LIVE_SERVICE_STATUSES
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let others_live = format!(
+        "EXISTS (SELECT 1 FROM agreement_services WHERE service_id = ?1 AND status IN ({live}))"
+    );
+    tx.execute(
+        &format!("UPDATE services SET status = 'INACTIVE' WHERE id = ?1 AND NOT {others_live}"),
+        [service_id],
+    )?;
+    tx.execute(
+        &format!(
+            "UPDATE service_resources SET status = 'INACTIVE' WHERE service_id = ?1 AND NOT {others_live}"
+        ),
+        [service_id],
+    )?;
+    Ok(())
+}
+
+/// Starts a new term of agreement service `id` (end action RENEW): it ends at `new_end`
+/// after `months`, is renewed, and its planned next agreement, end action and
+/// preserve-price flag take effect and are cleared.
+pub(crate) fn renew_term(tx: &Transaction<'_>, id: i64, new_end: &str, months: u32) -> Result<()> {
+    tx.execute(
+        "UPDATE agreement_services SET end_date = ?2, renewed = 1,
+             agreement_id = COALESCE(next_agreement_id, agreement_id),
+             agreement_period = ?3,
+             end_action = CASE WHEN next_end_action IS NOT NULL THEN next_end_action ELSE end_action END,
+             preserve_service_price = CASE WHEN next_agreement_id IS NOT NULL
+                 THEN next_preserve_service_price ELSE preserve_service_price END,
+             next_agreement_id = NULL, next_end_action = NULL
+         WHERE id = ?1",
+        rusqlite::params![id, new_end, i64::from(months)],
+    )?;
+    Ok(())
+}
+
+/// Records that the one-time prices of `services` were billed at the stored instant `at`
+/// (the first billing only: a later one keeps the first instant).
+pub(crate) fn mark_one_time_billed(tx: &Transaction<'_>, services: &[i64], at: &str) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE services SET one_time_billed_at = ?1 WHERE id = ?2 AND one_time_billed_at IS NULL",
+    )?;
+    for service in services {
+        stmt.execute(rusqlite::params![at, service])?;
+    }
+    Ok(())
+}
+
+/// The lifecycle state an agreement service accumulates over its life (renewals, charges,
+/// next-term choices), which no create sets: the demo data's generated services take it.
+pub(crate) struct ServiceHistory {
+    pub(crate) renewed: bool,
+    pub(crate) accumulated_charges_amount: Decimal,
+    pub(crate) next_service_pay_on_purchase: bool,
+    pub(crate) preserve_service_price: bool,
+    pub(crate) next_preserve_service_price: bool,
+    pub(crate) omit_minimum_amount: bool,
+    pub(crate) next_agreement_id: Option<i64>,
+    pub(crate) next_end_action: Option<String>,
+    pub(crate) next_service_product_id: Option<i64>,
+}
+
+/// Gives agreement service `id` the lifecycle state `h`.
+pub(crate) fn set_history(tx: &Transaction<'_>, id: i64, h: &ServiceHistory) -> Result<()> {
+    if let Some(action) = &h.next_end_action {
+        check_text("next_end_action", action)?;
+    }
+    tx.execute(
+        "UPDATE agreement_services SET renewed = ?2, accumulated_charges_amount = ?3,
+            next_service_pay_on_purchase = ?4, preserve_service_price = ?5,
+            next_preserve_service_price = ?6, omit_minimum_amount = ?7,
+            next_agreement_id = ?8, next_end_action = ?9, next_service_product_id = ?10
+         WHERE id = ?1",
+        rusqlite::params![
+            id,
+            h.renewed,
+            canonical(h.accumulated_charges_amount),
+            h.next_service_pay_on_purchase,
+            h.preserve_service_price,
+            h.next_preserve_service_price,
+            h.omit_minimum_amount,
+            h.next_agreement_id,
+            h.next_end_action,
+            h.next_service_product_id,
+        ],
+    )?;
     Ok(())
 }

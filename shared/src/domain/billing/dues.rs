@@ -5,14 +5,14 @@
 //!   payment method, applied to the invoice, which closes with that date as its paid date.
 //! - Any payment or credit that leaves an account in COLLECTION with nothing overdue (no OPEN
 //!   invoice with an amount to pay whose due date has come) brings it back to ACTIVE
-//!   ([`clear_collection`], called wherever an invoice is paid down).
+//!   (`invoices::clear_collection`, called wherever an invoice is paid down: the settlement
+//!   rule lives with the invoices, so payments and invoices need nothing from here).
 
-use crate::domain::clock::Ran;
+use super::Ran;
 use crate::domain::payments::{apply_payment, create_payment, NewPayment, PaymentTarget};
-use crate::money::from_sql_text;
 use crate::Result;
 use chrono_tz::Tz;
-use rusqlite::{params, Transaction};
+use rusqlite::Transaction;
 use rust_decimal::Decimal;
 
 /// Pays invoice `invoice_id` (of `account_id`, `to_pay` left to pay) in full at its due
@@ -76,32 +76,4 @@ fn account_status(tx: &Transaction<'_>, account_id: i64) -> Result<String> {
     Ok(tx
         .prepare_cached("SELECT status FROM billing_accounts WHERE id = ?1")?
         .query_row([account_id], |r| r.get(0))?)
-}
-
-/// Brings billing account `account_id` from COLLECTION back to ACTIVE when, at the stored
-/// instant `at`, none of its OPEN invoices with an amount to pay is due; answers whether it
-/// did.
-pub fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) -> Result<bool> {
-    if account_status(tx, account_id)? != "COLLECTION" {
-        return Ok(false);
-    }
-    let mut stmt = tx.prepare_cached(
-        "SELECT amount_to_pay FROM invoices
-         WHERE billing_account_id = ?1 AND status = 'OPEN' AND due_date <= ?2",
-    )?;
-    let mut overdue = false;
-    for to_pay in stmt.query_map(params![account_id, at], |r| {
-        from_sql_text(r.get_ref(0)?).map_err(Into::into)
-    })? {
-        let to_pay: Decimal = to_pay?;
-        overdue |= !to_pay.is_zero();
-    }
-    if overdue {
-        return Ok(false);
-    }
-    tx.prepare_cached(
-        "UPDATE billing_accounts SET status = 'ACTIVE' WHERE id = ?1 AND status = 'COLLECTION'",
-    )?
-    .execute([account_id])?;
-    Ok(true)
 }

@@ -318,30 +318,9 @@ pub fn issue(
         },
         tz,
     )?;
-    tx.prepare_cached("UPDATE invoices SET billed_pending_charges = ?1 WHERE id = ?2")?
-        .execute(params![canonical(charges.usage), id])?;
-    let marked = "UPDATE usage_events SET invoice_id = ?1
-                  WHERE billing_account_id = ?2 AND voided = 0 AND invoice_id IS NULL";
-    match &window.usage_until {
-        Some(until) => tx
-            .prepare_cached(&format!("{marked} AND start_time < ?3"))?
-            .execute(params![id, account_id, until])?,
-        None => tx
-            .prepare_cached(marked)?
-            .execute(params![id, account_id])?,
-    };
-    let pending: Decimal = tx
-        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
-        .query_row([account_id], |r| {
-            from_sql_text(r.get_ref(0)?).map_err(Into::into)
-        })?;
-    let left = checked_add(
-        pending,
-        -charges.usage,
-        &format!("the pending charges of billing account {account_id}"),
-    )?;
-    tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
-        .execute(params![canonical(left), account_id])?;
+    crate::domain::invoices::set_billed_pending_charges(tx, id, charges.usage)?;
+    crate::domain::usage::mark_invoiced(tx, account_id, id, window.usage_until.as_deref())?;
+    crate::domain::accounts::add_to_pending_charges(tx, account_id, -charges.usage)?;
     mark_one_time_billed(tx, charges, &invoice.occurred_on)?;
     Ok(id)
 }
@@ -349,13 +328,7 @@ pub fn issue(
 /// Records that the one-time prices of `charges` are billed (also when nothing was invoiced
 /// because the run's total was zero: they were billed at zero).
 pub fn mark_one_time_billed(tx: &Transaction<'_>, charges: &Charges, at: &str) -> Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "UPDATE services SET one_time_billed_at = ?1 WHERE id = ?2 AND one_time_billed_at IS NULL",
-    )?;
-    for service in &charges.one_time_services {
-        stmt.execute(params![at, service])?;
-    }
-    Ok(())
+    crate::domain::agreements::mark_one_time_billed(tx, &charges.one_time_services, at)
 }
 
 #[cfg(test)]

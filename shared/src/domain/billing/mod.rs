@@ -20,6 +20,19 @@ pub mod runs;
 use chrono::{DateTime, Datelike, Months, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 
+/// A due transition of the tenant clock: (stored instant, kind order, id). The bill runs
+/// enqueue theirs ([`runs::enqueue`]) and the clock orders and runs them; it is declared
+/// here, below the clock, so that the runs need nothing from the clock that calls them.
+pub type Due = (String, u8, i64);
+/// A transition that ran: (kind, id, detail); the clock records it.
+pub type Ran = (&'static str, i64, String);
+/// An invoice reaching its due date (id: the invoice).
+pub const INVOICE_DUE: u8 = 1;
+/// A bill cycle's run (id: the bill cycle).
+pub const BILL_CYCLE_RUN: u8 = 2;
+/// A bill batch's run on its invoice date (id: the bill batch).
+pub const BILL_BATCH_RUN: u8 = 3;
+
 /// Days from an invoice's date to its due date: accounts carry no payment term here, and
 /// the demo's invoices are all due 30 days after their date.
 pub const DEFAULT_PAYMENT_TERM_DAYS: u64 = 30;

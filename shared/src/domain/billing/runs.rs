@@ -28,9 +28,9 @@
 
 use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
 use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
-use crate::domain::bill_batches::{create_bill_batch, NewBillBatch};
-use crate::domain::clock::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
-use crate::domain::insert;
+use super::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
+use crate::domain::accounts;
+use crate::domain::bill_batches::{self, create_bill_batch, NewBillBatch};
 use crate::money::{canonical, checked_add};
 use crate::time::{from_storage, to_storage};
 use crate::{Error, Result};
@@ -272,28 +272,13 @@ fn run(
         Some(d) => d.clone(),
         None => payment_due(instant, tz)?,
     };
-    let sequence: i64 = tx.query_row(
-        "SELECT COALESCE(MAX(sequence), 0) + 1 FROM bill_batch_runs WHERE bill_batch_id = ?1",
-        [spec.batch_id],
-        |r| r.get(0),
-    )?;
-    let run_id = insert(
+    let run_id = bill_batches::open_clock_run(
         tx,
-        "bill_batch_runs",
-        &[
-            ("bill_batch_id", &spec.batch_id),
-            ("bill_run_type", &spec.run_type),
-            ("sequence", &sequence),
-            ("step", &"INVOICE"),
-            ("step_status", &"RUNNING"),
-            ("status", &"OPEN"),
-            ("status_date", &at),
-            ("open_date", &at),
-            ("scheduled_run_date", &at),
-            ("invoice_date", &at),
-            ("invoice_due_date", &due),
-            ("use_payment_term", &spec.due_date.is_none()),
-        ],
+        spec.batch_id,
+        &spec.run_type,
+        at,
+        &due,
+        spec.due_date.is_none(),
     )?;
     let mut numbers = InvoiceNumbers::read(tx)?;
     let mut prices = Prices::default();
@@ -352,18 +337,16 @@ fn run(
         ("WAITING", "OPEN", None)
     };
     let error_msg = (!skipped.is_empty()).then(|| skipped.join("; "));
-    tx.execute(
-        "UPDATE bill_batch_runs SET step = 'APPROVE', step_status = ?1, status = ?2,
-             close_date = ?3, processed_invoice_count = ?4, error_msg = ?6
-         WHERE id = ?5",
-        params![
+    bill_batches::finish_invoicing(
+        tx,
+        run_id,
+        &bill_batches::InvoicingDone {
             step_status,
             status,
-            close,
-            made.len() as i64,
-            run_id,
-            error_msg
-        ],
+            close_date: close,
+            processed_invoice_count: made.len() as i64,
+            error_msg,
+        },
     )?;
     let numbers = match (made.first(), made.last()) {
         (Some(a), Some(b)) if a != b => format!(" ({a} to {b})"),
@@ -488,26 +471,17 @@ fn bill_account(
     } else {
         mark_one_time_billed(tx, &charges, at)?;
     }
-    tx.prepare_cached(
-        "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) VALUES (?1, ?2)",
-    )?
-    .execute(params![spec.batch_id, account.id])?;
-    let through = "UPDATE billing_accounts SET billed_through = ?1 WHERE id = ?2";
-    tx.prepare_cached(through)?
-        .execute(params![at, account.id])?;
+    crate::domain::bill_batch_membership::add_account(tx, spec.batch_id, account.id)?;
+    accounts::set_billed_through(tx, account.id, at)?;
     if cycle {
         if account.status == "FINAL_BILL" {
-            tx.prepare_cached(
-                "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
-            )?
-            .execute([account.id])?;
+            accounts::close_after_final_bill(tx, account.id)?;
             billed.closed = true;
         } else if let Some(day) = account.cycle_day {
             let next = next_cycle_day(today, day)
                 .and_then(|d| local_midnight(d, tz))
                 .map(to_storage);
-            tx.prepare_cached("UPDATE billing_accounts SET next_invoice_date = ?1 WHERE id = ?2")?
-                .execute(params![next, account.id])?;
+            accounts::set_next_invoice_date(tx, account.id, next.as_deref())?;
         }
     }
     Ok(billed)
@@ -565,10 +539,7 @@ fn cycle_batch(tx: &Transaction<'_>, cycle_id: i64, name: &str, tz: Tz) -> Resul
         },
         tz,
     )?;
-    tx.execute(
-        "UPDATE bill_batches SET bill_cycle_id = ?1 WHERE id = ?2",
-        [cycle_id, id],
-    )?;
+    bill_batches::set_bill_cycle(tx, id, cycle_id)?;
     Ok(id)
 }
 

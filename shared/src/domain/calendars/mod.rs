@@ -6,6 +6,10 @@
 //! in order, without overlapping; every change of a period's open state (and every open or
 //! close command, even one that changes nothing) appends to its history; periods that hold
 //! journal entries are not deleted.
+//!
+//! This module is the one writer of `calendar_nodes` and `period_history`: a ledger's
+//! create and rename make and name its calendar through [`create_ledger_calendar`] and
+//! [`rename_ledger_calendar`].
 
 pub mod view;
 
@@ -15,7 +19,7 @@ use crate::time::render;
 use crate::{Error, Result};
 use chrono::{Datelike, Months, NaiveDate};
 use chrono_tz::Tz;
-use rusqlite::{Connection, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::Deserialize;
 use view::{HistoryEntry, Year};
 
@@ -59,6 +63,38 @@ fn calendar_date<'de, D: serde::Deserializer<'de>>(
     let text = String::deserialize(d)?;
     parse_calendar_date(&text)
         .ok_or_else(|| serde::de::Error::custom(crate::time::not_a_date(&text)))
+}
+
+/// Makes the calendar of new ledger `ledger_id`, named as the ledger.
+pub(crate) fn create_ledger_calendar(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    name: &str,
+) -> Result<()> {
+    insert(
+        tx,
+        "calendar_nodes",
+        &[
+            ("ledger_id", &ledger_id),
+            ("type", &"CALENDAR"),
+            ("name", &name),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Renames the calendar of ledger `ledger_id` with the ledger.
+pub(crate) fn rename_ledger_calendar(
+    tx: &Transaction<'_>,
+    ledger_id: i64,
+    name: &str,
+) -> Result<()> {
+    super::check_text("name", name)?;
+    tx.execute(
+        "UPDATE calendar_nodes SET name = ?2 WHERE ledger_id = ?1 AND type = 'CALENDAR'",
+        rusqlite::params![ledger_id, name],
+    )?;
+    Ok(())
 }
 
 /// Parses `YYYY-MM-DD` or an RFC 3339 date-time into its calendar day; `None` outside years
@@ -233,10 +269,10 @@ pub fn move_node(tx: &Transaction<'_>, id: i64) -> Result<i64> {
     for sql in [
         "UPDATE calendar_nodes SET parent_id = ?2 WHERE parent_id = ?1",
         "UPDATE period_history SET period_id = ?2 WHERE period_id = ?1",
-        "UPDATE journal_entries SET period_id = ?2 WHERE period_id = ?1",
     ] {
         tx.execute(sql, [id, to])?;
     }
+    super::chargeinfo::move_entries_to_period(tx, id, to)?;
     tx.execute("DELETE FROM calendar_nodes WHERE id = ?1", [id])?;
     Ok(to)
 }
@@ -413,9 +449,14 @@ fn require_node(
 
 /// Reads one accounting year of a ledger.
 pub fn get_year(conn: &Connection, ledger_id: i64, year_id: i64) -> Result<Year> {
-    let ledger = super::ledgers::get_ledger(conn, ledger_id)?;
-    ledger
-        .calendar
+    // The ledger's time zone read here, not through `ledgers` (which reads its calendar from
+    // this module): the two modules stay one above the other.
+    let tz: String = conn
+        .prepare_cached("SELECT timezone_name FROM ledgers WHERE id = ?1")?
+        .query_row([ledger_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("ledger {ledger_id} does not exist")))?;
+    view::load_calendar(conn, ledger_id, &tz)?
         .years
         .into_iter()
         .find(|y| y.id == year_id)

@@ -109,7 +109,7 @@ pub const MAX_OPERATIONS: usize = 100;
 pub struct NewCollectorRun {
     /// AUTO or MANUAL.
     #[serde(rename = "type")]
-    #[schema(schema_with = crate::domain::schemas::collector_run_type)]
+    #[schema(schema_with = collector_run_type)]
     pub run_type: String,
     /// Names of catalogue collectors to run; empty runs them all.
     #[serde(default)]
@@ -142,7 +142,7 @@ pub struct CollectorRun {
     #[schema(format = DateTime, required = true)]
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
-    #[schema(schema_with = crate::domain::schemas::run_status)]
+    #[schema(schema_with = crate::domain::glrun::run_status)]
     pub status: String,
     /// ON_DEMAND for runs started over the API.
     pub run_trigger_type: String,
@@ -150,7 +150,7 @@ pub struct CollectorRun {
     pub num_errors: i64,
     /// AUTO or MANUAL.
     #[serde(rename = "type")]
-    #[schema(schema_with = crate::domain::schemas::collector_run_type)]
+    #[schema(schema_with = collector_run_type)]
     pub run_type: String,
     /// The collectors run.
     pub collector_operations: Vec<String>,
@@ -429,4 +429,9 @@ pub fn list_run_errors(
                 })
             },
         )
+}
+
+/// A collector run's type: its JSON Schema, for the OpenAPI derives.
+pub fn collector_run_type() -> utoipa::openapi::Object {
+    crate::schema::enumeration(COLLECTOR_RUN_TYPES)
 }

@@ -2,49 +2,11 @@
 //! records inside the run's window into charge info rows (see the table in [`super`]).
 //! A source record already collected is never stored twice.
 
-use super::super::insert;
-use crate::money::{canonical, Number};
-use crate::time::render;
+use crate::domain::chargeinfo::{store_collected, Collected};
 use crate::Result;
 use chrono_tz::Tz;
-use rusqlite::{OptionalExtension, Transaction};
+use rusqlite::Transaction;
 use rust_decimal::Decimal;
-use serde::Serialize;
-
-/// The values shown in a charge info's `ci_values`.
-#[derive(Debug, Clone, Serialize)]
-struct CiValues {
-    created_date: String,
-    transaction_type: String,
-    charge_category: Option<String>,
-    billing_account_num: String,
-    order_id: Option<String>,
-    service_id: Option<i64>,
-    invoice_number: Option<String>,
-    charge_amount: Number,
-    order_amount: Option<Number>,
-    product_id: Option<i64>,
-    product_name: Option<String>,
-    currency_code: Option<String>,
-}
-
-/// One charge info record to store.
-struct Collected<'a> {
-    source_kind: &'a str,
-    source_id: i64,
-    charge_info_type: &'a str,
-    parent_id: Option<i64>,
-    billing_account_id: i64,
-    billing_account_num: String,
-    charge_date: String,
-    amount: Decimal,
-    currency_code: Option<String>,
-    charge_category: Option<String>,
-    invoice_number: Option<String>,
-    service_id: Option<i64>,
-    product_id: Option<i64>,
-    product_name: Option<String>,
-}
 
 /// What one run shares with all its collectors.
 pub(super) struct RunContext<'a> {
@@ -59,81 +21,12 @@ pub(super) struct RunContext<'a> {
 impl RunContext<'_> {
     /// Adds a run error.
     pub(super) fn error(&self, message: String) -> Result<()> {
-        insert(
-            self.tx,
-            "run_errors",
-            &[
-                ("collector_run_id", &self.run_id),
-                ("error_message", &message),
-            ],
-        )?;
-        Ok(())
+        crate::domain::glrun::add_collector_run_error(self.tx, self.run_id, &message)
     }
 
     /// Stores a charge info unless its source was collected before; answers its id either way.
     fn store(&self, c: &Collected<'_>) -> Result<i64> {
-        if let Some(id) = self
-            .tx
-            .prepare_cached(
-                "SELECT id FROM charge_infos WHERE source_kind = ?1 AND source_id = ?2",
-            )?
-            .query_row(rusqlite::params![c.source_kind, c.source_id], |r| r.get(0))
-            .optional()?
-        {
-            return Ok(id);
-        }
-        let values = CiValues {
-            created_date: render(&c.charge_date, self.tz),
-            transaction_type: c.charge_info_type.to_string(),
-            charge_category: c.charge_category.clone(),
-            billing_account_num: c.billing_account_num.clone(),
-            order_id: None,
-            service_id: c.service_id,
-            invoice_number: c.invoice_number.clone(),
-            charge_amount: Number(c.amount),
-            order_amount: None,
-            product_id: c.product_id,
-            product_name: c.product_name.clone(),
-            currency_code: c.currency_code.clone(),
-        };
-        let created_by = format!("collector-run-{}", self.run_id);
-        let core_id = format!(
-            "core:{}:{}",
-            c.source_kind.to_ascii_lowercase(),
-            c.source_id
-        );
-        // Cached: a run stores one statement's worth of rows per source record.
-        self.tx
-            .prepare_cached(
-                "INSERT INTO charge_infos (created_on, updated_on, created_by, updated_by,
-                    billing_account_num, core_id, charge_info_type, source_kind, source_id,
-                    parent_id, collector_run_id, ci_values, billing_account_id, charge_date,
-                    amount, currency_code, charge_category, invoice_number, service_id,
-                    product_id)
-                 VALUES (?1, ?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
-                    ?15, ?16, ?17, ?18)",
-            )?
-            .execute(rusqlite::params![
-                self.now,
-                created_by,
-                c.billing_account_num,
-                core_id,
-                c.charge_info_type,
-                c.source_kind,
-                c.source_id,
-                c.parent_id,
-                self.run_id,
-                serde_json::to_string(&values)?,
-                c.billing_account_id,
-                c.charge_date,
-                canonical(c.amount),
-                c.currency_code,
-                c.charge_category,
-                c.invoice_number,
-                c.service_id,
-                c.product_id,
-            ])?;
-        Ok(self.tx.last_insert_rowid())
+        store_collected(self.tx, c, self.run_id, &self.now, self.tz)
     }
 }
 

@@ -16,6 +16,9 @@
 //! Simulation runs exactly this inside a savepoint that is rolled back, so it reports what
 //! posting would do while storing nothing (SQLite rowids are max+1, so no id is consumed).
 //! Erred events are never stored. See docs/usage.md for the codes and the choices made.
+//!
+//! This module is the one writer of `usage_events`: bill runs and invoice cancels mark and
+//! unmark the events an invoice billed through [`mark_invoiced`] and [`unmark_invoiced`].
 
 mod post;
 mod rate_plan;
@@ -33,9 +36,44 @@ pub use read::{
 
 use crate::money::serialize_number;
 use crate::{Error, Result};
+use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+/// Marks the live events of billing account `account_id` not invoiced yet (those starting
+/// before `until`, when given) as billed by invoice `invoice_id`.
+pub(crate) fn mark_invoiced(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    invoice_id: i64,
+    until: Option<&str>,
+) -> Result<()> {
+    let marked = "UPDATE usage_events SET invoice_id = ?1
+                  WHERE billing_account_id = ?2 AND voided = 0 AND invoice_id IS NULL";
+    match until {
+        Some(until) => tx
+            .prepare_cached(&format!("{marked} AND start_time < ?3"))?
+            .execute(rusqlite::params![invoice_id, account_id, until])?,
+        None => tx
+            .prepare_cached(marked)?
+            .execute(rusqlite::params![invoice_id, account_id])?,
+    };
+    Ok(())
+}
+
+/// Makes the events invoice `invoice_id` billed pending again (the invoice was canceled).
+pub(crate) fn unmark_invoiced(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    invoice_id: i64,
+) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE usage_events SET invoice_id = NULL WHERE billing_account_id = ?1 AND invoice_id = ?2",
+    )?
+    .execute([account_id, invoice_id])?;
+    Ok(())
+}
 
 /// Most usage events one bulk call may carry.
 pub const MAX_EVENTS_PER_CALL: usize = 50;

@@ -14,6 +14,7 @@ mod parse;
 mod services;
 mod store;
 
+use crate::domain::accounts::add_to_pending_charges;
 pub use answer::Stored;
 use answer::StoredEvent;
 pub(super) use parse::parse_event;
@@ -21,7 +22,7 @@ use parse::Parsed;
 use services::ServiceRef;
 #[cfg(test)]
 pub(super) use store::LIVE_EVENT_SQL;
-use store::{add_to_pending_charges, rate_and_store, Statements};
+use store::{rate_and_store, Statements};
 
 use super::rate_plan::RatePlans;
 use super::{BulkOutcome, BulkRequest, ChargeCategoryRef, ErredCode};

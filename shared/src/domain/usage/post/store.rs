@@ -166,7 +166,10 @@ fn rate_and_store_found(
     // error, so that nothing out of bounds is ever stored.
     let account_total = match caches.pending_totals.entry(service.billing_account_id) {
         Entry::Occupied(e) => *e.get(),
-        Entry::Vacant(e) => *e.insert(pending_total(tx, service.billing_account_id)?),
+        Entry::Vacant(e) => *e.insert(crate::domain::accounts::pending_charges(
+            tx,
+            service.billing_account_id,
+        )?),
     };
     let so_far = pending
         .get(&service.billing_account_id)
@@ -304,30 +307,3 @@ pub(in crate::domain::usage) const LIVE_EVENT_SQL: &str =
     "SELECT id, overwrite_counter, billing_account_id, total_charge FROM usage_events
      WHERE reference_id = ?1 AND sequence_id = ?2
        AND (CASE WHEN voided = 0 THEN 0 ELSE id END) = 0";
-
-/// Adds `delta` (exactly) to a billing account's pending charges.
-pub(super) fn add_to_pending_charges(
-    tx: &Transaction<'_>,
-    account: i64,
-    delta: Decimal,
-) -> Result<()> {
-    if delta.is_zero() {
-        return Ok(());
-    }
-    let total = crate::money::checked_add(
-        pending_total(tx, account)?,
-        delta,
-        &format!("the pending charges of billing account {account}"),
-    )?;
-    tx.prepare_cached("UPDATE billing_accounts SET pending_charges_total = ?1 WHERE id = ?2")?
-        .execute(params![canonical(total), account])?;
-    Ok(())
-}
-
-/// A billing account's stored pending charges.
-fn pending_total(tx: &Transaction<'_>, account: i64) -> Result<Decimal> {
-    let current: String = tx
-        .prepare_cached("SELECT pending_charges_total FROM billing_accounts WHERE id = ?1")?
-        .query_row([account], |r| r.get(0))?;
-    Ok(crate::money::parse_decimal(&current).unwrap_or_default())
-}
