@@ -20,6 +20,8 @@
     reason = "test code: a test fails by panicking"
 )]
 
+mod scan;
+
 use std::path::{Path, PathBuf};
 
 /// One declared dependency: its key (the name code uses), the manifest section it is in.
@@ -128,30 +130,6 @@ fn names(code: &str, ident: &str) -> bool {
     false
 }
 
-/// The `.rs` files of a package: everything under its directory except `target/` and the
-/// directories of other packages (a directory with its own Cargo.toml).
-fn rust_files(package: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(package)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let file = path.file_name().unwrap().to_string_lossy().to_string();
-        if path.is_dir() {
-            if file == "target" || file == "node_modules" || file.starts_with('.') {
-                continue;
-            }
-            if path.join("Cargo.toml").exists() {
-                continue;
-            }
-            rust_files(&path, out);
-        } else if file.ends_with(".rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The workspace's members, from the root manifest's `members = [...]`.
 fn members(root: &Path) -> Vec<PathBuf> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
@@ -174,7 +152,7 @@ fn every_declared_dependency_is_used() {
     for member in &members {
         let manifest = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
         let mut files = Vec::new();
-        rust_files(member, &mut files);
+        scan::rust_files(member, &mut files);
         let code: String = files
             .iter()
             .map(|f| std::fs::read_to_string(f).unwrap())

@@ -1,5 +1,5 @@
 //! The source scanner the architecture tests share (`layers.rs` for the imports between
-//! modules, `owners.rs` for the tables each module writes): Rust files under a folder, each
+//! modules, `owners.rs` for the tables each module writes; `dependencies.rs` its file walk): Rust files under a folder, each
 //! read as code with comments and literals blanked (every character keeping its index and
 //! line), its string literals apart, and its test code (`#[cfg(test)]` items and the files
 //! of `#[cfg(test)] mod x;`) left out.
@@ -60,11 +60,18 @@ pub fn line_text(source: &str, line: usize) -> String {
         .to_string()
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The `.rs` files under `dir` (appended to `out`), except under `target/`, `node_modules/`,
+/// hidden directories and the directories of other packages (with a Cargo.toml of their own):
+/// a package's own files, whether `dir` is its `src/` or its root.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
         if path.is_dir() {
-            rust_files(&path, out);
+            let skipped = name == "target" || name == "node_modules" || name.starts_with('.');
+            if !skipped && !path.join("Cargo.toml").exists() {
+                rust_files(&path, out);
+            }
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
