@@ -33,7 +33,7 @@ async fn freeze(a: &Legacy, at: &str) {
 }
 
 /// Advances the clock to `to`; answers the transitions as (kind, id, at).
-async fn advance(a: &Legacy, to: &str) -> Vec<(String, i64, String)> {
+pub(super) async fn advance(a: &Legacy, to: &str) -> Vec<(String, i64, String)> {
     let v = admin(a, Method::POST, "/clock/advance", Some(json!({ "to": to }))).await;
     v["transitions"]
         .as_array()

@@ -10,10 +10,10 @@
 //! price (no usage, no one-time price), so an invoice's amount is its recurring part; the
 //! expected amounts come from the calendar, not from the engine.
 
+use super::lifecycle::advance;
 use chrono::Datelike;
 use e2e::legacy::{attr, dec, Legacy};
-use e2e::{TestServer, TestTenant};
-use reqwest::Method;
+use e2e::TestServer;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -53,15 +53,6 @@ fn catalogue() -> Value {
     })
 }
 
-async fn admin(s: &TestServer, t: &TestTenant, method: Method, path: &str, body: Value) -> Value {
-    let path = format!("/sandbox/v1/tenants/{}{path}", t.id);
-    let r = s.admin_call(method.clone(), &path, Some(&body)).await;
-    let status = r.status();
-    let v: Value = r.json().await.expect("json");
-    assert_eq!(status, 200, "{method} {path}: {v}");
-    v
-}
-
 /// Every invoice of account 1 as (its date, amount), from Surface A.
 async fn invoices(a: &Legacy) -> Vec<(chrono::NaiveDate, Decimal)> {
     let r = a.get("invoices?billingAccountEid=1&pageSize=100").await;
@@ -89,6 +80,7 @@ async fn bill_batches_between_cycle_runs_bill_every_period_exactly_once() {
         .create_tenant_with(json!({"name": "periods", "time_zone": "UTC",
             "clock": {"frozen_at": "2030-01-02T00:00:00Z"}, "fixtures": catalogue()}))
         .await;
+    let a = Legacy { s, t };
     // Each batch is POSTed the day before its invoice date and runs when the clock passes it;
     // the cycle runs on every 1st. The last advance ends after the run of August 1st.
     let mut stops: Vec<String> = Vec::new();
@@ -100,32 +92,24 @@ async fn bill_batches_between_cycle_runs_bill_every_period_exactly_once() {
     stops.push("2030-08-01T12:00:00Z".to_string());
     let mut batch_at = BATCH_DATES.iter();
     for stop in &stops {
-        admin(
-            &s,
-            &t,
-            Method::POST,
-            "/clock/advance",
-            json!({ "to": stop }),
-        )
-        .await;
+        advance(&a, stop).await;
         if let Some(date) = batch_at.next() {
-            let r = s
-                .client
-                .post(s.url("/billing/2/bill-batches"))
-                .header("X-Api-Key", &t.api_key)
-                .json(
-                    &json!({"bill_batch_type": "adhoc", "name": format!("Batch of {date}"),
+            let r =
+                a.s.client
+                    .post(a.s.url("/billing/2/bill-batches"))
+                    .header("X-Api-Key", &a.t.api_key)
+                    .json(
+                        &json!({"bill_batch_type": "adhoc", "name": format!("Batch of {date}"),
                               "auto_approve": true, "invoice_date": date}),
-                )
-                .send()
-                .await
-                .expect("post");
+                    )
+                    .send()
+                    .await
+                    .expect("post");
             assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
         }
     }
 
     let price: Decimal = PRICE.parse().expect("price");
-    let a = Legacy { s, t };
     let billed = invoices(&a).await;
     // Every invoice falls in one cycle period (after the 1st that opens it, up to and
     // including the 1st that closes it); the first run (February 1st) bills January whole.
