@@ -235,7 +235,7 @@ fn main() {
         start_to_first_answer(&bin, local_dir.path(), None); // first start seeds the demo tenant
         let local = start_to_first_answer(&bin, local_dir.path(), None);
         let s3_dir = tempfile::tempdir().expect("dir");
-        let s3 = S3Config::new("bench", "serve", Some(moto.endpoint.clone()));
+        let s3 = S3Config::new(&bucket.bucket, "serve", Some(moto.endpoint.clone()));
         start_to_first_answer(&bin, s3_dir.path(), Some(&s3));
         let s3_ms = start_to_first_answer(&bin, s3_dir.path(), Some(&s3));
         println!(

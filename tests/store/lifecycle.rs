@@ -45,7 +45,11 @@ async fn get(url: String, key: &str) -> (u16, String) {
 /// Writes an object straight into moto (it checks no signature), as another deployment would.
 async fn put_object(moto: &Moto, bucket: &str, key: &str, body: Vec<u8>) {
     let r = reqwest::Client::new()
-        .put(format!("{}/{bucket}/{key}", moto.endpoint))
+        .put(format!(
+            "{}/{}/{key}",
+            moto.endpoint,
+            moto.bucket_name(bucket)
+        ))
         .body(body)
         .send()
         .await

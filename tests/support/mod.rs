@@ -364,12 +364,29 @@ pub mod s3_count;
 /// tool `what` is installed. Installing is `tests/setup.sh`'s job (run by `make test`, the
 /// README's test command), never a test's: a test that installed would race its siblings
 /// and hide a missing step of the set-up.
+///
+/// A tool found present is not asked again in this process: the check of moto's server
+/// starts a Python interpreter (about 0.8 s of CPU), and the store binary starts some sixty
+/// moto servers, one test after another.
 pub fn require_tool(what: &str, present: impl Fn() -> bool) {
+    static FOUND: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if FOUND
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|t| t == what)
+    {
+        return;
+    }
     assert!(
         present(),
         "{what} is not installed: run `make test` (or `bash tests/setup.sh` once, then cargo \
          test); tests/setup.sh installs every test tool"
     );
+    FOUND
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(what.to_string());
 }
 
 /// Waits (at most 30 s) until the fault rule `rule` of tenant `tenant` on the server at

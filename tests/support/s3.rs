@@ -11,11 +11,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
-/// moto's server started by `python3 -c`, served by werkzeug with `threaded=False`.
+/// moto's server started by `python3 -c`, served by werkzeug with `threaded=False`. It exits
+/// when the test binary that started it is gone (its parent changes): the binary keeps one
+/// server for all its tests and has no destructor that runs at exit.
 const MOTO_SCRIPT: &str = "
-import sys
+import os, sys, threading, time
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
+parent = os.getppid()
+def orphaned():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=orphaned, daemon=True).start()
 app = DomainDispatcherApplication(create_backend_app)
 run_simple('127.0.0.1', int(sys.argv[1]), app, threaded=False, use_reloader=False)
 ";
@@ -69,17 +77,31 @@ pub fn machine_to_itself() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A running moto S3 server; killed on drop. Holds [`ONE_MOTO_AT_A_TIME`] while it lives.
+/// The test binary's one moto server (its process and port), started by the first test that
+/// needs it and started again if it died. Starting moto costs about a second of CPU and of
+/// waiting (Python imports), and the store binary's tests ask for one some sixty times, one
+/// after another: they share this one, each test in buckets of its own ([`Moto`]).
+static SERVER: Mutex<Option<(Child, u16)>> = Mutex::new(None);
+
+/// Numbers the [`Moto`] handles of this binary, so that each test's buckets are new.
+static HANDLES: AtomicUsize = AtomicUsize::new(0);
+
+/// A test's use of the binary's moto server: its buckets are its own (each name given to
+/// [`Moto::bucket`] is prefixed with the handle's number, so no test sees another's objects,
+/// nor a PUT a fault proxy of an earlier test forwards late). Holds [`ONE_MOTO_AT_A_TIME`]
+/// while it lives.
 pub struct Moto {
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     port: u16,
-    child: Child,
+    /// Prefix of this handle's bucket names (`m<number>-`).
+    prefix: String,
     _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Moto {
-    /// Starts moto (installed from tests/requirements.txt) and waits until it answers.
+    /// Starts moto (installed from tests/requirements.txt) unless the binary's server is
+    /// running, and waits until it answers.
     pub fn start() -> Moto {
         let serial = machine_to_itself();
         crate::require_tool("moto's S3 server (Python)", || {
@@ -89,26 +111,46 @@ impl Moto {
             )
         });
         set_aws_env();
-        let port = free_port();
-        let child = Command::new("python3")
-            .args(["-c", MOTO_SCRIPT, &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 with moto[server] (pip install -r tests/requirements.txt)");
-        wait_for_port(port, Duration::from_secs(60));
+        let mut server = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+        let running = match server.as_mut() {
+            Some((child, _)) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        };
+        if !running {
+            let port = free_port();
+            let child = Command::new("python3")
+                .args(["-c", MOTO_SCRIPT, &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("python3 with moto[server] (pip install -r tests/requirements.txt)");
+            wait_for_port(port, Duration::from_secs(60));
+            *server = Some((child, port));
+        }
+        let port = server.as_ref().map(|(_, port)| *port).expect("started");
         Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
             port,
-            child,
+            prefix: format!("m{}-", HANDLES.fetch_add(1, Ordering::SeqCst)),
             _serial: serial,
+        }
+    }
+
+    /// The bucket `name` of this handle as moto knows it (a name already given out by this
+    /// handle is answered as it is).
+    pub fn bucket_name(&self, name: &str) -> String {
+        if name.starts_with(&self.prefix) {
+            name.to_string()
+        } else {
+            format!("{}{name}", self.prefix)
         }
     }
 
     /// Creates a bucket and answers the store configuration for it.
     pub fn bucket(&self, name: &str) -> S3Config {
-        create_bucket(self.port, name);
-        S3Config::new(name, "sandbox", Some(self.endpoint.clone()))
+        let name = self.bucket_name(name);
+        create_bucket(self.port, &name);
+        S3Config::new(&name, "sandbox", Some(self.endpoint.clone()))
     }
 
     /// Every key in `bucket` under `prefix` (up to 1000).
@@ -121,6 +163,7 @@ impl Moto {
 
     /// Every key in `bucket` under `prefix` (up to 1000), with its size in bytes.
     pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+        let bucket = self.bucket_name(bucket);
         let body = raw_request(
             self.port,
             &format!("GET /{bucket}?list-type=2&prefix={prefix} HTTP/1.1"),
@@ -138,13 +181,6 @@ impl Moto {
                 Some((key, size))
             })
             .collect()
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
