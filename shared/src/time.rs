@@ -11,15 +11,15 @@ pub fn now() -> DateTime<Utc> {
     Utc::now()
 }
 
-pub mod clock;
 pub mod relative;
+pub mod test_clock;
 
-/// The current time of the tenant whose database `conn` is: its test clock (see [`clock`];
+/// The current time of the tenant whose database `conn` is: its test clock (see [`test_clock`];
 /// setting it is a sandbox power). Every time stamped into tenant data is read here, on the
 /// transaction that stores it (a value read before it could predate a clock change that
 /// committed in between).
 pub fn now_for(conn: &rusqlite::Connection) -> crate::Result<DateTime<Utc>> {
-    clock::now_for(conn)
+    test_clock::now_for(conn)
 }
 
 /// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ`.

@@ -4,7 +4,7 @@
 //! [`agreements`] (with their services and true-ups), [`bill_batches`], [`catalog`]
 //! (products, prices, usage rules), [`usage`] (posting, rate plans, reads), [`ledgers`],
 //! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
-//! [`chargeinfo`], [`replication`] and [`clock`] (what the test clock drives when it
+//! [`chargeinfo`], [`replication`] and [`transitions`] (what the test clock drives when it
 //! advances). Functions take typed inputs (never
 //! HTTP requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
@@ -25,7 +25,6 @@ pub mod billing;
 pub mod calendars;
 pub mod catalog;
 pub mod chargeinfo;
-pub mod clock;
 pub mod collect;
 pub mod glrun;
 pub mod invoices;
@@ -33,6 +32,7 @@ pub mod ledgers;
 pub mod payments;
 pub mod replication;
 pub mod schemas;
+pub mod transitions;
 pub mod usage;
 
 use crate::{Error, Result};

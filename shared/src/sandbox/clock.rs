@@ -2,19 +2,19 @@
 //! it, which runs the domain's time-driven transitions on the way. The clock itself (real
 //! time, a frozen instant, or real time shifted by an offset), its storage in the tenant's
 //! database (table `sandbox_clock`, so it replicates with the tenant) and its reading
-//! ([`crate::time::now_for`]) live below the domain, in [`crate::time::clock`]; this module
+//! ([`crate::time::now_for`]) live below the domain, in [`crate::time::test_clock`]; this module
 //! adds writing it and the admin API's view. A reset returns it to real time.
 //!
 //! Every time the tenant's data depends on reads the clock (stamps, run times, defaults such
 //! as "today"). Credentials and token expiry stay on real time ([`crate::time::now`]).
 //!
 //! Invariants: the clock's reading stays within [`MIN_YEAR`, `MAX_YEAR`) (checked when set or
-//! advanced, and held at read time by [`crate::time::clock::Clock::at`] for a running clock
+//! advanced, and held at read time by [`crate::time::test_clock::Clock::at`] for a running clock
 //! that runs into the end); it only moves backwards through an explicit set
 //! (`PUT .../clock`) or an undo (a restore of the tenant before an advance, see
 //! [`super::undo`]), never through an advance.
 
-pub use crate::time::clock::Clock;
+pub use crate::time::test_clock::Clock;
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
@@ -31,7 +31,7 @@ fn nullable_modes() -> utoipa::openapi::Schema {
     crate::schema::nullable_enumeration(MODES)
 }
 
-pub use crate::time::clock::{MAX_YEAR, MIN_YEAR};
+pub use crate::time::test_clock::{MAX_YEAR, MIN_YEAR};
 /// Longest single advance: ten years of 365 days, in seconds.
 pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
@@ -56,7 +56,7 @@ pub struct ClockView {
 }
 
 /// Writing a clock and showing it: the power's half (the type and its reading are in
-/// [`crate::time::clock`]).
+/// [`crate::time::test_clock`]).
 impl Clock {
     /// Stores this clock as the tenant's (real time removes the row).
     pub fn store(&self, tx: &Transaction<'_>) -> Result<()> {
@@ -198,7 +198,7 @@ pub struct Advanced {
     #[schema(format = DateTime)]
     pub advanced_to: String,
     /// The transitions that ran, in order.
-    pub transitions: Vec<crate::domain::clock::Transition>,
+    pub transitions: Vec<crate::domain::transitions::Transition>,
 }
 
 /// Advances the tenant's clock (never backwards) and runs the transitions due on the way,
@@ -230,7 +230,7 @@ pub fn advance(tx: &Transaction<'_>, target: Target, tz: chrono_tz::Tz) -> Resul
         Target::To(t) => t,
     };
     check_bounds("to", to)?;
-    let transitions = crate::domain::clock::run_due(tx, from, to, tz)?;
+    let transitions = crate::domain::transitions::run_due(tx, from, to, tz)?;
     let step = (to - from).num_milliseconds();
     let moved = match clock {
         Clock::Frozen(_) => Clock::Frozen(to),
@@ -249,7 +249,7 @@ pub fn advance(tx: &Transaction<'_>, target: Target, tz: chrono_tz::Tz) -> Resul
 
 /// 400 unless `t` lies within the clock's bounds (`field` names it in the message).
 pub fn check_bounds(field: &str, t: DateTime<Utc>) -> Result<()> {
-    let (min, max) = crate::time::clock::bounds();
+    let (min, max) = crate::time::test_clock::bounds();
     if t < min || t >= max {
         return Err(Error::bad_request(format!(
             "{field}: the clock shows instants from {MIN_YEAR}-01-01 to before {MAX_YEAR}-01-01 (UTC)"

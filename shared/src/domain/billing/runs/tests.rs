@@ -4,7 +4,7 @@
 //! one-time price. Usage events are stored rows with their charges (posting is tested in
 //! domain::usage; here only what a run does with them matters).
 
-use crate::domain::clock::{run_due, Transition};
+use crate::domain::transitions::{run_due, Transition};
 use crate::money::from_sql_text;
 use crate::testing::{db, dec};
 use chrono_tz::Tz;
