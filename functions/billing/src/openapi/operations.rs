@@ -179,12 +179,16 @@ pub(super) fn operation(b: &mut Builder, route: &Route, e: &Value) -> Value {
             listed,
         } => {
             let item = (listed.item)(b);
+            // A filter the path sets (the parent's id of a nested list) is not a query
+            // parameter: the path already narrows the list to it.
+            let set_by_path = path_params(route.path);
             let params: Vec<Value> = path_ids()
                 .chain(
                     listed
                         .source
                         .named_filters
                         .iter()
+                        .filter(|name| !set_by_path.contains(name))
                         .map(|name| filter(&listed, name)),
                 )
                 .chain(expand(&listed))
