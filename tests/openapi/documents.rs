@@ -118,7 +118,9 @@ async fn documents_and_routers_describe_the_same_operations() {
 #[tokio::test]
 async fn every_row_of_the_route_tables_is_documented_and_served() {
     let s = TestServer::start().await;
-    let tables: [(&Document, &[&str], Vec<(&str, &str)>); 2] = [
+    // Each table: its document, the base paths it is mounted under, its (method, path) rows.
+    type Table<'a> = (&'a Document, &'a [&'a str], Vec<(&'a str, &'a str)>);
+    let tables: [Table; 2] = [
         (
             &DOCUMENTS[0],
             &[shared::web::BILLING_PREFIX],

@@ -93,12 +93,11 @@ impl<T: ToSchema> Resource<T> {
 
 pub(crate) const ACTIONS: Resource<actions::Action> =
     Resource::plain(&actions::SOURCE, actions::load);
-pub(crate) const ADJUSTMENT_APPLICATIONS: Resource<
-    adjustment_applications::AdjustmentApplication,
-> = Resource::plain(
-    &adjustment_applications::SOURCE,
-    adjustment_applications::load,
-);
+pub(crate) const ADJUSTMENT_APPLICATIONS: Resource<adjustment_applications::AdjustmentApplication> =
+    Resource::plain(
+        &adjustment_applications::SOURCE,
+        adjustment_applications::load,
+    );
 pub(crate) const ADJUSTMENT_CATEGORIES: Resource<adjustment_categories::AdjustmentCategory> =
     Resource {
         always: Some(adjustment_categories::SCOPE),

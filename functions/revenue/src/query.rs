@@ -106,8 +106,16 @@ pub const MERGED_CHARGE_INFO_FILTERS: &[Param] = &[
     p("invoice_number", Kind::Text, None),
     p("charge_info_type", Kind::Text, None),
     p("charge_category", Kind::Text, Some("Category name")),
-    p("created_from", Kind::Time, Some("Date-time or date, inclusive")),
-    p("created_to", Kind::Time, Some("Date-time or date, exclusive")),
+    p(
+        "created_from",
+        Kind::Time,
+        Some("Date-time or date, inclusive"),
+    ),
+    p(
+        "created_to",
+        Kind::Time,
+        Some("Date-time or date, exclusive"),
+    ),
     p("service_id", Kind::Int, None),
     p("product_id", Kind::Int, None),
     p("order_number", Kind::Text, None),

@@ -227,9 +227,7 @@ pub(super) fn operation(b: &mut Builder, route: &Route, e: &Value) -> Value {
                 op = op.example(example());
             }
             let answer = (write.answer)(b);
-            let params: Vec<Value> = path_ids()
-                .chain(write.prefer.then(prefer))
-                .collect();
+            let params: Vec<Value> = path_ids().chain(write.prefer.then(prefer)).collect();
             let applied = header(
                 "Always: return=minimal|representation, the form answered (return=representation unless SIMPLE was asked for)",
                 string(),
