@@ -77,6 +77,19 @@ pub struct Write {
     pub prefer: bool,
 }
 
+impl Write {
+    /// A write of a record: no example, takes `Prefer`.
+    const fn record(status: u16, body: Schema, answer: Schema) -> Write {
+        Write {
+            status,
+            body,
+            example: None,
+            answer,
+            prefer: true,
+        }
+    }
+}
+
 /// What the document says of a row.
 #[derive(Clone, Copy)]
 pub enum Doc {
@@ -228,6 +241,23 @@ fn usage_events() -> Listed {
     }
 }
 
+/// A write of the billing group, named by (operation id, summary).
+fn record_write(
+    verb: Verb,
+    path: &'static str,
+    (id, summary): (&'static str, &'static str),
+    write: Write,
+    handler: Handler,
+) -> Route {
+    Route {
+        verb,
+        path,
+        group: Group::Billing,
+        doc: Doc::Write { id, summary, write },
+        handler,
+    }
+}
+
 /// `POST <path>` of usage events (posting or simulating): a bulk request in, `answer` out.
 fn usage_post(
     path: &'static str,
@@ -325,23 +355,20 @@ pub fn table() -> Vec<Route> {
         "getAgreementService",
         "One agreement service"
     ));
-    rows.push(Route {
-        verb: Put,
-        path: "/agreement-services/{id}",
-        group: Group::Billing,
-        doc: Doc::Write {
-            id: "updateAgreementService",
-            summary: "Partial update of an agreement service",
-            write: Write {
-                status: 200,
-                body: Builder::schema::<agreement_services::Patch>,
-                example: None,
-                answer: Builder::schema::<agreement_services::AgreementService>,
-                prefer: true,
-            },
-        },
-        handler: |m| on(m, h::update_agreement_service),
-    });
+    rows.push(record_write(
+        Put,
+        "/agreement-services/{id}",
+        (
+            "updateAgreementService",
+            "Partial update of an agreement service",
+        ),
+        Write::record(
+            200,
+            Builder::schema::<agreement_services::Patch>,
+            Builder::schema::<agreement_services::AgreementService>,
+        ),
+        |m| on(m, h::update_agreement_service),
+    ));
     rows.extend(collection!(
         h::TRUE_UPS,
         true_ups::BY_AGREEMENT_SERVICE,
@@ -351,23 +378,20 @@ pub fn table() -> Vec<Route> {
         "getTrueUpRelation",
         "One true-up charge type relation"
     ));
-    rows.push(Route {
-        verb: Post,
-        path: "/agreement-services/{agreement_service_id}/true-up-charge-type-relations",
-        group: Group::Billing,
-        doc: Doc::Write {
-            id: "createTrueUpRelation",
-            summary: "Create a true-up charge type relation",
-            write: Write {
-                status: 201,
-                body: Builder::schema::<true_ups::NewRelation>,
-                example: None,
-                answer: Builder::schema::<true_ups::Relation>,
-                prefer: true,
-            },
-        },
-        handler: |m| on(m, h::create_true_up),
-    });
+    rows.push(record_write(
+        Post,
+        "/agreement-services/{agreement_service_id}/true-up-charge-type-relations",
+        (
+            "createTrueUpRelation",
+            "Create a true-up charge type relation",
+        ),
+        Write::record(
+            201,
+            Builder::schema::<true_ups::NewRelation>,
+            Builder::schema::<true_ups::Relation>,
+        ),
+        |m| on(m, h::create_true_up),
+    ));
     rows.push(Route {
         verb: Delete,
         path: "/agreement-services/{agreement_service_id}/true-up-charge-type-relations/{id}",
@@ -386,23 +410,17 @@ pub fn table() -> Vec<Route> {
         "getBillBatch",
         "One bill batch"
     ));
-    rows.push(Route {
-        verb: Post,
-        path: "/bill-batches",
-        group: Group::Billing,
-        doc: Doc::Write {
-            id: "createBillBatch",
-            summary: "Create a bill batch (answers 200)",
-            write: Write {
-                status: 200,
-                body: Builder::schema::<bill_batches::CreateBody>,
-                example: None,
-                answer: Builder::schema::<bill_batches::BillBatch>,
-                prefer: true,
-            },
-        },
-        handler: |m| on(m, h::create_bill_batch),
-    });
+    rows.push(record_write(
+        Post,
+        "/bill-batches",
+        ("createBillBatch", "Create a bill batch (answers 200)"),
+        Write::record(
+            200,
+            Builder::schema::<bill_batches::CreateBody>,
+            Builder::schema::<bill_batches::BillBatch>,
+        ),
+        |m| on(m, h::create_bill_batch),
+    ));
     rows.push(list!(
         h::BILL_BATCH_ACCOUNTS,
         bill_batches::BY_BILL_BATCH,
