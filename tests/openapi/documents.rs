@@ -50,8 +50,8 @@ async fn check_routes(s: &TestServer, doc: &Document) {
     let json = doc.json();
     let ops = operations(&json);
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
-    // As many paths as the routers declare routes (each `.route(` is one path; a route
-    // table mounted under several base paths declares each once)...
+    // As many paths as the routes declare (a route table's paths, each once however many
+    // base paths it is mounted under; else each `.route(` of the router sources)...
     assert_eq!(
         paths.len(),
         doc.declared_routes(),
