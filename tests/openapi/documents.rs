@@ -50,8 +50,8 @@ async fn check_routes(s: &TestServer, doc: &Document) {
     let json = doc.json();
     let ops = operations(&json);
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
-    // As many paths as the routers declare routes (each `.route(` is one path; a route
-    // table mounted under several base paths declares each once)...
+    // As many paths as the routes declare (a route table's paths, each once however many
+    // base paths it is mounted under; else each `.route(` of the router sources)...
     assert_eq!(
         paths.len(),
         doc.declared_routes(),
@@ -107,6 +107,71 @@ async fn documents_and_routers_describe_the_same_operations() {
         counts[0] >= 26 && counts[1] >= 31 && counts[2] >= 7,
         "{counts:?}"
     );
+}
+
+/// Each row of a route table (Surface B's, usage events included, and Surface C's) is in
+/// the shipped document under the same method and path, and the live router serves it
+/// under each base path: the request reaches the row's handler or its extractor (here a
+/// 401 for want of credentials, a 200 for the documents), never the unknown-route or
+/// wrong-method fallback. Both are built from the table, so a row whose handler is bound to
+/// another method, or a document built from anything but the table, fails here.
+#[tokio::test]
+async fn every_row_of_the_route_tables_is_documented_and_served() {
+    let s = TestServer::start().await;
+    // Each table: its document, the base paths it is mounted under, its (method, path) rows.
+    type Table<'a> = (&'a Document, &'a [&'a str], Vec<(&'a str, &'a str)>);
+    let tables: [Table; 2] = [
+        (
+            &DOCUMENTS[0],
+            &[shared::web::BILLING_PREFIX],
+            billing::routes::table()
+                .iter()
+                .map(|r| (r.verb.as_str(), r.path))
+                .collect(),
+        ),
+        (
+            &DOCUMENTS[1],
+            &shared::web::REVENUE_PREFIXES,
+            revenue::routes::table()
+                .iter()
+                .map(|r| (r.verb.as_str(), r.path))
+                .collect(),
+        ),
+    ];
+    for (doc, prefixes, rows) in tables {
+        let documented = operations(&doc.json());
+        // The document's paths are below the first server's base path (Surface C's) or
+        // absolute (Surface B's, whose server is `/`).
+        let doc_prefix = if doc.bases()[0].is_empty() {
+            prefixes[0]
+        } else {
+            ""
+        };
+        let rows_set: BTreeSet<(String, String)> = rows
+            .iter()
+            .map(|(verb, path)| (verb.to_string(), format!("{doc_prefix}{path}")))
+            .collect();
+        assert_eq!(
+            rows_set, documented,
+            "{}: the route table's rows and the document's operations",
+            doc.file
+        );
+        for (verb, path) in &rows {
+            for prefix in prefixes {
+                let url = s.url(&format!("{prefix}{}", fill(path, "1")));
+                let method: Method = verb.parse().expect("method");
+                let r = s
+                    .client
+                    .request(method, &url)
+                    .send()
+                    .await
+                    .expect("request");
+                if let Some(answer) = unrouted(r).await {
+                    panic!("{verb} {prefix}{path} is a row of the table, not served: {answer}");
+                }
+            }
+        }
+    }
 }
 
 #[tokio::test]

@@ -73,6 +73,15 @@ async fn charge_info_filters_merging_and_deletions() {
     assert_eq!(ci(m, "charge_amount").to_string(), "1.75");
     assert_eq!(ci(m, "charge_category"), "API Usage, Compute Usage");
     assert_eq!(ci(m, "merged_charge_info_ids").as_array().unwrap().len(), 3);
+    // The merged list takes none of is_parent, parent_id and max_records (the spec leaves
+    // them out, and its document does): like any parameter it does not take, each is
+    // ignored, even one the charge info list would refuse.
+    for ignored in ["max_records=0", "is_parent=maybe", "parent_id=x"] {
+        let (_, total, _, _) = c
+            .paged(&format!("/ledgers/merged-chargeinfos?{ignored}"))
+            .await;
+        assert_eq!(total, 6, "{ignored}");
+    }
     c.assert_totals(&[
         (
             "/ledgers/merged-chargeinfos?charge_category=Compute%20Usage",

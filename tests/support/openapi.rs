@@ -7,6 +7,16 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+/// Where the routes a document describes are declared.
+#[derive(Debug)]
+pub enum Routes {
+    /// A route table, which builds both the router and the document: its number of paths.
+    Table(fn() -> usize),
+    /// Router sources (relative to the workspace root) whose `routes()` functions declare
+    /// them, one `.route(` call per path.
+    Sources(&'static [&'static str]),
+}
+
 /// One shipped document: where it is served, the crates whose routers serve its operations,
 /// and how schemathesis authenticates.
 pub struct Document {
@@ -18,8 +28,8 @@ pub struct Document {
     pub file_30: &'static str,
     /// Path that rendering is served at.
     pub served_30_at: &'static str,
-    /// Router sources (relative to the workspace root) whose routes it describes.
-    pub routers: &'static [&'static str],
+    /// Where the routes it describes are declared.
+    pub routers: Routes,
 }
 
 /// Surface B (usage events included), Surface C and the admin API.
@@ -29,27 +39,32 @@ pub const DOCUMENTS: [Document; 3] = [
         served_at: "/billing/2/openapi.json",
         file_30: "billing-3.0.json",
         served_30_at: "/billing/2/openapi-3.0.json",
-        routers: &["functions/billing/src/lib.rs", "functions/usage/src/lib.rs"],
+        routers: Routes::Table(|| paths(billing::routes::table().iter().map(|r| r.path))),
     },
     Document {
         file: "revenue.json",
         served_at: "/revenue/3/openapi.json",
         file_30: "revenue-3.0.json",
         served_30_at: "/revenue/3/openapi-3.0.json",
-        routers: &["functions/revenue/src/lib.rs"],
+        routers: Routes::Table(|| paths(revenue::routes::table().iter().map(|r| r.path))),
     },
     Document {
         file: "admin.json",
         served_at: "/sandbox/v1/openapi.json",
         file_30: "admin-3.0.json",
         served_30_at: "/sandbox/v1/openapi-3.0.json",
-        routers: &[
+        routers: Routes::Sources(&[
             "functions/admin/src/lib.rs",
             "functions/admin/src/powers.rs",
             "functions/admin/src/fixtures.rs",
-        ],
+        ]),
     },
 ];
+
+/// The number of distinct paths among `paths`.
+fn paths<'a>(paths: impl Iterator<Item = &'a str>) -> usize {
+    paths.collect::<BTreeSet<_>>().len()
+}
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -107,10 +122,15 @@ impl Document {
             .to_string()
     }
 
-    /// Number of `.route(` calls in the `routes()` functions of the document's routers: each
-    /// call declares one path (axum refuses a path declared twice).
+    /// Number of paths the document's routes declare: a route table's paths, or the
+    /// `.route(` calls in the `routes()` functions of its router sources (each call declares
+    /// one path: axum refuses a path declared twice).
     pub fn declared_routes(&self) -> usize {
-        self.routers
+        let sources = match self.routers {
+            Routes::Table(paths) => return paths(),
+            Routes::Sources(sources) => sources,
+        };
+        sources
             .iter()
             .map(|file| {
                 let src = std::fs::read_to_string(workspace_root().join(file)).expect("router");

@@ -3,12 +3,14 @@
 //! go through the paged-query engine and a resource's loader; writes call
 //! `shared::domain` (where every write rule lives) and answer the record written. The
 //! generic parts (a list of a resource under an optional parent, one record, one write)
-//! are [`Req`]'s methods; the per-endpoint functions below only choose among them.
+//! are [`Req`]'s methods; the route table (`crate::routes`) binds each list and read to its
+//! resource below, and each write to its function here.
 
 use crate::resources::{
     actions, adjustment_applications, adjustment_categories, agreement_services, agreements,
     bill_batches, check_echoed, true_ups, Parent, RenderContext,
 };
+use crate::routes::Listed;
 use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::{request::Parts, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,9 +22,11 @@ use shared::query::{ListSource, Selection};
 use shared::web::listing::{
     preference_of, read_shape, record_answer, record_response, to_raw, Answer, Listing,
 };
+use shared::web::openapi::Builder;
 use shared::web::{ApiError, AppState, BillingAuth, JsonBody, Params, Tenant};
 use shared::{Error, Result};
 use std::collections::HashMap;
+use utoipa::ToSchema;
 
 /// What a handler answers.
 type Reply = Result<Response, ApiError>;
@@ -31,7 +35,7 @@ type Reply = Result<Response, ApiError>;
 type Loader<T> = fn(&Connection, &[i64], &RenderContext) -> Result<Vec<T>>;
 
 /// A resource as the handlers see it: where its list reads from and how records render.
-struct Resource<T> {
+pub(crate) struct Resource<T> {
     source: &'static ListSource,
     load: Loader<T>,
     /// A constant condition every read of the resource carries.
@@ -40,6 +44,8 @@ struct Resource<T> {
     defaults: &'static [(&'static str, &'static str)],
     /// Whether `expand` applies.
     expandable: bool,
+    /// Named filters with a length bound in characters (a longer value is a 400).
+    max_chars: &'static [(&'static str, usize)],
 }
 
 impl<T> Resource<T> {
@@ -50,48 +56,89 @@ impl<T> Resource<T> {
             always: None,
             defaults: &[],
             expandable: false,
+            max_chars: &[],
+        }
+    }
+
+    /// 400 when a named filter is longer than its bound.
+    fn check_bounds(&self, params: &HashMap<String, String>) -> Result<()> {
+        for &(name, limit) in self.max_chars {
+            if params.get(name).is_some_and(|v| v.chars().count() > limit) {
+                return Err(Error::bad_request(format!(
+                    "{name}: at most {limit} characters are allowed"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: ToSchema> Resource<T> {
+    /// What the document says of this resource's lists and reads: the same source,
+    /// defaults, `expand` and bounds the handlers apply.
+    pub(crate) fn listed(&self) -> Listed {
+        Listed {
+            source: self.source,
+            item: Builder::schema::<T>,
+            defaults: self.defaults,
+            expand: if self.expandable {
+                bill_batches::EXPANDABLE
+            } else {
+                &[]
+            },
+            max_chars: self.max_chars,
         }
     }
 }
 
-const ACTIONS: Resource<actions::Action> = Resource::plain(&actions::SOURCE, actions::load);
-const ADJUSTMENT_APPLICATIONS: Resource<adjustment_applications::AdjustmentApplication> =
+pub(crate) const ACTIONS: Resource<actions::Action> =
+    Resource::plain(&actions::SOURCE, actions::load);
+pub(crate) const ADJUSTMENT_APPLICATIONS: Resource<adjustment_applications::AdjustmentApplication> =
     Resource::plain(
         &adjustment_applications::SOURCE,
         adjustment_applications::load,
     );
-const ADJUSTMENT_CATEGORIES: Resource<adjustment_categories::AdjustmentCategory> = Resource {
-    always: Some(adjustment_categories::SCOPE),
-    ..Resource::plain(&adjustment_categories::SOURCE, adjustment_categories::load)
-};
-const AGREEMENTS: Resource<agreements::Agreement> =
+pub(crate) const ADJUSTMENT_CATEGORIES: Resource<adjustment_categories::AdjustmentCategory> =
+    Resource {
+        always: Some(adjustment_categories::SCOPE),
+        ..Resource::plain(&adjustment_categories::SOURCE, adjustment_categories::load)
+    };
+pub(crate) const AGREEMENTS: Resource<agreements::Agreement> =
     Resource::plain(&agreements::SOURCE, agreements::load);
-const AGREEMENT_SERVICES: Resource<agreement_services::AgreementService> =
-    Resource::plain(&agreement_services::SOURCE, agreement_services::load);
-const TRUE_UPS: Resource<true_ups::Relation> = Resource::plain(&true_ups::SOURCE, true_ups::load);
-const BILL_BATCHES: Resource<bill_batches::BillBatch> = Resource {
+/// service_resource_identifier is at most 255 characters.
+pub(crate) const AGREEMENT_SERVICES: Resource<agreement_services::AgreementService> = Resource {
+    max_chars: &[(
+        "service_resource_identifier",
+        agreement_services::MAX_SRID_CHARS,
+    )],
+    ..Resource::plain(&agreement_services::SOURCE, agreement_services::load)
+};
+pub(crate) const TRUE_UPS: Resource<true_ups::Relation> =
+    Resource::plain(&true_ups::SOURCE, true_ups::load);
+/// Status ACTIVE unless the client names one; `expand` of runs and invoices.
+pub(crate) const BILL_BATCHES: Resource<bill_batches::BillBatch> = Resource {
     defaults: bill_batches::DEFAULTS,
     expandable: true,
     ..Resource::plain(&bill_batches::SOURCE, bill_batches::load)
 };
-const BILL_BATCH_ACCOUNTS: Resource<crate::resources::AccountRef> =
+pub(crate) const BILL_BATCH_ACCOUNTS: Resource<crate::resources::AccountRef> =
     Resource::plain(&bill_batches::ACCOUNTS_SOURCE, bill_batches::load_accounts);
 
 /// Narrows a list or a lookup to the children of a parent that must exist (else 404).
 #[derive(Clone, Copy, Default)]
-struct Scope {
+pub(crate) struct Scope {
     /// The parent and its id.
     parent: Option<(Parent, i64)>,
 }
 
 impl Scope {
     /// No parent.
-    fn none() -> Scope {
+    pub(crate) fn none() -> Scope {
         Scope::default()
     }
 
     /// Children of `parent` row `raw` (a path id).
-    fn child_of(parent: Parent, raw: &str) -> Result<Scope> {
+    pub(crate) fn child_of(parent: Parent, raw: &str) -> Result<Scope> {
         Ok(Scope {
             parent: Some((parent, path_id(parent.noun, raw)?)),
         })
@@ -182,7 +229,12 @@ impl Req {
     }
 
     /// Answers one page of `resource` within `scope`.
-    async fn list<T: Serialize + 'static>(self, resource: Resource<T>, scope: Scope) -> Reply {
+    pub(crate) async fn list<T: Serialize + 'static>(
+        self,
+        resource: Resource<T>,
+        scope: Scope,
+    ) -> Reply {
+        resource.check_bounds(&self.params)?;
         let key = self.memo_key("list");
         if let Some(answer) = self.tenant.db.recall::<Answer>(&key) {
             return Ok(answer.respond(&self.headers));
@@ -216,7 +268,7 @@ impl Req {
     }
 
     /// Answers one record of `resource` by path id (404 unless it exists within `scope`).
-    async fn one<T: Serialize + 'static>(
+    pub(crate) async fn one<T: Serialize + 'static>(
         self,
         resource: Resource<T>,
         raw_id: &str,
@@ -301,83 +353,6 @@ fn stored_record<T: Serialize>(
     Ok(serde_json::to_value(&record)?)
 }
 
-fn bill_cycle(raw: &str) -> Result<Scope> {
-    Scope::child_of(actions::BY_BILL_CYCLE, raw)
-}
-
-fn agreement_service(raw: &str) -> Result<Scope> {
-    Scope::child_of(true_ups::BY_AGREEMENT_SERVICE, raw)
-}
-
-/// GET /actions
-pub async fn list_actions(r: Req) -> Reply {
-    r.list(ACTIONS, Scope::none()).await
-}
-
-/// GET /actions/{id}
-pub async fn get_action(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(ACTIONS, &id, Scope::none()).await
-}
-
-/// GET /bill-cycles/{bill_cycle_id}/actions
-pub async fn list_bill_cycle_actions(r: Req, Path(cycle): Path<String>) -> Reply {
-    r.list(ACTIONS, bill_cycle(&cycle)?).await
-}
-
-/// GET /bill-cycles/{bill_cycle_id}/actions/{id}
-pub async fn get_bill_cycle_action(r: Req, Path((cycle, id)): Path<(String, String)>) -> Reply {
-    r.one(ACTIONS, &id, bill_cycle(&cycle)?).await
-}
-
-/// GET /adjustment-applications
-pub async fn list_adjustment_applications(r: Req) -> Reply {
-    r.list(ADJUSTMENT_APPLICATIONS, Scope::none()).await
-}
-
-/// GET /adjustment-applications/{id}
-pub async fn get_adjustment_application(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(ADJUSTMENT_APPLICATIONS, &id, Scope::none()).await
-}
-
-/// GET /adjustment-categories
-pub async fn list_adjustment_categories(r: Req) -> Reply {
-    r.list(ADJUSTMENT_CATEGORIES, Scope::none()).await
-}
-
-/// GET /adjustment-categories/{id}
-pub async fn get_adjustment_category(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(ADJUSTMENT_CATEGORIES, &id, Scope::none()).await
-}
-
-/// GET /agreements
-pub async fn list_agreements(r: Req) -> Reply {
-    r.list(AGREEMENTS, Scope::none()).await
-}
-
-/// GET /agreements/{id}
-pub async fn get_agreement(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(AGREEMENTS, &id, Scope::none()).await
-}
-
-/// GET /agreement-services (service_resource_identifier is at most 255 characters)
-pub async fn list_agreement_services(r: Req) -> Reply {
-    let limit = agreement_services::MAX_SRID_CHARS;
-    if r.params
-        .get("service_resource_identifier")
-        .is_some_and(|v| v.chars().count() > limit)
-    {
-        return Err(ApiError::bad_request(format!(
-            "service_resource_identifier: at most {limit} characters are allowed"
-        )));
-    }
-    r.list(AGREEMENT_SERVICES, Scope::none()).await
-}
-
-/// GET /agreement-services/{id}
-pub async fn get_agreement_service(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(AGREEMENT_SERVICES, &id, Scope::none()).await
-}
-
 /// PUT /agreement-services/{id}
 pub async fn update_agreement_service(
     r: Req,
@@ -395,16 +370,6 @@ pub async fn update_agreement_service(
         agreement_rules::update_agreement_service(tx, id, &update, tz).map(|()| id)
     })
     .await
-}
-
-/// GET /agreement-services/{agreement_service_id}/true-up-charge-type-relations
-pub async fn list_true_ups(r: Req, Path(parent): Path<String>) -> Reply {
-    r.list(TRUE_UPS, agreement_service(&parent)?).await
-}
-
-/// GET /agreement-services/{agreement_service_id}/true-up-charge-type-relations/{id}
-pub async fn get_true_up(r: Req, Path((parent, id)): Path<(String, String)>) -> Reply {
-    r.one(TRUE_UPS, &id, agreement_service(&parent)?).await
 }
 
 /// POST /agreement-services/{agreement_service_id}/true-up-charge-type-relations
@@ -437,16 +402,6 @@ pub async fn delete_true_up(r: Req, Path((parent, id)): Path<(String, String)>) 
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// GET /bill-batches (status ACTIVE unless the client names one)
-pub async fn list_bill_batches(r: Req) -> Reply {
-    r.list(BILL_BATCHES, Scope::none()).await
-}
-
-/// GET /bill-batches/{id} (with `expand`)
-pub async fn get_bill_batch(r: Req, Path(id): Path<String>) -> Reply {
-    r.one(BILL_BATCHES, &id, Scope::none()).await
-}
-
 /// POST /bill-batches (200, as the interface's table says)
 pub async fn create_bill_batch(
     r: Req,
@@ -456,14 +411,5 @@ pub async fn create_bill_batch(
     r.write(StatusCode::OK, bill_batches::load, move |tx, tz| {
         bill_batch_rules::create_bill_batch(tx, &batch, tz)
     })
-    .await
-}
-
-/// GET /bill-batches/{bill_batch_id}/billing-accounts
-pub async fn list_bill_batch_accounts(r: Req, Path(batch): Path<String>) -> Reply {
-    r.list(
-        BILL_BATCH_ACCOUNTS,
-        Scope::child_of(bill_batches::BY_BILL_BATCH, &batch)?,
-    )
     .await
 }

@@ -25,12 +25,11 @@ pub use request::BasicAuth;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, MethodRouter};
+use axum::routing::get;
 use axum::Router;
 use schema::{Attribute, Kind, Shape};
 use shared::config::Config;
 use shared::web::{AppState, LEGACY_PREFIX};
-use std::collections::BTreeMap;
 use xml::Node;
 
 /// Default XML domain namespace of Surface A.
@@ -49,16 +48,14 @@ pub fn xml_namespace() -> &'static str {
 
 /// This group's routes, unbound (the local server merges them with the other groups).
 pub fn routes() -> Router<AppState> {
-    let mut by_path: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
-    for route in routes::table() {
-        let method = (route.handler)(route.verb_filter());
-        let merged = match by_path.remove(route.path) {
-            Some(existing) => existing.merge(method),
-            None => method,
-        };
-        by_path.insert(route.path, merged);
-    }
-    let mut router = Router::new()
+    let prefix = format!("{LEGACY_PREFIX}/");
+    let endpoints = shared::web::routes::mount(
+        &[prefix.as_str()],
+        routes::table()
+            .into_iter()
+            .map(|route| (route.verb, route.path, route.handler)),
+    );
+    Router::new()
         .route(LEGACY_PREFIX, get(wadl::serve))
         .route(&format!("{LEGACY_PREFIX}/"), get(wadl::serve))
         .route(
@@ -68,11 +65,8 @@ pub fn routes() -> Router<AppState> {
         .route(
             &format!("{LEGACY_PREFIX}/{}", schema::XSD_PATH),
             get(wadl::serve_xsd),
-        );
-    for (path, method) in by_path {
-        router = router.route(&format!("{LEGACY_PREFIX}/{path}"), method);
-    }
-    router
+        )
+        .merge(endpoints)
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).

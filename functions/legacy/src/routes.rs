@@ -7,43 +7,12 @@ use crate::entity::{self, Filter};
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
 use crate::schema::{Body, Shape};
 use crate::{accounts, categories, invoices, notes, payments, readonly, users, CREATE_RESPONSE};
-use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::routing::{on, MethodFilter};
 use shared::domain::accounts::StatusCommand;
-use shared::web::AppState;
 
-/// An HTTP method of the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    /// Query.
-    Get,
-    /// Create or run a command.
-    Post,
-    /// Edit.
-    Put,
-}
-
-impl Verb {
-    /// The method's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Get => "GET",
-            Verb::Post => "POST",
-            Verb::Put => "PUT",
-        }
-    }
-
-    /// The axum method filter.
-    pub fn filter(self) -> MethodFilter {
-        match self {
-            Verb::Get => MethodFilter::GET,
-            Verb::Post => MethodFilter::POST,
-            Verb::Put => MethodFilter::PUT,
-        }
-    }
-}
-
-/// A route's handler: given the route's method, the axum method router that serves it.
-pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
+/// An HTTP method of the table and a row's handler (bound to the row's method): the route
+/// tables' own, shared with Surfaces B and C.
+pub use shared::web::routes::{Handler, Verb};
 
 /// One endpoint.
 pub struct Route {

@@ -175,7 +175,7 @@ fn method(route: &Route) -> Node {
 /// a duplicate or a refused change (409), too large (413) or not XML (415).
 fn fault_statuses(route: &Route) -> &'static str {
     match route.verb {
-        Verb::Get => "400 401 404",
+        Verb::Get | Verb::Delete => "400 401 404",
         Verb::Post | Verb::Put => "400 401 404 409 413 415",
     }
 }

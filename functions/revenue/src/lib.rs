@@ -1,17 +1,18 @@
 //! Route group `revenue`: Surface C, the revenue management API under `/revenue/3` and,
-//! the same routes, under the platform's own base path `/calypso/3`.
+//! the same routes, under the platform's own base path `/calypso/3`. Module `routes` is its
+//! route table, from which the router and the OpenAPI document ([`openapi`]) are built.
 //! Handlers parse HTTP into the domain's typed inputs ([`query`] for query strings), call
 //! the shared domain, and render. Behaviour: docs/revenue.md.
 
 pub mod auth;
 pub mod openapi;
 pub mod query;
+pub mod routes;
 
 use auth::RevenueAuth;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Serialize;
 use shared::domain::calendars::{self, NewYear};
@@ -19,69 +20,14 @@ use shared::domain::collect::{self, catalogue};
 use shared::domain::ledgers::{self, LedgerFields};
 use shared::domain::{chargeinfo, glrun, replication};
 use shared::query::{Page, Paged};
-use shared::web::listing::{self, int_param, REVENUE_PAGING};
-use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, REVENUE_PREFIXES};
+use shared::web::listing::{self, REVENUE_PAGING};
+use shared::web::{ApiError, AppState, JsonBody, Params, Tenant};
 
-/// This group's routes, unbound (the local server merges them with the other groups): one
-/// route table mounted under each of [`REVENUE_PREFIXES`] (ours, `/revenue/3`, and the
-/// platform's, `/calypso/3`), so both answer alike.
+/// This group's routes, unbound (the local server merges them with the other groups): the
+/// route table (module `routes`) mounted under each of `shared::web::REVENUE_PREFIXES` (ours,
+/// `/revenue/3`, and the platform's, `/calypso/3`), so both answer alike.
 pub fn routes() -> Router<AppState> {
-    let table = |prefix: &str| {
-        let p = |path: &str| format!("{prefix}{path}");
-        let year = "/ledgers/{id}/calendar/years/{yid}";
-        let period = "/ledgers/{id}/calendar/years/{yid}/accounting-periods/{pid}";
-        Router::new()
-            .route(
-                &p("/openapi.json"),
-                get(|| async { openapi::DOCUMENT.answer() }),
-            )
-            .route(
-                &p("/openapi-3.0.json"),
-                get(|| async { openapi::DOCUMENT.answer_30() }),
-            )
-            .route(&p("/collectors"), get(list_collectors))
-            .route(
-                &p("/collector-runs"),
-                get(list_collector_runs).post(start_collector_run),
-            )
-            .route(&p("/collector-runs/{id}"), get(get_collector_run))
-            .route(&p("/collector-runs/{id}/errors"), get(collector_run_errors))
-            .route(&p("/glruns"), get(list_gl_runs).post(start_gl_run))
-            .route(&p("/glruns/{id}"), get(get_gl_run).delete(delete_gl_run))
-            .route(&p("/glruns/{id}/errors"), get(gl_run_errors))
-            .route(&p("/glruns/{id}/journal-entries"), get(gl_run_entries))
-            .route(&p("/replication/svs"), axum::routing::post(replicate_svs))
-            .route(&p("/ledgers"), get(list_ledgers).post(create_ledger))
-            .route(
-                &p("/ledgers/chargeinfos"),
-                get(list_charge_infos).delete(delete_charge_infos),
-            )
-            .route(
-                &p("/ledgers/merged-chargeinfos"),
-                get(list_merged_charge_infos),
-            )
-            .route(
-                &p("/ledgers/{id}"),
-                get(get_ledger).put(update_ledger).delete(delete_ledger),
-            )
-            .route(&p("/ledgers/{id}/glruns"), get(ledger_gl_runs))
-            .route(&p("/ledgers/{id}/chargeinfos"), get(ledger_charge_infos))
-            .route(
-                &p("/ledgers/{id}/chargeinfos/state"),
-                axum::routing::delete(delete_charge_info_states),
-            )
-            .route(
-                &p("/ledgers/{id}/calendar/years"),
-                axum::routing::post(create_year),
-            )
-            .route(&p(year), get(get_year).put(update_year).delete(delete_year))
-            .route(&p(&format!("{period}/open")), put(open_period))
-            .route(&p(&format!("{period}/close")), put(close_period))
-            .route(&p(&format!("{period}/history")), get(period_history))
-    };
-    REVENUE_PREFIXES
-        .iter()
-        .fold(Router::new(), |router, prefix| router.merge(table(prefix)))
+    routes::router()
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
@@ -199,7 +145,7 @@ async fn create_year(
     JsonBody(body): JsonBody<NewYear>,
 ) -> Answer {
     let ledger_id = id("id", &raw)?;
-    let generate = query::boolean(&q, "generate-periods")?.unwrap_or(false);
+    let generate = query::generate_periods(&q)?;
     t.db.write(move |tx| calendars::create_year(tx, ledger_id, &body, generate))
         .await?;
     answer_ledger(&t, ledger_id).await
@@ -274,7 +220,7 @@ async fn period_history(
 
 async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let (page, counted) = page(&q)?;
-    let (group, category) = (q.get("group").cloned(), q.get("category").cloned());
+    let (group, category) = query::collector_filter(&q)?;
     let paged =
         t.db.read(move |c| catalogue::list_collectors(c, group, category, page))
             .await?;
@@ -335,7 +281,7 @@ async fn collector_run_errors(
 
 async fn list_gl_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
     let (page, counted) = page(&q)?;
-    let status = query::text(&q, "status");
+    let status = query::gl_run_filter(&q)?;
     let tz = t.tz;
     let paged =
         t.db.read(move |c| glrun::list_runs(c, status, page, tz))
@@ -460,8 +406,7 @@ async fn replicate_svs(
     RevenueAuth(t): RevenueAuth,
     Params(q): Params,
 ) -> Answer {
-    let (min, max, default) = replication::BATCH_SIZE_RANGE;
-    let batch_size = int_param(&q, "batch_size", default, min, max)?;
+    let batch_size = query::batch_size(&q)?;
     let snapshot = t.db.read(replication::read_svs).await?;
     let sink = replication::TenantFilesSink::new(state.store.clone(), t.record.id.clone());
     let summary =

@@ -1,23 +1,18 @@
-//! Surface C's OpenAPI 3.1 document, built from its operations (below) and the domain types of
-//! their bodies (`ToSchema`, see `shared::web::openapi`), served at `<prefix>/openapi.json`
+//! Surface C's OpenAPI 3.1 document, built from its route table (`crate::routes`: one
+//! operation per row, below) and the domain types of their bodies (`ToSchema`, see `shared::web::openapi`), served at `<prefix>/openapi.json`
 //! under both base paths and committed as docs/openapi/revenue.json (the e2e test `openapi`
 //! checks the file equals [`text`]; `OPENAPI_WRITE=1` rewrites it). Paths are relative to the
 //! two `servers` entries, `/revenue/3` (the docs' one, first) and the platform's `/calypso/3`.
 
+use crate::query::{Kind, Param};
+use crate::routes::{table, Doc, Route};
 use serde_json::{json, Value};
-use shared::domain::calendars::view::{HistoryEntry, Year};
-use shared::domain::calendars::NewYear;
-use shared::domain::chargeinfo::{ChargeInfo, Deleted, Ids};
-use shared::domain::collect::catalogue::Collector;
-use shared::domain::collect::{CollectorRun, NewCollectorRun, RunError};
-use shared::domain::glrun::{GlRun, JournalEntry, NewGlRun};
-use shared::domain::ledgers::{Ledger, LedgerFields, ListedLedger};
-use shared::domain::replication::ReplicationSummary;
 use shared::web::listing::{REVENUE_COUNT_HEADERS, REVENUE_PAGING};
 use shared::web::openapi::{
-    array, document_operations, omit_total_count, param, string, with_idempotency, Builder, Op,
+    array, document_operation, omit_total_count, param, string, with_idempotency, Builder, Op,
     Served,
 };
+use shared::web::routes::path_params;
 use shared::web::ApiError;
 
 /// The document, built on first use: served without credentials at `.../openapi.json`,
@@ -112,205 +107,64 @@ fn paged(op: Op, params: &[Value], items: Value, e: &Value, errors: &[u16]) -> V
         .build()
 }
 
-/// The document.
+/// The query parameters of a row, as their list declares them (`crate::query`).
+fn query_param(param: &Param) -> Value {
+    let enumeration = |values: &[&str]| json!({ "type": "string", "enum": values });
+    let schema = match param.kind {
+        Kind::Text | Kind::Time => string(),
+        Kind::Int => int64(),
+        Kind::Bool => json!({ "type": "boolean" }),
+        Kind::Enum(values) => enumeration(values),
+        Kind::Bounded { min, max, .. } => {
+            let mut schema = json!({ "type": "integer", "format": "int64", "minimum": min });
+            if let Some(max) = max {
+                schema["maximum"] = json!(max);
+            }
+            schema
+        }
+    };
+    query(param.name, schema, param.description)
+}
+
+/// The operation of a row (the document's own operations have their own shape).
+fn operation(b: &mut Builder, route: &Route, e: &Value) -> Value {
+    let o = match route.doc {
+        Doc::Document(rendering) => return document_operation("revenue", rendering),
+        Doc::Op(o) => o,
+    };
+    let params: Vec<Value> = path_params(route.path)
+        .into_iter()
+        .map(cid)
+        .chain(o.query.iter().map(query_param))
+        .collect();
+    let mut built = op(o.id, o.summary);
+    if let Some(body) = o.body {
+        built = built.body((body.schema)(b), true);
+        if let Some(example) = body.example {
+            built = built.example(example());
+        }
+    }
+    let answer = o.answer.map(|schema| schema(b));
+    if o.paged {
+        let items = answer.unwrap_or_else(|| json!({}));
+        return paged(built, &params, items, e, o.errors);
+    }
+    built = built.params(&params);
+    built = match answer {
+        Some(schema) => built.answer(o.status, Some(schema)),
+        None => built.answer_described(o.status, "Deleted; empty body", None),
+    };
+    built.errors(o.errors, e).build()
+}
+
+/// The document: one operation per row of the route table.
 pub fn document() -> Value {
     let mut b = Builder::new();
     let e = &b.schema::<ApiError>();
-    const READ: &[u16] = &[400, 401, 404, 503];
-    const LIST: &[u16] = &[400, 401, 503];
-    const BODY: &[u16] = &[400, 401, 404, 409, 413, 415, 503];
-    let id = cid("id");
-    let year_ids = [cid("id"), cid("yid")];
-    let period_ids = [cid("id"), cid("yid"), cid("pid")];
-    let ledger = b.schema::<Ledger>();
-    let fields = b.schema::<LedgerFields>();
-    let enumeration = |values: &[&str]| json!({ "type": "string", "enum": values });
-
-    document_operations(&mut b, "", "revenue");
-    let filters = [
-        query("id", int64(), None),
-        query("name", string(), None),
-        query(
-            "status",
-            enumeration(shared::domain::ledgers::LEDGER_STATUSES),
-            None,
-        ),
-        query(
-            "convert_currency",
-            enumeration(shared::domain::ledgers::CONVERT_CURRENCY),
-            None,
-        ),
-        query(
-            "conversion_currency",
-            enumeration(shared::money::CURRENCY_CODES),
-            None,
-        ),
-        query("chart_of_account_id", int64(), None),
-        query("rule_set_id", int64(), None),
-    ];
-    let items = b.schema::<ListedLedger>();
-    let list = paged(op("listLedgers", "AR ledgers"), &filters, items, e, LIST);
-    b.operation("/ledgers", "get", list);
-    let create = op("createLedger", "Create an AR ledger")
-        .answer(201, Some(ledger.clone()))
-        .body(fields.clone(), true)
-        .example(json!({ "name": "EU Ledger", "chart_of_account_id": 1, "rule_set_id": 1, "billing_account_category_ids": [1], "timezone_name": "Europe/Berlin" }))
-        .errors(BODY, e);
-    b.operation("/ledgers", "post", create.build());
-    let l = "/ledgers/{id}";
-    let get = op("getLedger", "One AR ledger")
-        .params([&id])
-        .answer(200, Some(ledger.clone()));
-    b.operation(l, "get", get.errors(READ, e).build());
-    let put = op("updateLedger", "Update an AR ledger")
-        .params([&id])
-        .answer(200, Some(ledger.clone()))
-        .body(fields, true)
-        .errors(BODY, e);
-    b.operation(l, "put", put.build());
-    let delete = op("deleteLedger", "Delete an AR ledger and what hangs on it")
-        .params([&id])
-        .answer_described(200, "Deleted; empty body", None)
-        .errors(READ, e);
-    b.operation(l, "delete", delete.build());
-
-    // Calendars.
-    let new_year = b.schema::<NewYear>();
-    let generate = query(
-        "generate-periods",
-        json!({ "type": "boolean" }),
-        Some("Default false"),
-    );
-    let create = op("createYear", "Add an accounting year")
-        .params([&id, &generate])
-        .answer(200, Some(ledger.clone()))
-        .body(new_year.clone(), true)
-        .example(json!({ "name": "FY2030", "start_date": "2030-01-01", "end_date": "2030-12-31" }))
-        .errors(BODY, e);
-    b.operation("/ledgers/{id}/calendar/years", "post", create.build());
-    let y = "/ledgers/{id}/calendar/years/{yid}";
-    let year = b.schema::<Year>();
-    let get = op("getYear", "One accounting year")
-        .params(&year_ids)
-        .answer(200, Some(year));
-    b.operation(y, "get", get.errors(READ, e).build());
-    let put = op("updateYear", "Update an accounting year")
-        .params(&year_ids)
-        .answer(200, Some(ledger.clone()))
-        .body(new_year, true)
-        .errors(BODY, e);
-    b.operation(y, "put", put.build());
-    let delete = op("deleteYear", "Delete an accounting year")
-        .params(&year_ids)
-        .answer(200, Some(ledger.clone()))
-        .errors(&[400, 401, 404, 409, 503], e);
-    b.operation(y, "delete", delete.build());
-    let per = format!("{y}/accounting-periods/{{pid}}");
-    for (verb, id_, summary) in [
-        ("open", "openPeriod", "Open a period"),
-        ("close", "closePeriod", "Close a period"),
-    ] {
-        let o = op(id_, summary)
-            .params(&period_ids)
-            .answer(200, Some(ledger.clone()));
-        b.operation(&format!("{per}/{verb}"), "put", o.errors(READ, e).build());
+    for route in table() {
+        let op = operation(&mut b, &route, e);
+        b.operation(route.path, route.verb.key(), op);
     }
-    let history = b.schema::<HistoryEntry>();
-    let o = op("periodHistory", "Open/close history of a period");
-    b.operation(
-        &format!("{per}/history"),
-        "get",
-        paged(o, &period_ids, history, e, READ),
-    );
-
-    // Collectors and their runs.
-    let collector = b.schema::<Collector>();
-    let o = op(
-        "listCollectors",
-        "Collectors a run can name: the catalogue, then the platform operations (INSERT_SERVICES, ...; group PLATFORM)",
-    );
-    let filters = [
-        query("group", string(), None),
-        query("category", string(), None),
-    ];
-    b.operation("/collectors", "get", paged(o, &filters, collector, e, LIST));
-    let run = b.schema::<CollectorRun>();
-    let o = op("listCollectorRuns", "Collector runs, newest first");
-    b.operation(
-        "/collector-runs",
-        "get",
-        paged(o, &[], run.clone(), e, LIST),
-    );
-    let start = op(
-        "startCollectorRun",
-        "Start a collector run (finishes in the request)",
-    )
-    .answer(201, Some(run.clone()))
-    .body(b.schema::<NewCollectorRun>(), true)
-    .example(json!({ "type": "MANUAL", "collector_operations": [] }))
-    .errors(&[400, 401, 409, 412, 413, 415, 503], e);
-    b.operation("/collector-runs", "post", start.build());
-    let get = op("getCollectorRun", "One collector run")
-        .params([&id])
-        .answer(200, Some(run));
-    b.operation("/collector-runs/{id}", "get", get.errors(READ, e).build());
-    let run_error = b.schema::<RunError>();
-    let o = op("collectorRunErrors", "Errors of a collector run");
-    let list = paged(o, std::slice::from_ref(&id), run_error.clone(), e, READ);
-    b.operation("/collector-runs/{id}/errors", "get", list);
-
-    // Ledger runs.
-    let gl_run = b.schema::<GlRun>();
-    let status = [query(
-        "status",
-        enumeration(shared::domain::glrun::RUN_STATUSES),
-        None,
-    )];
-    let o = op("listGlRuns", "Ledger runs, newest first");
-    b.operation("/glruns", "get", paged(o, &status, gl_run.clone(), e, LIST));
-    let start = op("startGlRun", "Start a ledger run (finishes in the request)")
-        .answer(201, Some(gl_run.clone()))
-        .body(b.schema::<NewGlRun>(), true)
-        .example(json!({ "ledger_id": 1, "run_to_date": "2026-12-01" }))
-        .errors(&[400, 401, 404, 409, 412, 413, 415, 503], e);
-    b.operation("/glruns", "post", start.build());
-    let get = op("getGlRun", "One ledger run")
-        .params([&id])
-        .answer(200, Some(gl_run.clone()));
-    b.operation("/glruns/{id}", "get", get.errors(READ, e).build());
-    let delete = op("deleteGlRun", "Delete a ledger run and its results")
-        .params([&id])
-        .answer_described(200, "Deleted; empty body", None)
-        .errors(READ, e);
-    b.operation("/glruns/{id}", "delete", delete.build());
-    let o = op("glRunErrors", "Errors of a ledger run");
-    let list = paged(o, std::slice::from_ref(&id), run_error, e, READ);
-    b.operation("/glruns/{id}/errors", "get", list);
-    let entry = b.schema::<JournalEntry>();
-    let o = op(
-        "glRunJournalEntries",
-        "Journal entries a ledger run posted (sandbox extension)",
-    );
-    let list = paged(o, std::slice::from_ref(&id), entry, e, READ);
-    b.operation("/glruns/{id}/journal-entries", "get", list);
-    let runs = op("ledgerGlRuns", "Every run of a ledger, newest first")
-        .params([&id])
-        .answer(200, Some(array(gl_run)))
-        .errors(READ, e);
-    b.operation("/ledgers/{id}/glruns", "get", runs.build());
-
-    charge_infos(&mut b, &id, e);
-    let batch = query(
-        "batch_size",
-        json!({ "type": "integer", "minimum": 1, "maximum": 10000 }),
-        Some("Default 1000"),
-    );
-    let replicate = op("replicateSvs", "Copy the SVS views to the analytics store")
-        .params([&batch])
-        .answer(201, Some(b.schema::<ReplicationSummary>()))
-        .errors(LIST, e);
-    b.operation("/replication/svs", "post", replicate.build());
-
     let mut doc = b.finish(
         json!({
             "openapi": "3.1.0",
@@ -329,68 +183,4 @@ pub fn document() -> Value {
     );
     with_idempotency(&mut doc, e);
     doc
-}
-
-/// Charge info: the lists, the merged list, a ledger's, and the deletions.
-fn charge_infos(b: &mut Builder, id: &Value, e: &Value) {
-    let charge_info = b.schema::<ChargeInfo>();
-    let (ids, deleted) = (b.schema::<Ids>(), b.schema::<Deleted>());
-    let filters = [
-        query("billing_account", string(), Some("Account number or id")),
-        query("invoice_number", string(), None),
-        query("charge_info_type", string(), None),
-        query("charge_category", string(), Some("Category name")),
-        query(
-            "created_from",
-            string(),
-            Some("Date-time or date, inclusive"),
-        ),
-        query("created_to", string(), Some("Date-time or date, exclusive")),
-        query("service_id", int64(), None),
-        query("product_id", int64(), None),
-        query("order_number", string(), None),
-    ];
-    let mut all = filters.to_vec();
-    all.extend([
-        query("is_parent", json!({ "type": "boolean" }), None),
-        query("parent_id", int64(), None),
-        query(
-            "max_records",
-            json!({ "type": "integer", "format": "int64", "minimum": 1 }),
-            Some("Caps the matching set; default 1000"),
-        ),
-    ]);
-    let o = op("listChargeInfos", "Charge info records");
-    let list = paged(o, &all, charge_info.clone(), e, &[400, 401, 503]);
-    b.operation("/ledgers/chargeinfos", "get", list);
-    let delete = op("deleteChargeInfos", "Delete charge info records")
-        .answer(200, Some(deleted.clone()))
-        .body(ids.clone(), true)
-        .errors(&[400, 401, 413, 415, 503], e);
-    b.operation("/ledgers/chargeinfos", "delete", delete.build());
-    let o = op(
-        "listMergedChargeInfos",
-        "Charge info with usage children merged into their parent",
-    );
-    let list = paged(o, &filters, charge_info.clone(), e, &[400, 401, 503]);
-    b.operation("/ledgers/merged-chargeinfos", "get", list);
-    let mut own = vec![id.clone(), query("gl_event_id", int64(), None)];
-    for name in ["created_from", "created_to", "updated_from", "updated_to"] {
-        own.push(query(name, string(), Some("Date-time or date")));
-    }
-    let o = op(
-        "ledgerChargeInfos",
-        "Charge info of a ledger with its state",
-    );
-    let list = paged(o, &own, charge_info, e, &[400, 401, 404, 503]);
-    b.operation("/ledgers/{id}/chargeinfos", "get", list);
-    let delete = op(
-        "deleteChargeInfoStates",
-        "Delete charge info states in a ledger",
-    )
-    .params([id])
-    .answer(200, Some(deleted))
-    .body(ids, true)
-    .errors(&[400, 401, 404, 413, 415, 503], e);
-    b.operation("/ledgers/{id}/chargeinfos/state", "delete", delete.build());
 }

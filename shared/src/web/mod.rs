@@ -10,7 +10,8 @@
 //! - [`error`]: the `{code, message}` error and the mapping of domain errors to it;
 //! - [`router`]: finishing a route group's router (fallbacks, layers, trailing slash);
 //! - [`listing`]: the HTTP side of lists (paging conventions, Surface B's filter/sort);
-//! - [`openapi`]: assembling, rendering and serving the OpenAPI documents built in code.
+//! - [`openapi`]: assembling, rendering and serving the OpenAPI documents built in code;
+//! - [`routes`]: route tables, from which a surface's router and document are both built.
 
 pub mod error;
 pub mod extract;
@@ -20,6 +21,7 @@ pub mod openapi;
 pub mod pipeline;
 pub mod powers;
 pub mod router;
+pub mod routes;
 pub mod state;
 pub mod surface;
 

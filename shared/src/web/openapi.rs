@@ -328,28 +328,56 @@ pub fn error_responses(
         .collect()
 }
 
-/// Declares `GET <base>/openapi.json` (the document itself) and `GET
-/// <base>/openapi-3.0.json` (its 3.0.3 rendering), both without credentials.
-pub fn document_operations(b: &mut Builder, base: &str, tag: &str) {
-    for (file, id, summary) in [
-        ("openapi.json", "OpenApi", "This OpenAPI document (3.1)"),
-        (
-            "openapi-3.0.json",
+/// One of the two renderings a surface serves of its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rendering {
+    /// `openapi.json`: OpenAPI 3.1, the document as built.
+    V31,
+    /// `openapi-3.0.json`: its OpenAPI 3.0.3 translation ([`oas30`]).
+    V30,
+}
+
+impl Rendering {
+    /// Both, in the order the documents list them.
+    pub const ALL: [Rendering; 2] = [Rendering::V31, Rendering::V30];
+
+    /// The file name it is served under (below the surface's base path).
+    pub fn file(self) -> &'static str {
+        match self {
+            Rendering::V31 => "openapi.json",
+            Rendering::V30 => "openapi-3.0.json",
+        }
+    }
+}
+
+/// The operation `GET <base>/<rendering's file>` of a document of `tag` (its operation id
+/// `<tag>OpenApi` or `<tag>OpenApi30`), served without credentials.
+pub fn document_operation(tag: &str, rendering: Rendering) -> Value {
+    let (id, summary) = match rendering {
+        Rendering::V31 => ("OpenApi", "This OpenAPI document (3.1)"),
+        Rendering::V30 => (
             "OpenApi30",
             "This document in OpenAPI 3.0.3, for generators that read 3.0 only (progenitor): the same operations and schemas, nullable written as `nullable: true`",
         ),
-    ] {
-        let op = json!({
-            "operationId": format!("{tag}{id}"),
-            "summary": summary,
-            "security": [],
-            "tags": ["meta"],
-            "responses": { "200": {
-                "description": "The document",
-                "content": json_content(json!({ "type": "object", "additionalProperties": true })),
-            }},
-        });
-        b.operation(&format!("{base}/{file}"), "get", op);
+    };
+    json!({
+        "operationId": format!("{tag}{id}"),
+        "summary": summary,
+        "security": [],
+        "tags": ["meta"],
+        "responses": { "200": {
+            "description": "The document",
+            "content": json_content(json!({ "type": "object", "additionalProperties": true })),
+        }},
+    })
+}
+
+/// Declares `GET <base>/openapi.json` (the document itself) and `GET
+/// <base>/openapi-3.0.json` (its 3.0.3 rendering), both without credentials.
+pub fn document_operations(b: &mut Builder, base: &str, tag: &str) {
+    for rendering in Rendering::ALL {
+        let op = document_operation(tag, rendering);
+        b.operation(&format!("{base}/{}", rendering.file()), "get", op);
     }
 }
 
@@ -410,6 +438,14 @@ impl Served {
     /// The answer of `GET <prefix>/openapi-3.0.json` (served without credentials).
     pub fn answer_30(&'static self) -> Response {
         json_answer(self.text_30())
+    }
+
+    /// The answer of `GET <prefix>/<rendering's file>` (served without credentials).
+    pub fn answer_of(&'static self, rendering: Rendering) -> Response {
+        match rendering {
+            Rendering::V31 => self.answer(),
+            Rendering::V30 => self.answer_30(),
+        }
     }
 }
 

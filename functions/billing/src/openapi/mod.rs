@@ -1,228 +1,56 @@
 //! `GET /billing/2/openapi.json`: Surface B's OpenAPI 3.1 document (usage events included),
-//! served without credentials, built from its operations (below) and the Rust types of their
-//! bodies (`ToSchema` derives on the resources and on `shared::domain::usage`; see
+//! served without credentials, built from the route table (`crate::routes`: one operation per
+//! row, see `operations`) and the Rust types of their bodies (`ToSchema` derives on the resources and on `shared::domain::usage`; see
 //! `shared::web::openapi`) and committed as docs/openapi/billing.json (the e2e test `openapi`
 //! checks the file equals [`text`]; `OPENAPI_WRITE=1` rewrites it).
 
 mod operations;
-mod services;
 mod usage;
 
-use crate::resources::actions::Action;
-use crate::resources::adjustment_applications::AdjustmentApplication;
-use crate::resources::adjustment_categories::AdjustmentCategory;
-use crate::resources::agreements::Agreement;
-use crate::resources::bill_batches::{BillBatch, CreateBody, Invoice, Run};
-use crate::resources::AccountRef;
-use operations::{enumeration, filter, one, op, pid, simple_shape, write, List};
+pub use usage::{simulation, usage_example};
+
+use crate::resources::bill_batches::{Invoice, Run};
+use crate::routes::{table, Doc};
+use operations::{operation, simple_shape};
 use serde_json::{json, Value};
-use shared::web::openapi::{
-    document_operations, param, schema_value, string, with_idempotency, Builder, Served,
-};
+use shared::web::openapi::{schema_value, with_idempotency, Builder, Served};
 use shared::web::{ApiError, BILLING_PREFIX};
 
 /// The document, built on first use: served without credentials at `.../openapi.json`,
 /// committed as docs/openapi/*.json.
 pub static DOCUMENT: Served = Served::new(document);
 
-/// The document.
+/// The document: one operation per row of the route table.
 pub fn document() -> Value {
     let mut b = Builder::new();
     let e = &b.schema::<ApiError>();
-    let p = |path: &str| format!("{BILLING_PREFIX}{path}");
-    let dt = json!({ "type": "string", "format": "date-time" });
-    let currency = enumeration(shared::money::CURRENCY_CODES);
     b.named("CpqDiscount", cpq_discount());
     // Named by the members that hold either a reference or the whole record (`Entry`).
     b.schema::<Run>();
     b.schema::<Invoice>();
-    document_operations(&mut b, BILLING_PREFIX, "billing");
-
-    // Actions.
-    let action = b.schema::<Action>();
-    let filters = vec![
-        filter("product_id", string()),
-        filter(
-            "action_type",
-            enumeration(shared::domain::actions::ACTION_TYPES),
-        ),
-        filter("agreement_id", string()),
-        filter("bill_cycle_id", string()),
-    ];
-    List::new(filters).collection(
-        &mut b,
-        &p("/actions"),
-        action.clone(),
-        [("listActions", "Actions"), ("getAction", "One action")],
-        e,
+    // Named by the rated event's schema (which describes the event it was rated from).
+    b.named(
+        "UsageEvent",
+        schema_value(shared::domain::usage::usage_event()),
     );
-    let list = List {
-        path_params: vec![pid("bill_cycle_id")],
-        extra_errors: &[404],
-        ..List::new(vec![])
-    };
-    list.collection(
-        &mut b,
-        &p("/bill-cycles/{bill_cycle_id}/actions"),
-        action,
-        [
-            ("listBillCycleActions", "Actions of a bill cycle"),
-            ("getBillCycleAction", "One action of a bill cycle"),
-        ],
-        e,
-    );
-
-    // Adjustments.
-    let application = b.schema::<AdjustmentApplication>();
-    let decimal = json!({ "type": "string", "description": "Exact decimal" });
-    let types = shared::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES;
-    let filters = vec![
-        filter("adjustment_id", string()),
-        filter("billing_account_id", string()),
-        filter("account_num", string()),
-        filter("occurred_on", dt.clone()),
-        filter("unapplied_amount", decimal),
-        filter("adjustment_application_type", enumeration(types)),
-    ];
-    List::new(filters).collection(
-        &mut b,
-        &p("/adjustment-applications"),
-        application,
-        [
-            ("listAdjustmentApplications", "Adjustment applications"),
-            ("getAdjustmentApplication", "One adjustment application"),
-        ],
-        e,
-    );
-    let category = b.schema::<AdjustmentCategory>();
-    let statuses = enumeration(shared::domain::catalog::CATEGORY_STATUSES);
-    List::new(vec![filter("name", string()), filter("status", statuses)]).collection(
-        &mut b,
-        &p("/adjustment-categories"),
-        category,
-        [
-            ("listAdjustmentCategories", "Adjustment categories"),
-            ("getAdjustmentCategory", "One adjustment category"),
-        ],
-        e,
-    );
-
-    // Agreements and their services.
-    let agreement = b.schema::<Agreement>();
-    let filters = vec![
-        filter("valid_from", dt.clone()),
-        filter("valid_to", dt),
-        filter("name", string()),
-        filter("product_id", string()),
-        filter("status", string()),
-        filter("termination_fee_currency_code", currency.clone()),
-        filter("max_termination_fee_currency_code", currency.clone()),
-    ];
-    List::new(filters).collection(
-        &mut b,
-        &p("/agreements"),
-        agreement,
-        [
-            ("listAgreements", "Agreements"),
-            ("getAgreement", "One agreement"),
-        ],
-        e,
-    );
-    services::agreement_services(&mut b, e);
-
-    // Bill batches.
-    let batch = b.schema::<BillBatch>();
-    let filters = vec![
-        filter(
-            "bill_batch_type",
-            enumeration(shared::domain::bill_batches::BILL_BATCH_TYPES),
-        ),
-        filter("name", string()),
-        param(
-            "status",
-            "query",
-            enumeration(shared::domain::bill_batches::BILL_BATCH_STATUSES),
-            Some("Default ACTIVE"),
-        ),
-        filter("currency_code", currency),
-        filter("billing_account_id", string()),
-        filter("account_num", string()),
-        filter("external_account_num", string()),
-        param(
-            "expand",
-            "query",
-            string(),
-            Some("bill_batch_runs or bill_batch_runs.invoices"),
-        ),
-    ];
-    let built = List::new(filters).build(
-        "listBillBatches",
-        "Bill batches (status ACTIVE unless named)",
-        batch.clone(),
-        e,
-    );
-    b.operation(&p("/bill-batches"), "get", built);
-    let create = op(
-        "billing",
-        "createBillBatch",
-        "Create a bill batch (answers 200)",
-        e,
-    )
-    .body(b.schema::<CreateBody>(), true);
-    let create = write(create, 200, batch.clone(), &[], true).errors(&[400, 401, 413, 415, 503], e);
-    b.operation(&p("/bill-batches"), "post", create.build());
-    let expand = param(
-        "expand",
-        "query",
-        string(),
-        Some("bill_batch_runs, bill_batch_runs.invoices or invoices"),
-    );
-    let built = one(
-        "billing",
-        "getBillBatch",
-        "One bill batch",
-        batch,
-        &[pid("id"), expand],
-        e,
-    );
-    b.operation(&p("/bill-batches/{id}"), "get", built);
-    let filters = vec![
-        filter("account_num", string()),
-        filter("external_account_num", string()),
-    ];
-    let list = List {
-        path_params: vec![pid("bill_batch_id")],
-        extra_errors: &[404],
-        ..List::new(filters)
-    };
-    let account = b.schema::<AccountRef>();
-    let built = list.build(
-        "listBillBatchAccounts",
-        "Billing accounts of a bill batch",
-        account,
-        e,
-    );
-    b.operation(
-        &p("/bill-batches/{bill_batch_id}/billing-accounts"),
-        "get",
-        built,
-    );
-
-    usage::usage(&mut b, e);
-    simple_shape(
-        &mut b,
-        &[
-            "Action",
-            "AdjustmentApplication",
-            "AdjustmentCategory",
-            "Agreement",
-            "AgreementService",
-            "TrueUpRelation",
-            "BillBatch",
-            "BillingAccountRef",
-            "RatedEvent",
-        ],
-    );
+    // The records a read answers, which the SIMPLE shape reduces (lists, reads and writes
+    // answer the same records).
+    let mut records = Vec::new();
+    for route in table() {
+        let op = operation(&mut b, &route, e);
+        if let Doc::List { listed, .. } | Doc::Read { listed, .. } = route.doc {
+            let item = (listed.item)(&mut b);
+            if let Some(name) = item["$ref"].as_str() {
+                let name = name.trim_start_matches("#/components/schemas/").to_string();
+                if !records.contains(&name) {
+                    records.push(name);
+                }
+            }
+        }
+        let path = format!("{BILLING_PREFIX}{}", route.path);
+        b.operation(&path, route.verb.key(), op);
+    }
+    simple_shape(&mut b, &records);
     let mut doc = b.finish(
         json!({
             "openapi": "3.1.0",

@@ -1,10 +1,16 @@
-//! The pieces of Surface B's operations: error descriptions, the paging, shape and ETag
-//! parameters and headers (`web::listing`), list, read and write operations, and the SIMPLE
-//! shape's effect on the records' schemas.
+//! The operations of Surface B's rows (`crate::routes`): error descriptions, the paging,
+//! shape and ETag parameters and headers (`web::listing`), list, read, write and delete
+//! operations (a list's filters read off its list source), and the SIMPLE shape's effect on
+//! the records' schemas.
 
+use crate::routes::{Doc, Listed, Route};
 use serde_json::{json, Value};
+use shared::query::FieldKind;
 use shared::web::listing::{BILLING_COUNT_HEADERS, BILLING_PAGING};
-use shared::web::openapi::{array, json_content, omit_total_count, param, string, Builder, Op};
+use shared::web::openapi::{
+    array, document_operation, json_content, omit_total_count, param, string, Builder, Op,
+};
+use shared::web::routes::path_params;
 
 fn describe(status: u16) -> &'static str {
     match status {
@@ -19,7 +25,7 @@ fn describe(status: u16) -> &'static str {
 }
 
 /// What every operation of Surface B shares: its tag and the `default` answer.
-pub(super) fn op(tag: &str, id: &str, summary: &str, e: &Value) -> Op {
+fn op(tag: &str, id: &str, summary: &str, e: &Value) -> Op {
     let unknown = json!({ "description": "Unknown error", "content": json_content(e.clone()) });
     Op::new(tag, id, summary, describe).response("default", unknown)
 }
@@ -99,119 +105,148 @@ fn list_params() -> Vec<Value> {
 }
 
 /// A path id, naming a demo-seed record as example.
-pub(super) fn pid(name: &str) -> Value {
+fn pid(name: &str) -> Value {
     let mut p = param(name, "path", string(), None);
     p["example"] = json!("1");
     p
-}
-
-pub(super) fn filter(name: &str, schema: Value) -> Value {
-    param(name, "query", schema, None)
 }
 
 pub(super) fn enumeration(values: &[&str]) -> Value {
     json!({ "type": "string", "enum": values })
 }
 
-/// A list operation.
-pub(super) struct List<'a> {
-    pub(super) tag: &'a str,
-    pub(super) path_params: Vec<Value>,
-    pub(super) filters: Vec<Value>,
-    pub(super) extra_errors: &'a [u16],
+/// The error answers of a row: 400 and 401 always, 404 when the path names a record, 413
+/// and 415 when it takes a body, 503 always.
+fn errors(path: &str, body: bool) -> Vec<u16> {
+    let mut errors = vec![400, 401];
+    if !path_params(path).is_empty() {
+        errors.push(404);
+    }
+    if body {
+        errors.extend([413, 415]);
+    }
+    errors.push(503);
+    errors
 }
 
-impl<'a> List<'a> {
-    /// A list of Surface B's `billing` tag with these query filters.
-    pub(super) fn new(filters: Vec<Value>) -> Self {
-        List {
-            tag: "billing",
-            path_params: vec![],
-            filters,
-            extra_errors: &[],
+/// The query parameter of the named filter `name` of a list: its schema from the field's
+/// kind in the list source (identifiers are strings on Surface B), its bound and its
+/// default as the resource declares them.
+fn filter(listed: &Listed, name: &str) -> Value {
+    let kind = listed
+        .source
+        .fields
+        .iter()
+        .find(|f| f.name == name)
+        .map(|f| f.kind);
+    let mut schema = match kind {
+        Some(FieldKind::Enum(values)) => enumeration(values),
+        Some(FieldKind::DateTime) => json!({ "type": "string", "format": "date-time" }),
+        Some(FieldKind::Decimal) => json!({ "type": "string", "description": "Exact decimal" }),
+        _ => string(),
+    };
+    if let Some((_, limit)) = listed.max_chars.iter().find(|(n, _)| *n == name) {
+        schema["maxLength"] = json!(limit);
+    }
+    let default = listed
+        .defaults
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| format!("Default {value}"));
+    param(name, "query", schema, default.as_deref())
+}
+
+/// `expand`, when the resource takes it: its names listed.
+fn expand(listed: &Listed) -> Option<Value> {
+    let (last, rest) = listed.expand.split_last()?;
+    let names = if rest.is_empty() {
+        (*last).to_string()
+    } else {
+        format!("{} or {last}", rest.join(", "))
+    };
+    Some(param("expand", "query", string(), Some(&names)))
+}
+
+/// The operation of a row (the document's own operations have their own shape).
+pub(super) fn operation(b: &mut Builder, route: &Route, e: &Value) -> Value {
+    let tag = route.group.tag();
+    let path_ids = || path_params(route.path).into_iter().map(pid);
+    match route.doc {
+        Doc::Document(rendering) => document_operation(tag, rendering),
+        Doc::List {
+            id,
+            summary,
+            listed,
+        } => {
+            let item = (listed.item)(b);
+            // A filter the path sets (the parent's id of a nested list) is not a query
+            // parameter: the path already narrows the list to it.
+            let set_by_path = path_params(route.path);
+            let params: Vec<Value> = path_ids()
+                .chain(
+                    listed
+                        .source
+                        .named_filters
+                        .iter()
+                        .filter(|name| !set_by_path.contains(name))
+                        .map(|name| filter(&listed, name)),
+                )
+                .chain(expand(&listed))
+                .chain(list_params())
+                .collect();
+            op(tag, id, summary, e)
+                .params(&params)
+                .answer_described(200, "One page of records", Some(array(item)))
+                .headers(200, list_headers())
+                .response("304", not_modified())
+                .errors(&errors(route.path, false), e)
+                .build()
+        }
+        Doc::Read {
+            id,
+            summary,
+            listed,
+        } => {
+            let item = (listed.item)(b);
+            let params: Vec<Value> = path_ids()
+                .chain(expand(&listed))
+                .chain(shape_params())
+                .chain([if_none_match()])
+                .collect();
+            op(tag, id, summary, e)
+                .params(&params)
+                .answer_described(200, "The record", Some(item))
+                .headers(200, one_headers())
+                .response("304", not_modified())
+                .errors(&errors(route.path, false), e)
+                .build()
+        }
+        Doc::Write { id, summary, write } => {
+            let mut op = op(tag, id, summary, e).body((write.body)(b), true);
+            if let Some(example) = write.example {
+                op = op.example(example());
+            }
+            let answer = (write.answer)(b);
+            let params: Vec<Value> = path_ids().chain(write.prefer.then(prefer)).collect();
+            let applied = header(
+                "Always: return=minimal|representation, the form answered (return=representation unless SIMPLE was asked for)",
+                string(),
+            );
+            op.params(&params)
+                .answer(write.status, Some(answer))
+                .headers(write.status, json!({ "Preference-Applied": applied }))
+                .errors(&errors(route.path, true), e)
+                .build()
+        }
+        Doc::Delete { id, summary } => {
+            let params: Vec<Value> = path_ids().collect();
+            op(tag, id, summary, e)
+                .params(&params)
+                .answer_described(204, "Deleted; empty body", None)
+                .errors(&errors(route.path, false), e)
+                .build()
         }
     }
-
-    /// This list at `path` and the read of one of its `item`s at `path/{id}`, named by
-    /// `names` (operation id, summary: the list's, then the read's).
-    pub(super) fn collection(
-        self,
-        b: &mut Builder,
-        path: &str,
-        item: Value,
-        names: [(&str, &str); 2],
-        e: &Value,
-    ) {
-        let tag = self.tag;
-        let mut params = self.path_params.clone();
-        params.push(pid("id"));
-        let [(list_id, list_summary), (one_id, one_summary)] = names;
-        b.operation(
-            path,
-            "get",
-            self.build(list_id, list_summary, item.clone(), e),
-        );
-        let read = one(tag, one_id, one_summary, item, &params, e);
-        b.operation(&format!("{path}/{{id}}"), "get", read);
-    }
-
-    pub(super) fn build(self, id: &str, summary: &str, item: Value, e: &Value) -> Value {
-        let mut errors = vec![400, 401];
-        errors.extend(self.extra_errors);
-        errors.push(503);
-        let params: Vec<Value> = self
-            .path_params
-            .into_iter()
-            .chain(self.filters)
-            .chain(list_params())
-            .collect();
-        op(self.tag, id, summary, e)
-            .params(&params)
-            .answer_described(200, "One page of records", Some(array(item)))
-            .headers(200, list_headers())
-            .response("304", not_modified())
-            .errors(&errors, e)
-            .build()
-    }
-}
-
-/// A read of one record.
-pub(super) fn one(
-    tag: &str,
-    id: &str,
-    summary: &str,
-    item: Value,
-    params: &[Value],
-    e: &Value,
-) -> Value {
-    let params: Vec<Value> = params
-        .iter()
-        .cloned()
-        .chain(shape_params())
-        .chain([if_none_match()])
-        .collect();
-    op(tag, id, summary, e)
-        .params(&params)
-        .answer_described(200, "The record", Some(item))
-        .headers(200, one_headers())
-        .response("304", not_modified())
-        .errors(&[400, 401, 404, 503], e)
-        .build()
-}
-
-/// A write answering `status` with `item`; `prefer`: it takes Prefer.
-pub(super) fn write(op: Op, status: u16, item: Value, params: &[Value], prefer_: bool) -> Op {
-    let mut params = params.to_vec();
-    if prefer_ {
-        params.push(prefer());
-    }
-    let applied = header(
-        "Always: return=minimal|representation, the form answered (return=representation unless SIMPLE was asked for)",
-        string(),
-    );
-    op.params(&params)
-        .answer(status, Some(item))
-        .headers(status, json!({ "Preference-Applied": applied }))
 }
 
 /// The SIMPLE shape (`return=SIMPLE`, `Prefer: return=minimal`; `web::listing::simplify`)
@@ -222,7 +257,7 @@ pub(super) fn write(op: Op, status: u16, item: Value, params: &[Value], prefer_:
     clippy::expect_used,
     reason = "static document: `records` are registered by `Builder::schema`, which registers every schema they refer to; the openapi tests build it"
 )]
-pub(super) fn simple_shape(b: &mut Builder, records: &[&str]) {
+pub(super) fn simple_shape(b: &mut Builder, records: &[String]) {
     let mut nested = Vec::new();
     for name in records {
         let schema = b.get_mut(name).expect("a record schema");
