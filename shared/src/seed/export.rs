@@ -385,7 +385,7 @@ const SIMPLE: &[(&str, &str, &str)] = &[
         "billing_accounts",
         "id, account_num, external_account_num, name, billing_account_category_id, \
          bill_cycle_id, bill_type, automatic_recurring_payment, status, currency_code, \
-         tax_exempt, start_date",
+         tax_exempt, start_date, payment_term_days",
         "billing_accounts",
     ),
     (

@@ -161,6 +161,12 @@ pub const SETS: &[ClosedSet] = &[
         CURRENCY_CODES,
         CURRENCY,
     ),
+    range(
+        "billing_accounts",
+        "payment_term_days",
+        &policy::PAYMENT_TERM_DAYS,
+        "policy::PAYMENT_TERM_DAYS",
+    ),
     set(
         "product_prices",
         "product_price_type",
