@@ -2,7 +2,8 @@
 //! /sandbox/v1/tenants/{id}/policy`) and the fixture document's `policy` member: a new tenant
 //! reads the defaults (today's behaviour), a partial PUT changes only what it names, a value
 //! outside its set is a 400 naming the member and the allowed values that changes nothing,
-//! and a policy set by a document exports and loads back.
+//! a checkpoint and restore carry it and a reset clears it, and a policy set by a document
+//! exports and loads back.
 
 use super::fixtures_export::{create_from, export};
 use e2e::{TestServer, TestTenant};
@@ -58,6 +59,28 @@ async fn a_partial_put_changes_what_it_names_and_get_reads_it_back() {
     assert_eq!(v, want);
     let (_, read) = policy(&s, &t, Method::GET, None).await;
     assert_eq!(read, want);
+
+    // A checkpoint keeps it and a restore brings it back.
+    let base = format!("/sandbox/v1/tenants/{}", t.id);
+    let r = s
+        .admin_call(
+            Method::POST,
+            &format!("{base}/checkpoints"),
+            Some(&json!({"name": "with-policy"})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let other = json!({"usage_tiers": "PER_EVENT", "payment_term_days": 0});
+    assert_eq!(policy(&s, &t, Method::PUT, Some(&other)).await.0, 200);
+    let r = s
+        .admin_call(
+            Method::POST,
+            &format!("{base}/restore"),
+            Some(&json!({"checkpoint": "with-policy"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(policy(&s, &t, Method::GET, None).await.1, want);
 
     // A reset clears it with the rest of the tenant's data.
     let r = s

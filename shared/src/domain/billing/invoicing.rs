@@ -90,11 +90,25 @@ impl Charges {
     }
 }
 
-/// Prices per (product, price type, currency), read once per run.
+/// What a run reads once and every account's charges use: prices per (product, price
+/// type, currency), and the tenant policy's proration.
 #[derive(Debug, Default)]
-pub struct Prices(HashMap<(i64, &'static str, String), Decimal>);
+pub struct Prices(
+    HashMap<(i64, &'static str, String), Decimal>,
+    Option<Proration>,
+);
 
 impl Prices {
+    /// The tenant policy's proration, read on first use.
+    fn proration(&mut self, tx: &Transaction<'_>) -> Result<Proration> {
+        if let Some(p) = self.1 {
+            return Ok(p);
+        }
+        let p = crate::domain::policy::get(tx)?.proration;
+        self.1 = Some(p);
+        Ok(p)
+    }
+
     fn sum(
         &mut self,
         tx: &Transaction<'_>,
@@ -214,7 +228,7 @@ fn bill_services(
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let period_days = days_between(&period.period_start, &period.full_end, tz)?;
-    let by_day = crate::domain::policy::get(tx)?.proration == Proration::ByDay;
+    let by_day = prices.proration(tx)? == Proration::ByDay;
     for s in services {
         let recurring = prices.sum(tx, s.product_id, "RECURRING", currency)?;
         if !recurring.is_zero() {
