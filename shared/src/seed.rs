@@ -22,7 +22,7 @@ pub mod update;
 use crate::domain::collect::catalogue;
 use crate::domain::{
     accounts, actions, adjustments, agreements, bill_batches, calendars, catalog, glrun, invoices,
-    ledgers, payments,
+    ledgers, payments, policy,
 };
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -285,6 +285,7 @@ macro_rules! members {
 }
 
 members! {
+    policy: Option<policy::PolicyChange>,
     billing_account_categories: Vec<accounts::CategoryFields>,
     bill_cycles: Vec<accounts::NewBillCycle>,
     billing_accounts: Vec<accounts::NewAccount>,
@@ -323,7 +324,8 @@ pub struct Changes {
     pub updated: std::collections::BTreeMap<String, u64>,
 }
 
-/// The records of each kind `doc` holds: a list's length, `generated_services.count`.
+/// The records of each kind `doc` holds: a list's length, `generated_services.count`, 1 for
+/// the one `policy`.
 pub fn records_per_kind(doc: &serde_json::Value) -> std::collections::BTreeMap<String, u64> {
     doc.as_object()
         .into_iter()
@@ -331,6 +333,7 @@ pub fn records_per_kind(doc: &serde_json::Value) -> std::collections::BTreeMap<S
         .map(|(kind, value)| {
             let n = match value {
                 serde_json::Value::Array(items) => items.len() as u64,
+                serde_json::Value::Object(_) if kind == "policy" => 1,
                 other => other["count"].as_u64().unwrap_or(0),
             };
             (kind.clone(), n)
@@ -344,6 +347,10 @@ impl Changes {
         let mut created = records_per_kind(doc);
         created.retain(|_, n| *n > 0);
         let mut updated = std::collections::BTreeMap::new();
+        // A tenant always has a policy (its defaults): a document's changes it.
+        if let Some(n) = created.remove("policy") {
+            updated.insert("policy".to_string(), n);
+        }
         for u in updates {
             *updated.entry(u.member().to_string()).or_default() += 1;
         }
@@ -441,6 +448,11 @@ fn load(tx: &Transaction<'_>, d: &SeedData, tz: Tz, idx: &update::Indices) -> Re
         tx.query_row("SELECT COALESCE(MAX(id), 0) FROM calendar_nodes", [], |r| {
             r.get(0)
         })?;
+    // The policy first: the records after it are created under its rules.
+    if let Some(change) = &d.policy {
+        let now = crate::time::to_storage(crate::time::now_for(tx)?);
+        policy::set(tx, change, &now).map_err(document::at("policy".into()))?;
+    }
     each(
         "billing_account_categories",
         &d.billing_account_categories,

@@ -5,5 +5,6 @@ mod bounds;
 mod endpoints;
 mod lifecycle;
 mod periods;
+mod policy;
 mod records;
 mod roundtrip;

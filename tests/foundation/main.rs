@@ -2,7 +2,7 @@
 //! reset, delete, bad input), and concurrency of the tenant store; `overload`: the request
 //! timeout and the concurrency limit; `clock`, `faults`, `journal`: the sandbox powers (test
 //! clock, fault injection, request journal); `undo`: undoing clock advances; `idempotency`:
-//! the Idempotency-Key header.
+//! the Idempotency-Key header; `policy`: the tenant's billing policy.
 
 mod admin_idempotency;
 mod bounds;
@@ -19,6 +19,7 @@ mod idempotency;
 mod ids;
 mod journal;
 mod overload;
+mod policy;
 mod quoted;
 mod tenant_cap;
 mod undo;

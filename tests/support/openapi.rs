@@ -57,6 +57,7 @@ pub const DOCUMENTS: [Document; 3] = [
             "functions/admin/src/lib.rs",
             "functions/admin/src/powers.rs",
             "functions/admin/src/fixtures.rs",
+            "functions/admin/src/policy.rs",
         ]),
     },
 ];

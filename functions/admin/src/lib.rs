@@ -1,11 +1,13 @@
 //! Route group `admin`: the sandbox admin API under `/sandbox/v1`, guarded by `X-Admin-Key`.
 //! It hands out tenants with their credentials, issues bearer tokens, resets and deletes,
 //! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`);
-//! [`powers`] adds a tenant's test clock, fault rules and request journal.
+//! [`powers`] adds a tenant's test clock, fault rules and request journal; [`policy`] its
+//! billing policy.
 
 pub mod console;
 pub mod fixtures;
 pub mod openapi;
+pub mod policy;
 pub mod powers;
 
 use axum::body::Bytes;
@@ -67,6 +69,7 @@ pub fn routes() -> Router<AppState> {
         )
         .merge(powers::routes())
         .merge(fixtures::routes())
+        .merge(policy::routes())
         .merge(console::routes())
 }
 

@@ -176,6 +176,7 @@ pub fn document() -> Value {
 
     checkpoints(&mut b, &tenant, tid, e);
     powers(&mut b, &tenant, tid, e);
+    billing_policy(&mut b, &tenant, tid, e);
     let mut doc = b.finish(
         json!({
             "openapi": "3.1.0",
@@ -213,11 +214,38 @@ fn keyed(path: &str, method: &str) -> bool {
                 | ("/faults", "post" | "delete")
                 | ("/faults/{rule}", "delete")
                 | ("/fixtures", "post")
+                | ("/policy", "put")
                 | ("/reset", "post")
                 | ("/restore", "post")
                 | ("/checkpoints", "post")
         ),
     }
+}
+
+/// The tenant's billing policy.
+fn billing_policy(b: &mut Builder, tenant: &str, tid: &Value, e: &Value) {
+    let path = format!("{tenant}/policy");
+    let (policy, change) = (
+        b.schema::<shared::domain::policy::BillingPolicy>(),
+        b.schema::<shared::domain::policy::PolicyChange>(),
+    );
+    let op_ = op(
+        "getPolicy",
+        "The tenant's billing policy (every member, defaults included)",
+    )
+    .params([tid])
+    .answer(200, Some(policy.clone()))
+    .errors(&[401, 404, 503], e);
+    b.operation(&path, "get", op_.build());
+    let op_ = op(
+        "setPolicy",
+        "Change the tenant's billing policy: the members given are checked and set, the others kept; a refusal names the member and its allowed values and changes nothing",
+    )
+    .params([tid])
+    .answer(200, Some(policy))
+    .body(change, true)
+    .errors(&[400, 401, 404, 413, 415, 503], e);
+    b.operation(&path, "put", op_.build());
 }
 
 /// Checkpoints, restore (forks are `POST /tenants` with `from`).

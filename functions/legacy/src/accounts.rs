@@ -29,6 +29,8 @@ pub static ENTITY: Entity = Entity {
         Field::time("startDate", "t.start_date"),
         Field::time("endDate", "t.end_date"),
         Field::time("nextInvoiceDate", "t.next_invoice_date"),
+        // The account's own payment term (net days); absent: the tenant policy's.
+        Field::long("paymentTermDays", "t.payment_term_days"),
     ],
     children: &[
         Child::Ref {
@@ -78,6 +80,7 @@ pub async fn create(
         currency_code: f.text("currencyType"),
         tax_exempt: f.boolean("taxExempt")?.unwrap_or(false),
         start_date: f.text("startDate"),
+        payment_term_days: f.integer("paymentTermDays")?,
     };
     f.ignore(&["eid", "balance", "pendingChargesTotal"]);
     f.finish()?;
@@ -110,6 +113,7 @@ pub async fn edit(
         start_date: f.text("startDate"),
         end_date: f.text("endDate"),
         next_invoice_date: f.text("nextInvoiceDate"),
+        payment_term_days: f.integer("paymentTermDays")?,
         status: f.text("status"),
     };
     f.ignore(READ_ONLY);

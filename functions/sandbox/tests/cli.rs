@@ -1459,3 +1459,51 @@ fn tenant_create_sets_the_clock_first_and_dry_runs_create_and_apply_nothing() {
         exported
     );
 }
+
+#[test]
+fn policy_show_and_set_read_and_change_the_tenants_billing_policy() {
+    let server = Server::start();
+    let shown = server.cli(&["policy", "show", "demo", "--json"]).json();
+    assert_eq!(shown["recurring_timing"], "ARREARS", "{shown}");
+    assert_eq!(shown["payment_term_days"], 30, "{shown}");
+    let set = server
+        .cli(&[
+            "policy",
+            "set",
+            "demo",
+            "recurring_timing=ADVANCE",
+            "payment_term_days=15",
+            "autopay_retry_days=1,3",
+            "--json",
+        ])
+        .json();
+    assert_eq!(set["recurring_timing"], "ADVANCE", "{set}");
+    assert_eq!(set["payment_term_days"], 15, "{set}");
+    assert_eq!(
+        set["autopay_retry_days"],
+        serde_json::json!([1, 3]),
+        "{set}"
+    );
+    let table = server.cli(&["policy", "show", "demo"]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("payment_term_days") && table.stdout.contains("1,3"),
+        "{}",
+        table.stdout
+    );
+    // The server's refusal names the member and its allowed values (exit 6); a pair that is
+    // not key=value is a usage error (exit 2); nothing changed.
+    let refused = server.cli(&["policy", "set", "demo", "proration=HOURLY"]);
+    assert_eq!(refused.code, 6, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("proration: 'HOURLY' is not one of BY_DAY, NONE"),
+        "{}",
+        refused.stderr
+    );
+    let usage = server.cli(&["policy", "set", "demo", "proration"]);
+    assert_eq!(usage.code, 2, "{}", usage.stderr);
+    let after = server.cli(&["policy", "show", "demo", "--json"]).json();
+    assert_eq!(after, set);
+}

@@ -191,6 +191,9 @@ pub struct NewAccount {
     pub tax_exempt: bool,
     /// Start date (date or date-time).
     pub start_date: Option<String>,
+    /// The account's own payment term, net days (0 to 365); absent: the tenant policy's.
+    #[serde(default)]
+    pub payment_term_days: Option<i64>,
 }
 
 /// The rules of an account's fields, for create and edit alike; `None` skips a field.
@@ -275,6 +278,9 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
         a.bill_cycle_id,
     )?;
     let start = parse_opt_time("startDate", &a.start_date, tz)?;
+    if let Some(days) = a.payment_term_days {
+        super::policy::check_payment_term("paymentTermDays", days)?;
+    }
     let zero = canonical(Decimal::ZERO);
     // Without a number, the row is written under a placeholder no client can hold (a fresh
     // UUID; NOT NULL UNIQUE column) and numbered from its id right after.
@@ -305,6 +311,7 @@ pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i6
             ("currency_code", &currency),
             ("tax_exempt", &a.tax_exempt),
             ("start_date", &start),
+            ("payment_term_days", &a.payment_term_days),
         ],
     )?;
     if a.account_num.is_none() {
@@ -342,6 +349,8 @@ pub struct AccountEdit {
     pub end_date: Option<String>,
     /// Next invoice date (date or date-time).
     pub next_invoice_date: Option<String>,
+    /// The account's own payment term, net days (0 to 365).
+    pub payment_term_days: Option<i64>,
     /// The status the client believes the account has: it must be the current one, since
     /// status moves only through the status commands.
     pub status: Option<String>,
@@ -369,6 +378,9 @@ pub fn edit_account(tx: &Transaction<'_>, id: i64, e: &AccountEdit, tz: Tz) -> R
     let start = parse_opt_time("startDate", &e.start_date, tz)?;
     let end = parse_opt_time("endDate", &e.end_date, tz)?;
     let next = parse_opt_time("nextInvoiceDate", &e.next_invoice_date, tz)?;
+    if let Some(days) = e.payment_term_days {
+        super::policy::check_payment_term("paymentTermDays", days)?;
+    }
     update(
         tx,
         "billing_accounts",
@@ -391,6 +403,7 @@ pub fn edit_account(tx: &Transaction<'_>, id: i64, e: &AccountEdit, tz: Tz) -> R
             ("start_date", &start),
             ("end_date", &end),
             ("next_invoice_date", &next),
+            ("payment_term_days", &e.payment_term_days),
         ],
     )
 }

@@ -4,7 +4,8 @@
 //! [`agreements`] (with their services and true-ups), [`bill_batches`], [`catalog`]
 //! (products, prices, usage rules), [`usage`] (posting, rate plans, reads), [`ledgers`],
 //! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
-//! [`chargeinfo`], [`replication`] and [`transitions`] (what the test clock drives when it
+//! [`chargeinfo`], [`replication`], [`policy`] (the tenant's billing policy) and
+//! [`transitions`] (what the test clock drives when it
 //! advances). Functions take typed inputs (never
 //! HTTP requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
@@ -30,6 +31,7 @@ pub mod glrun;
 pub mod invoices;
 pub mod ledgers;
 pub mod payments;
+pub mod policy;
 pub mod replication;
 pub mod schemas;
 pub mod transitions;

@@ -1,7 +1,8 @@
 //! A tenant's data read back as a fixture document (`GET /sandbox/v1/tenants/{id}/fixtures`):
 //! every kind the loader reads, ids included, dates absolute (as stored: RFC 3339 instants,
 //! calendar dates), records in id order, so the same data always gives the same document.
-//! Each record carries its create input's fields plus its kind's state fields
+//! The `policy` member holds the members of the tenant's billing policy that differ from the
+//! default (none: no member). Each record carries its create input's fields plus its kind's state fields
 //! ([`super::state`]), which the loader writes back after the records exist; loading an export
 //! into an empty tenant and exporting again gives the same document.
 //!
@@ -229,6 +230,16 @@ pub fn export_of(
         }
     }
     let mut doc = Map::new();
+    if want("policy") {
+        // Only what differs from the default: a tenant that never chose exports no policy.
+        let change =
+            crate::domain::policy::PolicyChange::from_policy(&crate::domain::policy::get(c)?);
+        if !change.is_empty() {
+            let value = serde_json::to_value(change)
+                .map_err(|e| Error::Internal(format!("policy: {e}")))?;
+            doc.insert("policy".into(), value);
+        }
+    }
     for (member, cols, table) in SIMPLE {
         if want(member) {
             put(
@@ -374,7 +385,7 @@ const SIMPLE: &[(&str, &str, &str)] = &[
         "billing_accounts",
         "id, account_num, external_account_num, name, billing_account_category_id, \
          bill_cycle_id, bill_type, automatic_recurring_payment, status, currency_code, \
-         tax_exempt, start_date",
+         tax_exempt, start_date, payment_term_days",
         "billing_accounts",
     ),
     (

@@ -14,7 +14,7 @@
 
 use crate::domain::{
     accounts, adjustments, agreements, bill_batches, catalog, glrun, invoices, ledgers, payments,
-    CURRENCY_CODES,
+    policy, CURRENCY_CODES,
 };
 use crate::{Error, Result};
 use serde_json::Value;
@@ -67,8 +67,64 @@ const fn set(
 
 const CURRENCY: &str = "money::CURRENCY_CODES";
 
+const fn range(
+    member: &'static str,
+    field: &'static str,
+    range: &std::ops::RangeInclusive<i64>,
+    source: &'static str,
+) -> ClosedSet {
+    ClosedSet {
+        member,
+        field,
+        allowed: Allowed::Range(*range.start(), *range.end()),
+        source,
+    }
+}
+
 /// Every closed set of a fixture document, in the order of the document's members.
 pub const SETS: &[ClosedSet] = &[
+    set(
+        "policy",
+        "recurring_timing",
+        policy::RECURRING_TIMINGS,
+        "policy::RECURRING_TIMINGS",
+    ),
+    set(
+        "policy",
+        "proration",
+        policy::PRORATIONS,
+        "policy::PRORATIONS",
+    ),
+    range(
+        "policy",
+        "payment_term_days",
+        &policy::PAYMENT_TERM_DAYS,
+        "policy::PAYMENT_TERM_DAYS",
+    ),
+    set(
+        "policy",
+        "usage_tiers",
+        policy::USAGE_TIERS,
+        "policy::USAGE_TIERS",
+    ),
+    range(
+        "policy",
+        "default_agreement_months",
+        &policy::AGREEMENT_MONTHS,
+        "policy::AGREEMENT_MONTHS",
+    ),
+    set(
+        "policy",
+        "runs",
+        policy::RUN_PROGRESS,
+        "policy::RUN_PROGRESS",
+    ),
+    range(
+        "policy",
+        "autopay_retry_days[]",
+        &policy::RETRY_DAYS,
+        "policy::RETRY_DAYS",
+    ),
     set(
         "billing_account_categories",
         "status",
@@ -81,12 +137,12 @@ pub const SETS: &[ClosedSet] = &[
         CURRENCY_CODES,
         CURRENCY,
     ),
-    ClosedSet {
-        member: "bill_cycles",
-        field: "day_of_month",
-        allowed: Allowed::Range(*accounts::CYCLE_DAYS.start(), *accounts::CYCLE_DAYS.end()),
-        source: "accounts::CYCLE_DAYS",
-    },
+    range(
+        "bill_cycles",
+        "day_of_month",
+        &accounts::CYCLE_DAYS,
+        "accounts::CYCLE_DAYS",
+    ),
     set(
         "billing_accounts",
         "bill_type",
@@ -104,6 +160,12 @@ pub const SETS: &[ClosedSet] = &[
         "currency_code",
         CURRENCY_CODES,
         CURRENCY,
+    ),
+    range(
+        "billing_accounts",
+        "payment_term_days",
+        &policy::PAYMENT_TERM_DAYS,
+        "policy::PAYMENT_TERM_DAYS",
     ),
     set(
         "product_prices",
@@ -337,7 +399,7 @@ fn check_value(value: &Value, path: &str, allowed: Allowed) -> Result<()> {
             crate::domain::check_enum(path, text, values)
         }
         (Allowed::Range(low, high), Value::Number(n)) => match n.as_i64() {
-            Some(day) if (low..=high).contains(&day) => Ok(()),
+            Some(found) if (low..=high).contains(&found) => Ok(()),
             _ => Err(Error::bad_request(format!(
                 "{path}: {n} is not one of {}",
                 allowed.describe()
@@ -417,6 +479,14 @@ mod tests {
                 .or_else(|| {
                     (s.member == "generated_services").then(|| {
                         super::super::schema::shape::<super::super::GeneratedServices>()
+                            .fields
+                            .unwrap_or_default()
+                            .to_vec()
+                    })
+                })
+                .or_else(|| {
+                    (s.member == "policy").then(|| {
+                        super::super::schema::shape::<crate::domain::policy::PolicyChange>()
                             .fields
                             .unwrap_or_default()
                             .to_vec()

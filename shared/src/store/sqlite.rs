@@ -49,6 +49,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_sandbox_undo",
         include_str!("migrations/0012_sandbox_undo.sql"),
     ),
+    (
+        "0013_billing_policy",
+        include_str!("migrations/0013_billing_policy.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
@@ -419,6 +423,7 @@ mod tests {
     /// Tables with an `id` of their own that keep max(rowid) + 1 numbering, and why: no
     /// client sees their ids (0011 says more).
     const NOT_AUTOINCREMENT: &[&str] = &[
+        "billing_policy",
         "idempotency_keys",
         "sandbox_clock",
         "sandbox_faults",

@@ -45,6 +45,7 @@ pub async fn dispatch(command: ClientCommand) -> Outcome<()> {
             .await
         }
         ClientCommand::Fixtures { conn, command } => super::fixtures::run(&conn, command).await,
+        ClientCommand::Policy { conn, command } => super::policy::run(&conn, command).await,
         ClientCommand::Events {
             conn,
             tenant,

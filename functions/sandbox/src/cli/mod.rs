@@ -1,5 +1,5 @@
 //! The `sandbox` command line beside `serve`: tenants, checkpoints, the test clock, fault
-//! rules, the request journal, sample Lambda events and a usage load generator, all through
+//! rules, the request journal, the billing policy, sample Lambda events and a usage load generator, all through
 //! the public HTTP APIs (the admin API with `X-Admin-Key`, Surface B with the tenant's API
 //! key), so it works the same against the local server and a deployed sandbox.
 //!
@@ -13,6 +13,7 @@ mod events;
 mod fixtures;
 mod load;
 mod output;
+mod policy;
 mod shapes;
 
 use clap::{Args, Subcommand};
@@ -130,6 +131,14 @@ pub enum ClientCommand {
         conn: Conn,
         #[command(subcommand)]
         command: FixturesCommand,
+    },
+    /// A tenant's billing policy: show it, set members of it (recurring timing, proration,
+    /// payment terms, usage tiers, the default agreement period, runs, autopay retries).
+    Policy {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        command: PolicyCommand,
     },
     /// Write the sample Lambda events of events/ with a tenant's real credentials, so
     /// `cargo lambda invoke` and `sam local invoke` work at once.
@@ -344,6 +353,21 @@ pub enum FixturesCommand {
         /// Validate and print what would be created and updated, changing nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Print the tenant's billing policy, every member (defaults included).
+    Show { tenant: String },
+    /// Set members of the policy, each `key=value` (e.g. `recurring_timing=ADVANCE`,
+    /// `payment_term_days=15`, `autopay_retry_days=1,3,7`; `autopay_retry_days=` for none);
+    /// the others keep their value. Prints the policy now in force.
+    Set {
+        tenant: String,
+        /// The members to set, `key=value` each.
+        #[arg(required = true)]
+        values: Vec<String>,
     },
 }
 

@@ -334,3 +334,43 @@ pub struct RatedEvent {
 pub struct ErredEvent {
     pub code: String,
 }
+
+/// A tenant's billing policy (`GET`/`PUT /tenants/{id}/policy`).
+#[derive(Debug, Deserialize)]
+pub struct Policy {
+    pub recurring_timing: String,
+    pub proration: String,
+    pub payment_term_days: i64,
+    pub usage_tiers: String,
+    pub default_agreement_months: i64,
+    pub runs: String,
+    pub autopay_retry_days: Vec<i64>,
+}
+
+impl Row for Policy {
+    const FIELDS: &'static [&'static str] = &[
+        "recurring_timing",
+        "proration",
+        "payment_term_days",
+        "usage_tiers",
+        "default_agreement_months",
+        "runs",
+        "autopay_retry_days",
+    ];
+    fn cells(&self) -> Vec<Option<String>> {
+        let days: Vec<String> = self.autopay_retry_days.iter().map(i64::to_string).collect();
+        vec![
+            Some(clean(&self.recurring_timing)),
+            Some(clean(&self.proration)),
+            Some(self.payment_term_days.to_string()),
+            Some(clean(&self.usage_tiers)),
+            Some(self.default_agreement_months.to_string()),
+            Some(clean(&self.runs)),
+            Some(if days.is_empty() {
+                "none".to_string()
+            } else {
+                days.join(",")
+            }),
+        ]
+    }
+}

@@ -28,7 +28,7 @@ use super::{check_currency, check_enum, insert, parse_opt_time, require};
 use crate::money::canonical;
 use crate::{Error, Result};
 use chrono_tz::Tz;
-use rusqlite::Transaction;
+use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -70,9 +70,10 @@ pub struct NewAgreement {
     pub id: Option<i64>,
     /// Display name.
     pub name: String,
-    /// Length of the agreement in `agreement_period_type` units.
-    #[serde(default = "twelve")]
-    pub agreement_period: i64,
+    /// Length of the agreement in `agreement_period_type` units; absent: the tenant policy's
+    /// `default_agreement_months` ([`default_period`]).
+    #[serde(default)]
+    pub agreement_period: Option<i64>,
     /// MONTH or YEAR.
     pub agreement_period_type: Option<String>,
     /// ACTIVE or INACTIVE.
@@ -118,8 +119,29 @@ pub struct NewAgreement {
     pub product_ids: Vec<i64>,
 }
 
-fn twelve() -> i64 {
-    12
+/// The period of an agreement that states none, in units of `period_type`: the tenant
+/// policy's `default_agreement_months` (12 unless the tenant chose), in whole years (at
+/// least 1) for a YEAR agreement.
+pub fn default_period(tx: &Transaction<'_>, period_type: &str) -> Result<i64> {
+    let months = super::policy::get(tx)?.default_agreement_months;
+    Ok(if period_type == "YEAR" {
+        (months / 12).max(1)
+    } else {
+        months
+    })
+}
+
+/// The term of agreement `id` in months (its period, times 12 for a YEAR agreement): what a
+/// service on it runs for before its end action, and what a renewal onto it adds.
+pub fn term_months(conn: &rusqlite::Connection, id: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT CASE agreement_period_type WHEN 'YEAR' THEN agreement_period * 12
+                    ELSE agreement_period END
+             FROM agreements WHERE id = ?1",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
 }
 
 /// Creates an agreement and links its products.
@@ -164,13 +186,17 @@ pub fn create_agreement(tx: &Transaction<'_>, a: &NewAgreement, tz: Tz) -> Resul
     }
     let valid_from = parse_opt_time("valid_from", &a.valid_from, tz)?;
     let valid_to = parse_opt_time("valid_to", &a.valid_to, tz)?;
+    let period = match a.agreement_period {
+        Some(p) => p,
+        None => default_period(tx, &period_type)?,
+    };
     let id = insert(
         tx,
         "agreements",
         &[
             ("id", &a.id),
             ("name", &a.name),
-            ("agreement_period", &a.agreement_period),
+            ("agreement_period", &period),
             ("agreement_period_type", &period_type),
             ("status", &status),
             (

@@ -100,6 +100,9 @@ pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i6
             ("end_date", &end),
         ],
     )?;
+    // The service runs for its agreement's term (the column's default, 12, was every
+    // service's before, whatever its agreement said).
+    let months = super::term_months(tx, s.agreement_id)?;
     let agreement_service_id = insert(
         tx,
         "agreement_services",
@@ -107,6 +110,7 @@ pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i6
             ("id", &s.id),
             ("service_id", &service_id),
             ("agreement_id", &s.agreement_id),
+            ("agreement_period", &months),
             ("status", &status),
             ("start_date", &start),
             ("end_date", &end),
@@ -301,11 +305,7 @@ pub fn update_agreement_service(
     // change: only a move to another agreement brings that agreement's period.
     if let Some(agreement) = update.agreement_id.filter(|a| *a != current_agreement) {
         require_reference(tx, "agreements", "agreement", agreement)?;
-        let period: i64 = tx.query_row(
-            "SELECT agreement_period FROM agreements WHERE id = ?1",
-            [agreement],
-            |r| r.get(0),
-        )?;
+        let period = super::term_months(tx, agreement)?.unwrap_or(12);
         sets.push(("agreement_id", SqlValue::Integer(agreement)));
         sets.push(("agreement_period", SqlValue::Integer(period)));
     }

@@ -175,14 +175,21 @@ fn naming_the_current_agreement_again_keeps_the_service_period() {
         )
         .unwrap()
     };
-    // Service 5 runs 12 months under agreement 3, whose own default is 1.
-    assert_eq!(period(&tx), 12);
+    // Service 5 runs its agreement's term: agreement 3's one month (it ran the column's
+    // default, 12, before services took their agreement's term).
+    assert_eq!(period(&tx), 1);
+    // A period of its own (as an export restores it) is kept when the agreement is named again.
+    tx.execute(
+        "UPDATE agreement_services SET agreement_period = 7 WHERE id = 5",
+        [],
+    )
+    .unwrap();
     let same = AgreementServiceUpdate {
         agreement_id: Some(3),
         ..Default::default()
     };
     update_agreement_service(&tx, 5, &same, tz()).unwrap();
-    assert_eq!(period(&tx), 12, "no move, no new period");
+    assert_eq!(period(&tx), 7, "no move, no new period");
     let other = AgreementServiceUpdate {
         agreement_id: Some(2),
         ..Default::default()

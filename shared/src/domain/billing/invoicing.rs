@@ -9,7 +9,9 @@
 //!   currency of each ACTIVE service, for the days of the period from its start (or from
 //!   what is already billed) to the run, prorated by days over the period's days. A service
 //!   that ended inside the period is billed to its end when its agreement has
-//!   `prorate_on_cancel`, else for the whole period.
+//!   `prorate_on_cancel`, else for the whole period. With the tenant policy's `proration`
+//!   NONE, the span that opens a service's part of a period pays the whole price and a later
+//!   span of that period (after a bill batch) pays nothing: whole periods, each once.
 //! - one-time (runs only): the ONE_TIME prices in the account's currency of ACTIVE services
 //!   that started inside the window and were never billed, once.
 //!
@@ -18,6 +20,7 @@
 //! cancel gives it back) and lowers the pending total by exactly that amount.
 
 use crate::domain::invoices::{create_invoice, NewInvoice};
+use crate::domain::policy::Proration;
 use crate::money::{canonical, checked_add, from_sql_text};
 use crate::{Error, Result};
 use chrono::NaiveDate;
@@ -87,11 +90,25 @@ impl Charges {
     }
 }
 
-/// Prices per (product, price type, currency), read once per run.
+/// What a run reads once and every account's charges use: prices per (product, price
+/// type, currency), and the tenant policy's proration.
 #[derive(Debug, Default)]
-pub struct Prices(HashMap<(i64, &'static str, String), Decimal>);
+pub struct Prices(
+    HashMap<(i64, &'static str, String), Decimal>,
+    Option<Proration>,
+);
 
 impl Prices {
+    /// The tenant policy's proration, read on first use.
+    fn proration(&mut self, tx: &Transaction<'_>) -> Result<Proration> {
+        if let Some(p) = self.1 {
+            return Ok(p);
+        }
+        let p = crate::domain::policy::get(tx)?.proration;
+        self.1 = Some(p);
+        Ok(p)
+    }
+
     fn sum(
         &mut self,
         tx: &Transaction<'_>,
@@ -211,12 +228,22 @@ fn bill_services(
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let period_days = days_between(&period.period_start, &period.full_end, tz)?;
+    let by_day = prices.proration(tx)? == Proration::ByDay;
     for s in services {
         let recurring = prices.sum(tx, s.product_id, "RECURRING", currency)?;
         if !recurring.is_zero() {
             if let Some((from, to)) = recurring_span(&s, period) {
                 let days = days_between(&from, &to, tz)?;
-                let part = prorate(recurring, days, period_days).ok_or_else(|| {
+                let part = if by_day {
+                    prorate(recurring, days, period_days)
+                } else {
+                    // No proration: the span that opens the service's part of the period
+                    // pays the whole price; a later span of the same period (after a bill
+                    // batch billed its start) pays nothing, so a period is paid once.
+                    let opens = from == s.start.clone().max(period.period_start.clone());
+                    Some(if opens { recurring } else { Decimal::ZERO })
+                }
+                .ok_or_else(|| {
                     Error::bad_request(format!("service {}: recurring charge out of range", s.id))
                 })?;
                 charges.recurring = checked_add(charges.recurring, part, "the recurring charges")?;

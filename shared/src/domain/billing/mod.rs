@@ -33,10 +33,6 @@ pub const BILL_CYCLE_RUN: u8 = 2;
 /// A bill batch's run on its invoice date (id: the bill batch).
 pub const BILL_BATCH_RUN: u8 = 3;
 
-/// Days from an invoice's date to its due date: accounts carry no payment term here, and
-/// the demo's invoices are all due 30 days after their date.
-pub const DEFAULT_PAYMENT_TERM_DAYS: u64 = 30;
-
 /// Local midnight of `date` in `tz` (the earlier instant when it occurs twice; `None` when
 /// the zone skips it entirely, which no zone does at midnight on the dates we use).
 pub fn local_midnight(date: NaiveDate, tz: Tz) -> Option<DateTime<Utc>> {

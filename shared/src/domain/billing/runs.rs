@@ -89,6 +89,8 @@ struct Account {
     status: String,
     billed_through: Option<String>,
     cycle_day: Option<u32>,
+    /// The account's own payment term (net days); None: the tenant policy's.
+    payment_term_days: Option<i64>,
 }
 
 /// What a run did.
@@ -135,7 +137,7 @@ pub fn run_cycle(
     let cycle_day = super::day_in_month(local.date_naive(), day) == Some(local.date_naive())
         && local.num_seconds_from_midnight() == 0;
     let mut stmt = tx.prepare(&format!(
-        "SELECT id, status, billed_through FROM billing_accounts
+        "SELECT id, status, billed_through, payment_term_days FROM billing_accounts
          WHERE bill_cycle_id = ?1 AND status IN ({BILLED})
            AND (next_invoice_date <= ?2 OR (next_invoice_date IS NULL AND ?3))
          ORDER BY id"
@@ -147,6 +149,7 @@ pub fn run_cycle(
                 status: r.get(1)?,
                 billed_through: r.get(2)?,
                 cycle_day: Some(day),
+                payment_term_days: r.get(3)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -213,7 +216,8 @@ pub fn run_batch(
         |r| r.get(0),
     )?;
     let select = format!(
-        "SELECT a.id, a.status, a.billed_through, c.day_of_month FROM billing_accounts a
+        "SELECT a.id, a.status, a.billed_through, c.day_of_month, a.payment_term_days
+         FROM billing_accounts a
          LEFT JOIN bill_cycles c ON c.id = a.bill_cycle_id
          WHERE a.status IN ({BILLED}) AND {} ORDER BY a.id",
         if members > 0 {
@@ -231,6 +235,7 @@ pub fn run_batch(
                 status: r.get(1)?,
                 billed_through: r.get(2)?,
                 cycle_day: r.get(3)?,
+                payment_term_days: r.get(4)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -268,9 +273,12 @@ fn run(
     let at = spec.at;
     let instant = instant(at)?;
     let today = local_date(instant, tz);
+    // The run's due date (what its bill batch run records): the batch's own, else the
+    // tenant's payment term; an account with its own term is due by it.
+    let term = crate::domain::policy::get(tx)?.payment_term_days;
     let due = match &spec.due_date {
         Some(d) => d.clone(),
-        None => payment_due(instant, tz)?,
+        None => payment_due(instant, tz, term)?,
     };
     let run_id = bill_batches::open_clock_run(
         tx,
@@ -290,6 +298,10 @@ fn run(
     // billed, so one account never stops the tenant's clock.
     let mut skipped: Vec<String> = Vec::new();
     for account in accounts {
+        let due = match (&spec.due_date, account.payment_term_days) {
+            (None, Some(days)) if days != term => payment_due(instant, tz, days)?,
+            _ => due.clone(),
+        };
         tx.execute_batch("SAVEPOINT bill_account")?;
         let billed = bill_account(
             tx,
@@ -487,11 +499,14 @@ fn bill_account(
     Ok(billed)
 }
 
-/// The due date of an invoice dated `at`: the default payment term later, same local time.
-pub fn payment_due(at: DateTime<Utc>, tz: Tz) -> Result<String> {
+/// The due date of an invoice dated `at` on a payment term of net `days`: that many days
+/// later, same local time.
+pub fn payment_due(at: DateTime<Utc>, tz: Tz, days: i64) -> Result<String> {
     let local = at.with_timezone(&tz).naive_local();
+    let days = u64::try_from(days)
+        .map_err(|_| Error::bad_request(format!("payment term: {days} days is negative")))?;
     local
-        .checked_add_days(chrono::Days::new(super::DEFAULT_PAYMENT_TERM_DAYS))
+        .checked_add_days(chrono::Days::new(days))
         .and_then(|d| tz.from_local_datetime(&d).earliest())
         .map(|t| to_storage(t.with_timezone(&Utc)))
         .ok_or_else(|| Error::bad_request("the invoice's due date is out of range"))
