@@ -23,8 +23,9 @@ pub struct Config {
     pub body_timeout_ms: u64,
     /// Requests served at once by the process; one more is shed at once with 503 and
     /// Retry-After rather than queued. A quarter is kept for the admin key, an eighth for
-    /// requests without credentials (the served documents, the console); the tenants share
-    /// the rest, each at most `max(2, rest / (busy tenants + 1))` (see
+    /// requests without credentials (the served documents, the console); the tenants have
+    /// the rest, an eighth of it kept for tenants not refused in the last second and the
+    /// others shared, each busy tenant at most `max(1, shared / (busy tenants + 1))` (see
     /// `shared::web::pipeline::Admission`); credential lookups wait for one of an eighth
     /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
     pub max_concurrent_requests: usize,

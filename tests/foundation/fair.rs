@@ -14,6 +14,8 @@ use super::hostile::{slow_body, tenant};
 use super::overload::serve;
 use e2e::ADMIN_KEY;
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
@@ -47,12 +49,14 @@ const QUEUED_BEHIND_THE_ATTACK: Duration = Duration::from_millis(STALL_MS / 2);
 /// Rounds of reads each victim makes (one read of each of the four, in turn).
 const ROUNDS: usize = 8;
 
-/// One attacker: trickling bodies and stalled reads until `stop` flips.
+/// One attacker: trickling bodies and stalled reads until `stop` flips; `shed` is set once
+/// one of its stalled reads is shed (its share is full).
 async fn attack(
     base: String,
     addr: String,
     key: String,
     press: Press,
+    shed: Arc<AtomicBool>,
     stop: watch::Receiver<bool>,
 ) {
     let mut bodies = Vec::new();
@@ -85,16 +89,18 @@ async fn attack(
     let client = reqwest::Client::new();
     let mut stalled = Vec::new();
     for _ in 0..press.stalled {
-        let (client, url, key, stop) = (
+        let (client, url, key, shed, stop) = (
             client.clone(),
             format!("{base}/billing/2/adjustment-categories"),
             key.clone(),
+            shed.clone(),
             stop.clone(),
         );
         stalled.push(tokio::spawn(async move {
             while !*stop.borrow() {
                 let r = client.get(&url).header("X-Api-Key", &key).send().await;
                 if r.is_ok_and(|r| r.status() == 503) {
+                    shed.store(true, Ordering::SeqCst);
                     // Pacing a shed request's retry (a tenant flooding the CPU with requests
                     // is another attack: a rate limit's, not a share's).
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -190,31 +196,23 @@ async fn attacked_by(tenants: usize, press: Press) {
     );
     let (stop, stopped) = watch::channel(false);
     let mut attackers = Vec::new();
-    for key in &keys {
+    let shed: Vec<Arc<AtomicBool>> = keys.iter().map(|_| Arc::default()).collect();
+    for (key, shed) in keys.iter().zip(&shed) {
         attackers.push(tokio::spawn(attack(
             base.clone(),
             addr.clone(),
             key.clone(),
             press,
+            shed.clone(),
             stopped.clone(),
         )));
     }
-    // The attack is in place once every attacker is shed: its share is full. (The probe reads
-    // a path its stall rule does not match, so it answers at once.)
+    // The attack is in place once every attacker had a stalled request shed: its share is
+    // full.
     let deadline = Instant::now() + Duration::from_secs(30);
-    for key in &keys {
-        loop {
-            let r = client
-                .get(format!("{base}/billing/2/adjustment-categories/5"))
-                .header("X-Api-Key", key)
-                .send()
-                .await
-                .expect("probe");
-            if r.status() == 503 {
-                break;
-            }
-            assert!(Instant::now() < deadline, "an attacker was never shed");
-        }
+    while !shed.iter().all(|s| s.load(Ordering::SeqCst)) {
+        assert!(Instant::now() < deadline, "an attacker was never shed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // At the start of an attack, attackers' first requests find the tenants' shared places
     // full before any attacker was ever refused: up to the kept places (five) go to them,
