@@ -23,8 +23,9 @@ pub struct Config {
     pub body_timeout_ms: u64,
     /// Requests served at once by the process; one more is shed at once with 503 and
     /// Retry-After rather than queued. A quarter is kept for the admin key, an eighth for
-    /// requests without credentials (the served documents, the console); the tenants share
-    /// the rest, each at most `max(2, rest / (busy tenants + 1))` (see
+    /// requests without credentials (the served documents, the console); the tenants have
+    /// the rest, an eighth of it kept for tenants not refused in the last second and the
+    /// others shared, each busy tenant at most `max(1, shared / (busy tenants + 1))` (see
     /// `shared::web::pipeline::Admission`); credential lookups wait for one of an eighth
     /// (`SANDBOX_MAX_CONCURRENT_REQUESTS`, default 64; 0 disables).
     pub max_concurrent_requests: usize,
@@ -44,6 +45,12 @@ pub struct Config {
     /// Most connections open at once; at the cap new ones wait in the listen backlog until
     /// one closes (`SANDBOX_MAX_CONNECTIONS`, default 1024).
     pub max_connections: usize,
+    /// Most records one fixture document may hold, every object of a list at any depth and
+    /// `generated_services.count` counted (`SANDBOX_MAX_FIXTURE_RECORDS`, default
+    /// [`crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS`]): a tenant creation or fixtures
+    /// apply over it is refused with 400 before anything is done, so that an apply finishes
+    /// within the request deadline instead of being cut off by it; an export over it is 422.
+    pub max_fixture_records: u64,
     /// Most tenants the sandbox holds (`SANDBOX_MAX_TENANTS`, default
     /// [`crate::store::registry::DEFAULT_MAX_TENANTS`]): creating or forking one more is a 409.
     pub max_tenants: usize,
@@ -106,6 +113,9 @@ impl Config {
             max_connections: env_number("SANDBOX_MAX_CONNECTIONS")
                 .filter(|n| *n > 0)
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            max_fixture_records: env_number("SANDBOX_MAX_FIXTURE_RECORDS")
+                .filter(|n| *n > 0)
+                .unwrap_or(crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS),
             max_tenants: env_number("SANDBOX_MAX_TENANTS")
                 .unwrap_or(crate::store::registry::DEFAULT_MAX_TENANTS),
             xml_namespace,
@@ -130,6 +140,7 @@ impl Config {
             max_body_buffer_bytes: DEFAULT_MAX_BODY_BUFFER_BYTES,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_fixture_records: crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS,
             max_tenants: crate::store::registry::DEFAULT_MAX_TENANTS,
             xml_namespace: None,
             s3: None,

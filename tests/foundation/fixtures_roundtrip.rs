@@ -229,6 +229,8 @@ async fn large_export_apply_time() {
     let mut config = shared::config::Config::new(dir.path(), Some(e2e::ADMIN_KEY.to_string()));
     config.max_body_bytes = 256 << 20;
     config.request_timeout_ms = 600_000;
+    // Its documents (about 36,000 records) are over the default record bound.
+    config.max_fixture_records = 100_000;
     let state = shared::web::AppState::new(config).unwrap();
     let base = e2e::listen(state.clone()).await;
     let s = TestServer::from_parts(base, state, dir);

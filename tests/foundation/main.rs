@@ -11,6 +11,7 @@ mod fair;
 mod faults;
 mod fixtures;
 mod fixtures_apply;
+mod fixtures_bound;
 mod fixtures_export;
 mod fixtures_roundtrip;
 mod fixtures_sets;

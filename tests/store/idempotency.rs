@@ -395,3 +395,91 @@ async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
     assert_eq!(recorded, Some(201));
     eprintln!("gate {:?}", held.counts());
 }
+
+/// A keyed write whose log PUT S3 holds past the write deadline answers the honest 503 on
+/// environment A; the client retries with the same key on environment B (another process on
+/// the same bucket). Once the held PUT has landed, A settles the write it kept (renders the
+/// first answer from the kept result and records it with the key, whether or not a client
+/// retries there), so B's retries end with that answer, replayed: never a 409 forever, never
+/// a second ledger. Before, B answered 409 "applied, but its answer was not recorded" for as
+/// long as the key lived (24 hours), A's kept result waiting for a retry that went to B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer() {
+    let moto = Moto::start();
+    let direct = moto.bucket("elsewhere");
+    let gate = Gate::start(&moto);
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    gated.attempt_timeout = Duration::from_millis(300);
+    gated.write_deadline = Duration::from_secs(4);
+    let (a, state, _dir_a) = serve(&gated).await;
+    let (b, _state_b, _dir_b) = serve(&direct).await;
+    let r = reqwest::Client::new()
+        .post(format!("{a}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&json!({"name": "elsewhere", "seed": "demo"}))
+        .send()
+        .await
+        .expect("create tenant");
+    assert_eq!(r.status(), 201);
+    let tenant: Value = r.json().await.unwrap();
+    let (id, api_key) = (
+        tenant["id"].as_str().unwrap().to_string(),
+        tenant["api_key"].as_str().unwrap().to_string(),
+    );
+
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
+    let (status, first) = post_ledger(&a, &api_key, "moved-1").await;
+    gate.hold_log_puts(None);
+    assert_eq!(status, 503, "{first}");
+    // The held PUTs go through: A's entry lands (a retry on B before that would find no row,
+    // run anew and win or lose the slot cleanly: no answer to wait for).
+    let _gate = tokio::task::spawn_blocking(move || {
+        gate.wait_for_held(Duration::from_secs(30));
+        gate
+    })
+    .await
+    .expect("join");
+    // The client goes to B and retries there until it has an answer other than 409/503.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut answers = Vec::new();
+    let (status, answer) = loop {
+        let (status, answer) = post_ledger(&b, &api_key, "moved-1").await;
+        if !matches!(status, 409 | 503) || std::time::Instant::now() > deadline {
+            break (status, answer);
+        }
+        answers.push((status, answer["message"].as_str().unwrap_or("").to_string()));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let last: Vec<_> = answers.iter().rev().take(2).collect();
+    assert_eq!(
+        status,
+        201,
+        "{answer}; {} answers before, the last {last:?}",
+        answers.len()
+    );
+    let db = state.store.tenant_db(&id).expect("tenant");
+    let count: i64 = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM ledgers WHERE name = 'Held'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+    // A's first answer, rendered from its kept result, replayed.
+    assert_eq!(
+        (&answer["name"], &answer["replayed"]),
+        (&json!("Held"), &json!(true))
+    );
+    // A retry on A replays the same answer.
+    let (again, on_a) = post_ledger(&a, &api_key, "moved-1").await;
+    assert_eq!(
+        (again, &on_a["id"], &on_a["replayed"]),
+        (201, &answer["id"], &json!(true))
+    );
+    eprintln!("B's answers before the first answer: {}", answers.len());
+}

@@ -56,6 +56,7 @@ async fn apply_fixtures(
     JsonBody(doc): JsonBody<serde_json::Value>,
 ) -> Result<Json<Applied>, ApiError> {
     let dry_run = crate::dry_run(&q)?;
+    shared::seed::document::check_records(&doc, app.config.max_fixture_records)?;
     let t = crate::powers::tenant(&app, &id).await?;
     let tz = t.tz;
     let records = shared::seed::records_per_kind(&doc);
@@ -81,8 +82,24 @@ async fn export_fixtures(
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let t = crate::powers::tenant(&app, &id).await?;
+    let max = app.config.max_fixture_records;
     match t.db.read(shared::seed::export::export).await? {
-        Ok(doc) => Ok(Json(doc)),
+        Ok(doc) => {
+            // Every export loads: one the document bound would refuse is not given.
+            let records = shared::seed::document::records_in(&doc);
+            if records > max {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "EXPORT_TOO_LARGE",
+                    format!(
+                        "the tenant's export holds {records} records; a document holds at most \
+                         {max} (SANDBOX_MAX_FIXTURE_RECORDS); use a checkpoint or a fork to \
+                         copy this tenant"
+                    ),
+                ));
+            }
+            Ok(Json(doc))
+        }
         Err(too_many) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "EXPORT_TOO_LARGE",

@@ -246,7 +246,10 @@ async fn create_tenant(
                 (Some(_), Some(_)) => {
                     return Err(ApiError::bad_request("send 'seed' or 'fixtures', not both"))
                 }
-                (_, Some(doc)) => Seed::Document(Box::new(doc.clone())),
+                (_, Some(doc)) => {
+                    shared::seed::document::check_records(doc, app.config.max_fixture_records)?;
+                    Seed::Document(Box::new(doc.clone()))
+                }
                 (seed, None) => Seed::parse(seed.as_deref().unwrap_or("demo"))?,
             };
             let zone = body.time_zone.as_deref().unwrap_or("UTC");

@@ -13,6 +13,49 @@ use serde_json::Value;
 /// Most records of one kind (one top-level array, or `generated_services.count`) in a document.
 pub const MAX_RECORDS_PER_KIND: usize = 10_000;
 
+/// Default of the most records one document holds in all (`Config::max_fixture_records`):
+/// creating records costs about 1 ms each in a debug build, so 20,000 finish well within the
+/// default request deadline (30 s) there, and a document is refused up front rather than cut
+/// off by the deadline halfway (docs/fixtures.md, "Time").
+pub const DEFAULT_MAX_DOCUMENT_RECORDS: u64 = 20_000;
+
+/// The records of `doc` as applying it costs them, counted as its export would count them:
+/// every object in a list at any depth (a top-level record, a service's resource, a usage
+/// rule's tier, ...), and two for each service `generated_services` numbers (the service and
+/// its resource). Lists of ids or names are not records.
+pub fn records_in(doc: &Value) -> u64 {
+    fn objects(v: &Value, in_list: bool) -> u64 {
+        match v {
+            Value::Array(items) => items.iter().map(|i| objects(i, true)).sum(),
+            Value::Object(members) => {
+                u64::from(in_list) + members.values().map(|m| objects(m, false)).sum::<u64>()
+            }
+            _ => 0,
+        }
+    }
+    let generated = doc
+        .pointer("/generated_services/count")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    objects(doc, false).saturating_add(generated.saturating_mul(2))
+}
+
+/// Refuses `doc` when it holds more than `max` records ([`records_in`]); checked before
+/// anything is done with it (no tenant created, nothing written), since a larger apply may
+/// not finish within the request deadline.
+pub fn check_records(doc: &Value, max: u64) -> Result<()> {
+    let n = records_in(doc);
+    if n > max {
+        return Err(Error::bad_request(format!(
+            "the fixture document holds {n} records (every object of a list, at any depth, and \
+             two for each service of generated_services); at most {max} are applied in one \
+             request (SANDBOX_MAX_FIXTURE_RECORDS), so that it finishes within the request \
+             deadline: split it into documents applied one after another"
+        )));
+    }
+    Ok(())
+}
+
 /// The largest id a document may give or name: 2^53, the largest of a run of whole numbers
 /// a JSON number holds exactly in every client (a double). The smallest is 1.
 pub const MAX_ID: i64 = 1 << 53;
@@ -209,6 +252,20 @@ fn missing_reference(m: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_are_every_object_of_a_list_at_any_depth_and_the_generated_services() {
+        let doc = serde_json::json!({
+            "products": [{"id": 1}, {"id": 2}],
+            "usage_rules": [{"id": 1, "rows": [{"from": 0}, {"from": 10}]}],
+            "agreements": [{"id": 1, "product_ids": [1, 2]}],
+            "generated_services": {"count": 7, "products": [[1, 1]]},
+        });
+        assert_eq!(records_in(&doc), 2 + 1 + 2 + 1 + 2 * 7);
+        assert!(check_records(&doc, 20).is_ok());
+        let refused = check_records(&doc, 19).unwrap_err().to_string();
+        assert!(refused.contains("holds 20 records") && refused.contains("at most 19"));
+    }
 
     #[test]
     fn relative_dates_are_resolved_where_dates_go_and_nowhere_else() {

@@ -11,7 +11,10 @@
 //! (`store::idempotency::KeyScope::namespaced`): neither sees the other's, and a fork does
 //! not see its source's. The pipeline runs a keyed request in a task of its own, so that
 //! the request runs to its end and records its answer even when its client has gone: the
-//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer.
+//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer. A write
+//! whose outcome was unknown (S3 held its log PUT) is kept with its result and settled by
+//! this process once its entry lands ([`settle`]: the answer rendered from the kept result and
+//! recorded with the key), so that a retry in any environment gets the answer.
 //!
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
@@ -32,7 +35,9 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
@@ -60,6 +65,8 @@ pub(crate) struct InFlight {
     /// ran anew and may have ended "outcome unknown" too; the row that lands names the one
     /// whose result renders the answer.
     kept: Mutex<HashMap<(String, String), KeptRequests>>,
+    /// Keys whose kept write this process is settling now (see [`settle`]).
+    settling: Mutex<HashSet<(String, String)>>,
 }
 
 /// The kept requests of one key (see [`InFlight`]).
@@ -104,6 +111,14 @@ impl InFlight {
         let entry = (tenant.to_string(), key.to_string());
         let scopes = crate::store::lock(&self.kept).remove(&entry)?;
         scopes.into_iter().find(|s| s.request_id() == request_id)
+    }
+
+    /// Whether this process keeps a request of `key` whose outcome was unknown, or is
+    /// settling it now.
+    fn has_kept(&self, tenant: &str, key: &str) -> bool {
+        let entry = (tenant.to_string(), key.to_string());
+        crate::store::lock(&self.kept).contains_key(&entry)
+            || crate::store::lock(&self.settling).contains(&entry)
     }
 
     /// Forgets the kept requests of `key` (a run of it was applied and answered).
@@ -335,6 +350,7 @@ pub(super) async fn serve<F>(
     keyed: Keyed,
     req: Request,
     run: impl FnOnce(Request, Arc<KeyScope>) -> F,
+    rerun: Option<Rerun>,
 ) -> Response
 where
     F: Future<Output = Response>,
@@ -344,7 +360,17 @@ where
     // Claimed and kept by the key as stored (its namespace); named by the header's.
     let (key, shown) = (scope.key().to_string(), scope.shown().to_string());
     let owner = keeper.id().to_string();
-    let Some(_claim) = app.idempotency.claim(&owner, &key) else {
+    let mut claim = app.idempotency.claim(&owner, &key);
+    if claim.is_none() && app.idempotency.has_kept(&owner, &key) {
+        // This process is settling the key's kept write (a run of milliseconds): the retry
+        // waits for it, a little, rather than answering "in progress".
+        let until = std::time::Instant::now() + SETTLING_WAIT;
+        while claim.is_none() && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            claim = app.idempotency.claim(&owner, &key);
+        }
+    }
+    let Some(_claim) = claim else {
         let message = format!("a request with this Idempotency-Key ('{shown}') is in progress; retry once it has been answered");
         return conflict(surface, message);
     };
@@ -399,8 +425,12 @@ where
     }
     let response = run(req, scope.clone()).await;
     if scope.has_stash() {
-        // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`).
+        // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`), and
+        // settled here once the write has landed, for a retry anywhere (see [`settle`]).
         app.idempotency.keep(&owner, scope.clone());
+        if let (Some(rerun), false) = (rerun, resumed) {
+            tokio::spawn(settle(app.clone(), keeper.clone(), scope.clone(), rerun));
+        }
     }
     if scope.written() && !resumed {
         // This run was applied: no kept write of the key can land any more.
@@ -419,7 +449,19 @@ where
             return surface.from_error(crate::Error::Internal(e.to_string()));
         }
     };
-    let answer = Answer {
+    record(app, &keeper, scope, answer_of(&parts, &body)).await;
+    let mut response = Response::from_parts(parts, Body::from(body));
+    if resumed {
+        response
+            .headers_mut()
+            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// The answer to record of a response's head and body.
+fn answer_of(parts: &axum::http::response::Parts, body: &Bytes) -> Answer {
+    Answer {
         status: parts.status.as_u16(),
         headers: parts
             .headers
@@ -428,15 +470,91 @@ where
             .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
             .collect(),
         body: body.to_vec(),
-    };
-    record(app, &keeper, scope, answer).await;
-    let mut response = Response::from_parts(parts, Body::from(body));
-    if resumed {
-        response
-            .headers_mut()
-            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
     }
-    response
+}
+
+/// Runs a keyed request again, on a copy of it (the rest of the pipeline: the powers, then
+/// the handler inside the given key's scope), for [`settle`].
+pub(super) type Rerun =
+    Arc<dyn Fn(Arc<KeyScope>) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync>;
+
+/// How long a process tries to settle a write whose outcome was unknown, and how often it
+/// looks: S3 holding a PUT longer than this is an outage, and a retry in this process still
+/// settles it after (the kept result stays, bounded by [`MAX_KEPT`]).
+const SETTLE_FOR: Duration = Duration::from_secs(120);
+const SETTLE_EVERY: Duration = Duration::from_millis(500);
+
+/// How long a retry waits for the key's claim while this process settles its kept write.
+const SETTLING_WAIT: Duration = Duration::from_secs(2);
+
+/// Settles `first`, a keyed write whose outcome was unknown, whether or not its client
+/// retries here: once its log entry has landed (the key's row there, its request id
+/// `first`'s), the request runs again to render its first answer from the kept result (its
+/// write is not applied again) and the answer is recorded with the key, so that a retry in any
+/// environment gets it instead of 409 "applied, but its answer was not recorded". Ends when
+/// the row holds an answer, another request's row is there, or after [`SETTLE_FOR`] (the
+/// write fenced: nothing to settle). A retry here in the meantime settles it the same way
+/// (the key's claim keeps the two apart).
+async fn settle(app: AppState, keeper: Keeper, first: Arc<KeyScope>, rerun: Rerun) {
+    let (owner, key) = (keeper.id().to_string(), first.key().to_string());
+    let until = std::time::Instant::now() + SETTLE_FOR;
+    while std::time::Instant::now() < until {
+        tokio::time::sleep(SETTLE_EVERY).await;
+        // Looked up before the key is claimed, so a retry here finds the claim free while
+        // the entry has not landed.
+        let applied = match keeper.lookup(&app, &first).await {
+            // S3 unreachable, or the entry not landed yet: look again.
+            Err(_) | Ok((Found::Nothing, _)) => continue,
+            Ok((Found::Unrecorded, Some(id))) if id == first.request_id() => id,
+            // Answered (by a retry here), or another request's row: nothing left to settle.
+            Ok(_) => return,
+        };
+        let entry = (owner.clone(), key.clone());
+        crate::store::lock(&app.idempotency.settling).insert(entry.clone());
+        let settled = settle_once(&app, &keeper, &owner, &key, &applied, &rerun).await;
+        crate::store::lock(&app.idempotency.settling).remove(&entry);
+        if settled {
+            return;
+        }
+    }
+}
+
+/// One attempt of [`settle`] at the write `applied` (the request id of the key's row):
+/// whether it is over (settled, or nothing left to settle here).
+async fn settle_once(
+    app: &AppState,
+    keeper: &Keeper,
+    owner: &str,
+    key: &str,
+    applied: &str,
+    rerun: &Rerun,
+) -> bool {
+    {
+        let Some(_claim) = app.idempotency.claim(owner, key) else {
+            return false;
+        };
+        let Some(kept) = app.idempotency.kept(owner, key, applied) else {
+            return true;
+        };
+        if let Some(answer) = kept.kept_answer() {
+            record(app, keeper, kept, answer).await;
+            return true;
+        }
+        kept.resume();
+        let response = rerun(kept.clone()).await;
+        if !kept.written() {
+            // The kept result was not taken (the run was refused before its write, by a
+            // fault rule say): kept again for a retry here.
+            app.idempotency.keep(owner, kept);
+            return false;
+        }
+        let (parts, body) = response.into_parts();
+        match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(body) => record(app, keeper, kept, answer_of(&parts, &body)).await,
+            Err(e) => tracing::warn!(error = %e, "could not read a settled write's answer"),
+        }
+        true
+    }
 }
 
 /// Records `answer` on the row of `scope`'s applied write. When that fails (S3 could not

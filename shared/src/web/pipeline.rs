@@ -16,7 +16,8 @@
 //!    holding no place to work, so a body that trickles costs its own tenant only; an
 //!    anonymous request's body is never read.
 //! 5. **Admission** ([`Admission`]): places to work, in pools (the admin key's, requests
-//!    without credentials', the tenants', shared fairly among the busy ones), shed with
+//!    without credentials', the tenants': shared among the busy ones, a share shrinking to
+//!    one place as more are busy, and a part kept for tenants not pressing), shed with
 //!    503 + `Retry-After: 1` past a share. The request timeout runs from the head to the
 //!    answer.
 //! 6. **Idempotency** (`super::idempotency`): a write with an `Idempotency-Key` header (a
@@ -46,7 +47,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Longest request path, in bytes (its query not counted): beyond any route's path with the
@@ -72,63 +73,124 @@ enum Principal {
 /// **Work** (the `limit` of requests being served once their bodies are in): three pools.
 /// The admin key has a quarter and requests without credentials (the served documents,
 /// the console, unknown paths) an eighth, for themselves: no tenant can take them. The
-/// tenants share the rest, `T`. With `b` tenants busy (holding a place, counting the one
-/// asking), a tenant may hold `cap(b) = max(2, share(b))` places, `share(b) = T / (b + 1)`;
-/// and a tenant already holding one may take another only if `share(b)` places stay free
-/// after it. The second rule keeps a share free for a tenant that is not busy whatever
-/// order the busy ones came in: after any such admission at least `share(b)` places are
-/// free, and until the next one only first places of tenants not then busy are taken, one
-/// each; so with `k` tenants attacking, a newcomer finds at least
-/// `min over 1 <= b <= k of share(b) - (k - b)` places free: with the default limit 64
-/// (`T` = 40), 13 free against 2 attackers, 8 against 4, 3 against 8 (docs/limits.md).
+/// tenants share the rest, `T`, of which an eighth, `R`, is kept for quiet tenants and the
+/// others, `G = T - R`, are shared by the busy ones:
+///
+/// - With `b` tenants busy (holding a place, counting the one asking), a tenant may hold
+///   `cap(b) = max(1, share(b))` places of `G`, `share(b) = G / (b + 1)`, so a tenant's share
+///   shrinks as more are busy, down to one place; and a tenant already holding one may take
+///   another only if `share(b)` places of `G` stay free after it (a share kept for a tenant
+///   that is not busy, whatever order the busy ones came in).
+/// - A tenant refused (by these rules, because every place is taken, or a body by the body
+///   budget) is *pressing* for [`PRESSING_FOR`] after that refusal: its requests are more than the server gives it,
+///   and it retries.
+/// - A tenant holding no place takes one of `G` if one is free; when none is, one of `R` if
+///   it is not pressing. So against any number of tenants that press (an attack keeps more
+///   requests coming than its share), a quiet tenant (none of its requests refused in the
+///   last second) still finds one of `R`; attackers take `R` only with first places before
+///   they were ever refused (at the start of an attack, once: a place of `R` each, given
+///   back when that request ends), or by never asking for more than they are given (each
+///   holds one: the fair share itself when there are more such tenants than places).
+///
+/// With the default limit 64 (`T` = 40, `R` = 5, `G` = 35), a tenant alone holds 17; against
+/// `k` pressing tenants a quiet tenant finds at least `R` places plus
+/// `min over 1 <= b <= k of share(b) - (k - b)` of `G` (docs/limits.md).
 /// Credential lookups wait for one of an eighth as many places. Limit 0 disables work
 /// admission.
 pub(crate) struct Admission {
     limit: usize,
     admin: usize,
     anonymous: usize,
+    /// The tenants' places, `G` (shared by the busy ones) and `R` (kept for quiet ones).
     tenants: usize,
+    reserve: usize,
     bodies_per_tenant: usize,
     body_buffer_bytes: usize,
     lookups: Option<Arc<Semaphore>>,
     counts: Mutex<Counts>,
 }
 
+/// How long a refused tenant stays pressing: `Retry-After: 1`, so a tenant that waits as
+/// told before it retries is quiet again, and one that keeps more requests coming (an
+/// attack's many connections) stays pressing.
+const PRESSING_FOR: Duration = Duration::from_secs(1);
+
+/// Most pressing tenants remembered; past it, those pressing longer than [`PRESSING_FOR`] ago
+/// are forgotten, and then the oldest half (a forgotten tenant counts as quiet again).
+const MAX_PRESSING: usize = 4096;
+
 /// What is held of each budget.
 #[derive(Default)]
 struct Counts {
     admin: usize,
     anonymous: usize,
-    /// Places held by tenants, all together and per busy tenant.
+    /// Places of `G` held by tenants, places of `R`, and all places per busy tenant.
     tenants: usize,
+    reserved: usize,
     per_tenant: HashMap<String, usize>,
+    /// When each pressing tenant was last refused.
+    pressing: HashMap<String, Instant>,
     /// Bodies arriving, per principal, and the bytes they reserve.
     bodies: HashMap<Principal, usize>,
     body_bytes: usize,
 }
 
+impl Counts {
+    fn press(&mut self, id: &str, now: Instant) {
+        if self.pressing.len() >= MAX_PRESSING && !self.pressing.contains_key(id) {
+            self.pressing
+                .retain(|_, at| now.duration_since(*at) < PRESSING_FOR);
+            if self.pressing.len() >= MAX_PRESSING {
+                let mut ages: Vec<Instant> = self.pressing.values().copied().collect();
+                ages.sort_unstable();
+                let median = ages[ages.len() / 2];
+                self.pressing.retain(|_, at| *at > median);
+            }
+        }
+        self.pressing.insert(id.to_string(), now);
+    }
+
+    fn pressing(&self, id: &str, now: Instant) -> bool {
+        self.pressing
+            .get(id)
+            .is_some_and(|at| now.duration_since(*at) < PRESSING_FOR)
+    }
+}
+
+/// Which pool a request's place is in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pool {
+    Admin,
+    Anonymous,
+    /// The tenants' `G`.
+    Shared,
+    /// The tenants' `R`, for quiet tenants.
+    Reserved,
+}
+
 /// A request's place among those admitted to work, given back on drop.
 struct Slot<'a> {
     admission: &'a Admission,
-    principal: Option<Principal>,
+    held: Option<(Principal, Pool)>,
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let Some(principal) = self.principal.take() else {
+        let Some((principal, pool)) = self.held.take() else {
             return;
         };
         let mut counts = crate::store::lock(&self.admission.counts);
-        match principal {
-            Principal::Admin => counts.admin = counts.admin.saturating_sub(1),
-            Principal::Anonymous => counts.anonymous = counts.anonymous.saturating_sub(1),
-            Principal::Tenant(id) => {
-                counts.tenants = counts.tenants.saturating_sub(1);
-                if let Some(n) = counts.per_tenant.get_mut(&id) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        counts.per_tenant.remove(&id);
-                    }
+        match pool {
+            Pool::Admin => counts.admin = counts.admin.saturating_sub(1),
+            Pool::Anonymous => counts.anonymous = counts.anonymous.saturating_sub(1),
+            Pool::Shared => counts.tenants = counts.tenants.saturating_sub(1),
+            Pool::Reserved => counts.reserved = counts.reserved.saturating_sub(1),
+        }
+        if let Principal::Tenant(id) = principal {
+            if let Some(n) = counts.per_tenant.get_mut(&id) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.per_tenant.remove(&id);
                 }
             }
         }
@@ -160,11 +222,14 @@ impl Admission {
         let limit = config.max_concurrent_requests;
         let admin = (limit / 4).max(1);
         let anonymous = (limit / 8).max(1);
+        let tenants = limit.saturating_sub(admin + anonymous).max(2);
+        let reserve = (tenants / 8).max(1);
         Admission {
             limit,
             admin,
             anonymous,
-            tenants: limit.saturating_sub(admin + anonymous).max(1),
+            tenants: tenants - reserve,
+            reserve,
             bodies_per_tenant: config.max_bodies_per_tenant,
             body_buffer_bytes: config.max_body_buffer_bytes,
             lookups: (limit > 0).then(|| Arc::new(Semaphore::new(anonymous))),
@@ -172,10 +237,11 @@ impl Admission {
         }
     }
 
-    /// The places one of `busy` tenants may hold, and the places kept free for the others.
+    /// The places of `G` one of `busy` tenants may hold, and the places of `G` kept free for
+    /// the others.
     fn tenant_share(&self, busy: usize) -> (usize, usize) {
         let share = self.tenants / (busy + 1);
-        (share.max(2), share)
+        (share.max(1), share)
     }
 
     /// A place to work for `principal`, or the message of the 503 that sheds it.
@@ -183,49 +249,71 @@ impl Admission {
         if self.limit == 0 {
             return Ok(Slot {
                 admission: self,
-                principal: None,
+                held: None,
             });
         }
         let mut counts = crate::store::lock(&self.counts);
-        match &principal {
+        let pool = match &principal {
             Principal::Admin if counts.admin >= self.admin => {
                 return Err(format!(
                     "The admin key has {} requests in flight, its share of the server's limit of {}; retry shortly.",
                     self.admin, self.limit
                 ));
             }
-            Principal::Admin => counts.admin += 1,
+            Principal::Admin => {
+                counts.admin += 1;
+                Pool::Admin
+            }
             Principal::Anonymous if counts.anonymous >= self.anonymous => {
                 return Err(format!(
                     "Requests without credentials have {} requests in flight, their share of the server's limit of {}; retry shortly.",
                     self.anonymous, self.limit
                 ));
             }
-            Principal::Anonymous => counts.anonymous += 1,
+            Principal::Anonymous => {
+                counts.anonymous += 1;
+                Pool::Anonymous
+            }
             Principal::Tenant(id) => {
+                let now = Instant::now();
                 let held = counts.per_tenant.get(id).copied().unwrap_or(0);
                 let busy = counts.per_tenant.len() + usize::from(held == 0);
                 let (cap, keep_free) = self.tenant_share(busy);
                 let free = self.tenants.saturating_sub(counts.tenants);
                 if held >= cap {
+                    counts.press(id, now);
                     return Err(format!(
                         "This tenant has {held} requests in flight, its share while {busy} tenants are busy (of the server's limit of {}); retry shortly.",
                         self.limit
                     ));
                 }
-                if free == 0 || (held > 0 && free - 1 < keep_free) {
+                if held > 0 && free <= keep_free {
+                    counts.press(id, now);
                     return Err(format!(
                         "The server is serving its limit of {} requests, {keep_free} places kept for other tenants; retry shortly.",
                         self.limit
                     ));
                 }
-                counts.tenants += 1;
+                let pool = if free > 0 {
+                    counts.tenants += 1;
+                    Pool::Shared
+                } else if counts.reserved < self.reserve && !counts.pressing(id, now) {
+                    counts.reserved += 1;
+                    Pool::Reserved
+                } else {
+                    counts.press(id, now);
+                    return Err(format!(
+                        "The server is serving its limit of {} requests, the places kept for tenants not busy taken; retry shortly.",
+                        self.limit
+                    ));
+                };
                 *counts.per_tenant.entry(id.clone()).or_insert(0) += 1;
+                pool
             }
-        }
+        };
         Ok(Slot {
             admission: self,
-            principal: Some(principal),
+            held: Some((principal, pool)),
         })
     }
 
@@ -234,7 +322,14 @@ impl Admission {
     fn receive(&self, principal: &Principal, bytes: usize) -> Result<BodySlot<'_>, String> {
         let mut counts = crate::store::lock(&self.counts);
         let arriving = counts.bodies.get(principal).copied().unwrap_or(0);
-        if self.bodies_per_tenant > 0 && arriving >= self.bodies_per_tenant {
+        let over_count = self.bodies_per_tenant > 0 && arriving >= self.bodies_per_tenant;
+        let reserved = counts.body_bytes.saturating_add(bytes);
+        let over_bytes = self.body_buffer_bytes > 0 && reserved > self.body_buffer_bytes;
+        if let (true, Principal::Tenant(id)) = (over_count || over_bytes, principal) {
+            // A tenant refused a body is pressing as one refused a place to work.
+            counts.press(id, Instant::now());
+        }
+        if over_count {
             let who = match principal {
                 Principal::Admin => "The admin key has",
                 _ => "This tenant has",
@@ -244,8 +339,7 @@ impl Admission {
                 self.bodies_per_tenant
             ));
         }
-        let reserved = counts.body_bytes.saturating_add(bytes);
-        if self.body_buffer_bytes > 0 && reserved > self.body_buffer_bytes {
+        if over_bytes {
             return Err(format!(
                 "The server is receiving {} bytes of request bodies, within {} of its limit of {}; retry shortly.",
                 counts.body_bytes,
@@ -412,11 +506,15 @@ async fn identify_and_serve(
     let app = &app;
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
+            let again = match &subject {
+                Subject::Tenant(t) => Some(rerun(app, surface, t, &req, &body, &next)),
+                Subject::AdminOf(_) => None,
+            };
             let run = |req, key| {
                 let handler = |req| keys::scope(key, next.run(req));
                 powers::apply(app, surface, subject, body, req, handler)
             };
-            idempotency::serve(app, surface, keyed, req, run).await
+            idempotency::serve(app, surface, keyed, req, run, again).await
         }
         (Some(subject), None) => {
             let handler = |req| next.run(req);
@@ -424,10 +522,43 @@ async fn identify_and_serve(
         }
         (None, Some(keyed)) => {
             let run = |req, key| keys::scope(key, next.run(req));
-            idempotency::serve(app, surface, keyed, req, run).await
+            idempotency::serve(app, surface, keyed, req, run, None).await
         }
         (None, None) => next.run(req).await,
     }
+}
+
+/// A copy of a tenant's keyed request `req` (its body `body`) that runs again through the
+/// powers and the handler `next`, inside the request deadline of its own (it runs in a task
+/// of its own, after the request): how a write whose outcome was unknown is settled
+/// (`idempotency::Rerun`). The copy keeps the request's extensions (its identity, the route's
+/// path parameters).
+fn rerun(
+    app: &AppState,
+    surface: Surface,
+    tenant: &super::state::Tenant,
+    req: &Request,
+    body: &Bytes,
+    next: &Next,
+) -> idempotency::Rerun {
+    let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
+    let (method, uri, version) = (req.method().clone(), req.uri().clone(), req.version());
+    let (headers, extensions) = (req.headers().clone(), req.extensions().clone());
+    Arc::new(move |key| {
+        let mut copy = Request::new(Body::from(body.clone()));
+        *copy.method_mut() = method.clone();
+        *copy.uri_mut() = uri.clone();
+        *copy.version_mut() = version;
+        *copy.headers_mut() = headers.clone();
+        *copy.extensions_mut() = extensions.clone();
+        let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
+        let timeout = app.config.request_timeout_ms;
+        let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+        Box::pin(crate::store::request_scope_until(deadline, async move {
+            let handler = |req| keys::scope(key, next.run(req));
+            powers::apply(&app, surface, Subject::Tenant(tenant), body, copy, handler).await
+        }))
+    })
 }
 
 /// The bytes an identified request's body may take (its `Content-Length`, a chunked one's
@@ -549,8 +680,9 @@ mod tests {
     }
 
     /// `k` attackers take every place they can, in the order `order` gives (sequentially:
-    /// each attacker fills up before the next comes; round robin: one place each in turn);
-    /// answers the places they hold and what a tenant not busy then finds free.
+    /// each attacker fills up before the next comes; round robin: one place each in turn),
+    /// every one asking until it is refused; answers the places they hold and what a tenant
+    /// not busy then finds free (of `G` and of `R`).
     fn attack(admission: &Admission, k: usize, round_robin: bool) -> (Vec<Slot<'_>>, usize) {
         let mut held = Vec::new();
         if round_robin {
@@ -572,32 +704,49 @@ mod tests {
                 }
             }
         }
-        let free = admission.tenants - crate::store::lock(&admission.counts).tenants;
+        let counts = crate::store::lock(&admission.counts);
+        let free = admission.tenants - counts.tenants + admission.reserve - counts.reserved;
         (held, free)
     }
 
     #[test]
-    fn attacking_tenants_leave_places_for_the_rest_in_any_order() {
+    fn attacking_tenants_leave_places_for_the_rest_in_any_order_and_any_number() {
         let admission = admission(64);
         assert_eq!(
-            (admission.admin, admission.anonymous, admission.tenants),
-            (16, 8, 40)
+            (
+                admission.admin,
+                admission.anonymous,
+                admission.tenants,
+                admission.reserve
+            ),
+            (16, 8, 35, 5)
         );
-        for (k, at_least) in [(1, 20), (2, 13), (4, 8), (8, 3)] {
+        for k in [1, 2, 4, 8, 11, 16, 32, 35, 36, 64, 200, 1000] {
             for round_robin in [false, true] {
+                // The first wave: the attackers' first places may take `R` while `G` is
+                // full (they have not pressed yet). Their stalls end, and they come again,
+                // pressing: from then on `R` is the quiet tenants'.
+                drop(attack(&admission, k, round_robin));
                 let (held, free) = attack(&admission, k, round_robin);
                 assert!(
-                    free >= at_least,
+                    free >= admission.reserve,
                     "{k} attackers (round robin {round_robin}) left {free} places"
                 );
-                // A tenant not busy is admitted, and so are the admin key and the documents.
-                let victim = admission.admit(tenant(100));
-                assert!(victim.is_ok(), "{k} attackers: {free} free");
+                // Tenants not busy are admitted, one place each, R of them at least; and so
+                // are the admin key and the documents.
+                let quiet: Vec<_> = (0..admission.reserve)
+                    .map(|i| admission.admit(tenant(10_000 + i)))
+                    .collect();
+                assert!(
+                    quiet.iter().all(Result::is_ok),
+                    "{k} attackers (round robin {round_robin}): {free} free"
+                );
                 assert!(admission.admit(Principal::Admin).is_ok());
                 assert!(admission.admit(Principal::Anonymous).is_ok());
-                drop(victim);
+                drop(quiet);
                 drop(held);
-                assert_eq!(crate::store::lock(&admission.counts).tenants, 0);
+                let counts = crate::store::lock(&admission.counts);
+                assert_eq!((counts.tenants, counts.reserved), (0, 0));
             }
         }
     }
@@ -605,9 +754,9 @@ mod tests {
     #[test]
     fn a_tenant_holds_at_most_its_share_and_the_pools_are_separate() {
         let admission = admission(64);
-        // Alone, a tenant holds T / 2 = 20 places.
+        // Alone, a tenant holds G / 2 = 17 places.
         let (held, _) = attack(&admission, 1, false);
-        assert_eq!(held.len(), 20);
+        assert_eq!(held.len(), 17);
         let refused = admission.admit(tenant(0)).err().unwrap_or_default();
         assert!(refused.contains("its share"), "{refused}");
         // The admin key's 16 and the anonymous 8 are their own.
@@ -622,6 +771,41 @@ mod tests {
         assert_eq!(anonymous.len(), 8);
         assert!(admission.admit(Principal::Anonymous).is_err());
         assert!(admission.admit(tenant(1)).is_ok());
+    }
+
+    #[test]
+    fn a_share_shrinks_to_one_place_and_the_reserve_is_for_quiet_tenants_only() {
+        let admission = admission(64);
+        // 40 tenants one place each: G (35) full, the next five first places from R.
+        let first: Vec<_> = (0..40).map(|i| admission.admit(tenant(i))).collect();
+        assert!(first.iter().all(Result::is_ok));
+        assert_eq!(crate::store::lock(&admission.counts).reserved, 5);
+        // Nobody takes a second place; R is full, so a 41st tenant is shed.
+        let refused = admission.admit(tenant(0)).err().unwrap_or_default();
+        assert!(refused.contains("its share while 40"), "{refused}");
+        let refused = admission.admit(tenant(40)).err().unwrap_or_default();
+        assert!(refused.contains("not busy"), "{refused}");
+        drop(first);
+        // Tenants 0 and 40 were refused a moment ago: pressing, so with G full R is not
+        // theirs; a tenant never refused takes it.
+        let g: Vec<_> = (100..135).map(|i| admission.admit(tenant(i))).collect();
+        assert!(g.iter().all(Result::is_ok));
+        for pressing in [0, 40] {
+            let refused = admission.admit(tenant(pressing)).err().unwrap_or_default();
+            assert!(refused.contains("not busy"), "{refused}");
+        }
+        assert!(admission.admit(tenant(41)).is_ok());
+    }
+
+    #[test]
+    fn pressing_tenants_remembered_are_bounded() {
+        let mut counts = Counts::default();
+        let now = Instant::now();
+        for i in 0..3 * MAX_PRESSING {
+            counts.press(&format!("t{i}"), now + Duration::from_micros(i as u64));
+            assert!(counts.pressing.len() <= MAX_PRESSING);
+        }
+        assert!(counts.pressing(&format!("t{}", 3 * MAX_PRESSING - 1), now));
     }
 
     #[test]
