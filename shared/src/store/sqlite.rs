@@ -49,6 +49,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_sandbox_undo",
         include_str!("migrations/0012_sandbox_undo.sql"),
     ),
+    (
+        "0014_invoice_lines",
+        include_str!("migrations/0014_invoice_lines.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
