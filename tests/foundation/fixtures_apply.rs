@@ -194,8 +194,14 @@ async fn invoice_lines_are_loaded_checked_against_the_amount_and_exported() {
     };
     let lines = exported(50)["lines"].clone();
     assert_eq!(lines[0]["line_type"], "RECURRING", "{lines}");
-    assert_eq!(lines[0]["period_start_date"], "2026-01-01T00:00:00.000Z", "{lines}");
-    assert_eq!((&lines[0]["amount"], &lines[1]["amount"]), (&json!(10), &json!(2.5)));
+    assert_eq!(
+        lines[0]["period_start_date"], "2026-01-01T00:00:00.000Z",
+        "{lines}"
+    );
+    assert_eq!(
+        (&lines[0]["amount"], &lines[1]["amount"]),
+        (&json!(10), &json!(2.5))
+    );
     // Without lines: one AMOUNT line of the whole amount.
     assert_eq!(
         exported(51)["lines"],
@@ -212,7 +218,12 @@ async fn invoice_lines_are_loaded_checked_against_the_amount_and_exported() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let types: Vec<&str> = r.el().children.iter().map(|l| attr(l, "lineType")).collect();
+    let types: Vec<&str> = r
+        .el()
+        .children
+        .iter()
+        .map(|l| attr(l, "lineType"))
+        .collect();
     assert_eq!(types, ["RECURRING", "USAGE"]);
 
     // Lines that do not add up to the amount, an unknown type or member: 400, nothing applied.
@@ -230,7 +241,10 @@ async fn invoice_lines_are_loaded_checked_against_the_amount_and_exported() {
             "invoices[0].lines[0].line_type",
         ),
         (
-            bad(10.0, json!({"line_type": "AMOUNT", "amount": 10, "colour": "red"})),
+            bad(
+                10.0,
+                json!({"line_type": "AMOUNT", "amount": 10, "colour": "red"}),
+            ),
             "colour",
         ),
     ] {

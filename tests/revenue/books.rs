@@ -171,13 +171,13 @@ async fn a_walk_of_two_months_posts_books_that_balance_per_account() {
     let a = tenant().await;
     walk(&a).await;
     let billed = invoices(&a).await;
-    assert_eq!(billed.len(), 5, "cycle runs on Jan 15, Feb 1, Feb 15, Mar 1, Mar 15: {billed:?}");
+    assert_eq!(
+        billed.len(),
+        5,
+        "cycle runs on Jan 15, Feb 1, Feb 15, Mar 1, Mar 15: {billed:?}"
+    );
     let invoiced: Decimal = billed.iter().map(|i| i.1).sum();
-    let open: Decimal = billed
-        .iter()
-        .filter(|i| i.3 == "OPEN")
-        .map(|i| i.2)
-        .sum();
+    let open: Decimal = billed.iter().filter(|i| i.3 == "OPEN").map(|i| i.2).sum();
     let r = a.get("payments?pageSize=100").await;
     let paid: Decimal = r.el().children.iter().map(|p| dec(p, "amount")).sum();
     assert!(paid > Decimal::ZERO, "ACC-1 paid automatically");
@@ -219,7 +219,11 @@ async fn a_walk_of_two_months_posts_books_that_balance_per_account() {
         "receivables are what the open invoices ask: {nets:?}"
     );
     assert_eq!(net(&nets, "1000"), paid, "cash is what was paid: {nets:?}");
-    for (account, side) in [("4010", "recurring"), ("4020", "one-time"), ("4000", "usage")] {
+    for (account, side) in [
+        ("4010", "recurring"),
+        ("4020", "one-time"),
+        ("4000", "usage"),
+    ] {
         assert!(
             net(&nets, account) < Decimal::ZERO,
             "{side} revenue is credited to {account}: {nets:?}"

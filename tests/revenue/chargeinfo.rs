@@ -156,7 +156,10 @@ async fn charge_info_filters_merging_and_deletions() {
         ),
         // 7 posted earlier, and 6 no run updates: the usage parent and the 5 invoices
         // (posted through their children, the lines)
-        (&format!("/ledgers/1/chargeinfos?updated_to={posted_at}"), 13),
+        (
+            &format!("/ledgers/1/chargeinfos?updated_to={posted_at}"),
+            13,
+        ),
     ])
     .await;
 

@@ -515,4 +515,6 @@ pub fn run_status() -> utoipa::openapi::Object {
 }
 
 #[cfg(test)]
+mod books;
+#[cfg(test)]
 mod tests;

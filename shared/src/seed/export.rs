@@ -366,7 +366,10 @@ fn invoice_lines(c: &Connection, invoices: &mut [Map<String, Value>]) -> Result<
         false,
     )?;
     for i in invoices {
-        if i.get("lines").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        if i.get("lines")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
             i.remove("lines");
         }
     }

@@ -198,10 +198,14 @@ fn usage_lines(
     )?;
     let mut per_category: BTreeMap<Option<i64>, (Option<String>, Decimal)> = BTreeMap::new();
     let rows = stmt.query_map(params![account_id, until], |r| {
-        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?, {
-            let d: Decimal = from_sql_text(r.get_ref(2)?)?;
-            d
-        }))
+        Ok((
+            r.get::<_, Option<i64>>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            {
+                let d: Decimal = from_sql_text(r.get_ref(2)?)?;
+                d
+            },
+        ))
     })?;
     let mut rated = Decimal::ZERO;
     for row in rows {
@@ -217,7 +221,10 @@ fn usage_lines(
             charges.lines.push(NewInvoiceLine {
                 line_type: LINE_USAGE.into(),
                 amount,
-                description: Some(format!("Usage: {}", name.as_deref().unwrap_or("uncategorised"))),
+                description: Some(format!(
+                    "Usage: {}",
+                    name.as_deref().unwrap_or("uncategorised")
+                )),
                 charge_category_id: category,
                 ..NewInvoiceLine::default()
             });
@@ -313,8 +320,7 @@ fn bill_services(
         let started_now = s.start >= period.billed_from && s.start < period.period_end;
         if started_now && s.status == "ACTIVE" && !s.one_time_billed {
             for &(price_id, one_time) in prices.of(tx, s.product_id, "ONE_TIME", currency)? {
-                charges.one_time =
-                    checked_add(charges.one_time, one_time, "the one-time charges")?;
+                charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
                 if !one_time.is_zero() {
                     charges.lines.push(NewInvoiceLine {
                         line_type: LINE_ONE_TIME.into(),
