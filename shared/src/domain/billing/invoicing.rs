@@ -98,9 +98,12 @@ impl Charges {
     }
 }
 
-/// The prices (id, amount) per (product, price type, currency), read once per run.
+/// A product's prices of one type and currency: (price id, amount), by id.
+type PriceList = Vec<(i64, Decimal)>;
+
+/// The prices per (product, price type, currency), read once per run.
 #[derive(Debug, Default)]
-pub struct Prices(HashMap<(i64, &'static str, String), Vec<(i64, Decimal)>>);
+pub struct Prices(HashMap<(i64, &'static str, String), PriceList>);
 
 impl Prices {
     fn of(
