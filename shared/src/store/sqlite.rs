@@ -277,6 +277,28 @@ pub fn clear_all(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Invoices made before invoice lines existed get one AMOUNT line of their whole
+    /// amount, so every invoice's amount is the sum of its lines.
+    #[test]
+    fn invoices_made_before_lines_get_one_amount_line() {
+        let mut conn = at_version(MIGRATIONS.len() - 1);
+        conn.execute_batch(
+            "INSERT INTO billing_accounts (id, account_num, name) VALUES (1, 'A-1', 'A');
+             INSERT INTO invoices (id, invoice_num, billing_account_id, amount, amount_to_pay,
+                 occurred_on, status) VALUES (3, 'INV-3', 1, '12.50', '12.50', 't', 'OPEN');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let line: (i64, i64, String, String) = conn
+            .query_row(
+                "SELECT invoice_id, line_num, line_type, amount FROM invoice_lines",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(line, (3, 1, "AMOUNT".to_string(), "12.50".to_string()));
+    }
+
     /// A database as an older build left it: only the first `version` migrations applied.
     #[test]
     fn schema_8_keeps_the_charges_of_events_stored_before_it() {
