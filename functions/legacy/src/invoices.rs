@@ -4,17 +4,16 @@
 //! lines of what they bill (docs/billing-lifecycle.md).
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, page, Child, Entity, Field, Filter};
+use crate::entity::{
+    create_and_answer, edit_and_show, list_under, Child, Entity, Field, Filter, Parent,
+};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, Query, XmlBody};
-use crate::xml_answer;
-use axum::http::StatusCode;
 use axum::response::Response;
 use shared::domain::invoices::{
     create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_LINE_TYPES, INVOICE_STATUSES,
 };
-use shared::domain::require;
 
 /// The invoice read model.
 pub static ENTITY: Entity = Entity {
@@ -137,19 +136,11 @@ pub static LINES: Entity = Entity {
 
 /// `GET invoices/{eid}/lines`: one page of the invoice's lines, in line order (404 for an
 /// unknown invoice); takes the collection's paging keys.
-pub async fn lines(
-    BasicAuth(tenant): BasicAuth,
-    Eid(eid): Eid,
-    Query(mut params): Query,
-) -> Result<Response, Fault> {
-    params.insert("invoiceEid".into(), eid.to_string());
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .read(move |conn| {
-            require(conn, "invoices", "invoice", eid)?;
-            page(&LINES, conn, &params, tz)
-        })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+pub async fn lines(auth: BasicAuth, eid: Eid, params: Query) -> Result<Response, Fault> {
+    let parent = Parent {
+        key: "invoiceEid",
+        table: "invoices",
+        what: "invoice",
+    };
+    list_under(&LINES, parent, auth, eid, params).await
 }
