@@ -59,6 +59,7 @@ pub fn invoice(tx: &Transaction<'_>, account: i64, num: &str, amount: &str, on: 
         occurred_on: on.into(),
         due_date: None,
         status: None,
+        lines: None,
     };
     create_invoice(tx, &i, chrono_tz::UTC).unwrap()
 }

@@ -296,9 +296,11 @@ async fn a_month_of_usage_is_invoiced_once_on_the_cycle_day_seen_on_every_surfac
         .await;
     assert_eq!(run["status"], "COMPLETE", "{run}");
     let (infos, total, _, _) = rev
-        .paged(&format!("/ledgers/chargeinfos?invoice_number={num}"))
+        .paged(&format!(
+            "/ledgers/chargeinfos?invoice_number={num}&is_parent=true"
+        ))
         .await;
-    assert_eq!(total, 1);
+    assert_eq!(total, 1, "the invoice's record, its lines as children");
     let charged: Decimal = infos[0]["ci_values"]["charge_amount"]
         .to_string()
         .parse()
@@ -314,11 +316,20 @@ async fn a_month_of_usage_is_invoiced_once_on_the_cycle_day_seen_on_every_surfac
             gl["id"]
         ))
         .await;
-    let info_id = &infos[0]["id"];
-    assert!(
-        entries.iter().any(|e| &e["charge_info_id"] == info_id),
-        "{entries:?}"
-    );
+    // Posted line by line: the invoice's children (its lines) are what the run posts.
+    let (lines, _, _, _) = rev
+        .paged(&format!(
+            "/ledgers/chargeinfos?parent_id={}&page_size=50",
+            infos[0]["id"]
+        ))
+        .await;
+    assert!(!lines.is_empty(), "{infos:?}");
+    for line in &lines {
+        assert!(
+            entries.iter().any(|e| e["charge_info_id"] == line["id"]),
+            "{line} posted: {entries:?}"
+        );
+    }
 
     // Autopay: paid in full on its due date, with a credit card payment.
     let ran = advance(&a, "2026-12-31T12:00:00-06:00").await;

@@ -167,3 +167,90 @@ async fn refused_updates_name_their_path_and_apply_nothing() {
     }
     assert_eq!(first_difference("", &before, &export(&s, &t).await), None);
 }
+
+#[tokio::test]
+async fn invoice_lines_are_loaded_checked_against_the_amount_and_exported() {
+    let s = TestServer::start().await;
+    let t = create_from(&s, "lines", "UTC", &docs_example()).await;
+    let lines = json!([
+        {"line_type": "RECURRING", "amount": 10, "description": "Seats", "product_id": 1,
+         "period_start_date": "2026-01-01", "period_end_date": "2026-02-01"},
+        {"line_type": "USAGE", "amount": 2.5}]);
+    let doc = json!({"invoices": [
+        {"id": 50, "invoice_num": "INV-50", "billing_account_id": 1, "amount": 12.5,
+         "occurred_on": "now-1d", "lines": lines},
+        {"id": 51, "invoice_num": "INV-51", "billing_account_id": 1, "amount": 3,
+         "occurred_on": "now-1d"}]});
+    assert_eq!(apply(&s, &t, &doc).await, (200, String::new()));
+    let after = export(&s, &t).await;
+    let exported = |id: i64| {
+        after["invoices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id)
+            .cloned()
+            .expect("exported invoice")
+    };
+    let lines = exported(50)["lines"].clone();
+    assert_eq!(lines[0]["line_type"], "RECURRING", "{lines}");
+    assert_eq!(
+        lines[0]["period_start_date"], "2026-01-01T00:00:00.000Z",
+        "{lines}"
+    );
+    assert_eq!(
+        (&lines[0]["amount"], &lines[1]["amount"]),
+        (&json!(10), &json!(2.5))
+    );
+    // Without lines: one AMOUNT line of the whole amount.
+    assert_eq!(
+        exported(51)["lines"],
+        json!([{"line_type": "AMOUNT", "amount": 3, "description": "Invoice amount"}])
+    );
+    // Surface A shows the same lines.
+    let r = read(
+        s.client
+            .get(s.url(&format!("{ROOT}/invoices/50/lines")))
+            .header("Authorization", t.basic_header())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let types: Vec<&str> = r
+        .el()
+        .children
+        .iter()
+        .map(|l| attr(l, "lineType"))
+        .collect();
+    assert_eq!(types, ["RECURRING", "USAGE"]);
+
+    // Lines that do not add up to the amount, an unknown type or member: 400, nothing applied.
+    let bad = |amount: f64, line: Value| {
+        json!({"invoices": [{"invoice_num": "INV-60", "billing_account_id": 1,
+            "amount": amount, "occurred_on": "now-1d", "lines": [line]}]})
+    };
+    for (doc, needle) in [
+        (
+            bad(12.0, json!({"line_type": "AMOUNT", "amount": 10})),
+            "lines: they add up to 10, not to the invoice's amount 12",
+        ),
+        (
+            bad(10.0, json!({"line_type": "TAX", "amount": 10})),
+            "invoices[0].lines[0].line_type",
+        ),
+        (
+            bad(
+                10.0,
+                json!({"line_type": "AMOUNT", "amount": 10, "colour": "red"}),
+            ),
+            "colour",
+        ),
+    ] {
+        let (status, message) = apply(&s, &t, &doc).await;
+        assert_eq!(status, 400, "{message}");
+        assert!(message.contains(needle), "{needle} in {message}");
+    }
+    assert_eq!(first_difference("", &after, &export(&s, &t).await), None);
+}

@@ -134,7 +134,8 @@ async fn post_usage(a: &Legacy, sequence: &str) {
 }
 
 /// Runs Surface C's `invoices` collector (window: since the previous run) and answers the
-/// charge info of invoice `num`.
+/// invoice-level charge info of invoice `num` (the parents: each line is a child of its
+/// invoice's record).
 async fn collect_invoices(a: &Legacy, num: &str) -> Vec<Value> {
     let surface_c = |r: reqwest::RequestBuilder| r.header("X-Api-Key", &a.t.api_key).send();
     let run = surface_c(
@@ -146,7 +147,7 @@ async fn collect_invoices(a: &Legacy, num: &str) -> Vec<Value> {
     .expect("collector run");
     assert_eq!(run.status(), 201);
     let infos: Value = surface_c(a.s.client.get(a.s.url(&format!(
-        "/revenue/3/ledgers/chargeinfos?invoice_number={num}"
+        "/revenue/3/ledgers/chargeinfos?invoice_number={num}&is_parent=true"
     ))))
     .await
     .expect("charge infos")

@@ -114,16 +114,18 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     assert!(errors[0]["gl_run_id"].is_null());
     assert!(text(&errors[0], "error_message").contains(&format!("usage event {orphan}")));
 
-    // what was collected: 2 usage events (parents), their 3 charges, 5 invoices, 2 payments,
-    // 3 adjustments
+    // what was collected: 2 usage events (parents), their 3 charges, 5 invoices (parents),
+    // their 5 lines (one AMOUNT line each: the demo's invoices are made with their amount
+    // only), 2 payments, 3 adjustments
     c.assert_totals(&[
-        ("/ledgers/chargeinfos", 15),
+        ("/ledgers/chargeinfos", 20),
         ("/ledgers/chargeinfos?charge_info_type=USAGE_EVENT", 2),
         ("/ledgers/chargeinfos?charge_info_type=USAGE", 3),
         ("/ledgers/chargeinfos?charge_info_type=INVOICE", 5),
+        ("/ledgers/chargeinfos?charge_info_type=INVOICE_AMOUNT", 5),
         ("/ledgers/chargeinfos?charge_info_type=PAYMENT", 2),
         ("/ledgers/chargeinfos?charge_info_type=ADJUSTMENT", 3),
-        ("/ledgers/chargeinfos?is_parent=true", 2),
+        ("/ledgers/chargeinfos?is_parent=true", 7),
         ("/ledgers/chargeinfos?is_parent=false", 13),
     ])
     .await;
@@ -171,10 +173,11 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     );
     c.assert_totals(&[
         ("/ledgers/chargeinfos?charge_category=API%20Usage", 1),
-        // 2 invoices, 1 payment, 1 adjustment; by account number and by account id
-        ("/ledgers/chargeinfos?billing_account=ACC-1002", 4),
-        ("/ledgers/chargeinfos?billing_account=2", 4),
-        ("/ledgers/chargeinfos?invoice_number=INV-0003", 1),
+        // 2 invoices with their lines, 1 payment, 1 adjustment; by account number and by
+        // account id
+        ("/ledgers/chargeinfos?billing_account=ACC-1002", 6),
+        ("/ledgers/chargeinfos?billing_account=2", 6),
+        ("/ledgers/chargeinfos?invoice_number=INV-0003", 2),
         ("/ledgers/chargeinfos?service_id=1", 5),
         ("/ledgers/chargeinfos?product_id=1", 5),
         ("/ledgers/chargeinfos?order_number=ORD-1", 0),
@@ -192,7 +195,7 @@ async fn full_chain_usage_to_journal_entries_and_back() {
     let again = c.collect(autumn_run(json!(["invoices", "payments"]))).await;
     assert_eq!(again["status"], "COMPLETE");
     assert_eq!(again["num_errors"], 0);
-    c.assert_totals(&[("/ledgers/chargeinfos", 15)]).await;
+    c.assert_totals(&[("/ledgers/chargeinfos", 20)]).await;
     let (runs, total, _, _) = c.paged("/collector-runs").await;
     assert_eq!((total, runs[0]["id"].as_i64()), (2, again["id"].as_i64()));
 

@@ -36,7 +36,11 @@ async fn charge_info_filters_merging_and_deletions() {
     let (from, _, _, _) = c
         .paged(&format!("/ledgers/chargeinfos?created_from={enc}"))
         .await;
-    assert_eq!(from.len(), 5, "the invoices only, created at that instant");
+    assert_eq!(
+        from.len(),
+        10,
+        "the invoices and their lines only, created at that instant"
+    );
     let (to, _, _, _) = c
         .paged(&format!("/ledgers/chargeinfos?created_to={enc}"))
         .await;
@@ -61,7 +65,7 @@ async fn charge_info_filters_merging_and_deletions() {
         .paged("/ledgers/chargeinfos?max_records=3&page_size=2")
         .await;
     assert_eq!((total, pages), (3, 2));
-    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 14);
     c.error(Method::GET, "/ledgers/chargeinfos?max_records=0", None, 400)
         .await;
 
@@ -111,7 +115,7 @@ async fn charge_info_filters_merging_and_deletions() {
             gl["id"]
         ))
         .await;
-    assert_eq!(n, 8, "3 usage charges and 5 invoices");
+    assert_eq!(n, 8, "3 usage charges and the 5 invoices' lines");
     let target = entries[0]["charge_info_id"].as_i64().unwrap();
     let d = c
         .expect(
@@ -159,7 +163,12 @@ async fn charge_info_filters_merging_and_deletions() {
             &format!("/ledgers/1/chargeinfos?updated_from={posted_at}"),
             1,
         ),
-        (&format!("/ledgers/1/chargeinfos?updated_to={posted_at}"), 8),
+        // 7 posted earlier, and 6 no run updates: the usage parent and the 5 invoices
+        // (posted through their children, the lines)
+        (
+            &format!("/ledgers/1/chargeinfos?updated_to={posted_at}"),
+            13,
+        ),
     ])
     .await;
 
@@ -174,7 +183,7 @@ async fn charge_info_filters_merging_and_deletions() {
         )
         .await;
     assert_eq!(d["deleted"], 4);
-    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 5);
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 10);
     assert!(d["deleted_journal_entries"].as_i64().unwrap() >= 2);
     let (cis, bodies) = (
         "/ledgers/chargeinfos",
@@ -184,7 +193,7 @@ async fn charge_info_filters_merging_and_deletions() {
         .await;
     // ... and a later collector run collects the source again
     c.collect(autumn_run(json!(["usage-charges"]))).await;
-    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 9);
+    assert_eq!(c.paged("/ledgers/chargeinfos").await.1, 14);
     c.error(Method::GET, "/ledgers/42/chargeinfos", None, 404)
         .await;
 }
@@ -208,7 +217,8 @@ async fn svs_replication_writes_json_lines_batches() {
         .read_blocking(|conn| {
             Ok(conn.query_row(
                 "SELECT (SELECT COUNT(*) FROM services),
-                        (SELECT COUNT(*) FROM invoices) + (SELECT COUNT(*) FROM payments)
+                        (SELECT COUNT(*) FROM invoices) + (SELECT COUNT(*) FROM invoice_lines)
+                        + (SELECT COUNT(*) FROM payments)
                         + (SELECT COUNT(*) FROM account_adjustments)",
                 [],
                 |r| r.try_into(),
@@ -222,7 +232,7 @@ async fn svs_replication_writes_json_lines_batches() {
     assert_eq!(views[1]["name"], "charge_view");
     assert_eq!(
         views[1]["rows"], charges,
-        "every invoice, payment and adjustment"
+        "every invoice with its lines, payment and adjustment"
     );
     let mut rows = 0;
     for view in views {
@@ -324,7 +334,7 @@ async fn collector_catalogue_filters_and_ledger_delete_cascade() {
     let gone = format!("/glruns/{}", run["id"]);
     c.assert_refused(&get_refusals(&[(&gone, 404), ("/ledgers/1/glruns", 404)]))
         .await;
-    // The runs go; charge info itself stays.
-    c.assert_totals(&[("/glruns", 0), ("/ledgers/chargeinfos", 5)])
+    // The runs go; charge info itself stays (5 invoices and their 5 lines).
+    c.assert_totals(&[("/glruns", 0), ("/ledgers/chargeinfos", 10)])
         .await;
 }

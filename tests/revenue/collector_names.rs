@@ -28,8 +28,15 @@ async fn platform_operation_names_collect_their_category() {
     let (_, invoices, _, _) = c
         .paged("/ledgers/chargeinfos?charge_info_type=INVOICE")
         .await;
+    let (_, lines, _, _) = c
+        .paged("/ledgers/chargeinfos?charge_info_type=INVOICE_AMOUNT")
+        .await;
     assert!(invoices > 0);
-    assert_eq!(all, invoices, "only invoices were collected");
+    assert_eq!(
+        all,
+        invoices + lines,
+        "only invoices (with their lines: one AMOUNT line each in the demo) were collected"
+    );
 
     // INSERT_SERVICES collects the services' rated usage; names of both kinds mix
     let run = c

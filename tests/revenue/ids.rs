@@ -130,14 +130,15 @@ async fn charge_info_collected_again_after_a_delete_gets_a_new_id() {
     let (infos, _, _, _) = c.paged("/ledgers/chargeinfos?page_size=50").await;
     let earlier: Vec<i64> = infos.iter().map(id).collect();
     let newest = *earlier.iter().max().expect("invoices were collected");
-    let invoice_of = |infos: &[Value], i: i64| {
+    // The source of a record (an invoice line, the newest here) is its core id.
+    let source_of = |infos: &[Value], i: i64| {
         infos
             .iter()
             .find(|v| id(v) == i)
-            .map(|v| v["ci_values"]["invoice_number"].clone())
+            .map(|v| v["core_id"].clone())
             .expect("collected record")
     };
-    let invoice = invoice_of(&infos, newest);
+    let source = source_of(&infos, newest);
     c.expect(
         Method::DELETE,
         "/ledgers/chargeinfos",
@@ -151,8 +152,8 @@ async fn charge_info_collected_again_after_a_delete_gets_a_new_id() {
     assert_eq!(infos.len(), earlier.len(), "one record collected again");
     let again = infos
         .iter()
-        .find(|v| v["ci_values"]["invoice_number"] == invoice)
-        .expect("the invoice collected again");
+        .find(|v| v["core_id"] == source)
+        .expect("the record collected again");
     assert_above(&[id(again)], &earlier, "charge info");
 }
 

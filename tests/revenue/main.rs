@@ -3,6 +3,7 @@
 //! over Surface B. The client bound to one tenant is `e2e::revenue`.
 
 mod base_paths;
+mod books;
 mod bounds;
 mod chain;
 mod chargeinfo;

@@ -328,6 +328,38 @@ pub async fn list(
     Ok(xml_answer(StatusCode::OK, node))
 }
 
+/// The parent of a sub-collection (`billingAccounts/{eid}/notes`, `invoices/{eid}/lines`):
+/// the query key the path sets, and the parent's table and name for its 404.
+pub struct Parent {
+    /// The query key of the sub-collection's entity the path's eid sets.
+    pub key: &'static str,
+    /// The parent's table.
+    pub table: &'static str,
+    /// The parent's name in the 404.
+    pub what: &'static str,
+}
+
+/// `GET <parent>/{eid}/<collection>`: one page of `entity` under the parent `eid` (404 when
+/// the parent does not exist); takes the collection's paging keys.
+pub async fn list_under(
+    entity: &'static Entity,
+    parent: Parent,
+    BasicAuth(tenant): BasicAuth,
+    Eid(eid): Eid,
+    Query(mut params): Query,
+) -> Result<Response, Fault> {
+    params.insert(parent.key.into(), eid.to_string());
+    let tz = tenant.tz;
+    let node = tenant
+        .db
+        .read(move |conn| {
+            shared::domain::require(conn, parent.table, parent.what, eid)?;
+            page(entity, conn, &params, tz)
+        })
+        .await?;
+    Ok(xml_answer(StatusCode::OK, node))
+}
+
 /// `GET <collection>/{eid}`: one object.
 pub async fn get(
     entity: &'static Entity,

@@ -1,13 +1,18 @@
-//! `invoices`, with create and edit. Amounts and status move through `applyPayment`.
+//! `invoices`, with create and edit, and their lines (`invoices/{eid}/lines`, read only).
+//! Amounts and status move through `applyPayment`. An invoice created here has one AMOUNT
+//! line of its whole amount (the create takes no lines); runs and `billOnDemand` write the
+//! lines of what they bill (docs/billing-lifecycle.md).
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, Entity, Field, Filter};
+use crate::entity::{
+    create_and_answer, edit_and_show, list_under, Child, Entity, Field, Filter, Parent,
+};
 use crate::fault::Fault;
 use crate::fields::Fields;
-use crate::request::{BasicAuth, Eid, XmlBody};
+use crate::request::{BasicAuth, Eid, Query, XmlBody};
 use axum::response::Response;
 use shared::domain::invoices::{
-    create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_STATUSES,
+    create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_LINE_TYPES, INVOICE_STATUSES,
 };
 
 /// The invoice read model.
@@ -59,6 +64,7 @@ pub async fn create(
         occurred_on: f.required("occurredOn")?,
         due_date: f.text("dueDate"),
         status: f.text("status"),
+        lines: None,
     };
     f.ignore(&["eid", "amountToPay", "paidDate"]);
     f.finish()?;
@@ -97,4 +103,44 @@ pub async fn edit(
         edit_invoice(tx, eid, &edit, tz)
     })
     .await
+}
+
+/// The invoice line read model: what an invoice bills, part by part, in line order; the
+/// amounts add up to the invoice's `amount`.
+pub static LINES: Entity = Entity {
+    collection: "invoiceLines",
+    element: "invoiceLine",
+    fields: &[
+        Field::long("eid", "t.id"),
+        Field::long("lineNum", "t.line_num"),
+        Field::one_of("lineType", "t.line_type", INVOICE_LINE_TYPES),
+        Field::money("amount", "t.amount"),
+        Field::text("description", "t.description"),
+        Field::long("serviceEid", "t.service_id"),
+        Field::long("productEid", "t.product_id"),
+        Field::long("productPriceEid", "t.product_price_id"),
+        Field::long("chargeCategoryEid", "t.charge_category_id"),
+        Field::text("chargeCategory", "c.name"),
+        Field::time("periodStartDate", "t.period_start_date"),
+        Field::time("periodEndDate", "t.period_end_date"),
+    ],
+    children: &[Child::Ref {
+        element: "invoice",
+        eid: "t.invoice_id",
+        fields: &[Field::text("invoiceNum", "i.invoice_num")],
+    }],
+    from: "invoice_lines t JOIN invoices i ON i.id = t.invoice_id \
+           LEFT JOIN charge_categories c ON c.id = t.charge_category_id",
+    filters: &[Filter::integer("invoiceEid", "t.invoice_id")],
+};
+
+/// `GET invoices/{eid}/lines`: one page of the invoice's lines, in line order (404 for an
+/// unknown invoice); takes the collection's paging keys.
+pub async fn lines(auth: BasicAuth, eid: Eid, params: Query) -> Result<Response, Fault> {
+    let parent = Parent {
+        key: "invoiceEid",
+        table: "invoices",
+        what: "invoice",
+    };
+    list_under(&LINES, parent, auth, eid, params).await
 }

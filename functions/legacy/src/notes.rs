@@ -2,13 +2,10 @@
 //! collection (`notes?billingAccountEid=`, or `billingAccounts/{eid}/notes`) and by eid.
 //! Notes are never edited or deleted.
 
-use crate::entity::{page, Child, Entity, Field, Filter};
+use crate::entity::{list_under, Child, Entity, Field, Filter, Parent};
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
-use crate::xml_answer;
-use axum::http::StatusCode;
 use axum::response::Response;
-use shared::domain::require;
 
 /// The note read model.
 pub static ENTITY: Entity = Entity {
@@ -38,19 +35,11 @@ pub const ACCOUNT_REF: Child = Child::Ref {
 
 /// `GET billingAccounts/{eid}/notes`: one page of the account's notes, oldest first (404
 /// for an unknown account); takes the collection's paging keys.
-pub async fn of_account(
-    BasicAuth(tenant): BasicAuth,
-    Eid(eid): Eid,
-    Query(mut params): Query,
-) -> Result<Response, Fault> {
-    params.insert("billingAccountEid".into(), eid.to_string());
-    let tz = tenant.tz;
-    let node = tenant
-        .db
-        .read(move |conn| {
-            require(conn, "billing_accounts", "billing account", eid)?;
-            page(&ENTITY, conn, &params, tz)
-        })
-        .await?;
-    Ok(xml_answer(StatusCode::OK, node))
+pub async fn of_account(auth: BasicAuth, eid: Eid, params: Query) -> Result<Response, Fault> {
+    let parent = Parent {
+        key: "billingAccountEid",
+        table: "billing_accounts",
+        what: "billing account",
+    };
+    list_under(&ENTITY, parent, auth, eid, params).await
 }

@@ -175,6 +175,17 @@ pub fn table() -> Vec<Route> {
         write(Post, "invoices", "Creates an invoice; answers its eid.", Body::Entity(&invoices::ENTITY), CREATED, |m| on(m, invoices::create)),
         read_one!(invoices::ENTITY, "invoices/{eid}"),
         write(Put, "invoices/{eid}", "Edits an invoice's description, dueDate, externalInvoiceNum; answers it.", Body::Entity(&invoices::ENTITY), Body::Entity(&invoices::ENTITY), |m| on(m, invoices::edit)),
+        Route {
+            verb: Verb::Get,
+            path: "invoices/{eid}/lines",
+            doc: "One page of the invoice's lines, in line order; their amounts add up to the invoice's amount.",
+            lists: Some(invoices::LINES.filters),
+            path_keys: &["invoiceEid"],
+            request: None,
+            request_optional: false,
+            response: Body::Page(&invoices::LINES),
+            handler: |m| on(m, invoices::lines),
+        },
         write(Post, "invoices/{eid}/applyPayment", "Applies a payment (recorded or new) to this invoice.", msg(&commands::APPLY_PAYMENT), msg(&commands::APPLY_PAYMENT_RESPONSE), |m| on(m, commands::apply_to_invoice)),
         Route {
             request_optional: true,

@@ -124,15 +124,28 @@ pub struct JournalEntry {
     pub credit_account: Option<String>,
 }
 
+/// Unbilled Receivables: usage rated and not yet invoiced.
+pub const UNBILLED: &str = "1200 Unbilled Receivables";
+/// Accounts Receivable: what invoices ask and payments have not paid.
+pub const RECEIVABLE: &str = "1100 Accounts Receivable";
+
 /// The accounts a positive amount of a charge info type moves between (debit, credit); a
-/// negative amount swaps them.
+/// negative amount swaps them (docs/revenue.md, "Posting rules"). Usage accrues to Unbilled
+/// Receivables when rated and an invoice's usage lines clear it; recurring and one-time lines
+/// are revenue when invoiced (recurring prices are billed in arrears: the period is over);
+/// a payment's amount is negative (it lowers the receivable), so it debits Cash and credits
+/// Receivable. An invoice without lines (written by an older schema) is one AMOUNT line.
 fn accounts_for(charge_info_type: &str) -> (&'static str, &'static str) {
     match charge_info_type {
-        "USAGE" => ("1200 Unbilled Receivables", "4000 Usage Revenue"),
-        "INVOICE" => ("1100 Accounts Receivable", "1200 Unbilled Receivables"),
-        "PAYMENT" => ("1100 Accounts Receivable", "1000 Cash"),
-        "ADJUSTMENT" => ("1100 Accounts Receivable", "4900 Revenue Adjustments"),
-        _ => ("1100 Accounts Receivable", "4100 Other Revenue"),
+        "USAGE" => (UNBILLED, "4000 Usage Revenue"),
+        "INVOICE_USAGE" => (RECEIVABLE, UNBILLED),
+        "INVOICE_RECURRING" => (RECEIVABLE, "4010 Subscription Revenue"),
+        "INVOICE_ONE_TIME" => (RECEIVABLE, "4020 One-time Revenue"),
+        "INVOICE_PENDING" => (RECEIVABLE, "4000 Usage Revenue"),
+        "PAYMENT" => (RECEIVABLE, "1000 Cash"),
+        "ADJUSTMENT" => (RECEIVABLE, "4900 Revenue Adjustments"),
+        // INVOICE_AMOUNT, INVOICE (no lines), anything else.
+        _ => (RECEIVABLE, "4100 Other Revenue"),
     }
 }
 
@@ -501,5 +514,7 @@ pub fn run_status() -> utoipa::openapi::Object {
     crate::schema::enumeration(RUN_STATUSES)
 }
 
+#[cfg(test)]
+mod books;
 #[cfg(test)]
 mod tests;

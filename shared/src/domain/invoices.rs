@@ -1,4 +1,4 @@
-//! Invoices: edits, and the rules of paying them down. An invoice takes payments (and
+//! Invoices and their lines: edits, and the rules of paying them down. An invoice takes payments (and
 //! credits) only while OPEN and only from its own account; a payment lowers its amount to
 //! pay and the account balance, and an invoice with nothing left to pay closes with a paid
 //! date (an account in COLLECTION with nothing overdue left is ACTIVE again). A new
@@ -6,6 +6,14 @@
 //! open one adds its amount to the account balance. Cancelling ([`cancel_invoice`]) takes an
 //! unpaid invoice off the balance and returns the pending usage charges a bill on demand or
 //! a bill run had put on it.
+//!
+//! Lines: every invoice holds its lines (`invoice_lines`, numbered 1.. in the order given),
+//! written with it by [`create_invoice`]: the parts a bill run or `billOnDemand` computed
+//! (`billing::invoicing`), the lines of a fixture document, or, for an invoice made with its
+//! amount only (Surface A's create), one AMOUNT line of the whole amount. Invariant: an
+//! invoice's amount is the sum of its lines (checked arithmetic; a document whose lines add
+//! up to another amount is refused), and lines never change after the invoice is made (a
+//! cancel keeps them, as it keeps the amount).
 
 use super::{check_enum, insert, parse_opt_time, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
@@ -17,6 +25,63 @@ use serde::Deserialize;
 
 /// Invoice statuses.
 pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED", "CANCELED"];
+
+/// The kinds of invoice line: a recurring price of a service for a part of its period, a
+/// one-time price of a service, the rated usage of one charge category, pending charges no
+/// rated usage event carries (fixture data), an invoice made with its amount only.
+pub const INVOICE_LINE_TYPES: &[&str] = &[
+    LINE_RECURRING,
+    LINE_ONE_TIME,
+    LINE_USAGE,
+    LINE_PENDING,
+    LINE_AMOUNT,
+];
+/// A recurring price of a service, for `[period_start_date, period_end_date)`.
+pub const LINE_RECURRING: &str = "RECURRING";
+/// A one-time price of a service.
+pub const LINE_ONE_TIME: &str = "ONE_TIME";
+/// The rated usage of one charge category (`charge_category_id`).
+pub const LINE_USAGE: &str = "USAGE";
+/// Pending charges that no rated usage event carries (set by fixture data).
+pub const LINE_PENDING: &str = "PENDING";
+/// The whole amount of an invoice made with its amount only.
+pub const LINE_AMOUNT: &str = "AMOUNT";
+
+/// Most lines one invoice holds (a fixture document's bound, as its records per kind; a
+/// run writes one line per price of each service and one per charge category).
+pub const MAX_INVOICE_LINES: usize = 10_000;
+
+/// One line of an invoice to create (the fixture document's `invoices[].lines[]`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewInvoiceLine {
+    /// One of [`INVOICE_LINE_TYPES`].
+    pub line_type: String,
+    /// Amount.
+    #[serde(deserialize_with = "crate::money::deserialize_number")]
+    pub amount: Decimal,
+    /// What it bills, in words.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The service billed (recurring and one-time lines).
+    #[serde(default)]
+    pub service_id: Option<i64>,
+    /// The service's product.
+    #[serde(default)]
+    pub product_id: Option<i64>,
+    /// The product price billed (recurring and one-time lines).
+    #[serde(default)]
+    pub product_price_id: Option<i64>,
+    /// The charge category of the usage billed (usage lines).
+    #[serde(default)]
+    pub charge_category_id: Option<i64>,
+    /// Start of the service period billed (recurring lines; date or date-time).
+    #[serde(default)]
+    pub period_start_date: Option<String>,
+    /// End (exclusive) of the service period billed.
+    #[serde(default)]
+    pub period_end_date: Option<String>,
+}
 
 /// An invoice to create.
 #[derive(Debug, Clone, Deserialize)]
@@ -42,6 +107,9 @@ pub struct NewInvoice {
     pub due_date: Option<String>,
     /// One of [`INVOICE_STATUSES`], default OPEN. A CLOSED invoice is fully paid.
     pub status: Option<String>,
+    /// Its lines, adding up to `amount`; None: one AMOUNT line of the whole amount.
+    #[serde(default)]
+    pub lines: Option<Vec<NewInvoiceLine>>,
 }
 
 /// Creates an invoice (409 when its number is taken); an open one adds its amount to the
@@ -63,6 +131,20 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
     }
     let occurred = parse_time("occurredOn", &i.occurred_on, tz)?;
     let due = parse_opt_time("dueDate", &i.due_date, tz)?;
+    let one_line;
+    let lines = match &i.lines {
+        Some(lines) => lines.as_slice(),
+        None => {
+            one_line = [NewInvoiceLine {
+                line_type: LINE_AMOUNT.into(),
+                amount: i.amount,
+                description: Some("Invoice amount".into()),
+                ..NewInvoiceLine::default()
+            }];
+            &one_line
+        }
+    };
+    let lines = check_lines(lines, i.amount, tz)?;
     let closed = status == "CLOSED";
     let to_pay = if closed { Decimal::ZERO } else { i.amount };
     let paid_date = closed.then(|| due.clone().unwrap_or_else(|| occurred.clone()));
@@ -88,10 +170,76 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
             ("status", &status),
         ],
     )?;
+    write_lines(tx, id, &lines)?;
     if !closed {
         super::accounts::add_to_balance(tx, i.billing_account_id, i.amount)?;
     }
     Ok(id)
+}
+
+/// `lines` checked (at least one, at most [`MAX_INVOICE_LINES`], known types, text and dates
+/// valid, adding up to `amount`) with their dates as stored instants.
+fn check_lines(lines: &[NewInvoiceLine], amount: Decimal, tz: Tz) -> Result<Vec<NewInvoiceLine>> {
+    if lines.is_empty() || lines.len() > MAX_INVOICE_LINES {
+        return Err(Error::bad_request(format!(
+            "lines: an invoice holds 1 to {MAX_INVOICE_LINES} lines, not {}",
+            lines.len()
+        )));
+    }
+    let mut sum = Decimal::ZERO;
+    let mut checked = Vec::with_capacity(lines.len());
+    for (n, line) in lines.iter().enumerate() {
+        let field = |name: &str| format!("lines[{n}].{name}");
+        check_enum(&field("line_type"), &line.line_type, INVOICE_LINE_TYPES)?;
+        if let Some(d) = &line.description {
+            super::check_text("description", d)?;
+        }
+        sum = crate::money::checked_add(sum, line.amount, "the sum of the invoice's lines")?;
+        checked.push(NewInvoiceLine {
+            period_start_date: parse_opt_time(
+                &field("period_start_date"),
+                &line.period_start_date,
+                tz,
+            )?,
+            period_end_date: parse_opt_time(&field("period_end_date"), &line.period_end_date, tz)?,
+            ..line.clone()
+        });
+    }
+    if sum != amount {
+        return Err(Error::bad_request(format!(
+            "lines: they add up to {}, not to the invoice's amount {}",
+            canonical(sum),
+            canonical(amount)
+        )));
+    }
+    Ok(checked)
+}
+
+/// Stores the checked `lines` of invoice `invoice_id`, numbered 1.. in order (one cached
+/// statement: a bill run writes a few lines for each of thousands of invoices).
+fn write_lines(tx: &Transaction<'_>, invoice_id: i64, lines: &[NewInvoiceLine]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO invoice_lines (invoice_id, line_num, line_type, amount, description,
+                service_id, product_id, product_price_id, charge_category_id,
+                period_start_date, period_end_date)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for (n, l) in lines.iter().enumerate() {
+        stmt.execute(rusqlite::params![
+            invoice_id,
+            n as i64 + 1,
+            l.line_type,
+            canonical(l.amount),
+            l.description,
+            l.service_id,
+            l.product_id,
+            l.product_price_id,
+            l.charge_category_id,
+            l.period_start_date,
+            l.period_end_date,
+        ])?;
+    }
+    Ok(())
 }
 
 /// Fails with a conflict when an invoice already has `invoice_num`.

@@ -290,6 +290,12 @@ pub const SETS: &[ClosedSet] = &[
         "invoices::INVOICE_STATUSES",
     ),
     set(
+        "invoices",
+        "lines[].line_type",
+        invoices::INVOICE_LINE_TYPES,
+        "invoices::INVOICE_LINE_TYPES",
+    ),
+    set(
         "payments",
         "payment_method",
         payments::PAYMENT_METHODS,

@@ -15,11 +15,20 @@
 //! - one-time (runs only): the ONE_TIME prices in the account's currency of ACTIVE services
 //!   that started inside the window and were never billed, once.
 //!
-//! Invariants: an issued invoice marks what it billed (its events' `invoice_id`, the
+//! The charges come with their lines (`Charges::lines`, written with the invoice by
+//! `invoices::create_invoice`): one per recurring price of each service with the part of the
+//! period it bills, one per one-time price, one per charge category of the usage billed (the
+//! events' own categories), and one PENDING line for pending charges no event carries. Each
+//! amount is computed once, here, and added both to its line and to its part's total.
+//!
+//! Invariants: an issued invoice's amount is the sum of its lines; it marks what it billed (its events' `invoice_id`, the
 //! services' `one_time_billed_at`), records its usage as `billed_pending_charges` (so that a
 //! cancel gives it back) and lowers the pending total by exactly that amount.
 
-use crate::domain::invoices::{create_invoice, NewInvoice};
+use crate::domain::invoices::{
+    create_invoice, NewInvoice, NewInvoiceLine, LINE_ONE_TIME, LINE_PENDING, LINE_RECURRING,
+    LINE_USAGE,
+};
 use crate::domain::policy::Proration;
 use crate::money::{canonical, checked_add, from_sql_text};
 use crate::{Error, Result};
@@ -27,7 +36,7 @@ use chrono::NaiveDate;
 use chrono_tz::Tz;
 use rusqlite::{params, OptionalExtension, Transaction};
 use rust_decimal::{Decimal, RoundingStrategy};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The recurring part of a run: the cycle period `[period_start, full_end)` (stored
 /// instants), billed from `billed_from` up to the run's date `period_end`.
@@ -64,6 +73,8 @@ pub struct Charges {
     pub one_time: Decimal,
     /// Pending usage charges of the window.
     pub usage: Decimal,
+    /// The invoice's lines: the parts above, one per price, service and charge category.
+    pub lines: Vec<NewInvoiceLine>,
     /// Services whose one-time prices are billed now.
     one_time_services: Vec<i64>,
 }
@@ -90,11 +101,14 @@ impl Charges {
     }
 }
 
+/// A product's prices of one type and currency: (price id, amount), by id.
+type PriceList = Vec<(i64, Decimal)>;
+
 /// What a run reads once and every account's charges use: prices per (product, price
 /// type, currency), and the tenant policy's proration.
 #[derive(Debug, Default)]
 pub struct Prices(
-    HashMap<(i64, &'static str, String), Decimal>,
+    HashMap<(i64, &'static str, String), PriceList>,
     Option<Proration>,
 );
 
@@ -109,29 +123,28 @@ impl Prices {
         Ok(p)
     }
 
-    fn sum(
+    fn of(
         &mut self,
         tx: &Transaction<'_>,
         product: i64,
         kind: &'static str,
         currency: &str,
-    ) -> Result<Decimal> {
+    ) -> Result<&[(i64, Decimal)]> {
         let key = (product, kind, currency.to_string());
-        if let Some(found) = self.0.get(&key) {
-            return Ok(*found);
+        if !self.0.contains_key(&key) {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, amount FROM product_prices
+                 WHERE product_id = ?1 AND product_price_type = ?2 AND currency_code = ?3
+                 ORDER BY id",
+            )?;
+            let found = stmt
+                .query_map(params![product, kind, currency], |r| {
+                    Ok((r.get(0)?, from_sql_text(r.get_ref(1)?)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            self.0.insert(key.clone(), found);
         }
-        let mut stmt = tx.prepare_cached(
-            "SELECT amount FROM product_prices
-             WHERE product_id = ?1 AND product_price_type = ?2 AND currency_code = ?3",
-        )?;
-        let mut total = Decimal::ZERO;
-        for amount in stmt.query_map(params![product, kind, currency], |r| {
-            from_sql_text(r.get_ref(0)?).map_err(Into::into)
-        })? {
-            total = checked_add(total, amount?, &format!("the prices of product {product}"))?;
-        }
-        self.0.insert(key, total);
-        Ok(total)
+        Ok(self.0.get(&key).map(Vec::as_slice).unwrap_or_default())
     }
 }
 
@@ -160,6 +173,7 @@ pub fn gather(
         let later = unbilled_usage(tx, account_id, until)?;
         charges.usage = checked_add(pending, -later, "the pending charges of the window")?;
     }
+    usage_lines(tx, account_id, window, &mut charges)?;
     if let Some(period) = &window.period {
         bill_services(tx, account_id, &currency, period, tz, prices, &mut charges)?;
     }
@@ -182,10 +196,77 @@ fn unbilled_usage(tx: &Transaction<'_>, account_id: i64, from: &str) -> Result<D
     Ok(total)
 }
 
+/// The usage lines of `charges.usage`: the charges of the events the invoice will mark
+/// (`usage::mark_invoiced`: live, not invoiced, starting before the window's end) by their
+/// charge category, then what the pending total holds beyond them (fixture data) as one
+/// PENDING line; zero parts make no line.
+fn usage_lines(
+    tx: &Transaction<'_>,
+    account_id: i64,
+    window: &Window,
+    charges: &mut Charges,
+) -> Result<()> {
+    let until = window
+        .usage_until
+        .as_deref()
+        .unwrap_or(crate::time::LATEST_STORED);
+    let mut stmt = tx.prepare_cached(
+        "SELECT e.charge_category_id, cc.name, e.total_charge FROM usage_events e
+         LEFT JOIN charge_categories cc ON cc.id = e.charge_category_id
+         WHERE e.billing_account_id = ?1 AND e.voided = 0 AND e.invoice_id IS NULL
+           AND e.start_time < ?2",
+    )?;
+    let mut per_category: BTreeMap<Option<i64>, (Option<String>, Decimal)> = BTreeMap::new();
+    let rows = stmt.query_map(params![account_id, until], |r| {
+        Ok((
+            r.get::<_, Option<i64>>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            {
+                let d: Decimal = from_sql_text(r.get_ref(2)?)?;
+                d
+            },
+        ))
+    })?;
+    let mut rated = Decimal::ZERO;
+    for row in rows {
+        let (category, name, charge) = row?;
+        let entry = per_category
+            .entry(category)
+            .or_insert((name, Decimal::ZERO));
+        entry.1 = checked_add(entry.1, charge, "the usage charges of a category")?;
+        rated = checked_add(rated, charge, "the usage charges of the window")?;
+    }
+    for (category, (name, amount)) in per_category {
+        if !amount.is_zero() {
+            charges.lines.push(NewInvoiceLine {
+                line_type: LINE_USAGE.into(),
+                amount,
+                description: Some(format!(
+                    "Usage: {}",
+                    name.as_deref().unwrap_or("uncategorised")
+                )),
+                charge_category_id: category,
+                ..NewInvoiceLine::default()
+            });
+        }
+    }
+    let unrated = checked_add(charges.usage, -rated, "the pending charges of the window")?;
+    if !unrated.is_zero() {
+        charges.lines.push(NewInvoiceLine {
+            line_type: LINE_PENDING.into(),
+            amount: unrated,
+            description: Some("Pending charges".into()),
+            ..NewInvoiceLine::default()
+        });
+    }
+    Ok(())
+}
+
 /// A service as the recurring and one-time rules see it.
 struct Service {
     id: i64,
     product_id: i64,
+    product_name: String,
     status: String,
     start: String,
     end: Option<String>,
@@ -211,8 +292,9 @@ fn bill_services(
                           WHERE x.service_id = s.id AND x.status = 'DEACTIVATED'), s.end_date),
                 COALESCE((SELECT MAX(a.prorate_on_cancel) FROM agreement_services x
                           JOIN agreements a ON a.id = x.agreement_id WHERE x.service_id = s.id), 0),
-                s.one_time_billed_at IS NOT NULL
-         FROM services s WHERE s.billing_account_id = ?1 ORDER BY s.id",
+                s.one_time_billed_at IS NOT NULL, p.name
+         FROM services s JOIN products p ON p.id = s.product_id
+         WHERE s.billing_account_id = ?1 ORDER BY s.id",
     )?;
     let services = stmt
         .query_map([account_id], |r| {
@@ -224,35 +306,63 @@ fn bill_services(
                 end: r.get(4)?,
                 prorate_on_cancel: r.get(5)?,
                 one_time_billed: r.get(6)?,
+                product_name: r.get(7)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let period_days = days_between(&period.period_start, &period.full_end, tz)?;
     let by_day = prices.proration(tx)? == Proration::ByDay;
     for s in services {
-        let recurring = prices.sum(tx, s.product_id, "RECURRING", currency)?;
-        if !recurring.is_zero() {
-            if let Some((from, to)) = recurring_span(&s, period) {
-                let days = days_between(&from, &to, tz)?;
+        // Each price is prorated on its own, so that its line is exact and the invoice's
+        // amount is the sum of its lines.
+        if let Some((from, to)) = recurring_span(&s, period) {
+            let days = days_between(&from, &to, tz)?;
+            // No proration: the span that opens the service's part of the period pays the
+            // whole price; a later span of the same period (after a bill batch billed its
+            // start) pays nothing, so a period is paid once.
+            let opens = from == s.start.clone().max(period.period_start.clone());
+            for &(price_id, recurring) in prices.of(tx, s.product_id, "RECURRING", currency)? {
                 let part = if by_day {
                     prorate(recurring, days, period_days)
                 } else {
-                    // No proration: the span that opens the service's part of the period
-                    // pays the whole price; a later span of the same period (after a bill
-                    // batch billed its start) pays nothing, so a period is paid once.
-                    let opens = from == s.start.clone().max(period.period_start.clone());
                     Some(if opens { recurring } else { Decimal::ZERO })
                 }
                 .ok_or_else(|| {
                     Error::bad_request(format!("service {}: recurring charge out of range", s.id))
                 })?;
+                if part.is_zero() {
+                    continue;
+                }
                 charges.recurring = checked_add(charges.recurring, part, "the recurring charges")?;
+                charges.lines.push(NewInvoiceLine {
+                    line_type: LINE_RECURRING.into(),
+                    amount: part,
+                    description: Some(format!("Recurring: {}", s.product_name)),
+                    service_id: Some(s.id),
+                    product_id: Some(s.product_id),
+                    product_price_id: Some(price_id),
+                    period_start_date: Some(from.clone()),
+                    period_end_date: Some(to.clone()),
+                    ..NewInvoiceLine::default()
+                });
             }
         }
         let started_now = s.start >= period.billed_from && s.start < period.period_end;
         if started_now && s.status == "ACTIVE" && !s.one_time_billed {
-            let one_time = prices.sum(tx, s.product_id, "ONE_TIME", currency)?;
-            charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
+            for &(price_id, one_time) in prices.of(tx, s.product_id, "ONE_TIME", currency)? {
+                charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
+                if !one_time.is_zero() {
+                    charges.lines.push(NewInvoiceLine {
+                        line_type: LINE_ONE_TIME.into(),
+                        amount: one_time,
+                        description: Some(format!("One-time: {}", s.product_name)),
+                        service_id: Some(s.id),
+                        product_id: Some(s.product_id),
+                        product_price_id: Some(price_id),
+                        ..NewInvoiceLine::default()
+                    });
+                }
+            }
             charges.one_time_services.push(s.id);
         }
     }
@@ -342,6 +452,7 @@ pub fn issue(
             occurred_on: invoice.occurred_on.clone(),
             due_date: Some(invoice.due_date.clone()),
             status: None,
+            lines: Some(charges.lines.clone()),
         },
         tz,
     )?;

@@ -74,6 +74,17 @@ const VOIDED_USAGE: UsagePass = UsagePass {
     negate: true,
 };
 
+/// Live events billed by an invoice made inside the window, whatever their start: an invoice's
+/// usage lines clear what these accrued, so collecting the invoice collects them too (usage
+/// posted late, after a run's window had passed its start, is accrued before it is cleared).
+const INVOICED_USAGE: UsagePass = UsagePass {
+    condition: "e.voided = 0 AND e.invoice_id IN
+                (SELECT i.id FROM invoices i
+                 WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 AND i.status <> 'CANCELED')",
+    kinds: ("USAGE_EVENT", "USAGE_CHARGE"),
+    negate: false,
+};
+
 fn collect_usage(ctx: &RunContext<'_>) -> Result<()> {
     collect_usage_pass(ctx, &LIVE_USAGE)?;
     collect_usage_pass(ctx, &VOIDED_USAGE)
@@ -170,22 +181,148 @@ fn collect_usage_pass(ctx: &RunContext<'_>, pass: &UsagePass) -> Result<()> {
     Ok(())
 }
 
+/// How one pass over invoices turns them into charge info: an INVOICE parent of the whole
+/// amount and one child per line, typed by the line (`INVOICE_<line type>`), which is what a
+/// ledger run posts.
+struct InvoicePass {
+    /// Which invoices, with `?1..?2` the window.
+    condition: &'static str,
+    /// Source kinds of the parent and of the children.
+    kinds: (&'static str, &'static str),
+    /// +1 for invoices, -1 for reversals.
+    negate: bool,
+}
+
+/// Invoices not canceled, by date.
+const LIVE_INVOICES: InvoicePass = InvoicePass {
+    condition: "i.occurred_on >= ?1 AND i.occurred_on < ?2 AND i.status <> 'CANCELED'",
+    kinds: ("INVOICE", "INVOICE_LINE"),
+    negate: false,
+};
+
+/// An invoice canceled (inside the window) after it was collected is reversed line by line,
+/// dated as the invoice, as a voided usage event is.
+const CANCELED_INVOICES: InvoicePass = InvoicePass {
+    condition: "i.status = 'CANCELED' AND i.canceled_at >= ?1 AND i.canceled_at < ?2
+                AND EXISTS (SELECT 1 FROM charge_infos x
+                            WHERE x.source_kind = 'INVOICE' AND x.source_id = i.id)",
+    kinds: ("INVOICE_CANCEL", "INVOICE_LINE_CANCEL"),
+    negate: true,
+};
+
+/// The charge info type of an invoice line of type `line_type`: what a ledger run posts
+/// (`glrun::accounts_for`).
+fn invoice_line_type(line_type: &str) -> String {
+    format!("INVOICE_{line_type}")
+}
+
+struct InvoiceLine {
+    id: i64,
+    line_type: String,
+    amount: Decimal,
+    category: Option<String>,
+    service_id: Option<i64>,
+    product: Option<(i64, Option<String>)>,
+}
+
+fn collect_invoices(ctx: &RunContext<'_>, pass: &InvoicePass) -> Result<()> {
+    let mut stmt = ctx.tx.prepare(&format!(
+        "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on, i.amount,
+                i.invoice_num
+         FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
+         WHERE {condition} ORDER BY i.id",
+        condition = pass.condition,
+    ))?;
+    let invoices = stmt
+        .query_map(rusqlite::params![ctx.from, ctx.to], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(4)?,
+                decimal(r, 5)?,
+                r.get::<_, String>(6)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut lines = ctx.tx.prepare_cached(
+        "SELECT l.id, l.line_type, l.amount, cc.name, l.service_id, l.product_id, p.name
+         FROM invoice_lines l
+         LEFT JOIN charge_categories cc ON cc.id = l.charge_category_id
+         LEFT JOIN products p ON p.id = l.product_id
+         WHERE l.invoice_id = ?1 ORDER BY l.line_num",
+    )?;
+    let sign = |d: Decimal| if pass.negate { -d } else { d };
+    for (id, account_id, account_num, currency, occurred_on, amount, number) in invoices {
+        let base = Collected {
+            source_kind: pass.kinds.0,
+            source_id: id,
+            charge_info_type: "INVOICE",
+            parent_id: None,
+            billing_account_id: account_id,
+            billing_account_num: account_num,
+            charge_date: occurred_on,
+            amount: sign(amount),
+            currency_code: currency,
+            charge_category: None,
+            invoice_number: Some(number),
+            service_id: None,
+            product_id: None,
+            product_name: None,
+        };
+        let parent = ctx.store(&base)?;
+        let of_invoice = lines
+            .query_map([id], |r| {
+                Ok(InvoiceLine {
+                    id: r.get(0)?,
+                    line_type: r.get(1)?,
+                    amount: decimal(r, 2)?,
+                    category: r.get(3)?,
+                    service_id: r.get(4)?,
+                    product: match r.get::<_, Option<i64>>(5)? {
+                        Some(p) => Some((p, r.get(6)?)),
+                        None => None,
+                    },
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // An invoice without lines (added by a writer of an older schema) stays one leaf of
+        // type INVOICE, posted as an AMOUNT line.
+        for line in of_invoice {
+            let ty = invoice_line_type(&line.line_type);
+            ctx.store(&Collected {
+                source_kind: pass.kinds.1,
+                source_id: line.id,
+                charge_info_type: &ty,
+                parent_id: Some(parent),
+                amount: sign(line.amount),
+                charge_category: line.category,
+                service_id: line.service_id,
+                product_id: line.product.as_ref().map(|p| p.0),
+                product_name: line.product.and_then(|p| p.1),
+                billing_account_num: base.billing_account_num.clone(),
+                charge_date: base.charge_date.clone(),
+                currency_code: base.currency_code.clone(),
+                invoice_number: base.invoice_number.clone(),
+                ..base
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Collects one simple source: `sql` selects (id, account id, account num, currency, date,
 /// amount, category, invoice number) inside the window `?1..?2`; the records are of source
 /// kind and charge info type `kind`.
 fn collect_simple(ctx: &RunContext<'_>, kind: &str, sql: &str) -> Result<()> {
-    collect_rows(ctx, kind, kind, sql)
-}
-
-/// [`collect_simple`] with a source kind of its own (a reversal of records of type `ty`).
-fn collect_rows(ctx: &RunContext<'_>, kind: &str, ty: &str, sql: &str) -> Result<()> {
     let mut stmt = ctx.tx.prepare(sql)?;
     let rows = stmt
         .query_map(rusqlite::params![ctx.from, ctx.to], |r| {
             Ok(Collected {
                 source_kind: kind,
                 source_id: r.get(0)?,
-                charge_info_type: ty,
+                charge_info_type: kind,
                 parent_id: None,
                 billing_account_id: r.get(1)?,
                 billing_account_num: r.get(2)?,
@@ -211,30 +348,9 @@ pub(super) fn collect_category(ctx: &RunContext<'_>, category: &str) -> Result<b
     match category {
         "USAGE" => collect_usage(ctx)?,
         "INVOICE" => {
-            collect_simple(
-                ctx,
-                "INVOICE",
-                "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on, i.amount,
-                        NULL, i.invoice_num
-                 FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
-                 WHERE i.occurred_on >= ?1 AND i.occurred_on < ?2 AND i.status <> 'CANCELED'
-                 ORDER BY i.id",
-            )?;
-            // An invoice canceled (inside the window) after it was collected is reversed,
-            // dated as the invoice, as a voided usage event is.
-            collect_rows(
-                ctx,
-                "INVOICE_CANCEL",
-                "INVOICE",
-                "SELECT i.id, a.id, a.account_num, a.currency_code, i.occurred_on,
-                        CASE WHEN i.amount LIKE '-%' THEN substr(i.amount, 2) ELSE '-' || i.amount END,
-                        NULL, i.invoice_num
-                 FROM invoices i JOIN billing_accounts a ON a.id = i.billing_account_id
-                 WHERE i.status = 'CANCELED' AND i.canceled_at >= ?1 AND i.canceled_at < ?2
-                   AND EXISTS (SELECT 1 FROM charge_infos x
-                               WHERE x.source_kind = 'INVOICE' AND x.source_id = i.id)
-                 ORDER BY i.id",
-            )?
+            collect_usage_pass(ctx, &INVOICED_USAGE)?;
+            collect_invoices(ctx, &LIVE_INVOICES)?;
+            collect_invoices(ctx, &CANCELED_INVOICES)?
         }
         // A payment lowers the receivable: its charge amount is negative.
         "PAYMENT" => collect_simple(
