@@ -1192,6 +1192,10 @@ async fn surface_c_charge_infos_and_replication() {
     .await;
     // DELETE /ledgers/chargeinfos {ids}
     let id = all[0]["id"].as_i64().unwrap();
+    // A parent goes with its children (an invoice's parent record with its lines).
+    let (_, children, _, _) = c
+        .paged(&format!("/ledgers/chargeinfos?parent_id={id}"))
+        .await;
     c.expect(
         Method::DELETE,
         "/ledgers/chargeinfos",
@@ -1200,8 +1204,8 @@ async fn surface_c_charge_infos_and_replication() {
     )
     .await;
     let (after, after_total, _, _) = c.paged("/ledgers/chargeinfos").await;
-    assert_eq!(after_total, total - 1);
-    assert!(after.iter().all(|x| x["id"] != id));
+    assert_eq!(after_total, total - 1 - children);
+    assert!(after.iter().all(|x| x["id"] != id && x["parent_id"] != id));
     // POST /replication/svs?batch_size=... -> 201
     let r = c
         .call(Method::POST, "/replication/svs?batch_size=100", None)
