@@ -46,6 +46,8 @@ pub const LINE_USAGE: &str = "USAGE";
 pub const LINE_PENDING: &str = "PENDING";
 /// The whole amount of an invoice made with its amount only.
 pub const LINE_AMOUNT: &str = "AMOUNT";
+/// The description of the one AMOUNT line an invoice created with just an amount gets.
+pub const IMPLIED_LINE_DESCRIPTION: &str = "Invoice amount";
 
 /// Most lines one invoice holds (a fixture document's bound, as its records per kind; a
 /// run writes one line per price of each service and one per charge category).
@@ -138,7 +140,7 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
             one_line = [NewInvoiceLine {
                 line_type: LINE_AMOUNT.into(),
                 amount: i.amount,
-                description: Some("Invoice amount".into()),
+                description: Some(IMPLIED_LINE_DESCRIPTION.into()),
                 ..NewInvoiceLine::default()
             }];
             &one_line

@@ -364,8 +364,10 @@ pub fn export_of(
     Ok(Ok(Value::Object(doc)))
 }
 
-/// Sets each invoice's `lines` (in line order; an invoice without lines, written by an older
-/// schema, is left without the member: it loads back as one AMOUNT line).
+/// Sets each invoice's `lines` (in line order). An invoice without lines (written by an older
+/// schema) and one whose only line is the AMOUNT line an invoice created with just an amount
+/// gets are left without the member: either loads back as that one line, and the export
+/// holds as many records as the document that made the tenant (the document bound).
 fn invoice_lines(c: &Connection, invoices: &mut [Map<String, Value>]) -> Result<()> {
     attach(
         c,
@@ -377,14 +379,33 @@ fn invoice_lines(c: &Connection, invoices: &mut [Map<String, Value>]) -> Result<
         false,
     )?;
     for i in invoices {
-        if i.get("lines")
-            .and_then(Value::as_array)
-            .is_some_and(Vec::is_empty)
-        {
+        let implied = match i.get("lines").and_then(Value::as_array) {
+            Some(lines) => match lines.as_slice() {
+                [] => true,
+                [only] => is_implied_line(only, i.get("amount")),
+                _ => false,
+            },
+            None => false,
+        };
+        if implied {
             i.remove("lines");
         }
     }
     Ok(())
+}
+
+/// Whether `line` is exactly the one line an invoice of `amount` created without lines gets
+/// (`domain::invoices::create_invoice`): AMOUNT, the whole amount, its default description.
+fn is_implied_line(line: &Value, amount: Option<&Value>) -> bool {
+    let Some(line) = line.as_object() else {
+        return false;
+    };
+    line.iter().all(|(k, v)| match k.as_str() {
+        "line_type" => v == crate::domain::invoices::LINE_AMOUNT,
+        "amount" => Some(v) == amount,
+        "description" => v == crate::domain::invoices::IMPLIED_LINE_DESCRIPTION,
+        _ => v.is_null(),
+    })
 }
 
 /// Sets `member` of the document to `records` (a kind without records is left out).
