@@ -417,10 +417,17 @@ impl Database {
         f: impl FnOnce(&Connection) -> Result<T>,
     ) -> Result<T> {
         if let Some(replica) = self.inner.replica.as_ref().filter(|_| check) {
-            if replica.has_newer()? {
-                let caught_up = replica.catch_up(&mut lock(&self.inner.writer));
+            // Check, apply what was found under the writer, check again, until a check finds
+            // nothing: the GETs run without holding the writer, so reads that find the
+            // entry of a group this process is committing wait for that group only, not
+            // for each other's requests to S3 (they queued behind one another's catch-up
+            // GETs before, and with them the next group). Concurrent reads share their
+            // checks ([`Replica::current_since`]).
+            let began = Instant::now();
+            while !replica.current_since(began)? {
+                let applied = replica.apply_probed(&mut lock(&self.inner.writer));
                 self.bump();
-                caught_up?;
+                applied?;
             }
         }
         let conn = match lock(&self.inner.readers).pop() {
