@@ -24,10 +24,19 @@
 //!   optimisation, so a `DELETE` without `WHERE` (a reset) is seen row by row too. A write
 //!   that rolls back may set the flag: it only retires the entries early.
 //!
+//! Group commit (S3 mode): [`Database::write_grouped`] queues a write; the first write that
+//! finds nobody leading takes the writer and the writes queued by then (at most
+//! [`MAX_GROUP`]) and writes them as one log entry ([`Replica::write_group`]); the others
+//! wait for the answer it gives them, or lead the next group. Invariants: only the leader
+//! takes writes out of the queue; leadership is given back however the leader ends (a
+//! panicking closure included: the members it took are answered, never left waiting); a
+//! write still queued at its deadline answers "nothing was applied" and leaves the queue;
+//! one taken into a group waits for the group's answer, which the write deadline bounds.
+//!
 //! WAL checkpoints of local mode: see [`wal`].
 
 use super::idempotency::KeyScope;
-use super::replica::{self, Replica, RestoreRef};
+use super::replica::{self, Member, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
@@ -237,7 +246,7 @@ impl Database {
     #[cfg(test)]
     pub(crate) fn write_together<T: Send + 'static>(
         &self,
-        writes: Vec<Box<dyn Fn(&Transaction<'_>) -> Result<T> + Send>>,
+        writes: Vec<GroupWrite<T>>,
     ) -> Vec<Result<T>> {
         let Some(replica) = &self.inner.replica else {
             return writes.into_iter().map(|f| self.write(f)).collect();
@@ -367,9 +376,9 @@ impl Database {
             .min()
             .unwrap_or(earliest);
         let fresh = batch.iter().all(|(_, job)| job.fresh);
-        let runs: Vec<&dyn Fn(&Transaction<'_>) -> Result<()>> = batch
+        let runs: Vec<Member<'_>> = batch
             .iter()
-            .map(|(_, job)| &*job.run as &dyn Fn(&Transaction<'_>) -> Result<()>)
+            .map(|(_, job)| &*job.run as Member<'_>)
             .collect();
         let group = replica.write_group(&mut conn, &runs, deadline, fresh);
         // Under the writer lock, before the writes are acknowledged: retires the memo.
@@ -710,10 +719,13 @@ fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
 /// and the time a group's transaction holds the writer.
 pub const MAX_GROUP: usize = 32;
 
+/// A write's closure as a group takes it: run on the leader's thread, answering `T`.
+pub(crate) type GroupWrite<T> = Box<dyn Fn(&Transaction<'_>) -> Result<T> + Send>;
+
 /// A queued write of a group (see [`Database::write_grouped`]).
 struct Job {
     /// The write's closure; it keeps its own result, and answers whether it ran to its end.
-    run: Box<dyn Fn(&Transaction<'_>) -> Result<()> + Send>,
+    run: GroupWrite<()>,
     /// When the write must have answered.
     deadline: Instant,
     /// Its request already brought the copy up to date.

@@ -66,6 +66,14 @@
 //! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
+//! 9. Group commit: [`Replica::write_group`] runs several writes of this process in one local
+//!    transaction, each inside its own savepoint (a refusal rolls back only its member, which
+//!    is then not in the entry), and makes their net changes one entry with one PUT; every
+//!    member is answered after that PUT is settled, as a single write is, and a lost race
+//!    re-runs every member on the caught-up copy. A single write is a group of one.
+//! 10. Reads share their freshness checks ([`Replica::current_since`]): a check sent after a
+//!     read began that found nothing proves the read current; a read never holds the writer
+//!     across a request to S3 (it applies what a check found, then checks again).
 //!
 //! Where each part lives: this file holds the replica's state, the object layout and the
 //! entry formats; `replica/write.rs` the write loop and its fencing, `replica/replay.rs` cold
@@ -76,6 +84,8 @@ mod erase;
 mod replay;
 mod snapshot;
 mod write;
+
+pub use write::{Group, Member};
 
 use super::capture;
 use super::idempotency::{self, KeyRow};

@@ -171,7 +171,7 @@ impl Replica {
     pub fn write_group(
         &self,
         conn: &mut Connection,
-        members: &[&dyn Fn(&Transaction<'_>) -> Result<()>],
+        members: &[Member<'_>],
         deadline: Instant,
         fresh: bool,
     ) -> Group {
@@ -551,6 +551,10 @@ impl Replica {
     }
 }
 
+/// One write of a group: its closure, which keeps its own result and answers whether it ran
+/// to its end.
+pub type Member<'a> = &'a dyn Fn(&Transaction<'_>) -> Result<()>;
+
 /// The answers of a group's members, in their order, and whether a snapshot is due.
 #[derive(Debug)]
 pub struct Group {
@@ -610,7 +614,7 @@ enum Ran<'c> {
 /// deadline, ...) is fixed: it stands whatever the data, and the member does not run again.
 fn run_members<'c>(
     conn: &'c mut Connection,
-    members: &[&dyn Fn(&Transaction<'_>) -> Result<()>],
+    members: &[Member<'_>],
     fixed: &mut [Option<Error>],
     mutation: Option<s3::Mutation>,
 ) -> Result<Ran<'c>> {

@@ -4,6 +4,7 @@
 
 use super::model::Outcome;
 use super::{insert, outcome, rows, Fork, Key, KeyAttempt, Sim};
+use crate::store::database::GroupWrite;
 use crate::store::idempotency;
 use crate::store::memory::World;
 use crate::store::TenantDb;
@@ -68,7 +69,7 @@ impl Sim {
         let names: Vec<String> = (0..size).map(|i| format!("g{}m{i}", self.next)).collect();
         self.next += 1;
         let tenant = self.tenant.id.clone();
-        let writes: Vec<Box<dyn Fn(&rusqlite::Transaction<'_>) -> Result<i64> + Send>> = names
+        let writes: Vec<GroupWrite<i64>> = names
             .iter()
             .enumerate()
             .map(|(i, name)| {
@@ -79,7 +80,7 @@ impl Sim {
                         return Err(Error::Conflict(format!("{name}: refused after its insert")));
                     }
                     Ok(id)
-                }) as Box<dyn Fn(&rusqlite::Transaction<'_>) -> Result<i64> + Send>
+                }) as GroupWrite<i64>
             })
             .collect();
         let answers = self.on(env, crashable, |s| -> Result<Vec<Result<i64>>> {
