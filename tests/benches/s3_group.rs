@@ -12,19 +12,9 @@
 //! Run: `cargo bench -p e2e --bench s3_group --profile dev -- [SECONDS] [LATENCY_MS]
 //! [CLIENTS...]` (defaults 10, 20 and 1 4 16).
 
-use e2e::s3::{open_store, Gate, Moto};
+use e2e::s3::{open_store, quantile, Gate, Moto};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-/// The `q` quantile (0 to 1) of `v`, nearest rank.
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
-}
 
 /// What one client saw: acknowledged names with their times, and refusals.
 #[derive(Default)]

@@ -7,9 +7,10 @@
 //! write loses no acknowledged write and applies none twice.
 
 use super::checkpoints::Peer;
+use super::lifecycle::create;
+use super::restore_load::ledger_names;
 use e2e::s3::{open_store, Gate, Moto};
-use e2e::ADMIN_KEY;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,29 +31,17 @@ async fn post_ledger(client: &reqwest::Client, base: &str, key: &str, name: &str
     }
 }
 
-/// The ledger names of tenant `id`, as a new environment started from the bucket reads them.
+/// The ledger names of tenant `id`, sorted, as a new environment started from the bucket
+/// reads them.
 fn stored_ledgers(s3: &shared::store::S3Config, id: &str) -> Vec<String> {
-    let (store, _dir) = open_store(s3);
-    let db = store.tenant_db(id).expect("tenant");
-    db.read_blocking(|c| {
-        let mut stmt = c.prepare("SELECT name FROM ledgers ORDER BY name")?;
-        let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(names.collect::<Result<Vec<_>, _>>()?)
-    })
-    .expect("read ledgers")
+    let mut names = ledger_names(&open_store(s3).0, id);
+    names.sort();
+    names
 }
 
 /// Creates tenant `name` (demo seed) through the admin API at `base`: (id, api key).
 async fn create_tenant(base: &str, name: &str) -> (String, String) {
-    let r = reqwest::Client::new()
-        .post(format!("{base}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": name, "seed": "demo"}))
-        .send()
-        .await
-        .expect("create tenant");
-    assert_eq!(r.status(), 201);
-    let v: Value = r.json().await.expect("json");
+    let v = create(base, name).await;
     let field = |f: &str| v[f].as_str().expect(f).to_string();
     (field("id"), field("api_key"))
 }

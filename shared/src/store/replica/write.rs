@@ -251,22 +251,15 @@ impl Replica {
             };
             let next = seq + 1;
             let put_from = self.bucket.now();
-            // The simulation's deliberately wrong protocols (object_store.rs).
-            if self.bucket.mutation_in_tests() == Some(s3::Mutation::AckGroupBeforePut)
-                && members.len() > 1
-            {
-                // Wrong on purpose: the group is committed and answered, its PUT left to
-                // land (or not) afterwards.
-                self.commit_local(tx, next);
-                let _ = self.claim(
-                    next,
-                    body,
-                    &changes.attempt,
-                    changes.schema,
-                    settle_from,
-                    deadline,
-                );
-                return Group::answered(&fixed, answers, false);
+            // The simulation's deliberately wrong protocol (object_store.rs): the group is
+            // committed before its PUT, and answered whatever the PUT's outcome.
+            let early = self.bucket.mutation_in_tests() == Some(s3::Mutation::AckGroupBeforePut)
+                && members.len() > 1;
+            let mut tx = Some(tx);
+            if early {
+                if let Some(tx) = tx.take() {
+                    self.commit_local(tx, next);
+                }
             }
             match self.claim(
                 next,
@@ -276,9 +269,12 @@ impl Replica {
                 settle_from,
                 deadline,
             ) {
+                _ if early => return Group::answered(&fixed, answers, false),
                 Slot::Ours => {
                     crash_point(&self.bucket, s3::CrashAt::AfterPut);
-                    self.commit_local(tx, next);
+                    if let Some(tx) = tx {
+                        self.commit_local(tx, next);
+                    }
                     self.landed(put_from, !stale);
                     let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
                         >= self.compact_every;
