@@ -317,7 +317,7 @@ impl Database {
                 queue = lock(&self.inner.group);
                 continue;
             }
-            let now = Instant::now();
+            let now = replica.bucket().now();
             if now >= deadline {
                 if let Some(at) = queue.waiting.iter().position(|(i, _)| *i == id) {
                     queue.waiting.remove(at);
@@ -353,7 +353,7 @@ impl Database {
         let Ok(mut conn) = self.writer_until(Some(earliest)) else {
             // The writer stayed busy (a compaction's copy, a restore): the writes whose
             // deadline passed are refused; the others stay queued for the next leader.
-            let now = Instant::now();
+            let now = replica.bucket().now();
             let mut queue = lock(&self.inner.group);
             let (late, rest) = std::mem::take(&mut queue.waiting)
                 .into_iter()
@@ -367,8 +367,21 @@ impl Database {
         let batch: Vec<(u64, Job)> = {
             let mut queue = lock(&self.inner.group);
             let take = queue.waiting.len().min(MAX_GROUP);
-            queue.waiting.drain(..take).collect()
+            // A write whose deadline passed while it queued never runs (and does not cut
+            // the group's deadline short for the others).
+            let now = replica.bucket().now();
+            let (late, batch): (Vec<_>, Vec<_>) = queue
+                .waiting
+                .drain(..take)
+                .partition(|(_, job)| job.deadline <= now);
+            for (id, _) in late {
+                queue.answers.insert(id, Err(busy()));
+            }
+            batch
         };
+        if batch.is_empty() {
+            return;
+        }
         turn.taken = batch.iter().map(|(id, _)| *id).collect();
         let deadline = batch
             .iter()
