@@ -13,7 +13,7 @@
 //! Run: `cargo bench -p e2e --bench s3_contention --profile dev -- [SECONDS] [LATENCY_MS]
 //! [ENVIRONMENTS...]` (defaults 10, 20 and 1 2 4 8).
 
-use e2e::s3::{open_store, reason_names, try_insert_reason, Gate, Moto};
+use e2e::s3::{open_store, quantile, reason_names, try_insert_reason, Gate, Moto};
 use std::time::{Duration, Instant};
 
 /// What one environment's writer saw.
@@ -23,16 +23,6 @@ struct Tally {
     acked: Vec<String>,
     refused: usize,
     ms: Vec<f64>,
-}
-
-/// The `q` quantile (0 to 1) of `v`, nearest rank.
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
 }
 
 fn median(v: Vec<f64>) -> f64 {

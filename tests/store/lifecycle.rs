@@ -20,7 +20,7 @@ async fn serve(s3: &S3Config, secret: &str) -> (String, AppState, tempfile::Temp
     e2e::s3_count::serve_s3(s3, secret).await
 }
 
-async fn create(base: &str, name: &str) -> Value {
+pub(crate) async fn create(base: &str, name: &str) -> Value {
     let r = reqwest::Client::new()
         .post(format!("{base}/sandbox/v1/tenants"))
         .header("X-Admin-Key", ADMIN_KEY)

@@ -19,6 +19,7 @@ mod costs;
 mod deadlines;
 mod fencing;
 mod fixtures;
+mod group_commit;
 mod idempotency;
 mod isolation;
 mod lifecycle;

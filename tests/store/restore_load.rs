@@ -89,7 +89,7 @@ async fn post_ledger(client: &reqwest::Client, base: &str, key: &str, name: &str
 }
 
 /// The ledger names of tenant `id`, read through `store` (brought up to date first).
-fn ledger_names(store: &shared::store::Store, id: &str) -> Vec<String> {
+pub(crate) fn ledger_names(store: &shared::store::Store, id: &str) -> Vec<String> {
     let db = store.tenant_db(id).expect("tenant");
     db.read_blocking(|c| {
         let mut stmt = c.prepare("SELECT name FROM ledgers ORDER BY id")?;

@@ -703,3 +703,14 @@ pub fn fill_reasons(store: &shared::store::Store, tenant: &str, size_mb: usize) 
         start = end;
     }
 }
+
+/// The `q` quantile (0 to 1) of `v`, nearest rank (NaN for no value): the S3 benches' p50
+/// and p99.
+pub fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}

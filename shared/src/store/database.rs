@@ -24,10 +24,19 @@
 //!   optimisation, so a `DELETE` without `WHERE` (a reset) is seen row by row too. A write
 //!   that rolls back may set the flag: it only retires the entries early.
 //!
+//! Group commit (S3 mode): [`Database::write_grouped`] queues a write; the first write that
+//! finds nobody leading takes the writer and the writes queued by then (at most
+//! [`MAX_GROUP`]) and writes them as one log entry ([`Replica::write_group`]); the others
+//! wait for the answer it gives them, or lead the next group. Invariants: only the leader
+//! takes writes out of the queue; leadership is given back however the leader ends (a
+//! panicking closure included: the members it took are answered, never left waiting); a
+//! write still queued at its deadline answers "nothing was applied" and leaves the queue;
+//! one taken into a group waits for the group's answer, which the write deadline bounds.
+//!
 //! WAL checkpoints of local mode: see [`wal`].
 
 use super::idempotency::KeyScope;
-use super::replica::{self, Replica, RestoreRef};
+use super::replica::{self, Member, Replica, RestoreRef};
 use super::{capture, lock, sqlite};
 use crate::{Error, Result};
 use rusqlite::{Connection, Transaction};
@@ -35,7 +44,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Most idle read connections kept per database.
@@ -78,6 +87,11 @@ struct Inner {
     /// Set by the watch triggers during a write; cleared where the versions are bumped.
     watched_touched: Arc<AtomicBool>,
     watched_memo: Mutex<Memo>,
+    /// Writes waiting to share the next log entry, and whether one of them leads (S3 mode;
+    /// see [`Database::write_grouped`]).
+    group: Mutex<Queue>,
+    /// Signalled when a group's answers are in, or nobody leads any more.
+    group_done: Condvar,
     /// Whether a background WAL checkpoint is running (local mode; see [`wal`]).
     checkpointing: AtomicBool,
     /// Whether a background checkpoint finished since the writer last checkpointed: the
@@ -129,6 +143,8 @@ impl Database {
                 watched_version: AtomicU64::new(0),
                 watched_touched,
                 watched_memo: Mutex::new(Memo::default()),
+                group: Mutex::new(Queue::default()),
+                group_done: Condvar::new(),
                 checkpointing: AtomicBool::new(false),
                 backfilled: AtomicBool::new(false),
             }),
@@ -189,6 +205,211 @@ impl Database {
         Ok(out)
     }
 
+    /// [`Database::write_checking`] for a write that may share its log entry with other
+    /// writes of this process (group commit, S3 mode; local mode runs it alone). The write
+    /// queues; if no write of the database is leading a group, this one leads: it takes the
+    /// writer, takes every write queued by then (at most [`MAX_GROUP`]), runs them in order
+    /// in one transaction, each in a savepoint of its own, PUTs their changes as one entry
+    /// and answers them all once the PUT's outcome is settled ([`Replica::write_group`]).
+    /// Otherwise it waits for the answer its leader gives, or, once no group leads, leads the
+    /// next itself. So writes that arrive while a group's PUT is in flight share the next
+    /// PUT, and a process's writes to one tenant take one S3 round trip per group instead of
+    /// one each. `f` runs on the leader's thread, with this write's own deadlines.
+    pub fn write_grouped<T, F>(&self, check: bool, f: F) -> Result<T>
+    where
+        F: Fn(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let Some(replica) = &self.inner.replica else {
+            return self.write_checking(check, f);
+        };
+        let kept: Arc<Mutex<Option<T>>> = Arc::default();
+        let job = self.job(replica, !check, {
+            let kept = kept.clone();
+            move |tx: &Transaction<'_>| {
+                let out = f(tx)?;
+                *lock(&kept) = Some(out);
+                Ok(())
+            }
+        });
+        let deadline = job.deadline;
+        let id = self.enqueue(job);
+        self.answer_of(replica, id, deadline)?;
+        let out = lock(&kept).take();
+        out.ok_or_else(|| Error::Internal("an applied write kept no result".into()))
+    }
+
+    /// The simulation's group: `writes` queued together, then answered in order (the first
+    /// answer's wait leads one group with all of them, as when they arrive while another
+    /// group's PUT is in flight), on this thread, so that the seeded scheduler orders every
+    /// request. Test builds only.
+    #[cfg(test)]
+    pub(crate) fn write_together<T: Send + 'static>(
+        &self,
+        writes: Vec<GroupWrite<T>>,
+    ) -> Vec<Result<T>> {
+        let Some(replica) = &self.inner.replica else {
+            return writes.into_iter().map(|f| self.write(f)).collect();
+        };
+        let tickets: Vec<_> = writes
+            .into_iter()
+            .map(|f| {
+                let kept: Arc<Mutex<Option<T>>> = Arc::default();
+                let keep = kept.clone();
+                let job = self.job(replica, false, move |tx: &Transaction<'_>| {
+                    *lock(&keep) = Some(f(tx)?);
+                    Ok(())
+                });
+                let deadline = job.deadline;
+                (self.enqueue(job), deadline, kept)
+            })
+            .collect();
+        tickets
+            .into_iter()
+            .map(|(id, deadline, kept)| {
+                self.answer_of(replica, id, deadline)?;
+                let out = lock(&kept).take();
+                out.ok_or_else(|| Error::Internal("an applied write kept no result".into()))
+            })
+            .collect()
+    }
+
+    /// A write of a group: `run` under the request's cut-off (its statements interrupted
+    /// past it), with the write's deadline; `fresh` when its request already brought the
+    /// copy up to date.
+    fn job(
+        &self,
+        replica: &Replica,
+        fresh: bool,
+        run: impl Fn(&Transaction<'_>) -> Result<()> + Send + 'static,
+    ) -> Job {
+        let cut_off = super::request::deadline();
+        Job {
+            run: Box::new(move |tx| sqlite::until_deadline(cut_off, || run(tx))),
+            deadline: self.deadline().unwrap_or_else(|| replica.write_deadline()),
+            fresh,
+        }
+    }
+
+    /// Queues `job` for the next group: its ticket.
+    fn enqueue(&self, job: Job) -> u64 {
+        let mut queue = lock(&self.inner.group);
+        let id = queue.next;
+        queue.next += 1;
+        queue.waiting.push_back((id, job));
+        id
+    }
+
+    /// Waits for the answer of queued write `id` (leading a group when nobody does): a write
+    /// still queued at its `deadline` leaves the queue and answers 503 "nothing was applied";
+    /// one taken into a group waits for the group's answer (given before that group's
+    /// deadline, the earliest of its members').
+    fn answer_of(&self, replica: &Replica, id: u64, deadline: Instant) -> Result<()> {
+        let mut queue = lock(&self.inner.group);
+        loop {
+            if let Some(answer) = queue.answers.remove(&id) {
+                return answer;
+            }
+            if !queue.leading {
+                queue.leading = true;
+                drop(queue);
+                self.lead(replica);
+                queue = lock(&self.inner.group);
+                continue;
+            }
+            let now = replica.bucket().now();
+            if now >= deadline {
+                if let Some(at) = queue.waiting.iter().position(|(i, _)| *i == id) {
+                    queue.waiting.remove(at);
+                    return Err(busy());
+                }
+            }
+            let wait = deadline
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(10));
+            queue = self
+                .inner
+                .group_done
+                .wait_timeout(queue, wait)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Leads one group: takes the writer, then the writes queued by then, writes them as one
+    /// entry, and answers each. Leadership is given back however this ends (a closure that
+    /// panics included: the members taken are then answered with an internal error).
+    fn lead(&self, replica: &Replica) {
+        let mut turn = Turn {
+            db: self,
+            taken: Vec::new(),
+        };
+        let earliest = lock(&self.inner.group)
+            .waiting
+            .iter()
+            .map(|(_, job)| job.deadline)
+            .min();
+        let Some(earliest) = earliest else { return };
+        let Ok(mut conn) = self.writer_until(Some(earliest)) else {
+            // The writer stayed busy (a compaction's copy, a restore): the writes whose
+            // deadline passed are refused; the others stay queued for the next leader.
+            let now = replica.bucket().now();
+            let mut queue = lock(&self.inner.group);
+            let (late, rest) = std::mem::take(&mut queue.waiting)
+                .into_iter()
+                .partition(|(_, job)| job.deadline <= now);
+            queue.waiting = rest;
+            for (id, _) in late {
+                queue.answers.insert(id, Err(busy()));
+            }
+            return;
+        };
+        let batch: Vec<(u64, Job)> = {
+            let mut queue = lock(&self.inner.group);
+            let take = queue.waiting.len().min(MAX_GROUP);
+            // A write whose deadline passed while it queued never runs (and does not cut
+            // the group's deadline short for the others).
+            let now = replica.bucket().now();
+            let (late, batch): (Vec<_>, Vec<_>) = queue
+                .waiting
+                .drain(..take)
+                .partition(|(_, job)| job.deadline <= now);
+            for (id, _) in late {
+                queue.answers.insert(id, Err(busy()));
+            }
+            batch
+        };
+        if batch.is_empty() {
+            return;
+        }
+        turn.taken = batch.iter().map(|(id, _)| *id).collect();
+        let deadline = batch
+            .iter()
+            .map(|(_, job)| job.deadline)
+            .min()
+            .unwrap_or(earliest);
+        let fresh = batch.iter().all(|(_, job)| job.fresh);
+        let runs: Vec<Member<'_>> = batch
+            .iter()
+            .map(|(_, job)| &*job.run as Member<'_>)
+            .collect();
+        let group = replica.write_group(&mut conn, &runs, deadline, fresh);
+        // Under the writer lock, before the writes are acknowledged: retires the memo.
+        self.bump();
+        drop(conn);
+        {
+            let mut queue = lock(&self.inner.group);
+            for (id, answer) in turn.taken.drain(..).zip(group.answers) {
+                queue.answers.insert(id, answer);
+            }
+        }
+        drop(turn);
+        if group.snapshot_due && replica.begin_compaction() {
+            let db = self.clone();
+            std::thread::spawn(move || db.compact());
+        }
+    }
+
     /// Runs `f` in a write transaction that is always rolled back: what a write would do,
     /// rehearsed (a dry run). In S3 mode the copy first catches up, so `f` sees every write
     /// acknowledged before the call; nothing is logged, and no version is spent.
@@ -218,10 +439,17 @@ impl Database {
         f: impl FnOnce(&Connection) -> Result<T>,
     ) -> Result<T> {
         if let Some(replica) = self.inner.replica.as_ref().filter(|_| check) {
-            if replica.has_newer()? {
-                let caught_up = replica.catch_up(&mut lock(&self.inner.writer));
+            // Check, apply what was found under the writer, check again, until a check finds
+            // nothing: the GETs run without holding the writer, so reads that find the
+            // entry of a group this process is committing wait for that group only, not
+            // for each other's requests to S3 (they queued behind one another's catch-up
+            // GETs before, and with them the next group). Concurrent reads share their
+            // checks ([`Replica::current_since`]).
+            let began = Instant::now();
+            while !replica.current_since(began)? {
+                let applied = replica.apply_probed(&mut lock(&self.inner.writer));
                 self.bump();
-                caught_up?;
+                applied?;
             }
         }
         let conn = match lock(&self.inner.readers).pop() {
@@ -428,12 +656,7 @@ impl Database {
     fn writer_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, Connection>> {
         match deadline {
             None => Ok(lock(&self.inner.writer)),
-            Some(deadline) => lock_until(&self.inner.writer, deadline).ok_or_else(|| {
-                Error::Unavailable(
-                    "the database's writer stayed busy until the write deadline; nothing was applied"
-                        .into(),
-                )
-            }),
+            Some(deadline) => lock_until(&self.inner.writer, deadline).ok_or_else(busy),
         }
     }
 
@@ -503,6 +726,64 @@ fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(5));
     }
+}
+
+/// Most writes one log entry holds (see [`Database::write_grouped`]): bounds the entry,
+/// and the time a group's transaction holds the writer.
+pub const MAX_GROUP: usize = 32;
+
+/// A write's closure as a group takes it: run on the leader's thread, answering `T`.
+pub(crate) type GroupWrite<T> = Box<dyn Fn(&Transaction<'_>) -> Result<T> + Send>;
+
+/// A queued write of a group (see [`Database::write_grouped`]).
+struct Job {
+    /// The write's closure; it keeps its own result, and answers whether it ran to its end.
+    run: GroupWrite<()>,
+    /// When the write must have answered.
+    deadline: Instant,
+    /// Its request already brought the copy up to date.
+    fresh: bool,
+}
+
+/// The writes of a database waiting for a group, and the answers not yet collected.
+#[derive(Default)]
+struct Queue {
+    waiting: std::collections::VecDeque<(u64, Job)>,
+    /// A write is leading a group (it alone takes writes out of `waiting`).
+    leading: bool,
+    answers: HashMap<u64, Result<()>>,
+    next: u64,
+}
+
+/// A group's leadership: dropped, it gives leadership back and wakes the waiting writes;
+/// members still `taken` (the leader panicked) are answered with an internal error.
+struct Turn<'a> {
+    db: &'a Database,
+    taken: Vec<u64>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut queue = lock(&self.db.inner.group);
+        for id in self.taken.drain(..) {
+            queue.answers.insert(
+                id,
+                Err(Error::Internal(
+                    "the write leading this write's group failed".into(),
+                )),
+            );
+        }
+        queue.leading = false;
+        drop(queue);
+        self.db.inner.group_done.notify_all();
+    }
+}
+
+/// The answer of a write that never ran: the writer stayed busy until its deadline.
+fn busy() -> Error {
+    Error::Unavailable(
+        "the database's writer stayed busy until the write deadline; nothing was applied".into(),
+    )
 }
 
 mod wal;

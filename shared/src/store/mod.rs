@@ -479,7 +479,7 @@ impl TenantDb {
         // (see `idempotency`): it is applied, logged and acknowledged with the data or not
         // at all.
         let Some(key) = idempotency::current_for(&self.id) else {
-            let out = blocking(move || db.db.write_checking(!checked, f)).await?;
+            let out = blocking(move || db.db.write_grouped(!checked, f)).await?;
             self.mark_fresh_in_request();
             return Ok(out);
         };
@@ -505,7 +505,7 @@ impl TenantDb {
             *lock(&kept) = Some(out);
             Ok(())
         };
-        let written = blocking(move || db.db.write_checking(!checked, f)).await;
+        let written = blocking(move || db.db.write_grouped(!checked, f)).await;
         let out = lock(&slot).take();
         match (written, out) {
             (Ok(()), Some(out)) => {

@@ -76,4 +76,10 @@ pub enum Mutation {
     /// "truncated after a snapshot" would): an environment still behind the snapshot finds
     /// its next slot free, and its write (or read) goes to a history nobody else follows.
     PruneLog,
+    /// A group of writes (several writes of one process sharing one log entry) is committed
+    /// locally and answered before its PUT's outcome is known.
+    AckGroupBeforePut,
+    /// A group's entry leaves out the changes of its members after the first, which are
+    /// still answered as applied.
+    DropGroupMember,
 }

@@ -66,6 +66,14 @@
 //! 8. Snapshots are an optimization for cold starts: made in the background after a write
 //!    once `compact_every` entries accumulated since the last one; only older snapshots are
 //!    ever deleted, after a newer one is fully uploaded.
+//! 9. Group commit: [`Replica::write_group`] runs several writes of this process in one local
+//!    transaction, each inside its own savepoint (a refusal rolls back only its member, which
+//!    is then not in the entry), and makes their net changes one entry with one PUT; every
+//!    member is answered after that PUT is settled, as a single write is, and a lost race
+//!    re-runs every member on the caught-up copy. A single write is a group of one.
+//! 10. Reads share their freshness checks ([`Replica::current_since`]): a check sent after a
+//!     read began that found nothing proves the read current; a read never holds the writer
+//!     across a request to S3 (it applies what a check found, then checks again).
 //!
 //! Where each part lives: this file holds the replica's state, the object layout and the
 //! entry formats; `replica/write.rs` the write loop and its fencing, `replica/replay.rs` cold
@@ -76,6 +84,8 @@ mod erase;
 mod replay;
 mod snapshot;
 mod write;
+
+pub use write::{Group, Member};
 
 use super::capture;
 use super::idempotency::{self, KeyRow};
@@ -108,6 +118,20 @@ pub struct Replica {
     /// This environment's run of back-to-back writes won at the first try: when it yields
     /// the slot to environments waiting for it (`replica/write.rs`, [`write::Streak`]).
     streak: std::sync::Mutex<write::Streak>,
+    /// The freshness checks of this process's reads, shared (see [`Replica::current_since`]).
+    checks: std::sync::Mutex<Checks>,
+    /// Signalled when a check ends.
+    checked: std::sync::Condvar,
+}
+
+/// The freshness checks of one replica's reads (see [`Replica::current_since`]).
+#[derive(Default)]
+struct Checks {
+    /// When the newest check that found the copy current was sent: the copy holds every
+    /// version acknowledged anywhere before then.
+    current_from: Option<Instant>,
+    /// When the check in flight, if any, was sent.
+    running: Option<Instant>,
 }
 
 /// What a log entry says about itself before it is applied. Every field has a default, so
@@ -233,6 +257,8 @@ impl Replica {
             deleted: AtomicBool::new(false),
             probed: std::sync::Mutex::new(None),
             streak: std::sync::Mutex::new(write::Streak::default()),
+            checks: std::sync::Mutex::default(),
+            checked: std::sync::Condvar::new(),
         }
     }
 
@@ -325,6 +351,47 @@ impl Replica {
             }
             Err(S3Error::NotFound) => Ok(false),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether the local copy holds every version acknowledged anywhere before `began` (a
+    /// read's start), asking S3 as little as that allows: a check (one GET of
+    /// `log/<local+1>`, [`Replica::has_newer`]) sent after `began` that found nothing proves
+    /// it, whichever read sent it, since the copy only moves forward. So a read waits for the
+    /// check in flight when that one was sent after it began, and sends one itself otherwise
+    /// (after the one in flight, if any): concurrent reads of a process share their checks,
+    /// two per burst at most instead of one each. False: a newer entry was found (kept for
+    /// [`Replica::apply_probed`]); apply it, then ask again.
+    pub fn current_since(&self, began: Instant) -> Result<bool> {
+        let mut checks = super::lock(&self.checks);
+        loop {
+            self.refuse_if_deleted()?;
+            if checks.current_from.is_some_and(|t| t > began) {
+                return Ok(true);
+            }
+            match checks.running {
+                // Sent after the read began: its answer is this read's too.
+                Some(sent) if sent > began => {}
+                // Sent before: wait for it to end, then send one.
+                Some(_) => {}
+                None => {
+                    let sent = Instant::now();
+                    checks.running = Some(sent);
+                    drop(checks);
+                    let newer = self.has_newer();
+                    checks = super::lock(&self.checks);
+                    checks.running = None;
+                    if let Ok(false) = newer {
+                        checks.current_from = checks.current_from.max(Some(sent));
+                    }
+                    self.checked.notify_all();
+                    return newer.map(|found| !found);
+                }
+            }
+            checks = self
+                .checked
+                .wait(checks)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 

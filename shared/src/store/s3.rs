@@ -198,6 +198,15 @@ impl Bucket {
         self.store.mutation()
     }
 
+    /// [`Bucket::mutation`] in test builds, `None` in every build that serves.
+    pub fn mutation_in_tests(&self) -> Option<Mutation> {
+        if cfg!(test) {
+            self.mutation()
+        } else {
+            None
+        }
+    }
+
     /// Creates `key` with `body` only if no object has that key (`If-None-Match: *`).
     pub fn put_if_absent(&self, key: &str, body: Vec<u8>) -> Result<(), S3Error> {
         self.store.put_if_absent(key, body)

@@ -160,6 +160,22 @@ impl Replica {
         Ok(())
     }
 
+    /// Applies the entry the last freshness check found ([`Replica::has_newer`]) when it is
+    /// still the local copy's next one; no S3 request. Otherwise (the writer applied it
+    /// meanwhile: often the entry of this process's own write, found between its PUT and its
+    /// local commit; or another check took it) nothing: the caller checks again. So a read
+    /// holds the writer only to apply what it found, never across a request to S3.
+    pub fn apply_probed(&self, conn: &mut Connection) -> Result<()> {
+        self.refuse_if_deleted()?;
+        let seq = capture::seq(conn)?;
+        let probed = crate::store::lock(&self.probed).take();
+        if let Some((next, body)) = probed.filter(|(n, _)| *n == seq + 1) {
+            self.apply_entry(conn, next, &body)?;
+            self.seq.store(next, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
     /// Checks log entry `n` (tombstone, schema version, readability) and applies it.
     fn apply_entry(&self, conn: &mut Connection, n: u64, body: &[u8]) -> Result<()> {
         let unreadable = |e: &dyn std::fmt::Display| {

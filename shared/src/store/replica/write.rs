@@ -41,8 +41,25 @@ impl Replica {
         deadline: Instant,
         check: bool,
     ) -> Result<(T, bool)> {
-        self.write_entry(conn, f, deadline, !check)
-            .map(|(out, due, _)| (out, due))
+        // A group of one: the result is kept aside by the member, which answers only
+        // whether it was applied.
+        let out = std::cell::RefCell::new(None);
+        let member = |tx: &Transaction<'_>| {
+            let value = f(tx)?;
+            *out.borrow_mut() = Some(value);
+            Ok(())
+        };
+        let group = self.write_group(conn, &[&member], deadline, !check);
+        let answer = group.answers.into_iter().next().unwrap_or_else(|| {
+            Err(Error::Internal(
+                "a group of one write answered nothing".into(),
+            ))
+        });
+        answer?;
+        let value = out
+            .into_inner()
+            .ok_or_else(|| Error::Internal("an applied write kept no result".into()))?;
+        Ok((value, group.snapshot_due))
     }
 
     /// Makes the rows of the database file attached as [`capture::SOURCE`] (a copy of the
@@ -134,38 +151,55 @@ impl Replica {
         }
     }
 
-    /// The write loop of ordinary writes (docs/storage.md, "Write"). The first attempt runs
-    /// the closure on the local copy as it is: when it changed something, the conditional PUT
-    /// of the next slot is the freshness check (the slot exists exactly when someone wrote
-    /// that version, and log keys are never deleted), so an uncontended write is one S3
-    /// request. An answer that is not a PUT (the closure refused, or changed nothing) is only
-    /// given on a copy known current: `fresh` (the caller's request already checked it), or
-    /// after one GET of the next slot finds nothing. A lost race catches up and runs the
-    /// closure again, with a jittered pause, until the settling third of the deadline.
-    fn write_entry<T>(
+    /// The write loop (docs/storage.md, "Write" and "Group commit"): the `members` (one
+    /// write, or the writes of this process that queued for the database together) run in
+    /// order in one local transaction, each inside a savepoint of its own, and their net
+    /// changes become one log entry, PUT once. A member whose closure refuses (not found, a
+    /// rule broken, its request's deadline) is rolled back to its savepoint and answered its
+    /// refusal: it is not in the entry, and the others go on.
+    ///
+    /// The first attempt runs on the local copy as it is: when something changed, the
+    /// conditional PUT of the next slot is the freshness check (the slot exists exactly when
+    /// someone wrote that version, and log keys are never deleted), so an uncontended group
+    /// is one S3 request. An answer that is not a landed PUT (every member refused, or
+    /// nothing changed) is only given on a copy known current: `fresh` (every member's
+    /// request already checked it), or after one GET of the next slot finds nothing. A lost
+    /// race means every member ran on a stale state: all are rolled back and run again on the
+    /// caught-up copy, with a jittered pause, until the settling third of the deadline (the
+    /// caller passes the earliest of the members' deadlines). Answers come in the members'
+    /// order, all at once, after the PUT's outcome is settled.
+    pub fn write_group(
         &self,
         conn: &mut Connection,
-        f: &dyn Fn(&Transaction<'_>) -> Result<T>,
+        members: &[Member<'_>],
         deadline: Instant,
         fresh: bool,
-    ) -> Result<(T, bool, u64)> {
-        // Work (catch-up, closure, PUT) must end early enough to leave a third of the time to
-        // settle a PUT whose outcome is unknown.
+    ) -> Group {
+        // Work (catch-up, closures, PUT) must end early enough to leave a third of the time
+        // to settle a PUT whose outcome is unknown.
         let settle_from = self.settle_from(deadline);
         let started = self.bucket.now();
         self.yield_if_streaking(settle_from);
+        // Answers that stand whatever the data: the store's own refusals (a member's
+        // deadline passed, ...). Such a member is not run again.
+        let mut fixed: Vec<Option<Error>> = vec![None; members.len()];
         let mut fresh = fresh;
         let mut stale = false;
         let mut lost = 0u32;
         loop {
             if self.bucket.now() >= settle_from {
-                return Err(Error::Unavailable(format!(
-                    "{}: write deadline passed after {lost} lost races; nothing was applied",
-                    self.root
-                )));
+                return Group::refused(
+                    &fixed,
+                    &Error::Unavailable(format!(
+                        "{}: write deadline passed after {lost} lost races; nothing was applied",
+                        self.root
+                    )),
+                );
             }
             if stale {
-                s3::with_deadline(settle_from, || self.catch_up(conn))?;
+                if let Err(e) = s3::with_deadline(settle_from, || self.catch_up(conn)) {
+                    return Group::refused(&fixed, &e);
+                }
                 fresh = true;
                 if lost > 0 {
                     // Caught up after a lost race: a pause that is shorter the longer this
@@ -178,39 +212,55 @@ impl Replica {
                     self.bucket.pause(pause);
                 }
             }
-            let seq = capture::seq(conn)?;
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            capture::clear(&tx)?;
-            let ran = f(&tx).and_then(|out| Ok((out, capture::collect(&tx)?)));
-            let (out, changes) = match ran {
-                Ok((out, changes)) if changes.is_empty() => {
-                    if !fresh && self.newer_until(settle_from)? {
+            let ran = run_members(conn, members, &mut fixed, self.bucket.mutation_in_tests());
+            let (tx, seq, answers, changes) = match ran {
+                Ok(Ran::Again) => continue,
+                Ok(Ran::Done {
+                    tx,
+                    seq,
+                    answers,
+                    changes,
+                }) => (tx, seq, answers, changes),
+                Err(e) => return Group::refused(&fixed, &e),
+            };
+            if changes.is_empty() {
+                if fixed.iter().all(Option::is_some) {
+                    // Every member refused for a reason of the store's: nothing to check.
+                    return Group::answered(&fixed, answers, false);
+                }
+                match self.newer_unless(fresh, settle_from) {
+                    Ok(true) => {
                         drop(tx);
                         self.contended();
                         stale = true;
                         continue;
                     }
-                    tx.commit()?;
-                    return Ok((out, false, seq));
+                    Ok(false) => {}
+                    Err(e) => return Group::refused(&fixed, &e),
                 }
-                Ok((out, changes)) => (out, changes),
-                // The store's own refusals say nothing about the data: answered as they are.
-                Err(e @ (Error::Unavailable(_) | Error::OutcomeUnknown(_))) => return Err(e),
-                // A refusal computed on the data (not found, conflict, ...) stands only on a
-                // current copy; on a stale one the closure runs again after the catch-up.
-                Err(e) => {
-                    drop(tx);
-                    if !fresh && self.newer_until(settle_from)? {
-                        self.contended();
-                        stale = true;
-                        continue;
-                    }
-                    return Err(e);
-                }
+                // Nothing to log: the answers (refusals, or "nothing changed") stand on a
+                // current copy. Committing an unchanged transaction only ends it.
+                return match tx.commit() {
+                    Ok(()) => Group::answered(&fixed, answers, false),
+                    Err(e) => Group::refused(&fixed, &Error::from(e)),
+                };
+            }
+            let body = match serde_json::to_vec(&changes) {
+                Ok(body) => body,
+                Err(e) => return Group::refused(&fixed, &Error::from(e)),
             };
-            let body = serde_json::to_vec(&changes)?;
             let next = seq + 1;
             let put_from = self.bucket.now();
+            // The simulation's deliberately wrong protocol (object_store.rs): the group is
+            // committed before its PUT, and answered whatever the PUT's outcome.
+            let early = self.bucket.mutation_in_tests() == Some(s3::Mutation::AckGroupBeforePut)
+                && members.len() > 1;
+            let mut tx = Some(tx);
+            if early {
+                if let Some(tx) = tx.take() {
+                    self.commit_local(tx, next);
+                }
+            }
             match self.claim(
                 next,
                 body,
@@ -219,24 +269,49 @@ impl Replica {
                 settle_from,
                 deadline,
             ) {
+                _ if early => return Group::answered(&fixed, answers, false),
                 Slot::Ours => {
                     crash_point(&self.bucket, s3::CrashAt::AfterPut);
-                    self.commit_local(tx, next);
+                    if let Some(tx) = tx {
+                        self.commit_local(tx, next);
+                    }
                     self.landed(put_from, !stale);
                     let due = next.saturating_sub(self.snapshot_seq.load(Ordering::SeqCst))
                         >= self.compact_every;
-                    return Ok((out, due, next));
+                    return Group::answered(&fixed, answers, due);
                 }
                 Slot::Theirs => {
                     drop(tx);
                     self.contended();
-                    tracing::debug!(root = %self.root, seq = next, lost, "lost the race; catching up");
+                    tracing::debug!(root = %self.root, seq = next, lost, members = members.len(), "lost the race; catching up");
                     lost = lost.saturating_add(1);
                     stale = true;
                 }
-                Slot::Fenced => return Err(self.fenced(next)),
-                Slot::Unknown(why) => return Err(self.unknown(next, &why)),
+                Slot::Fenced => return Group::refused(&fixed, &self.fenced(next)),
+                Slot::Unknown(why) => {
+                    // Members that ran are in the entry whose fate is unknown; members that
+                    // refused are not in it whatever happens: nothing of theirs was applied.
+                    let unknown = self.unknown(next, &why);
+                    let answers = answers
+                        .into_iter()
+                        .map(|a| match a {
+                            Ok(()) => Err(unknown.clone()),
+                            Err(_) => Err(self.fenced_out(next)),
+                        })
+                        .collect();
+                    return Group::answered(&fixed, answers, false);
+                }
             }
+        }
+    }
+
+    /// Whether S3 holds a version newer than the local copy, unless the copy is known
+    /// `fresh` (then no request).
+    fn newer_unless(&self, fresh: bool, settle_from: Instant) -> Result<bool> {
+        if fresh {
+            Ok(false)
+        } else {
+            self.newer_until(settle_from)
         }
     }
 
@@ -370,6 +445,15 @@ impl Replica {
         ))
     }
 
+    /// The answer of a group member that refused while its group's entry `next` could not be
+    /// settled: the member is not in that entry whatever became of it.
+    fn fenced_out(&self, next: u64) -> Error {
+        Error::Unavailable(format!(
+            "{}: this write was refused and is not in log entry {next}, which S3 did not confirm in time; nothing of it was applied",
+            self.root
+        ))
+    }
+
     /// The answer of a write whose slot `next` could not be settled.
     fn unknown(&self, next: u64, why: &str) -> Error {
         Error::OutcomeUnknown(format!(
@@ -461,6 +545,118 @@ impl Replica {
             }
         }
     }
+}
+
+/// One write of a group: its closure, which keeps its own result and answers whether it ran
+/// to its end.
+pub type Member<'a> = &'a dyn Fn(&Transaction<'_>) -> Result<()>;
+
+/// The answers of a group's members, in their order, and whether a snapshot is due.
+#[derive(Debug)]
+pub struct Group {
+    /// Each member's answer: applied (its closure kept its own result), or why not.
+    pub answers: Vec<Result<()>>,
+    /// Enough entries accumulated since the newest snapshot: the caller starts a compaction.
+    pub snapshot_due: bool,
+}
+
+impl Group {
+    /// The answers of a group that ended one way for all (`fixed` answers stand).
+    fn refused(fixed: &[Option<Error>], e: &Error) -> Group {
+        Group {
+            answers: fixed
+                .iter()
+                .map(|f| Err(f.clone().unwrap_or_else(|| e.clone())))
+                .collect(),
+            snapshot_due: false,
+        }
+    }
+
+    /// The members' own `answers` (`fixed` answers stand instead).
+    fn answered(fixed: &[Option<Error>], answers: Vec<Result<()>>, due: bool) -> Group {
+        Group {
+            answers: fixed
+                .iter()
+                .zip(answers)
+                .map(|(f, a)| match f {
+                    Some(e) => Err(e.clone()),
+                    None => a,
+                })
+                .collect(),
+            snapshot_due: due,
+        }
+    }
+}
+
+/// What one run of a group's members in a local transaction came to.
+enum Ran<'c> {
+    /// SQLite rolled the whole transaction back under a member (an interrupted statement
+    /// may): that member's refusal is fixed, the others run again at once.
+    Again,
+    /// The transaction, still open, on version `seq`; each member's answer (fixed members
+    /// have a placeholder); the net changes of the members that ran.
+    Done {
+        tx: Transaction<'c>,
+        seq: u64,
+        answers: Vec<Result<()>>,
+        changes: Changeset,
+    },
+}
+
+/// Runs the `members` that have no `fixed` answer, in order, in one IMMEDIATE transaction,
+/// each inside its own savepoint: a member that refuses is rolled back to it (its rows and
+/// their captured changes with it), so the transaction, and the entry made from it, holds
+/// exactly the members that ran to their end. A refusal of the store's own (its request's
+/// deadline, ...) is fixed: it stands whatever the data, and the member does not run again.
+fn run_members<'c>(
+    conn: &'c mut Connection,
+    members: &[Member<'_>],
+    fixed: &mut [Option<Error>],
+    mutation: Option<s3::Mutation>,
+) -> Result<Ran<'c>> {
+    let seq = capture::seq(conn)?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    capture::clear(&tx)?;
+    let mut answers = Vec::with_capacity(members.len());
+    for (i, member) in members.iter().enumerate() {
+        if fixed[i].is_some() {
+            answers.push(Ok(()));
+            continue;
+        }
+        tx.execute_batch("SAVEPOINT sbx_member")?;
+        match member(&tx) {
+            Ok(()) => {
+                if mutation == Some(s3::Mutation::DropGroupMember) && i > 0 {
+                    // Wrong on purpose: the member is answered as applied, but its rows
+                    // are left out of the entry.
+                    tx.execute_batch("ROLLBACK TO sbx_member")?;
+                }
+                tx.execute_batch("RELEASE sbx_member")?;
+                answers.push(Ok(()));
+            }
+            Err(e) => {
+                if tx.is_autocommit() {
+                    fixed[i] = Some(e);
+                    return Ok(Ran::Again);
+                }
+                tx.execute_batch("ROLLBACK TO sbx_member; RELEASE sbx_member")?;
+                match e {
+                    Error::Unavailable(_) | Error::OutcomeUnknown(_) => {
+                        fixed[i] = Some(e);
+                        answers.push(Ok(()));
+                    }
+                    e => answers.push(Err(e)),
+                }
+            }
+        }
+    }
+    let changes = capture::collect(&tx)?;
+    Ok(Ran::Done {
+        tx,
+        seq,
+        answers,
+        changes,
+    })
 }
 
 /// One environment's run of back-to-back writes to a database, for fairness between

@@ -463,7 +463,8 @@ impl Sim {
         let crashable = self.draw(0, 6) == 0;
         let tenant = self.tenant.id.clone();
         match self.draw(0, 99) {
-            0..=34 => {
+            27..=34 => self.group_write(env, crashable)?,
+            0..=26 => {
                 let name = format!("w{}", self.next);
                 self.next += 1;
                 let answer = self.on(env, crashable, |s| {

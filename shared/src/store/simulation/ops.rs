@@ -4,6 +4,7 @@
 
 use super::model::Outcome;
 use super::{insert, outcome, rows, Fork, Key, KeyAttempt, Sim};
+use crate::store::database::GroupWrite;
 use crate::store::idempotency;
 use crate::store::memory::World;
 use crate::store::TenantDb;
@@ -53,6 +54,51 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Two to four writes of one environment sharing one log entry (group commit), one of
+    /// them sometimes refusing after its insert: each applied member's row is there once
+    /// with the id it was answered, the refused member's never.
+    pub(super) fn group_write(
+        &mut self,
+        env: usize,
+        crashable: bool,
+    ) -> std::result::Result<(), String> {
+        let size = self.draw(2, 4) as usize;
+        let refused = (self.draw(0, 2) == 0).then(|| self.draw(0, size as u64 - 1) as usize);
+        let names: Vec<String> = (0..size).map(|i| format!("g{}m{i}", self.next)).collect();
+        self.next += 1;
+        let tenant = self.tenant.id.clone();
+        let writes: Vec<GroupWrite<i64>> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let (name, refuses) = (name.clone(), refused == Some(i));
+                Box::new(move |tx: &rusqlite::Transaction<'_>| {
+                    let id = insert(tx, &name)?;
+                    if refuses {
+                        return Err(Error::Conflict(format!("{name}: refused after its insert")));
+                    }
+                    Ok(id)
+                }) as GroupWrite<i64>
+            })
+            .collect();
+        let answers = self.on(env, crashable, |s| -> Result<Vec<Result<i64>>> {
+            Ok(s.tenant_db(&tenant)?.db.write_together(writes))
+        })?;
+        let answers: Vec<Option<Result<i64>>> = match answers {
+            Some(Ok(each)) => each.into_iter().map(Some).collect(),
+            Some(Err(e)) => names.iter().map(|_| Some(Err(e.clone()))).collect(),
+            None => names.iter().map(|_| None).collect(),
+        };
+        for (name, answer) in names.iter().zip(answers) {
+            let o = outcome(answer, |id| *id);
+            self.log
+                .push(format!("env {env}: group write {name} -> {o:?}"));
+            self.count(o);
+            self.model.wrote(name, o);
+        }
+        Ok(())
     }
 
     pub(super) fn fork(&mut self, env: usize, crashable: bool) -> std::result::Result<(), String> {

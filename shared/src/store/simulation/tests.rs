@@ -181,6 +181,20 @@ fn a_stale_environment_taking_a_pruned_slot_is_caught() {
     caught(Mutation::PruneLog);
 }
 
+/// Group commit: a group is answered only once its one PUT has landed. Answering it
+/// before (committing locally, then PUTting) acknowledges writes that a lost race or a
+/// fenced slot leaves out of the log.
+#[test]
+fn a_group_acknowledged_before_its_put_lands_is_caught() {
+    caught(Mutation::AckGroupBeforePut);
+}
+
+/// Group commit: every member answered as applied is in the group's entry.
+#[test]
+fn a_group_entry_missing_one_of_its_members_is_caught() {
+    caught(Mutation::DropGroupMember);
+}
+
 /// Found by the simulation (seeds 2, 11, 222 and 350 of 400 on the code before the fix): a
 /// checkpoint whose manifest PUT applied but lost its answer was answered 503 and its file
 /// deleted, while the manifest stayed: a fork of it could never be read, a restore never
