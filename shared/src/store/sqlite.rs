@@ -53,6 +53,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0013_billing_policy",
         include_str!("migrations/0013_billing_policy.sql"),
     ),
+    (
+        "0015_autopay_outcome",
+        include_str!("migrations/0015_autopay_outcome.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
