@@ -1,6 +1,7 @@
 //! Surface B queries and maintenance (`/billing/2` except usage events) end to end. The JSON
 //! client bound to one tenant is `e2e::billing`.
 
+mod autopay;
 mod bounds;
 mod endpoints;
 mod lifecycle;

@@ -342,6 +342,18 @@ pub struct NewPayment {
 
 /// Records a payment with its whole amount unapplied.
 pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i64> {
+    insert_payment(tx, p, tz, false)
+}
+
+/// Records a declined payment attempt (an automatic payment the card refused): status
+/// CANCELED with its whole amount canceled, nothing received, nothing to apply. The
+/// platform's payment statuses have no "declined"; CANCELED is the closest, and collector
+/// runs leave CANCELED payments out, so a decline moves no money.
+pub fn create_declined_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i64> {
+    insert_payment(tx, p, tz, true)
+}
+
+fn insert_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz, declined: bool) -> Result<i64> {
     require(
         tx,
         "billing_accounts",
@@ -360,6 +372,13 @@ pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i6
     check_enum("payment method", &method, PAYMENT_METHODS)?;
     let occurred = parse_time("occurredOn", &p.occurred_on, tz)?;
     let amount = canonical(p.amount);
+    let zero = "0".to_string();
+    // A declined attempt: nothing received or left to apply, the whole amount canceled.
+    let (unapplied, received, canceled, status) = if declined {
+        (&zero, &zero, &amount, "CANCELED")
+    } else {
+        (&amount, &amount, &zero, "COMPLETED")
+    };
     insert(
         tx,
         "payments",
@@ -370,9 +389,10 @@ pub fn create_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz) -> Result<i6
             ("description", &p.description),
             ("reference", &p.reference),
             ("occurred_on", &occurred),
-            ("unapplied_amount", &amount),
-            ("received_amount", &amount),
-            ("status", &"COMPLETED"),
+            ("unapplied_amount", unapplied),
+            ("received_amount", received),
+            ("canceled_amount", canceled),
+            ("status", &status),
             ("payment_method", &method),
         ],
     )

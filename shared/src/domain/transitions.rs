@@ -16,12 +16,15 @@
 //! - An OPEN invoice with an amount to pay passing its `due_date` stays OPEN (the platform's
 //!   invoice statuses are PROCESSING, OPEN, CLOSED: there is no overdue status); its billing
 //!   account, when ACTIVE, moves to COLLECTION (the platform's dunning status; `resume` takes
-//!   it back to ACTIVE). An account that pays automatically pays it instead
+//!   it back to ACTIVE). An account that pays automatically pays it instead, unless its
+//!   chosen autopay outcome declines: then the payment is tried again on the policy's retry
+//!   days, and the account moves to COLLECTION when the last attempt is declined
 //!   ([`super::billing::dues`]).
 //! - Bill cycles run on their day and bill batches on their invoice date
 //!   ([`super::billing::runs`]); the invoices they make fall due in their turn.
 //!
-//! Ties at one instant: agreement services, invoices due, cycle runs, bill batch runs.
+//! Ties at one instant: agreement services, invoices due, cycle runs, bill batch runs,
+//! autopay retries.
 //! Everything runs in the caller's one transaction, so an advance is all or nothing. Each
 //! invoice a run makes counts toward [`MAX_TRANSITIONS`] like a transition.
 
@@ -46,6 +49,7 @@ pub const TRANSITION_KINDS: &[&str] = &[
     "agreement_service.ended",
     "invoice.past_due",
     "invoice.autopaid",
+    "invoice.autopay_declined",
     "account.collection_cleared",
     "bill_cycle.run",
     "bill_batch.run",
@@ -70,7 +74,7 @@ pub struct Transition {
     pub detail: String,
 }
 
-pub use super::billing::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
+pub use super::billing::{Due, Ran, AUTOPAY_RETRY, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
 /// An agreement service reaching its end date (id: the agreement service).
 const SERVICE_END: u8 = 0;
 
@@ -108,6 +112,7 @@ pub fn run_due(
     }
     drop((services, invoices));
     super::billing::runs::enqueue(tx, from, to, tz, &mut queue)?;
+    super::billing::dues::retries_between(tx, &from_s, &to_s, tz, &mut queue)?;
     let mut done = Vec::new();
     // Transitions run plus invoices made: what MAX_TRANSITIONS bounds.
     let mut work = 0usize;
@@ -122,7 +127,8 @@ pub fn run_due(
             SERVICE_END => end_service(tx, id, &at, tz, &to_s, &mut queue)?
                 .map(|(k, d)| vec![(k, id, d)])
                 .unwrap_or_default(),
-            INVOICE_DUE => invoice_due(tx, id, &at, tz)?,
+            INVOICE_DUE => invoice_due(tx, id, &at, tz, (&from_s, &to_s), &mut queue)?,
+            AUTOPAY_RETRY => super::billing::dues::retry(tx, id, &at, tz)?,
             _ => {
                 use super::billing::runs::{run_batch, run_cycle};
                 let outcome = if kind == BILL_CYCLE_RUN {
@@ -241,7 +247,14 @@ fn end_service(
 
 /// An invoice passing its due date `at` (module doc). Nothing when it is no longer OPEN with
 /// an amount to pay, or no longer due then.
-fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str, tz: Tz) -> Result<Vec<Ran>> {
+fn invoice_due(
+    tx: &Transaction<'_>,
+    id: i64,
+    at: &str,
+    tz: Tz,
+    interval: (&str, &str),
+    queue: &mut BTreeSet<Due>,
+) -> Result<Vec<Ran>> {
     let row = tx
         .query_row(
             "SELECT status, due_date, amount_to_pay, billing_account_id FROM invoices WHERE id = ?1",
@@ -262,8 +275,21 @@ fn invoice_due(tx: &Transaction<'_>, id: i64, at: &str, tz: Tz) -> Result<Vec<Ra
     if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {
         return Ok(Vec::new());
     }
-    if let Some(paid) = super::billing::dues::autopay(tx, id, account, to_pay, at, tz)? {
-        return Ok(paid);
+    use super::billing::dues::{autopay, queue_retries, retry_days, Attempt};
+    let days = retry_days(tx)?;
+    let attempt = if days.is_empty() {
+        Attempt::Last
+    } else {
+        Attempt::More
+    };
+    if let Some(ran) = autopay(tx, id, account, to_pay, at, tz, attempt)? {
+        if ran
+            .iter()
+            .any(|(kind, ..)| *kind == "invoice.autopay_declined")
+        {
+            queue_retries(id, at, &days, tz, interval, queue);
+        }
+        return Ok(ran);
     }
     let moved = super::accounts::move_status(tx, account, "ACTIVE", "COLLECTION")?;
     let detail = if moved {

@@ -12,6 +12,7 @@
 //! Invariants: a field absent or null is not checked (it takes its default, which is a member);
 //! a value of another JSON type is left to the loader's types, which refuse it with its path.
 
+use crate::domain::billing::dues;
 use crate::domain::{
     accounts, adjustments, agreements, bill_batches, catalog, glrun, invoices, ledgers, payments,
     policy, CURRENCY_CODES,
@@ -166,6 +167,18 @@ pub const SETS: &[ClosedSet] = &[
         "payment_term_days",
         &policy::PAYMENT_TERM_DAYS,
         "policy::PAYMENT_TERM_DAYS",
+    ),
+    set(
+        "billing_accounts",
+        "autopay_outcome",
+        dues::AUTOPAY_OUTCOMES,
+        "billing::dues::AUTOPAY_OUTCOMES",
+    ),
+    range(
+        "billing_accounts",
+        "autopay_declines",
+        &dues::AUTOPAY_DECLINES,
+        "billing::dues::AUTOPAY_DECLINES",
     ),
     set(
         "product_prices",

@@ -48,6 +48,8 @@ const STATE: &[(&str, &str, Fields)] = &[
             ("end_date", Ty::Date),
             ("next_invoice_date", Ty::Date),
             ("billed_through", Ty::Date),
+            ("autopay_outcome", Ty::Text),
+            ("autopay_declines", Ty::Int),
         ],
     ),
     (

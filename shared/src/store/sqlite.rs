@@ -57,6 +57,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0014_invoice_lines",
         include_str!("migrations/0014_invoice_lines.sql"),
     ),
+    (
+        "0015_autopay_outcome",
+        include_str!("migrations/0015_autopay_outcome.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

@@ -32,6 +32,8 @@ pub const INVOICE_DUE: u8 = 1;
 pub const BILL_CYCLE_RUN: u8 = 2;
 /// A bill batch's run on its invoice date (id: the bill batch).
 pub const BILL_BATCH_RUN: u8 = 3;
+/// A retry of a declined automatic payment (id: the invoice).
+pub const AUTOPAY_RETRY: u8 = 4;
 
 /// Local midnight of `date` in `tz` (the earlier instant when it occurs twice; `None` when
 /// the zone skips it entirely, which no zone does at midnight on the dates we use).

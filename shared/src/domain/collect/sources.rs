@@ -360,7 +360,8 @@ pub(super) fn collect_category(ctx: &RunContext<'_>, category: &str) -> Result<b
                     CASE WHEN p.amount LIKE '-%' THEN substr(p.amount, 2) ELSE '-' || p.amount END,
                     'Payment', NULL
              FROM payments p JOIN billing_accounts a ON a.id = p.billing_account_id
-             WHERE p.occurred_on >= ?1 AND p.occurred_on < ?2 ORDER BY p.id",
+             WHERE p.occurred_on >= ?1 AND p.occurred_on < ?2 AND p.status <> 'CANCELED'
+             ORDER BY p.id",
         )?,
         // A credit lowers the receivable (negative), a debit raises it.
         "ADJUSTMENT" => collect_simple(
