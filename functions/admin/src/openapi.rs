@@ -35,7 +35,7 @@ fn describe(status: u16) -> &'static str {
         409 => "Conflict (e.g. a tenant or checkpoint name in use; no clock advance left to undo)",
         413 => "Request body too large",
         415 => "Content-Type is not application/json",
-        422 => "The tenant is too large to export (a kind over 10,000 records, EXPORT_TOO_LARGE)",
+        422 => "The tenant is too large to export (a kind over 10,000 records, or more records in all than SANDBOX_MAX_FIXTURE_RECORDS: EXPORT_TOO_LARGE)",
         503 => "Storage unavailable",
         _ => "error",
     }
