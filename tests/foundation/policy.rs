@@ -43,20 +43,35 @@ async fn a_partial_put_changes_what_it_names_and_get_reads_it_back() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v, defaults());
 
-    let change = json!({"recurring_timing": "ADVANCE", "payment_term_days": 15,
+    let change = json!({"proration": "NONE", "payment_term_days": 15,
                         "autopay_retry_days": [1, 3, 7]});
     let (status, v) = policy(&s, &t, Method::PUT, Some(&change)).await;
     assert_eq!(status, 200, "{v}");
     let mut want = defaults();
-    want["recurring_timing"] = json!("ADVANCE");
+    want["proration"] = json!("NONE");
     want["payment_term_days"] = json!(15);
     want["autopay_retry_days"] = json!([1, 3, 7]);
     assert_eq!(v, want);
-    let more = json!({"usage_tiers": "CUMULATIVE"});
+    let more = json!({"default_agreement_months": 6});
     let (status, v) = policy(&s, &t, Method::PUT, Some(&more)).await;
     assert_eq!(status, 200, "{v}");
-    want["usage_tiers"] = json!("CUMULATIVE");
+    want["default_agreement_months"] = json!(6);
     assert_eq!(v, want);
+    // A platform value this sandbox does not bill by yet: refused, saying so, nothing changed.
+    for not_yet in [
+        json!({"recurring_timing": "ADVANCE"}),
+        json!({"usage_tiers": "CUMULATIVE"}),
+        json!({"runs": "WITH_CLOCK"}),
+    ] {
+        let (status, v) = policy(&s, &t, Method::PUT, Some(&not_yet)).await;
+        assert_eq!(status, 400, "{v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("does not bill by it yet")),
+            "{v}"
+        );
+    }
     let (_, read) = policy(&s, &t, Method::GET, None).await;
     assert_eq!(read, want);
 
@@ -166,13 +181,11 @@ async fn a_value_outside_its_set_is_a_400_naming_it_and_changes_nothing() {
 async fn a_documents_policy_is_applied_exported_and_loads_back() {
     let s = TestServer::start().await;
     let doc = json!({
-        "policy": {"recurring_timing": "ADVANCE", "proration": "NONE",
-                   "default_agreement_months": 1},
+        "policy": {"proration": "NONE", "default_agreement_months": 1},
         "products": [{"id": 1, "name": "Compute"}]
     });
     let a = create_from(&s, "policy-doc", "UTC", &doc).await;
     let (_, read) = policy(&s, &a, Method::GET, None).await;
-    assert_eq!(read["recurring_timing"], "ADVANCE");
     assert_eq!(read["proration"], "NONE");
     assert_eq!(read["default_agreement_months"], 1);
     assert_eq!(read["payment_term_days"], 30);
@@ -180,8 +193,7 @@ async fn a_documents_policy_is_applied_exported_and_loads_back() {
     let exported = export(&s, &a).await;
     assert_eq!(
         exported["policy"],
-        json!({"recurring_timing": "ADVANCE", "proration": "NONE",
-               "default_agreement_months": 1})
+        json!({"proration": "NONE", "default_agreement_months": 1})
     );
     let b = create_from(&s, "policy-copy", "UTC", &exported).await;
     assert_eq!(export(&s, &b).await, exported);

@@ -1471,13 +1471,13 @@ fn policy_show_and_set_read_and_change_the_tenants_billing_policy() {
             "policy",
             "set",
             "demo",
-            "recurring_timing=ADVANCE",
+            "proration=NONE",
             "payment_term_days=15",
             "autopay_retry_days=1,3",
             "--json",
         ])
         .json();
-    assert_eq!(set["recurring_timing"], "ADVANCE", "{set}");
+    assert_eq!(set["proration"], "NONE", "{set}");
     assert_eq!(set["payment_term_days"], 15, "{set}");
     assert_eq!(
         set["autopay_retry_days"],

@@ -360,7 +360,7 @@ pub enum FixturesCommand {
 pub enum PolicyCommand {
     /// Print the tenant's billing policy, every member (defaults included).
     Show { tenant: String },
-    /// Set members of the policy, each `key=value` (e.g. `recurring_timing=ADVANCE`,
+    /// Set members of the policy, each `key=value` (e.g. `proration=NONE`,
     /// `payment_term_days=15`, `autopay_retry_days=1,3,7`; `autopay_retry_days=` for none);
     /// the others keep their value. Prints the policy now in force.
     Set {
