@@ -28,7 +28,6 @@
 //! Everything runs in the caller's one transaction, so an advance is all or nothing. Each
 //! invoice a run makes counts toward [`MAX_TRANSITIONS`] like a transition.
 
-use crate::money::from_sql_text;
 use crate::time::{from_storage, to_storage};
 use crate::{Error, Result};
 use chrono::{DateTime, Months, Utc};
@@ -255,21 +254,7 @@ fn invoice_due(
     interval: (&str, &str),
     queue: &mut BTreeSet<Due>,
 ) -> Result<Vec<Ran>> {
-    let row = tx
-        .query_row(
-            "SELECT status, due_date, amount_to_pay, billing_account_id FROM invoices WHERE id = ?1",
-            [id],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    from_sql_text(r.get_ref(2)?)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            },
-        )
-        .optional()?;
-    let Some((status, due, to_pay, account)) = row else {
+    let Some((status, due, to_pay, account)) = super::billing::dues::invoice_dues(tx, id)? else {
         return Ok(Vec::new());
     };
     if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {

@@ -203,10 +203,13 @@ pub fn retries_between(
     Ok(())
 }
 
-/// A retry day `at` of invoice `invoice_id`: tries the automatic payment again when the
-/// invoice is still OPEN with an amount to pay and `at` is one of its retry days.
-pub fn retry(tx: &Transaction<'_>, invoice_id: i64, at: &str, tz: Tz) -> Result<Vec<Ran>> {
-    let row = tx
+/// What the due-date work reads of an invoice: its status, due date, amount still to pay
+/// and account.
+pub(crate) type InvoiceDues = (String, Option<String>, Decimal, i64);
+
+/// [`InvoiceDues`] of invoice `invoice_id` (None: no such invoice).
+pub(crate) fn invoice_dues(tx: &Transaction<'_>, invoice_id: i64) -> Result<Option<InvoiceDues>> {
+    Ok(tx
         .query_row(
             "SELECT status, due_date, amount_to_pay, billing_account_id FROM invoices WHERE id = ?1",
             [invoice_id],
@@ -219,8 +222,13 @@ pub fn retry(tx: &Transaction<'_>, invoice_id: i64, at: &str, tz: Tz) -> Result<
                 ))
             },
         )
-        .optional()?;
-    let Some((status, Some(due), to_pay, account)) = row else {
+        .optional()?)
+}
+
+/// A retry day `at` of invoice `invoice_id`: tries the automatic payment again when the
+/// invoice is still OPEN with an amount to pay and `at` is one of its retry days.
+pub fn retry(tx: &Transaction<'_>, invoice_id: i64, at: &str, tz: Tz) -> Result<Vec<Ran>> {
+    let Some((status, Some(due), to_pay, account)) = invoice_dues(tx, invoice_id)? else {
         return Ok(Vec::new());
     };
     if status != "OPEN" || to_pay <= Decimal::ZERO {
