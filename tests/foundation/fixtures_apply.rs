@@ -205,41 +205,37 @@ async fn invoice_lines_are_loaded_checked_against_the_amount_and_exported() {
     // Without lines: one AMOUNT line of the whole amount (Surface A below), which the export
     // leaves implied, as the document did, so the export holds no more records than it.
     assert_eq!(exported(51).get("lines"), None);
-    // Surface A shows the same lines.
-    let r = read(
-        s.client
-            .get(s.url(&format!("{ROOT}/invoices/50/lines")))
-            .header("Authorization", t.basic_header())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let types: Vec<&str> = r
-        .el()
-        .children
-        .iter()
-        .map(|l| attr(l, "lineType"))
-        .collect();
+    // Surface A shows the same lines: (lineType, amount) of each line of invoice `eid`.
+    let (s_ref, t_ref) = (&s, &t);
+    let surface_a_lines = |eid: i64| async move {
+        let (s, t) = (s_ref, t_ref);
+        let r = read(
+            s.client
+                .get(s.url(&format!("{ROOT}/invoices/{eid}/lines")))
+                .header("Authorization", t.basic_header())
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.el()
+            .children
+            .iter()
+            .map(|l| {
+                (
+                    attr(l, "lineType").to_string(),
+                    attr(l, "amount").to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let types: Vec<String> = surface_a_lines(50).await.into_iter().map(|l| l.0).collect();
     assert_eq!(types, ["RECURRING", "USAGE"]);
-    let r = read(
-        s.client
-            .get(s.url(&format!("{ROOT}/invoices/51/lines")))
-            .header("Authorization", t.basic_header())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let lines: Vec<(&str, &str)> = r
-        .el()
-        .children
-        .iter()
-        .map(|l| (attr(l, "lineType"), attr(l, "amount")))
-        .collect();
-    assert_eq!(lines, [("AMOUNT", "3")], "{}", r.body);
+    assert_eq!(
+        surface_a_lines(51).await,
+        [("AMOUNT".to_string(), "3".to_string())]
+    );
 
     // Lines that do not add up to the amount, an unknown type or member: 400, nothing applied.
     let bad = |amount: f64, line: Value| {
