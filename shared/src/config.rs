@@ -47,7 +47,7 @@ pub struct Config {
     pub max_connections: usize,
     /// Most records one fixture document may hold, every object of a list at any depth and
     /// `generated_services.count` counted (`SANDBOX_MAX_FIXTURE_RECORDS`, default
-    /// [`crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS`]): a tenant creation or fixtures
+    /// [`crate::fixtures::document::DEFAULT_MAX_DOCUMENT_RECORDS`]): a tenant creation or fixtures
     /// apply over it is refused with 400 before anything is done, so that an apply finishes
     /// within the request deadline instead of being cut off by it; an export over it is 422.
     pub max_fixture_records: u64,
@@ -115,7 +115,7 @@ impl Config {
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS),
             max_fixture_records: env_number("SANDBOX_MAX_FIXTURE_RECORDS")
                 .filter(|n| *n > 0)
-                .unwrap_or(crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS),
+                .unwrap_or(crate::fixtures::document::DEFAULT_MAX_DOCUMENT_RECORDS),
             max_tenants: env_number("SANDBOX_MAX_TENANTS")
                 .unwrap_or(crate::store::registry::DEFAULT_MAX_TENANTS),
             xml_namespace,
@@ -140,7 +140,7 @@ impl Config {
             max_body_buffer_bytes: DEFAULT_MAX_BODY_BUFFER_BYTES,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            max_fixture_records: crate::seed::document::DEFAULT_MAX_DOCUMENT_RECORDS,
+            max_fixture_records: crate::fixtures::document::DEFAULT_MAX_DOCUMENT_RECORDS,
             max_tenants: crate::store::registry::DEFAULT_MAX_TENANTS,
             xml_namespace: None,
             s3: None,

@@ -27,13 +27,13 @@ pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod fixtures;
+pub mod json_schema;
 pub mod money;
 pub mod names;
 pub mod query;
 pub mod rating;
 pub mod sandbox;
-pub mod schema;
-pub mod seed;
 pub mod store;
 pub mod tenants;
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! check, before anything it could still read disappears.
 
 use crate::auth::{jwt, Credentials};
-use crate::seed::{self, Seed};
+use crate::fixtures::{self, Seed};
 use crate::store::{blocking, Store, TenantRecord};
 use crate::{Error, Result};
 
@@ -75,7 +75,7 @@ pub async fn create(
     let seeded = blocking(move || {
         st.tenant_db(&id)?.write_blocking(move |tx| {
             before(tx)?;
-            seed::apply(tx, seed.clone(), tz)
+            fixtures::apply(tx, seed.clone(), tz)
         })
     })
     .await;
@@ -100,7 +100,7 @@ pub async fn rehearse_create(
     seed: Seed,
     time_zone: &str,
     before: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<()> + Send + 'static,
-) -> Result<seed::Changes> {
+) -> Result<fixtures::Changes> {
     check_name(name)?;
     let tz = crate::time::parse_tz(time_zone).ok_or_else(|| {
         Error::bad_request(format!(
@@ -116,7 +116,7 @@ pub async fn rehearse_create(
     store
         .rehearse_new_tenant(move |tx| {
             before(tx)?;
-            seed::apply(tx, seed, tz)
+            fixtures::apply(tx, seed, tz)
         })
         .await
 }
@@ -128,7 +128,7 @@ pub async fn reset(store: &Store, id: &str, seed: Seed) -> Result<TenantRecord> 
     let tz = crate::time::parse_tz(&record.time_zone).unwrap_or(chrono_tz::UTC);
     let (st, tenant_id) = (store.clone(), record.id.clone());
     let db = blocking(move || st.tenant_db(&tenant_id)).await?;
-    db.write(move |tx| seed::reset(tx, seed.clone(), tz))
+    db.write(move |tx| fixtures::reset(tx, seed.clone(), tz))
         .await?;
     Ok(record)
 }

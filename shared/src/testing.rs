@@ -65,14 +65,14 @@ pub fn invoice(tx: &Transaction<'_>, account: i64, num: &str, amount: &str, on: 
 }
 
 /// A migrated in-memory tenant database with the demo seed applied in `tz`, its relative
-/// dates resolved at [`crate::seed::DEMO_REFERENCE`] (the clock then runs on real time).
+/// dates resolved at [`crate::fixtures::DEMO_REFERENCE`] (the clock then runs on real time).
 pub fn demo_db(tz: chrono_tz::Tz) -> Connection {
     use crate::sandbox::clock::Clock;
     let mut conn = db();
     let tx = conn.transaction().unwrap();
-    let reference = crate::time::from_storage(crate::seed::DEMO_REFERENCE).unwrap();
+    let reference = crate::time::from_storage(crate::fixtures::DEMO_REFERENCE).unwrap();
     Clock::Frozen(reference).store(&tx).unwrap();
-    crate::seed::apply(&tx, crate::seed::Seed::Demo, tz).unwrap();
+    crate::fixtures::apply(&tx, crate::fixtures::Seed::Demo, tz).unwrap();
     Clock::Real.store(&tx).unwrap();
     tx.commit().unwrap();
     conn

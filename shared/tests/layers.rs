@@ -29,13 +29,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("leaf: the error type", &["error"]),
     (
         "leaf: values (amounts, names, instants and the tenant clock's reading; JSON Schema pieces)",
-        &["money", "names", "time", "schema"],
+        &["money", "names", "time", "json_schema"],
     ),
     ("leaf: credentials and tokens", &["auth"]),
     ("store (tenant databases, registry, S3)", &["store"]),
     ("query engine and rating rules", &["query", "rating"]),
     ("domain (every business rule)", &["domain"]),
-    ("seed (the demo data, loaded through the domain)", &["seed"]),
+    ("fixtures (the demo data and fixture documents, loaded through the domain)", &["fixtures"]),
     ("tenants (creating, listing, tokens)", &["tenants"]),
     (
         "sandbox powers (clock, faults, journal rules)",

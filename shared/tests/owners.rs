@@ -513,7 +513,7 @@ fn surface_sql_is_found_and_a_stray_write_is_named() {
     };
     assert_eq!(forbidden(&generic, &rules), None);
     let generic_elsewhere = Write {
-        file: "shared/src/seed/state.rs".into(),
+        file: "shared/src/fixtures/state.rs".into(),
         ..generic
     };
     assert!(forbidden(&generic_elsewhere, &rules).is_some());

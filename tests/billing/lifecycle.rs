@@ -8,7 +8,7 @@
 //! next invoice; a service started mid-period is prorated; a POSTed bill batch runs on its
 //! invoice date and waits for review.
 //!
-//! Expected amounts come from the demo fixture (shared/seed/demo.json: the recurring price
+//! Expected amounts come from the demo fixture (shared/fixtures/demo.json: the recurring price
 //! of product 1) and from what the surfaces answer (which services are ACTIVE and since
 //! when, what posting charged, what was pending), never from the engine's own output.
 
@@ -132,7 +132,7 @@ async fn invoice_on(a: &Legacy, eid: i64, on: &str) -> Invoice {
 /// The demo's price of `kind` (RECURRING, ONE_TIME) of `product`, from the fixture.
 fn price(product: i64, kind: &str) -> Decimal {
     let demo: Value =
-        serde_json::from_str(include_str!("../../shared/seed/demo.json")).expect("demo");
+        serde_json::from_str(include_str!("../../shared/fixtures/demo.json")).expect("demo");
     let price = demo["product_prices"]
         .as_array()
         .unwrap()

@@ -357,7 +357,7 @@ async fn the_served_schema_validates_the_demo_and_the_docs_example() {
     assert!(services["items"]["properties"]["start_date"]["pattern"].is_string());
 
     let dir = tempfile::tempdir().unwrap();
-    let demo: Value = serde_json::from_str(shared::seed::DEMO_JSON).unwrap();
+    let demo: Value = serde_json::from_str(shared::fixtures::DEMO_JSON).unwrap();
     assert!(valid(dir.path(), &schema, &demo), "the demo");
     assert!(
         valid(dir.path(), &schema, &docs_example()),

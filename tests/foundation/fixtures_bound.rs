@@ -58,7 +58,7 @@ fn document(records: u64) -> Value {
             "first_start": "2020-01-01"},
         "invoices": invoices,
     });
-    assert_eq!(shared::seed::document::records_in(&doc), records);
+    assert_eq!(shared::fixtures::document::records_in(&doc), records);
     doc
 }
 

@@ -320,7 +320,7 @@ fn names(cell: &str) -> std::collections::BTreeSet<String> {
 #[test]
 fn the_member_table_of_the_docs_is_the_schema() {
     let md = include_str!("../../docs/fixtures.md");
-    let schema = shared::seed::json_schema();
+    let schema = shared::fixtures::json_schema();
     let start = md
         .find("| Member | Fields | State fields |")
         .expect("the table");
@@ -335,7 +335,7 @@ fn the_member_table_of_the_docs_is_the_schema() {
         let cells: Vec<&str> = row.split('|').collect();
         let member = cells[1].trim().trim_matches('`');
         let (fields, state) = (names(cells[2]), names(cells[3]));
-        let wanted: std::collections::BTreeSet<String> = shared::seed::state::fields(member)
+        let wanted: std::collections::BTreeSet<String> = shared::fixtures::state::fields(member)
             .into_iter()
             .map(|(f, _, _)| f.to_string())
             .collect();

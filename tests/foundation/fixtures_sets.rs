@@ -1,5 +1,5 @@
 //! A catalogue that refuses mistakes, and dry runs, over HTTP: a fixture document whose value
-//! lies outside one of the platform's closed sets (`shared::seed::sets`) is a 400 in the admin
+//! lies outside one of the platform's closed sets (`shared::fixtures::sets`) is a 400 in the admin
 //! shape naming the JSON path and the allowed values, and creates nothing (no tenant, no
 //! record of an existing one); `?dry_run=true` on a tenant's creation and on an apply answers
 //! what would be created and updated and changes nothing (the tenant list, the tenant's data

@@ -61,7 +61,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     let (record, credentials) = shared::tenants::create(
         &s.state.store,
         "slow",
-        shared::seed::Seed::Demo,
+        shared::fixtures::Seed::Demo,
         "America/Chicago",
         |_| Ok(()),
     )

@@ -20,8 +20,8 @@ use shared::web::AppState;
 /// The admin key every test server uses.
 pub const ADMIN_KEY: &str = "test-admin-key";
 /// The clock reading at which the demo data set reads as the absolute dates tests assert
-/// (`shared::seed::DEMO_REFERENCE`).
-pub const DEMO_REFERENCE: &str = shared::seed::DEMO_REFERENCE;
+/// (`shared::fixtures::DEMO_REFERENCE`).
+pub const DEMO_REFERENCE: &str = shared::fixtures::DEMO_REFERENCE;
 
 /// A sandbox served on 127.0.0.1 with a temporary data directory.
 pub struct TestServer {

@@ -1,10 +1,10 @@
 //! `GET /sandbox/v1/tenants/{id}/fixtures`: the tenant's data as a fixture document
-//! (`shared::seed::export`: ids included, dates absolute, records in id order; 422 naming the
+//! (`shared::fixtures::export`: ids included, dates absolute, records in id order; 422 naming the
 //! kind when one holds more records than a document may).
 //! `POST /sandbox/v1/tenants/{id}/fixtures`: applies a fixture document (docs/fixtures.md) to
 //! an existing tenant in one write (one transaction, one log entry in S3 mode), all or
 //! nothing. A record whose id exists is updated in place, the others are created, nothing is
-//! deleted (`shared::seed::update`). The document's relative dates resolve against the
+//! deleted (`shared::fixtures::update`). The document's relative dates resolve against the
 //! tenant's clock as the write reads it. With `?dry_run=true` the same apply runs in a
 //! transaction that is rolled back (`TenantDb::rehearse`): the answer says what would be
 //! created and updated, and nothing changes (no record, no id sequence, no log entry).
@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
-use shared::seed::Seed;
+use shared::fixtures::Seed;
 use shared::web::{ApiError, AppState, JsonBody, Params, ADMIN_PREFIX};
 
 /// This module's routes.
@@ -56,15 +56,15 @@ async fn apply_fixtures(
     JsonBody(doc): JsonBody<serde_json::Value>,
 ) -> Result<Json<Applied>, ApiError> {
     let dry_run = crate::dry_run(&q)?;
-    shared::seed::document::check_records(&doc, app.config.max_fixture_records)?;
+    shared::fixtures::document::check_records(&doc, app.config.max_fixture_records)?;
     let t = crate::powers::tenant(&app, &id).await?;
     let tz = t.tz;
-    let records = shared::seed::records_per_kind(&doc);
+    let records = shared::fixtures::records_per_kind(&doc);
     let changes = if dry_run {
-        t.db.rehearse(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc)), tz))
+        t.db.rehearse(move |tx| shared::fixtures::apply(tx, Seed::Document(Box::new(doc)), tz))
             .await?
     } else {
-        t.db.write(move |tx| shared::seed::apply(tx, Seed::Document(Box::new(doc.clone())), tz))
+        t.db.write(move |tx| shared::fixtures::apply(tx, Seed::Document(Box::new(doc.clone())), tz))
             .await?
     };
     Ok(Json(Applied {
@@ -83,10 +83,10 @@ async fn export_fixtures(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let t = crate::powers::tenant(&app, &id).await?;
     let max = app.config.max_fixture_records;
-    match t.db.read(shared::seed::export::export).await? {
+    match t.db.read(shared::fixtures::export::export).await? {
         Ok(doc) => {
             // Every export loads: one the document bound would refuse is not given.
-            let records = shared::seed::document::records_in(&doc);
+            let records = shared::fixtures::document::records_in(&doc);
             if records > max {
                 return Err(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -108,7 +108,7 @@ async fn export_fixtures(
                  use a checkpoint or a fork to copy this tenant",
                 too_many.kind,
                 too_many.count,
-                shared::seed::document::MAX_RECORDS_PER_KIND
+                shared::fixtures::document::MAX_RECORDS_PER_KIND
             ),
         )),
     }
@@ -117,5 +117,5 @@ async fn export_fixtures(
 /// `GET /sandbox/v1/fixtures.schema.json`, without the admin key (like the OpenAPI document):
 /// the JSON Schema of a fixture document, derived from the types the loader reads.
 async fn fixtures_schema() -> Json<serde_json::Value> {
-    Json(shared::seed::json_schema())
+    Json(shared::fixtures::json_schema())
 }

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use shared::fixtures::Seed;
 use shared::sandbox::clock::Clock;
-use shared::seed::Seed;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
@@ -133,15 +133,15 @@ fn default_seed() -> String {
     "demo".into()
 }
 
-/// The seeds a tenant starts from (`shared::seed::Seed::parse`), `demo` by default.
+/// The seeds a tenant starts from (`shared::fixtures::Seed::parse`), `demo` by default.
 fn seeds() -> utoipa::openapi::Object {
-    let mut schema = shared::schema::enumeration(&["demo", "empty"]);
+    let mut schema = shared::json_schema::enumeration(&["demo", "empty"]);
     schema.default = Some(default_seed().into());
     schema
 }
 
 fn fixture_document() -> utoipa::openapi::Object {
-    shared::schema::any_object(
+    shared::json_schema::any_object(
         "The tenant's own fixture document instead of a seed (docs/fixtures.md); a refusal names its JSON path and creates no tenant",
     )
 }
@@ -247,7 +247,7 @@ async fn create_tenant(
                     return Err(ApiError::bad_request("send 'seed' or 'fixtures', not both"))
                 }
                 (_, Some(doc)) => {
-                    shared::seed::document::check_records(doc, app.config.max_fixture_records)?;
+                    shared::fixtures::document::check_records(doc, app.config.max_fixture_records)?;
                     Seed::Document(Box::new(doc.clone()))
                 }
                 (seed, None) => Seed::parse(seed.as_deref().unwrap_or("demo"))?,
@@ -268,7 +268,7 @@ async fn create_tenant(
                 let records = body
                     .fixtures
                     .as_ref()
-                    .map(shared::seed::records_per_kind)
+                    .map(shared::fixtures::records_per_kind)
                     .unwrap_or_default();
                 let changes =
                     tenants::rehearse_create(&app.store, &body.name, seed, zone, before).await?;
@@ -352,7 +352,7 @@ struct Token {
 }
 
 fn bearer() -> utoipa::openapi::Object {
-    shared::schema::enumeration(&["Bearer"])
+    shared::json_schema::enumeration(&["Bearer"])
 }
 
 async fn issue_token(

@@ -40,7 +40,7 @@ fn build() -> (tempfile::TempDir, std::sync::Arc<shared::store::TenantDb>) {
     let store = shared::store::Store::open_with(dir.path(), None).expect("store");
     let db = store.tenant_db("bench").expect("db");
     db.write_blocking(|tx| {
-        shared::seed::apply(tx, shared::seed::Seed::Demo, tz())?;
+        shared::fixtures::apply(tx, shared::fixtures::Seed::Demo, tz())?;
         let existing: i64 = tx.query_row("SELECT COUNT(*) FROM agreement_services", [], |r| r.get(0))?;
         let statuses = shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
         let mut service = tx.prepare(

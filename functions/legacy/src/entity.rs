@@ -7,9 +7,9 @@
 
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
-use crate::schema::{Kind, PAGE_ATTRIBUTES};
 use crate::xml::Node;
 use crate::xml_answer;
+use crate::xml_schema::{Kind, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
@@ -164,7 +164,7 @@ pub enum Child {
 }
 
 /// One Surface A entity's read model: a field table that both renders rows and declares the
-/// element in the XSD (`crate::schema`).
+/// element in the XSD (`crate::xml_schema`).
 pub struct Entity {
     /// Collection name in paths, e.g. `billingAccounts`; also the page wrapper element.
     pub collection: &'static str,

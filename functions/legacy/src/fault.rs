@@ -1,7 +1,7 @@
 //! Surface A's error: an XML `fault` with an HTTP status, a failure reason (ALREADY_EXISTS,
 //! VALIDATION_FAILURE or GENERAL) and a message.
 
-use crate::schema::{Kind, Part, Shape};
+use crate::xml_schema::{Kind, Part, Shape};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 

@@ -15,10 +15,10 @@ pub mod payments;
 pub mod readonly;
 pub mod request;
 pub mod routes;
-pub mod schema;
 pub mod users;
 pub mod wadl;
 pub mod xml;
+pub mod xml_schema;
 
 pub use fault::Fault;
 pub use request::BasicAuth;
@@ -27,10 +27,10 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use schema::{Attribute, Kind, Shape};
 use shared::config::Config;
 use shared::web::{AppState, LEGACY_PREFIX};
 use xml::Node;
+use xml_schema::{Attribute, Kind, Shape};
 
 /// Default XML domain namespace of Surface A.
 pub use shared::web::surface::DEFAULT_XML_NAMESPACE;
@@ -63,7 +63,7 @@ pub fn routes() -> Router<AppState> {
             get(wadl::serve_wadl),
         )
         .route(
-            &format!("{LEGACY_PREFIX}/{}", schema::XSD_PATH),
+            &format!("{LEGACY_PREFIX}/{}", xml_schema::XSD_PATH),
             get(wadl::serve_xsd),
         )
         .merge(endpoints)

@@ -5,7 +5,7 @@
 use crate::commands;
 use crate::entity::{self, Filter};
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
-use crate::schema::{Body, Shape};
+use crate::xml_schema::{Body, Shape};
 use crate::{accounts, categories, invoices, notes, payments, readonly, users, CREATE_RESPONSE};
 use axum::routing::{on, MethodFilter};
 use shared::domain::accounts::StatusCommand;

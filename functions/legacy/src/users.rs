@@ -6,9 +6,9 @@
 use crate::entity::{page_node, Filter};
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
-use crate::schema::{Attribute, Kind, Occurs, Part, Shape, PAGE_ATTRIBUTES};
 use crate::xml::Node;
 use crate::xml_answer;
+use crate::xml_schema::{Attribute, Kind, Occurs, Part, Shape, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
 use shared::web::listing::{read_page, LEGACY_PAGING};

@@ -18,7 +18,7 @@ use serde::Serialize;
 use shared::domain::calendars::{self, NewYear};
 use shared::domain::collect::{self, catalogue};
 use shared::domain::ledgers::{self, LedgerFields};
-use shared::domain::{chargeinfo, glrun, replication};
+use shared::domain::{analytics_export, chargeinfo, glrun};
 use shared::query::{Page, Paged};
 use shared::web::listing::{self, REVENUE_PAGING};
 use shared::web::{ApiError, AppState, JsonBody, Params, Tenant};
@@ -407,11 +407,12 @@ async fn replicate_svs(
     Params(q): Params,
 ) -> Answer {
     let batch_size = query::batch_size(&q)?;
-    let snapshot = t.db.read(replication::read_svs).await?;
-    let sink = replication::TenantFilesSink::new(state.store.clone(), t.record.id.clone());
-    let summary =
-        tokio::task::spawn_blocking(move || replication::write_svs(&sink, &snapshot, batch_size))
-            .await
-            .map_err(|e| shared::Error::Internal(format!("replication task failed: {e}")))??;
+    let snapshot = t.db.read(analytics_export::read_svs).await?;
+    let sink = analytics_export::TenantFilesSink::new(state.store.clone(), t.record.id.clone());
+    let summary = tokio::task::spawn_blocking(move || {
+        analytics_export::write_svs(&sink, &snapshot, batch_size)
+    })
+    .await
+    .map_err(|e| shared::Error::Internal(format!("replication task failed: {e}")))??;
     Ok(created(summary))
 }

@@ -158,9 +158,9 @@ pub const LEDGER_CHARGE_INFO_FILTERS: &[Param] = &[
 pub const REPLICATION_PARAMS: &[Param] = &[p(
     "batch_size",
     Kind::Bounded {
-        min: shared::domain::replication::BATCH_SIZE_RANGE.0,
-        max: Some(shared::domain::replication::BATCH_SIZE_RANGE.1),
-        default: shared::domain::replication::BATCH_SIZE_RANGE.2,
+        min: shared::domain::analytics_export::BATCH_SIZE_RANGE.0,
+        max: Some(shared::domain::analytics_export::BATCH_SIZE_RANGE.1),
+        default: shared::domain::analytics_export::BATCH_SIZE_RANGE.2,
     },
     Some("Default 1000"),
 )];

@@ -5,7 +5,7 @@ pub mod server;
 
 use axum::Router;
 use shared::auth::Credentials;
-use shared::seed::Seed;
+use shared::fixtures::Seed;
 use shared::store::TenantRecord;
 use shared::web::AppState;
 

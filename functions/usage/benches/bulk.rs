@@ -25,7 +25,7 @@ use serde::de::IgnoredAny;
 use serde_json::{json, Value};
 use shared::config::Config;
 use shared::domain::usage::{post as post_bulk, BulkRequest};
-use shared::seed::Seed;
+use shared::fixtures::Seed;
 use shared::web::AppState;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;

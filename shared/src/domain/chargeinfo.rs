@@ -83,7 +83,7 @@ fn row(r: &rusqlite::Row<'_>, tz: Tz) -> rusqlite::Result<ChargeInfo> {
 }
 
 fn ci_values() -> utoipa::openapi::Object {
-    crate::schema::any_object("created_date, transaction_type, charge_category, billing_account_num, order_id, service_id, invoice_number, charge_amount (exact decimal), order_amount, product_id, product_name, currency_code; merged records add merged_charge_info_ids")
+    crate::json_schema::any_object("created_date, transaction_type, charge_category, billing_account_num, order_id, service_id, invoice_number, charge_amount (exact decimal), order_amount, product_id, product_name, currency_code; merged records add merged_charge_info_ids")
 }
 
 /// The filters of the charge info lists; `None` does not filter. Times are stored instants.
@@ -603,5 +603,5 @@ pub(crate) fn store_collected(
 
 /// A charge info's state in a ledger, or null (no run has handled it): its JSON Schema, for the OpenAPI derives.
 pub fn charge_info_state_or_null() -> utoipa::openapi::Schema {
-    crate::schema::nullable_enumeration(CHARGE_INFO_STATES)
+    crate::json_schema::nullable_enumeration(CHARGE_INFO_STATES)
 }

@@ -111,10 +111,10 @@ pub struct JournalEntry {
     /// The accounting period posted into.
     pub period_id: i64,
     /// Posting day (`YYYY-MM-DD`, ledger time zone).
-    #[schema(schema_with = crate::schema::date)]
+    #[schema(schema_with = crate::json_schema::date)]
     pub posting_date: String,
     /// Amount (positive; the accounts carry the direction).
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub amount: Number,
     /// Account debited.
     #[schema(required = true)]
@@ -511,7 +511,7 @@ pub fn run_entries(conn: &Connection, run_id: i64, page: Page) -> Result<Paged<J
 
 /// A ledger or collector run's status: its JSON Schema, for the OpenAPI derives.
 pub fn run_status() -> utoipa::openapi::Object {
-    crate::schema::enumeration(RUN_STATUSES)
+    crate::json_schema::enumeration(RUN_STATUSES)
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ pub struct LedgerFields {
     pub convert_currency: Option<Option<String>>,
     /// Conversion currency.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(schema_with = crate::domain::schemas::currency_or_null)]
+    #[schema(schema_with = crate::domain::enum_schemas::currency_or_null)]
     pub conversion_currency: Option<Option<String>>,
     /// Chart of accounts.
     #[serde(default, deserialize_with = "super::nullable")]
@@ -348,7 +348,7 @@ pub struct Ledger {
     #[schema(schema_with = convert_currency)]
     pub convert_currency: String,
     /// Conversion currency.
-    #[schema(schema_with = crate::domain::schemas::currency_or_null, required = true)]
+    #[schema(schema_with = crate::domain::enum_schemas::currency_or_null, required = true)]
     pub conversion_currency: Option<String>,
     /// Chart of accounts.
     #[schema(required = true)]
@@ -556,10 +556,10 @@ pub fn delete_ledger(tx: &Transaction<'_>, id: i64) -> Result<()> {
 
 /// A ledger's status: its JSON Schema, for the OpenAPI derives.
 pub fn ledger_status() -> utoipa::openapi::Object {
-    crate::schema::enumeration(LEDGER_STATUSES)
+    crate::json_schema::enumeration(LEDGER_STATUSES)
 }
 
 /// A ledger's currency conversion: its JSON Schema, for the OpenAPI derives.
 pub fn convert_currency() -> utoipa::openapi::Object {
-    crate::schema::enumeration(CONVERT_CURRENCY)
+    crate::json_schema::enumeration(CONVERT_CURRENCY)
 }

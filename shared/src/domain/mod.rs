@@ -23,17 +23,17 @@ pub mod bill_batch_membership;
 pub mod bill_batches;
 pub mod billing;
 
+pub mod analytics_export;
 pub mod calendars;
 pub mod catalog;
 pub mod chargeinfo;
 pub mod collect;
+pub mod enum_schemas;
 pub mod glrun;
 pub mod invoices;
 pub mod ledgers;
 pub mod payments;
 pub mod policy;
-pub mod replication;
-pub mod schemas;
 pub mod transitions;
 pub mod usage;
 

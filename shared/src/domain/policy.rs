@@ -9,7 +9,7 @@
 //! - every value is checked against its closed set or range here ([`PolicyChange::apply`]),
 //!   before anything is written, with a 400 naming the member and the allowed values; the
 //!   admin API and the fixture document's `policy` member share that one check, and
-//!   `seed::sets` lists the same constants for a document;
+//!   `fixtures::sets` lists the same constants for a document;
 //! - a change is partial: members it does not name keep their stored value.
 
 use crate::{Error, Result};
@@ -126,16 +126,16 @@ impl Default for BillingPolicy {
 }
 
 fn recurring_timing() -> utoipa::openapi::Object {
-    crate::schema::enumeration(RECURRING_TIMINGS)
+    crate::json_schema::enumeration(RECURRING_TIMINGS)
 }
 fn proration() -> utoipa::openapi::Object {
-    crate::schema::enumeration(PRORATIONS)
+    crate::json_schema::enumeration(PRORATIONS)
 }
 fn usage_tiers() -> utoipa::openapi::Object {
-    crate::schema::enumeration(USAGE_TIERS)
+    crate::json_schema::enumeration(USAGE_TIERS)
 }
 fn run_progress() -> utoipa::openapi::Object {
-    crate::schema::enumeration(RUN_PROGRESS)
+    crate::json_schema::enumeration(RUN_PROGRESS)
 }
 
 /// A change of the policy: the members to set, each checked against its set (the body of

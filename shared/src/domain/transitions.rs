@@ -55,7 +55,7 @@ pub const TRANSITION_KINDS: &[&str] = &[
 ];
 
 fn transition_kinds() -> utoipa::openapi::Object {
-    crate::schema::enumeration(TRANSITION_KINDS)
+    crate::json_schema::enumeration(TRANSITION_KINDS)
 }
 
 /// One transition that ran.

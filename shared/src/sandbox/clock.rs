@@ -24,11 +24,11 @@ use serde::Serialize;
 pub const MODES: &[&str] = &["real", "frozen", "offset"];
 
 fn modes() -> utoipa::openapi::Object {
-    crate::schema::enumeration(MODES)
+    crate::json_schema::enumeration(MODES)
 }
 
 fn nullable_modes() -> utoipa::openapi::Schema {
-    crate::schema::nullable_enumeration(MODES)
+    crate::json_schema::nullable_enumeration(MODES)
 }
 
 pub use crate::time::test_clock::{MAX_YEAR, MIN_YEAR};

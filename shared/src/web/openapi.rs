@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 documents of Surfaces B, C and the admin API are built in code: each
 //! surface crate lists its operations (its `openapi` module) and names the Rust types of their
 //! bodies; the schemas are derived from those types (utoipa's `ToSchema`, with
-//! `crate::schema` for what a Rust type cannot say), so a member added to a type is in the
+//! `crate::json_schema` for what a Rust type cannot say), so a member added to a type is in the
 //! document. This module holds what the surfaces' documents share: the assembly of paths and
 //! components, parameters, error answers, the document's own operation, the rendering (the
 //! committed docs/openapi/*.json are this rendering) and serving, in 3.1 and in the 3.0.3

@@ -75,7 +75,7 @@ pub fn document() -> Value {
 fn cpq_discount() -> Value {
     let nullable = |t: &str| json!({ "type": [t, "null"] });
     let dt = json!({ "type": ["string", "null"], "format": "date-time" });
-    let mut decimal = schema_value(shared::schema::decimal_or_null());
+    let mut decimal = schema_value(shared::json_schema::decimal_or_null());
     decimal["type"] = json!(["number", "null"]);
     json!({
         "type": "object",

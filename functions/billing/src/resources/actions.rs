@@ -46,14 +46,14 @@ pub struct Operation {
     operation_type: String,
     name: String,
     enabled: bool,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 
 /// An action as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Action {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     name: String,
     enabled: bool,

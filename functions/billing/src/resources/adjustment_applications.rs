@@ -100,7 +100,7 @@ pub static SOURCE: ListSource = ListSource {
 #[schema(as = AdjustmentItem)]
 pub struct Item {
     adjustment_item_type: String,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     amount: Option<Number>,
     #[schema(required = true)]
     description: Option<String>,
@@ -110,7 +110,7 @@ pub struct Item {
     secondary_reason: Option<String>,
     #[schema(required = true)]
     category: Option<CategoryRef>,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 
@@ -119,7 +119,7 @@ pub struct Item {
 pub struct AccountAdjustment {
     #[schema(format = DateTime, required = true)]
     occurred_on: Option<String>,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     amount: Option<Number>,
     #[schema(required = true)]
     description: Option<String>,
@@ -136,10 +136,10 @@ pub struct AccountAdjustment {
     #[schema(required = true)]
     posted_by: Option<String>,
     manual_invoice_application: bool,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     unapplied_amount: Option<Number>,
     items: Vec<Item>,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 
@@ -147,7 +147,7 @@ pub struct AccountAdjustment {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentApplication {
     account_adjustment: AccountAdjustment,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 

@@ -34,14 +34,14 @@ pub const SCOPE: &str = "c.charge_category_type = 'Adjustment'";
 /// An adjustment category as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentCategory {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     charge_category_type: String,
     name: String,
     #[schema(required = true)]
     description: Option<String>,
     priority: i64,
-    #[schema(schema_with = shared::domain::schemas::category_status)]
+    #[schema(schema_with = shared::domain::enum_schemas::category_status)]
     status: String,
 }
 

@@ -115,7 +115,7 @@ pub static SOURCE: ListSource = ListSource {
 /// (checked against the stored values by `check_echoed`) and the bounded inputs.
 fn read_only(mut schema: serde_json::Value) -> utoipa::openapi::Object {
     schema["description"] = "Read-only: may be sent back as GET renders it; a value other than the stored one is a 400.".into();
-    shared::schema::object(schema)
+    shared::json_schema::object(schema)
 }
 fn echo_id() -> utoipa::openapi::Object {
     read_only(serde_json::json!({ "type": ["string", "integer"] }))
@@ -136,17 +136,17 @@ fn echo_srid() -> utoipa::openapi::Object {
     read_only(serde_json::json!({ "type": ["string", "null"] }))
 }
 fn amount_in() -> utoipa::openapi::Object {
-    let mut schema = shared::schema::decimal_or_null();
+    let mut schema = shared::json_schema::decimal_or_null();
     schema.minimum = Some(0.into());
     schema
 }
 fn action_in() -> utoipa::openapi::Object {
-    shared::schema::object(
+    shared::json_schema::object(
         serde_json::json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 255 }),
     )
 }
 fn charge_types_in() -> utoipa::openapi::Array {
-    shared::schema::array(serde_json::json!({
+    shared::json_schema::array(serde_json::json!({
         "type": ["array", "null"],
         "items": { "type": "string", "minLength": 1, "maxLength": 255 },
         "maxItems": 50,
@@ -162,7 +162,7 @@ pub struct ProductRef {
     sku: Option<String>,
     #[schema(required = true)]
     external_product_number: Option<String>,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 
@@ -173,20 +173,20 @@ pub struct PriceRef {
     product_price_type: Option<String>,
     #[schema(required = true)]
     price_type: Option<String>,
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
 }
 
 /// An agreement service as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AgreementService {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     #[schema(format = DateTime, required = true)]
     start_date: Option<String>,
     next_service_pay_on_purchase: bool,
     renewed: bool,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     accumulated_charges_amount: Option<Number>,
     #[schema(required = true)]
     agreement: Option<NamedRef>,
@@ -205,14 +205,14 @@ pub struct AgreementService {
     preserve_service_price: bool,
     next_preserve_service_price: bool,
     agreement_period: i32,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     minimum_amount: Option<Number>,
-    #[schema(schema_with = shared::domain::schemas::currency_or_null, required = true)]
+    #[schema(schema_with = shared::domain::enum_schemas::currency_or_null, required = true)]
     minimum_amount_currency_code: Option<String>,
     omit_minimum_amount: bool,
     true_up_charge_types: Vec<String>,
     /// One of the agreement service statuses (what the `status` filter selects on).
-    #[schema(schema_with = shared::domain::schemas::agreement_service_status)]
+    #[schema(schema_with = shared::domain::enum_schemas::agreement_service_status)]
     status: String,
     /// The service's first top-level SRID (what the `service_resource_identifier` filter
     /// selects on), null when it has none.
@@ -369,7 +369,7 @@ pub struct Patch {
     #[schema(schema_with = amount_in)]
     minimum_amount: Option<Option<Decimal>>,
     #[serde(default, deserialize_with = "shared::domain::nullable")]
-    #[schema(schema_with = shared::domain::schemas::currency_or_null)]
+    #[schema(schema_with = shared::domain::enum_schemas::currency_or_null)]
     minimum_amount_currency_code: Option<Option<String>>,
     omit_minimum_amount: Option<bool>,
     #[schema(schema_with = charge_types_in)]

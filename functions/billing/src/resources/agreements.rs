@@ -104,16 +104,16 @@ pub static SOURCE: ListSource = ListSource {
 /// An agreement as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Agreement {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     name: String,
     agreement_period: i32,
     status: String,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     termination_flat_charge: Option<Number>,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     termination_percentage_charge: Option<Number>,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     max_termination_charge: Option<Number>,
     prorate_on_cancel: bool,
     #[schema(required = true)]
@@ -131,7 +131,7 @@ pub struct Agreement {
     #[schema(required = true)]
     next_agreement: Option<NamedRef>,
     agreement_period_type: String,
-    #[schema(schema_with = shared::schema::decimal_or_null, required = true)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
     minimum_amount: Option<Number>,
     #[schema(required = true)]
     minimum_amount_currency_type: Option<String>,

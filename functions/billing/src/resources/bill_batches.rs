@@ -90,7 +90,7 @@ pub const BY_BILL_BATCH: Parent = Parent {
 /// An invoice inside a run.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Invoice {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     #[schema(required = false)]
     invoice_type: String,
@@ -98,7 +98,7 @@ pub struct Invoice {
     invoice_num: String,
     #[schema(required = false)]
     external_invoice_num: Option<String>,
-    #[schema(schema_with = shared::schema::decimal_or_null)]
+    #[schema(schema_with = shared::json_schema::decimal_or_null)]
     amount: Option<Number>,
     #[schema(required = false)]
     description: Option<String>,
@@ -136,7 +136,7 @@ pub enum Entry<T> {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = BillBatchRun, description = "A bill batch run; without expand only {id}.")]
 pub struct Run {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     #[schema(schema_with = invoices, required = false)]
     invoices: Vec<Entry<Invoice>>,
@@ -173,7 +173,7 @@ pub struct Run {
 /// A bill batch as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct BillBatch {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     bill_batch_type: String,
     #[schema(required = true)]
@@ -191,7 +191,7 @@ pub struct BillBatch {
     use_payment_term: bool,
     internal_render: bool,
     currency_code: String,
-    #[schema(schema_with = shared::domain::schemas::bill_batch_status)]
+    #[schema(schema_with = shared::domain::enum_schemas::bill_batch_status)]
     status: String,
     #[schema(required = true)]
     billing_account_category: Option<NamedRef>,
@@ -384,7 +384,7 @@ pub fn load_accounts(conn: &Connection, ids: &[i64], _: &RenderContext) -> Resul
 #[serde(deny_unknown_fields)]
 #[schema(as = NewBillBatch)]
 pub struct CreateBody {
-    #[schema(schema_with = shared::domain::schemas::bill_batch_type)]
+    #[schema(schema_with = shared::domain::enum_schemas::bill_batch_type)]
     bill_batch_type: String,
     description: Option<String>,
     #[schema(format = DateTime)]

@@ -61,7 +61,7 @@ pub struct Parent {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct IdRef {
     /// Identifier.
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     pub id: String,
 }
 
@@ -72,7 +72,7 @@ pub struct NamedRef {
     #[schema(required = true)]
     pub name: Option<String>,
     /// Identifier.
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     pub id: String,
 }
 
@@ -86,7 +86,7 @@ pub struct CategoryRef {
     #[schema(required = true)]
     pub name: Option<String>,
     /// Identifier.
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     pub id: String,
 }
 
@@ -103,7 +103,7 @@ pub struct AccountRef {
     #[schema(schema_with = cpq_discounts)]
     pub cpq_discounts: Vec<serde_json::Value>,
     /// Identifier.
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     pub id: String,
 }
 

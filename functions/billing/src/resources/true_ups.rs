@@ -35,7 +35,7 @@ pub const BY_AGREEMENT_SERVICE: Parent = Parent {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = TrueUpRelation)]
 pub struct Relation {
-    #[schema(schema_with = shared::schema::identifier)]
+    #[schema(schema_with = shared::json_schema::identifier)]
     id: String,
     true_up_charge_type: String,
     agreement_service: IdRef,

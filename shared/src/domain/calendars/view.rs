@@ -12,7 +12,7 @@ use serde::Serialize;
 #[schema(as = AccountingPeriod)]
 pub struct Period {
     /// Always `PERIOD`.
-    #[schema(schema_with = crate::domain::schemas::period_type)]
+    #[schema(schema_with = crate::domain::enum_schemas::period_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
@@ -28,10 +28,10 @@ pub struct Period {
     #[schema(required = true)]
     pub quarter: Option<i64>,
     /// First day (`YYYY-MM-DD`, in `time_zone`).
-    #[schema(schema_with = crate::schema::date)]
+    #[schema(schema_with = crate::json_schema::date)]
     pub start_date: String,
     /// Last day, inclusive.
-    #[schema(schema_with = crate::schema::date)]
+    #[schema(schema_with = crate::json_schema::date)]
     pub end_date: String,
     /// The ledger's time zone.
     pub time_zone: String,
@@ -46,7 +46,7 @@ pub struct Period {
 #[schema(as = AccountingYear)]
 pub struct Year {
     /// Always `YEAR`.
-    #[schema(schema_with = crate::domain::schemas::year_type)]
+    #[schema(schema_with = crate::domain::enum_schemas::year_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
@@ -59,10 +59,10 @@ pub struct Year {
     /// Ids from the calendar down to this year.
     pub path: Vec<i64>,
     /// First day.
-    #[schema(schema_with = crate::schema::date)]
+    #[schema(schema_with = crate::json_schema::date)]
     pub start_date: String,
     /// Last day, inclusive.
-    #[schema(schema_with = crate::schema::date)]
+    #[schema(schema_with = crate::json_schema::date)]
     pub end_date: String,
     /// The ledger's time zone.
     pub time_zone: String,
@@ -81,17 +81,17 @@ pub struct Year {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Calendar {
     /// Always `CALENDAR`.
-    #[schema(schema_with = crate::domain::schemas::calendar_type)]
+    #[schema(schema_with = crate::domain::enum_schemas::calendar_type)]
     pub r#type: &'static str,
     /// Id.
     pub id: i64,
     /// `[id]`.
     pub path: Vec<i64>,
     /// First day of the first year (null without years).
-    #[schema(schema_with = crate::schema::date_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::date_or_null, required = true)]
     pub start_date: Option<String>,
     /// Last day of the last year.
-    #[schema(schema_with = crate::schema::date_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::date_or_null, required = true)]
     pub end_date: Option<String>,
     /// The ledger's time zone.
     pub time_zone: String,

@@ -433,5 +433,5 @@ pub fn list_run_errors(
 
 /// A collector run's type: its JSON Schema, for the OpenAPI derives.
 pub fn collector_run_type() -> utoipa::openapi::Object {
-    crate::schema::enumeration(COLLECTOR_RUN_TYPES)
+    crate::json_schema::enumeration(COLLECTOR_RUN_TYPES)
 }

@@ -267,7 +267,12 @@ fn play(c: &Case) {
     let tx = conn.transaction().unwrap();
     let start = crate::time::from_storage("2030-01-01T00:00:00.000Z").unwrap();
     Clock::Frozen(start).store(&tx).unwrap();
-    crate::seed::apply(&tx, crate::seed::Seed::Document(Box::new(document(c))), TZ).unwrap();
+    crate::fixtures::apply(
+        &tx,
+        crate::fixtures::Seed::Document(Box::new(document(c))),
+        TZ,
+    )
+    .unwrap();
     for step in &c.steps {
         match *step {
             Step::Usage { service, hours } => {

@@ -133,16 +133,16 @@ impl BulkRequest {
 pub fn usage_event() -> utoipa::openapi::Object {
     let text =
         |min: u32| serde_json::json!({ "type": "string", "minLength": min, "maxLength": 255 });
-    let mut amount = crate::schema::decimal();
+    let mut amount = crate::json_schema::decimal();
     amount.minimum = Some(0.into());
-    crate::schema::object(serde_json::json!({
+    crate::json_schema::object(serde_json::json!({
         "type": "object",
         "description": "A usage event. An event breaking these rules is not refused: it is listed in erred_events.",
         "properties": {
             "start_time": { "type": "string", "description": "Date, RFC 3339 date-time, or local date-time" },
             "end_time": { "type": "string" },
             "service_resource_identifier": text(1),
-            "usage_uom": crate::domain::schemas::usage_uom(),
+            "usage_uom": crate::domain::enum_schemas::usage_uom(),
             "usage_amount": amount,
             "reference_id": text(1),
             "sequence_id": text(1),
@@ -160,7 +160,9 @@ fn usage_events() -> utoipa::openapi::Array {
 }
 
 fn unrated_event() -> utoipa::openapi::Object {
-    crate::schema::object(serde_json::json!({ "description": "The event exactly as submitted" }))
+    crate::json_schema::object(
+        serde_json::json!({ "description": "The event exactly as submitted" }),
+    )
 }
 
 /// Why an event was not rated: the `code` of an erred event.
@@ -213,7 +215,7 @@ pub struct ErredEvent {
 #[schema(as = RecordRef)]
 pub struct IdRef {
     /// The id.
-    #[schema(schema_with = crate::schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     pub id: String,
 }
 
@@ -223,7 +225,7 @@ pub struct ChargeCategoryRef {
     /// Its type (Usage, Adhoc...).
     pub charge_category_type: String,
     /// Its id.
-    #[schema(schema_with = crate::schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     pub id: String,
     /// Its name.
     pub name: String,
@@ -234,26 +236,26 @@ pub struct ChargeCategoryRef {
 pub struct EventCharge {
     /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = String, schema_with = crate::schema::identifier)]
+    #[schema(value_type = String, schema_with = crate::json_schema::identifier)]
     pub id: Option<String>,
     /// The charge, rounded to the account's currency.
     #[serde(serialize_with = "serialize_number")]
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub charge: Decimal,
     /// The per-unit rate applied.
     #[serde(serialize_with = "serialize_number")]
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub rate: Decimal,
     /// The rule that produced it.
     pub usage_rule: IdRef,
     /// The rule's charge category.
     pub charge_category: ChargeCategoryRef,
     /// The rule's unit.
-    #[schema(schema_with = crate::domain::schemas::usage_uom)]
+    #[schema(schema_with = crate::domain::enum_schemas::usage_uom)]
     pub usage_uom: String,
     /// The event's amount converted into the rule's unit.
     #[serde(serialize_with = "serialize_number")]
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub usage_amount: Decimal,
 }
 
@@ -262,11 +264,11 @@ pub struct EventCharge {
 pub struct RatedEvent {
     /// Id (in a simulation `-n`, naming nothing stored: see `post::simulate`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = String, schema_with = crate::schema::identifier)]
+    #[schema(value_type = String, schema_with = crate::json_schema::identifier)]
     pub id: Option<String>,
     /// Sum of the event charges.
     #[serde(serialize_with = "serialize_number")]
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub total_charge: Decimal,
     /// Start, with offset.
     #[schema(format = DateTime)]
@@ -277,11 +279,11 @@ pub struct RatedEvent {
     /// Echoed.
     pub service_resource_identifier: String,
     /// Echoed.
-    #[schema(schema_with = crate::domain::schemas::usage_uom)]
+    #[schema(schema_with = crate::domain::enum_schemas::usage_uom)]
     pub usage_uom: String,
     /// Echoed.
     #[serde(serialize_with = "serialize_number")]
-    #[schema(schema_with = crate::schema::decimal)]
+    #[schema(schema_with = crate::json_schema::decimal)]
     pub usage_amount: Decimal,
     /// Echoed (null when not sent).
     #[schema(required = true)]

@@ -78,7 +78,7 @@ pub struct Entry {
     /// Time to the answer, in milliseconds.
     pub duration_ms: f64,
     /// Request headers, secrets redacted.
-    #[schema(schema_with = crate::schema::string_pairs)]
+    #[schema(schema_with = crate::json_schema::string_pairs)]
     pub request_headers: Vec<(String, String)>,
     /// The request body's first 64 KiB (`BODY_LIMIT`; text, lossy UTF-8), secrets redacted.
     pub request_body: String,
@@ -94,7 +94,7 @@ pub struct Entry {
 }
 
 fn surfaces() -> utoipa::openapi::Object {
-    crate::schema::enumeration(&["A", "B", "C", "admin"])
+    crate::json_schema::enumeration(&["A", "B", "C", "admin"])
 }
 
 /// One request as the layer hands it over: its parts as they were, nothing converted.

@@ -1,5 +1,5 @@
 //! Seed data sets and fixture documents: `demo` (a small, consistent tenant touching every
-//! resource of every surface, defined in `seed/demo.json`), `empty`, or a client's own fixture
+//! resource of every surface, defined in `fixtures/demo.json`), `empty`, or a client's own fixture
 //! document in the same format (docs/fixtures.md). Every document loads through the same
 //! domain create functions that API writes use, after its relative dates are resolved against
 //! the tenant's clock as it reads inside the loading transaction (`document`), so a tenant
@@ -13,8 +13,8 @@
 //! transaction is then dropped, so a refused document applies nothing.
 
 pub mod document;
+pub mod document_schema;
 pub mod export;
-pub mod schema;
 pub mod sets;
 pub mod state;
 pub mod update;
@@ -30,7 +30,7 @@ use rusqlite::Transaction;
 use serde::Deserialize;
 
 /// The demo data set, as shipped. Its dates are relative to the tenant's clock.
-pub const DEMO_JSON: &str = include_str!("../seed/demo.json");
+pub const DEMO_JSON: &str = include_str!("../fixtures/demo.json");
 
 /// The clock reading at which the demo's relative dates give the absolute dates it was first
 /// written with (Chicago tenants): tests that assert the demo's dates create their tenant
@@ -267,7 +267,7 @@ macro_rules! members {
                 // Its input reads a flattened map, which lists no fields.
                 "calendar_years" => Some(YEAR_FIELDS.to_vec()),
                 $(stringify!($name) => {
-                    let shape = schema::shape::<$ty>();
+                    let shape = document_schema::shape::<$ty>();
                     shape.array.then_some(shape.fields?.to_vec())
                 })*
                 _ => None,
@@ -277,8 +277,8 @@ macro_rules! members {
         /// The JSON Schema of the fixture document, served at
         /// `/sandbox/v1/fixtures.schema.json` (see [`schema`]).
         pub fn json_schema() -> serde_json::Value {
-            schema::document_schema(&[$(
-                (stringify!($name), schema::shape::<$ty>(), input_fields(stringify!($name))),
+            document_schema::document_schema(&[$(
+                (stringify!($name), document_schema::shape::<$ty>(), input_fields(stringify!($name))),
             )*])
         }
     };

@@ -5,7 +5,7 @@
 //! `ledgers::ledger_status`), so that this module stays below it and the domain's modules
 //! form no cycle.
 
-use crate::schema::{enumeration, nullable_enumeration};
+use crate::json_schema::{enumeration, nullable_enumeration};
 use utoipa::openapi::{Object, Schema};
 
 /// A currency code.
