@@ -12,7 +12,9 @@
 //!   placeholder (`{table}`) is a write of any table;
 //! - a call of the domain's column helpers `insert(tx, "t", ..)` / `update(tx, "t", ..)`
 //!   (`shared/src/domain/mod.rs`), which build their statement from the table argument; a
-//!   table argument that is not a literal is a write of any table.
+//!   table argument that is not a literal is a write of any table;
+//! - the tables named in `fixture_columns_writer!("t", ..)`, the domain's macro that declares
+//!   an owner's writer of a fixture document's columns.
 //!
 //! A write of any table is allowed only in the modules the page lists as moving rows without
 //! a rule (the column helpers, resetting and restoring a tenant). In `functions/*/src` any
@@ -291,6 +293,7 @@ fn writes_in(source: &str, code: &str, helpers: Helpers, read_sql: bool) -> Vec<
     }
     if helpers != Helpers::None {
         out.extend(helper_calls(&code, &live, helpers));
+        out.extend(fixture_writers(&code, &live));
     }
     out.sort();
     out
@@ -391,6 +394,29 @@ fn helper_calls(code: &[char], literals: &[&Literal], helpers: Helpers) -> Vec<(
             }
             let line = code[..at].iter().filter(|c| **c == '\n').count() + 1;
             out.push((line, second_argument(code, k, literals)));
+        }
+    }
+    out
+}
+
+/// The tables an owner names in `fixture_columns_writer!("t", ..)` (the domain's macro that
+/// declares the owner's writer of a fixture document's columns, built on `update`), each
+/// a write of that table at the call's line.
+fn fixture_writers(code: &[char], literals: &[&Literal]) -> Vec<(usize, String)> {
+    const MACRO: &str = "fixture_columns_writer!";
+    let text: String = code.iter().collect();
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices(MACRO) {
+        let open = text[..at].chars().count() + MACRO.chars().count();
+        if code.get(open) != Some(&'(') {
+            continue; // `macro_rules! fixture_columns_writer {` declares it
+        }
+        let close = (open..code.len())
+            .find(|k| code[*k] == ')')
+            .unwrap_or(code.len());
+        let line = code[..open].iter().filter(|c| **c == '\n').count() + 1;
+        for l in literals.iter().filter(|l| (open..close).contains(&l.at)) {
+            out.push((line, l.text.clone()));
         }
     }
     out

@@ -596,6 +596,12 @@ pub(crate) fn close_after_final_bill(tx: &Transaction<'_>, account_id: i64) -> R
     Ok(())
 }
 
+super::fixture_columns_writer!(
+    "billing_account_categories",
+    "bill_cycles",
+    "billing_accounts"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,3 +113,5 @@ pub fn create_action(tx: &Transaction<'_>, a: &NewAction) -> Result<i64> {
     }
     Ok(id)
 }
+
+super::fixture_columns_writer!("actions");

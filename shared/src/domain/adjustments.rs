@@ -261,3 +261,5 @@ pub fn create_adjustment(tx: &Transaction<'_>, a: &NewAdjustment, tz: Tz) -> Res
     }
     Ok(id)
 }
+
+super::fixture_columns_writer!("account_adjustments");

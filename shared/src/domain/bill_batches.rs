@@ -273,6 +273,8 @@ pub(crate) fn set_bill_cycle(tx: &Transaction<'_>, id: i64, cycle_id: i64) -> Re
     Ok(())
 }
 
+super::fixture_columns_writer!("bill_batches", "bill_batch_runs");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,3 +281,12 @@ pub fn create_usage_rule(tx: &Transaction<'_>, r: &NewUsageRule, tz: Tz) -> Resu
         ],
     )
 }
+
+super::fixture_columns_writer!(
+    "products",
+    "product_prices",
+    "charge_categories",
+    "reasons",
+    "lookup_tables",
+    "usage_rules"
+);

@@ -514,7 +514,10 @@ pub fn run_status() -> utoipa::openapi::Object {
     crate::json_schema::enumeration(RUN_STATUSES)
 }
 
+super::fixture_columns_writer!("gl_run_modes");
+
 #[cfg(test)]
 mod books;
+
 #[cfg(test)]
 mod tests;

@@ -494,3 +494,5 @@ pub(crate) fn sort_oldest_first(
     keyed.dedup_by_key(|(_, i)| i.id);
     Ok(keyed.into_iter().map(|(_, i)| i).collect())
 }
+
+super::fixture_columns_writer!("invoices");

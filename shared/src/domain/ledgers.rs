@@ -563,3 +563,5 @@ pub fn ledger_status() -> utoipa::openapi::Object {
 pub fn convert_currency() -> utoipa::openapi::Object {
     crate::json_schema::enumeration(CONVERT_CURRENCY)
 }
+
+super::fixture_columns_writer!("chart_of_accounts", "rule_sets", "ledgers");

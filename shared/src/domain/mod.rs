@@ -228,6 +228,55 @@ pub(crate) fn update(
     Ok(())
 }
 
+/// Column values a fixture document writes to an existing row, already in stored form:
+/// the state fields no create takes (`fixtures::state`: balances, statuses reached by time)
+/// and fields updated in place (`fixtures::update`). Column names are the loader's constants
+/// or columns it read from the row, never input. Each owner takes those of its own tables in
+/// a `write_fixture_columns` ([`fixture_columns_writer`], so every table keeps one writer),
+/// answering `None` for a table it does not own; [`fixture_columns`] views them as
+/// [`update`]'s columns.
+pub type FixtureColumns<'a> = &'a [(&'a str, rusqlite::types::Value)];
+
+/// `cols` as [`update`] takes them: every value present (a null stores NULL).
+pub(crate) fn fixture_columns<'a>(
+    cols: FixtureColumns<'a>,
+) -> Vec<(&'a str, &'a dyn OptionalValue)> {
+    cols.iter()
+        .map(|(name, value)| (*name, value as &dyn OptionalValue))
+        .collect()
+}
+
+/// Declares an owner's `write_fixture_columns` for the tables it names (its own): a
+/// fixture document's columns of one row (state fields, fields updated in place:
+/// [`FixtureColumns`]), written with [`update`]; `None` for another module's table.
+/// `shared/tests/owners.rs` reads the named tables as written by the calling module.
+macro_rules! fixture_columns_writer {
+    ($($table:literal),+ $(,)?) => {
+        /// A fixture document's columns of one row of this module's tables (state fields,
+        /// fields updated in place: [`crate::domain::FixtureColumns`]); `None` when `table`
+        /// is another module's.
+        pub fn write_fixture_columns(
+            tx: &rusqlite::Transaction<'_>,
+            table: &str,
+            id: i64,
+            cols: $crate::domain::FixtureColumns<'_>,
+        ) -> Option<$crate::Result<()>> {
+            let cols = $crate::domain::fixture_columns(cols);
+            Some(match table {
+                $($table => $crate::domain::update(tx, $table, id, &cols),)+
+                _ => return None,
+            })
+        }
+    };
+}
+pub(crate) use fixture_columns_writer;
+
+impl OptionalValue for rusqlite::types::Value {
+    fn value(&self) -> Option<&dyn ToSql> {
+        Some(self)
+    }
+}
+
 /// An optional column value: `None` leaves the column as it is.
 pub(crate) trait OptionalValue {
     /// The value to store, or `None` to keep the column.

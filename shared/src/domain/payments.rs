@@ -398,6 +398,8 @@ fn insert_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz, declined: bool) 
     )
 }
 
+super::fixture_columns_writer!("payments", "payment_applications");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! calling it).
 
 mod services;
+
 #[cfg(test)]
 mod tests;
 mod true_ups;
@@ -247,3 +248,5 @@ pub fn create_agreement(tx: &Transaction<'_>, a: &NewAgreement, tz: Tz) -> Resul
     }
     Ok(id)
 }
+
+super::fixture_columns_writer!("agreements", "agreement_services", "services");

@@ -653,5 +653,8 @@ pub fn period_history(
             },
         )
 }
+
+super::fixture_columns_writer!("calendar_nodes");
+
 #[cfg(test)]
 mod tests;

@@ -435,3 +435,5 @@ pub fn list_run_errors(
 pub fn collector_run_type() -> utoipa::openapi::Object {
     crate::json_schema::enumeration(COLLECTOR_RUN_TYPES)
 }
+
+super::fixture_columns_writer!("collectors");
