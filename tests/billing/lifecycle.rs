@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 const FROZEN_AT: &str = "2026-11-20T12:00:00Z";
 
-async fn admin(a: &Legacy, method: Method, path: &str, body: Option<Value>) -> Value {
+pub(super) async fn admin(a: &Legacy, method: Method, path: &str, body: Option<Value>) -> Value {
     let path = format!("/sandbox/v1/tenants/{}{path}", a.t.id);
     let r = a.s.admin_call(method.clone(), &path, body.as_ref()).await;
     let status = r.status();
@@ -50,7 +50,13 @@ pub(super) async fn advance(a: &Legacy, to: &str) -> Vec<(String, i64, String)> 
 }
 
 /// Posts one usage event over Surface B; answers its charge.
-async fn post_usage(a: &Legacy, srid: &str, uom: &str, amount: i64, start: &str) -> Decimal {
+pub(super) async fn post_usage(
+    a: &Legacy,
+    srid: &str,
+    uom: &str,
+    amount: i64,
+    start: &str,
+) -> Decimal {
     let r =
         a.s.client
             .post(a.s.url("/billing/2/usage-events/bulk"))
