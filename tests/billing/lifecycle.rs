@@ -49,6 +49,23 @@ pub(super) async fn advance(a: &Legacy, to: &str) -> Vec<(String, i64, String)> 
         .collect()
 }
 
+/// POSTs an auto-approved ad hoc bill batch named `name` over Surface B with `invoice_date`
+/// (no accounts: it bills every USD account when the clock passes that date).
+pub(super) async fn post_bill_batch(a: &Legacy, name: &str, invoice_date: &str) {
+    let r =
+        a.s.client
+            .post(a.s.url("/billing/2/bill-batches"))
+            .header("X-Api-Key", &a.t.api_key)
+            .json(
+                &json!({"bill_batch_type": "adhoc", "name": name, "auto_approve": true,
+                          "invoice_date": invoice_date}),
+            )
+            .send()
+            .await
+            .expect("post");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+}
+
 /// Posts one usage event over Surface B; answers its charge.
 pub(super) async fn post_usage(
     a: &Legacy,

@@ -12,10 +12,9 @@
 //! Expected amounts come from the calendar and the catalogue (31.00 a month, 1.00 a day in
 //! January and March; tiers 0.10 a GB up to 1000 GB, 0.02 past it), not from the engine.
 
-use super::lifecycle::{admin, advance, post_usage};
+use super::lifecycle::{admin, advance, post_bill_batch, post_usage};
 use e2e::legacy::{attr, dec, opt_attr, Legacy};
 use e2e::revenue::{net, Rev};
-use e2e::TestServer;
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -75,12 +74,7 @@ fn catalogue(policy: Value) -> Value {
 }
 
 async fn tenant(name: &str, policy: Value) -> Legacy {
-    let s = TestServer::start().await;
-    let t = s
-        .create_tenant_with(json!({"name": name, "time_zone": "UTC",
-            "clock": {"frozen_at": "2030-01-02T00:00:00Z"}, "fixtures": catalogue(policy)}))
-        .await;
-    Legacy { s, t }
+    super::policy::tenant_of(name, catalogue(policy)).await
 }
 
 fn d(s: &str) -> Decimal {
@@ -181,17 +175,9 @@ async fn books_balance(a: &Legacy) {
         s: &a.s,
         t: a.t.clone(),
     };
-    let run = rev
-        .collect(json!({"type": "MANUAL", "collector_operations":
-            ["INSERT_USAGE", "INSERT_INVOICES", "INSERT_PAYMENTS", "INSERT_ADJUSTMENTS"],
-            "data_fetch_from_date": "2030-01-01T00:00:00Z"}))
+    let nets = rev
+        .post_everything("2030-01-01T00:00:00Z", "2030-12-31")
         .await;
-    assert_eq!(run["status"], "COMPLETE", "{run}");
-    let gl = rev
-        .gl_run(json!({"ledger_id": 1, "run_to_date": "2030-12-31"}))
-        .await;
-    assert_eq!(gl["status"], "COMPLETE", "{gl}");
-    let nets = rev.journal_nets(&gl).await;
     assert_eq!(nets.values().copied().sum::<Decimal>(), Decimal::ZERO);
     assert_eq!(
         net(&nets, "1200"),
@@ -336,16 +322,7 @@ async fn storage_month(a: &Legacy) -> [Vec<(String, Decimal)>; 2] {
         let charge = post_usage(a, "r-4", "GIGABYTE", 100, &at).await;
         assert_eq!(charge, d("10"), "rated per event on Surface B");
     }
-    let r =
-        a.s.client
-            .post(a.s.url("/billing/2/bill-batches"))
-            .header("X-Api-Key", &a.t.api_key)
-            .json(&json!({"bill_batch_type": "adhoc", "name": "Mid-January",
-                          "auto_approve": true, "invoice_date": "2030-01-20"}))
-            .send()
-            .await
-            .expect("post");
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    post_bill_batch(a, "Mid-January", "2030-01-20").await;
     advance(a, "2030-01-28T00:00:00Z").await;
     for day in 21..=26 {
         let at = format!("2030-01-{day}T10:00:00Z");

@@ -109,6 +109,23 @@ impl<'a> Rev<'a> {
             .await
     }
 
+    /// Collects every source from `from` (a MANUAL collector run) and posts it all in one
+    /// run of ledger 1 up to `to`, both COMPLETE; answers the nets of its journal entries
+    /// ([`Rev::journal_nets`]).
+    pub async fn post_everything(&self, from: &str, to: &str) -> BTreeMap<String, Decimal> {
+        let run = self
+            .collect(serde_json::json!({"type": "MANUAL", "collector_operations":
+                ["INSERT_USAGE", "INSERT_INVOICES", "INSERT_PAYMENTS", "INSERT_ADJUSTMENTS"],
+                "data_fetch_from_date": from}))
+            .await;
+        assert_eq!(run["status"], "COMPLETE", "{run}");
+        let gl = self
+            .gl_run(serde_json::json!({"ledger_id": 1, "run_to_date": to}))
+            .await;
+        assert_eq!(gl["status"], "COMPLETE", "{gl}");
+        self.journal_nets(&gl).await
+    }
+
     /// Net of every account a ledger run's journal entries touch (debit +, credit -), by
     /// account; checks each entry moves a positive amount between two accounts.
     pub async fn journal_nets(&self, run: &Value) -> BTreeMap<String, Decimal> {

@@ -81,6 +81,16 @@ pub struct Window {
     pub period: Option<Period>,
 }
 
+impl Window {
+    /// The instant before which the window's usage events start (past every stored instant
+    /// when it bills all pending usage).
+    fn usage_bound(&self) -> &str {
+        self.usage_until
+            .as_deref()
+            .unwrap_or(crate::time::LATEST_STORED)
+    }
+}
+
 /// What one account owes for a window.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Charges {
@@ -154,21 +164,22 @@ impl Prices {
 
     /// Usage rule `id` as cumulative tiers price it, read on first use.
     fn rule(&mut self, tx: &Transaction<'_>, id: i64) -> Result<&TierRule> {
-        if !self.rules.contains_key(&id) {
-            let (name, category, uom, kind, definition): (String, i64, String, String, String) = tx
-                .prepare_cached(
-                    "SELECT name, charge_category_id, uom, rate_kind, rate FROM usage_rules
-                     WHERE id = ?1",
-                )?
-                .query_row([id], |r| r.try_into())?;
-            let rate = Rate::parse(&kind, &definition, &uom)
-                .ok()
-                .filter(|r| r.tiered_charge(Decimal::ZERO).is_some());
-            self.rules.insert(id, (name, category, uom, rate));
+        use std::collections::hash_map::Entry;
+        match self.rules.entry(id) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(e) => {
+                let (name, category, uom, kind, definition): (String, i64, String, String, String) =
+                    tx.prepare_cached(
+                        "SELECT name, charge_category_id, uom, rate_kind, rate FROM usage_rules
+                         WHERE id = ?1",
+                    )?
+                    .query_row([id], |r| r.try_into())?;
+                let rate = Rate::parse(&kind, &definition, &uom)
+                    .ok()
+                    .filter(|r| r.tiered_charge(Decimal::ZERO).is_some());
+                Ok(e.insert((name, category, uom, rate)))
+            }
         }
-        self.rules
-            .get(&id)
-            .ok_or_else(|| Error::Internal(format!("usage rule {id} not loaded")))
     }
 
     fn of(
@@ -267,10 +278,7 @@ fn usage_lines(
     window: &Window,
     charges: &mut Charges,
 ) -> Result<()> {
-    let until = window
-        .usage_until
-        .as_deref()
-        .unwrap_or(crate::time::LATEST_STORED);
+    let until = window.usage_bound();
     let mut stmt = tx.prepare_cached(
         "SELECT e.charge_category_id, cc.name, e.total_charge FROM usage_events e
          LEFT JOIN charge_categories cc ON cc.id = e.charge_category_id
@@ -340,10 +348,7 @@ fn cumulative_tiers(
     prices: &mut Prices,
     charges: &mut Charges,
 ) -> Result<()> {
-    let until = window
-        .usage_until
-        .as_deref()
-        .unwrap_or(crate::time::LATEST_STORED);
+    let until = window.usage_bound();
     // Without a period, nothing counts as billed before (the bound excludes every event).
     let since = window
         .period
