@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 const FROZEN_AT: &str = "2026-11-20T12:00:00Z";
 
-async fn admin(a: &Legacy, method: Method, path: &str, body: Option<Value>) -> Value {
+pub(super) async fn admin(a: &Legacy, method: Method, path: &str, body: Option<Value>) -> Value {
     let path = format!("/sandbox/v1/tenants/{}{path}", a.t.id);
     let r = a.s.admin_call(method.clone(), &path, body.as_ref()).await;
     let status = r.status();
@@ -49,8 +49,31 @@ pub(super) async fn advance(a: &Legacy, to: &str) -> Vec<(String, i64, String)> 
         .collect()
 }
 
+/// POSTs an auto-approved ad hoc bill batch named `name` over Surface B with `invoice_date`
+/// (no accounts: it bills every USD account when the clock passes that date).
+pub(super) async fn post_bill_batch(a: &Legacy, name: &str, invoice_date: &str) {
+    let r =
+        a.s.client
+            .post(a.s.url("/billing/2/bill-batches"))
+            .header("X-Api-Key", &a.t.api_key)
+            .json(
+                &json!({"bill_batch_type": "adhoc", "name": name, "auto_approve": true,
+                          "invoice_date": invoice_date}),
+            )
+            .send()
+            .await
+            .expect("post");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+}
+
 /// Posts one usage event over Surface B; answers its charge.
-async fn post_usage(a: &Legacy, srid: &str, uom: &str, amount: i64, start: &str) -> Decimal {
+pub(super) async fn post_usage(
+    a: &Legacy,
+    srid: &str,
+    uom: &str,
+    amount: i64,
+    start: &str,
+) -> Decimal {
     let r =
         a.s.client
             .post(a.s.url("/billing/2/usage-events/bulk"))

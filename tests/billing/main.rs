@@ -9,3 +9,4 @@ mod periods;
 mod policy;
 mod records;
 mod roundtrip;
+mod timing;

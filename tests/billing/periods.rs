@@ -10,7 +10,7 @@
 //! price (no usage, no one-time price), so an invoice's amount is its recurring part; the
 //! expected amounts come from the calendar, not from the engine.
 
-use super::lifecycle::advance;
+use super::lifecycle::{advance, post_bill_batch};
 use chrono::Datelike;
 use e2e::legacy::{attr, dec, Legacy};
 use e2e::TestServer;
@@ -94,18 +94,7 @@ async fn bill_batches_between_cycle_runs_bill_every_period_exactly_once() {
     for stop in &stops {
         advance(&a, stop).await;
         if let Some(date) = batch_at.next() {
-            let r =
-                a.s.client
-                    .post(a.s.url("/billing/2/bill-batches"))
-                    .header("X-Api-Key", &a.t.api_key)
-                    .json(
-                        &json!({"bill_batch_type": "adhoc", "name": format!("Batch of {date}"),
-                              "auto_approve": true, "invoice_date": date}),
-                    )
-                    .send()
-                    .await
-                    .expect("post");
-            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+            post_bill_batch(&a, &format!("Batch of {date}"), date).await;
         }
     }
 

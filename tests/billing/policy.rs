@@ -10,7 +10,7 @@
 //!
 //! Expected dates come from the calendar, not from the engine.
 
-use super::lifecycle::advance;
+use super::lifecycle::{advance, post_bill_batch};
 use e2e::billing::get as b_get;
 use e2e::legacy::{attr, dec, opt_attr, Legacy};
 use e2e::TestServer;
@@ -55,10 +55,15 @@ fn catalogue(policy: Value) -> Value {
 }
 
 async fn tenant(name: &str, policy: Value) -> Legacy {
+    tenant_of(name, catalogue(policy)).await
+}
+
+/// A tenant in UTC made of the document `fixtures`, its clock frozen on 2030-01-02.
+pub(super) async fn tenant_of(name: &str, fixtures: Value) -> Legacy {
     let s = TestServer::start().await;
     let t = s
         .create_tenant_with(json!({"name": name, "time_zone": "UTC",
-            "clock": {"frozen_at": "2030-01-02T00:00:00Z"}, "fixtures": catalogue(policy)}))
+            "clock": {"frozen_at": "2030-01-02T00:00:00Z"}, "fixtures": fixtures}))
         .await;
     Legacy { s, t }
 }
@@ -176,16 +181,7 @@ async fn billed(a: &Legacy, eid: i64) -> Vec<(String, Decimal, String)> {
 async fn three_months(name: &str, policy: Value) -> [Vec<(String, Decimal, String)>; 2] {
     let a = tenant(name, policy).await;
     advance(&a, "2030-02-10T12:00:00Z").await;
-    let r =
-        a.s.client
-            .post(a.s.url("/billing/2/bill-batches"))
-            .header("X-Api-Key", &a.t.api_key)
-            .json(&json!({"bill_batch_type": "adhoc", "name": "Mid-February",
-                          "auto_approve": true, "invoice_date": "2030-02-15"}))
-            .send()
-            .await
-            .expect("post");
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    post_bill_batch(&a, "Mid-February", "2030-02-15").await;
     advance(&a, "2030-04-01T12:00:00Z").await;
     [billed(&a, 1).await, billed(&a, 2).await]
 }

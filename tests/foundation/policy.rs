@@ -57,12 +57,19 @@ async fn a_partial_put_changes_what_it_names_and_get_reads_it_back() {
     assert_eq!(status, 200, "{v}");
     want["default_agreement_months"] = json!(6);
     assert_eq!(v, want);
+    // In advance and cumulative tiers are billed by (docs/billing-lifecycle.md): taken, and
+    // set back.
+    let both = json!({"recurring_timing": "ADVANCE", "usage_tiers": "CUMULATIVE"});
+    let (status, v) = policy(&s, &t, Method::PUT, Some(&both)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (&v["recurring_timing"], &v["usage_tiers"]),
+        (&json!("ADVANCE"), &json!("CUMULATIVE"))
+    );
+    let back = json!({"recurring_timing": "ARREARS", "usage_tiers": "PER_EVENT"});
+    assert_eq!(policy(&s, &t, Method::PUT, Some(&back)).await.0, 200);
     // A platform value this sandbox does not bill by yet: refused, saying so, nothing changed.
-    for not_yet in [
-        json!({"recurring_timing": "ADVANCE"}),
-        json!({"usage_tiers": "CUMULATIVE"}),
-        json!({"runs": "WITH_CLOCK"}),
-    ] {
+    for not_yet in [json!({"runs": "WITH_CLOCK"})] {
         let (status, v) = policy(&s, &t, Method::PUT, Some(&not_yet)).await;
         assert_eq!(status, 400, "{v}");
         assert!(

@@ -11,12 +11,11 @@
 //! ledger itself.
 
 use e2e::legacy::{attr, dec, Legacy};
-use e2e::revenue::Rev;
+use e2e::revenue::{net, Rev};
 use e2e::TestServer;
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 fn catalogue() -> Value {
     json!({
@@ -130,42 +129,6 @@ async fn invoices(a: &Legacy) -> Vec<(i64, Decimal, Decimal, String)> {
         .collect()
 }
 
-fn amount(v: &Value) -> Decimal {
-    v.to_string().trim_matches('"').parse().expect("decimal")
-}
-
-/// Net of every account the run's journal entries touch (debit +, credit -), by account.
-async fn nets(rev: &Rev<'_>, run: &Value) -> BTreeMap<String, Decimal> {
-    let mut nets: BTreeMap<String, Decimal> = BTreeMap::new();
-    for page in 1.. {
-        let (entries, total, _, _) = rev
-            .paged(&format!(
-                "/glruns/{}/journal-entries?page_size=50&page_number={page}",
-                run["id"]
-            ))
-            .await;
-        for e in &entries {
-            let x = amount(&e["amount"]);
-            assert!(x > Decimal::ZERO, "amounts are positive: {e}");
-            let debit = e["debit_account"].as_str().expect("debit").to_string();
-            let credit = e["credit_account"].as_str().expect("credit").to_string();
-            *nets.entry(debit).or_default() += x;
-            *nets.entry(credit).or_default() -= x;
-        }
-        if page * 50 >= total {
-            break;
-        }
-    }
-    nets
-}
-
-fn net(nets: &BTreeMap<String, Decimal>, prefix: &str) -> Decimal {
-    nets.iter()
-        .filter(|(k, _)| k.starts_with(prefix))
-        .map(|(_, v)| *v)
-        .sum()
-}
-
 #[tokio::test]
 async fn a_walk_of_two_months_posts_books_that_balance_per_account() {
     let a = tenant().await;
@@ -186,17 +149,9 @@ async fn a_walk_of_two_months_posts_books_that_balance_per_account() {
         s: &a.s,
         t: a.t.clone(),
     };
-    let run = rev
-        .collect(json!({"type": "MANUAL", "collector_operations":
-            ["INSERT_USAGE", "INSERT_INVOICES", "INSERT_PAYMENTS", "INSERT_ADJUSTMENTS"],
-            "data_fetch_from_date": "2030-01-01T00:00:00Z"}))
+    let nets = rev
+        .post_everything("2030-01-01T00:00:00Z", "2030-03-31")
         .await;
-    assert_eq!(run["status"], "COMPLETE", "{run}");
-    let gl = rev
-        .gl_run(json!({"ledger_id": 1, "run_to_date": "2030-03-31"}))
-        .await;
-    assert_eq!(gl["status"], "COMPLETE", "{gl}");
-    let nets = nets(&rev, &gl).await;
 
     assert_eq!(
         nets.values().copied().sum::<Decimal>(),

@@ -3,7 +3,9 @@
 
 use crate::{Refusal, TestServer, TestTenant};
 use reqwest::{Method, Response};
+use rust_decimal::Decimal;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A Surface C client for one tenant.
 pub struct Rev<'a> {
@@ -107,6 +109,54 @@ impl<'a> Rev<'a> {
             .await
     }
 
+    /// Collects every source from `from` (a MANUAL collector run) and posts it all in one
+    /// run of ledger 1 up to `to`, both COMPLETE; answers the nets of its journal entries
+    /// ([`Rev::journal_nets`]).
+    pub async fn post_everything(&self, from: &str, to: &str) -> BTreeMap<String, Decimal> {
+        let run = self
+            .collect(serde_json::json!({"type": "MANUAL", "collector_operations":
+                ["INSERT_USAGE", "INSERT_INVOICES", "INSERT_PAYMENTS", "INSERT_ADJUSTMENTS"],
+                "data_fetch_from_date": from}))
+            .await;
+        assert_eq!(run["status"], "COMPLETE", "{run}");
+        let gl = self
+            .gl_run(serde_json::json!({"ledger_id": 1, "run_to_date": to}))
+            .await;
+        assert_eq!(gl["status"], "COMPLETE", "{gl}");
+        self.journal_nets(&gl).await
+    }
+
+    /// Net of every account a ledger run's journal entries touch (debit +, credit -), by
+    /// account; checks each entry moves a positive amount between two accounts.
+    pub async fn journal_nets(&self, run: &Value) -> BTreeMap<String, Decimal> {
+        let mut nets: BTreeMap<String, Decimal> = BTreeMap::new();
+        for page in 1.. {
+            let (entries, total, _, _) = self
+                .paged(&format!(
+                    "/glruns/{}/journal-entries?page_size=50&page_number={page}",
+                    run["id"]
+                ))
+                .await;
+            for e in &entries {
+                let x: Decimal = e["amount"]
+                    .to_string()
+                    .trim_matches('"')
+                    .parse()
+                    .expect("decimal");
+                assert!(x > Decimal::ZERO, "amounts are positive: {e}");
+                let debit = e["debit_account"].as_str().expect("debit").to_string();
+                let credit = e["credit_account"].as_str().expect("credit").to_string();
+                assert_ne!(debit, credit, "{e}");
+                *nets.entry(debit).or_default() += x;
+                *nets.entry(credit).or_default() -= x;
+            }
+            if page * 50 >= total {
+                break;
+            }
+        }
+        nets
+    }
+
     /// Sends every refusal of `cases` and checks its status, its `{code, message}` shape, the
     /// code that goes with the status and its message; a failure names the case.
     pub async fn assert_refused(&self, cases: &[Refusal<'_>]) {
@@ -185,4 +235,13 @@ pub fn text(v: &Value, key: &str) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("{key} in {v}"))
         .to_string()
+}
+
+/// The net of the accounts of `nets` whose name starts with `prefix` ("4": every revenue
+/// account).
+pub fn net(nets: &BTreeMap<String, Decimal>, prefix: &str) -> Decimal {
+    nets.iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, v)| *v)
+        .sum()
 }

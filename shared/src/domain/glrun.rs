@@ -132,7 +132,7 @@ pub const RECEIVABLE: &str = "1100 Accounts Receivable";
 /// The accounts a positive amount of a charge info type moves between (debit, credit); a
 /// negative amount swaps them (docs/revenue.md, "Posting rules"). Usage accrues to Unbilled
 /// Receivables when rated and an invoice's usage lines clear it; recurring and one-time lines
-/// are revenue when invoiced (recurring prices are billed in arrears: the period is over);
+/// are revenue when invoiced (docs/revenue.md says why, also for prices billed in advance);
 /// a payment's amount is negative (it lowers the receivable), so it debits Cash and credits
 /// Receivable. An invoice without lines (written by an older schema) is one AMOUNT line.
 fn accounts_for(charge_info_type: &str) -> (&'static str, &'static str) {
@@ -142,6 +142,9 @@ fn accounts_for(charge_info_type: &str) -> (&'static str, &'static str) {
         "INVOICE_RECURRING" => (RECEIVABLE, "4010 Subscription Revenue"),
         "INVOICE_ONE_TIME" => (RECEIVABLE, "4020 One-time Revenue"),
         "INVOICE_PENDING" => (RECEIVABLE, "4000 Usage Revenue"),
+        // Cumulative tiers' change of per-event charges: usage revenue, not the accrual
+        // (which the USAGE lines clear at the per-event charges it accrued).
+        "INVOICE_USAGE_TIERS" => (RECEIVABLE, "4000 Usage Revenue"),
         "PAYMENT" => (RECEIVABLE, "1000 Cash"),
         "ADJUSTMENT" => (RECEIVABLE, "4900 Revenue Adjustments"),
         // INVOICE_AMOUNT, INVOICE (no lines), anything else.

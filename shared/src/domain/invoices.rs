@@ -28,11 +28,13 @@ pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED", "CANCELE
 
 /// The kinds of invoice line: a recurring price of a service for a part of its period, a
 /// one-time price of a service, the rated usage of one charge category, pending charges no
-/// rated usage event carries (fixture data), an invoice made with its amount only.
+/// rated usage event carries (fixture data), an invoice made with its amount only, and what
+/// cumulative usage tiers change of a rule's per-event charges.
 pub const INVOICE_LINE_TYPES: &[&str] = &[
     LINE_RECURRING,
     LINE_ONE_TIME,
     LINE_USAGE,
+    LINE_USAGE_TIERS,
     LINE_PENDING,
     LINE_AMOUNT,
 ];
@@ -42,6 +44,10 @@ pub const LINE_RECURRING: &str = "RECURRING";
 pub const LINE_ONE_TIME: &str = "ONE_TIME";
 /// The rated usage of one charge category (`charge_category_id`).
 pub const LINE_USAGE: &str = "USAGE";
+/// With the policy's cumulative usage tiers: what pricing a TIERED rule's bill-period
+/// quantity at once changes of the per-event charges its USAGE lines bill (usually a
+/// negative amount: later units fall in cheaper tiers).
+pub const LINE_USAGE_TIERS: &str = "USAGE_TIERS";
 /// Pending charges that no rated usage event carries (set by fixture data).
 pub const LINE_PENDING: &str = "PENDING";
 /// The whole amount of an invoice made with its amount only.

@@ -199,11 +199,7 @@ fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<i64> {
 /// Members of the platform's sets that this sandbox does not bill by yet: refused, because a
 /// test that chose one would otherwise get another rule's numbers without a word
 /// (docs/billing-lifecycle.md, "Billing policy").
-pub const NOT_APPLIED_YET: &[(&str, &str)] = &[
-    ("recurring_timing", "ADVANCE"),
-    ("usage_tiers", "CUMULATIVE"),
-    ("runs", "WITH_CLOCK"),
-];
+pub const NOT_APPLIED_YET: &[(&str, &str)] = &[("runs", "WITH_CLOCK")];
 
 /// Refuses `value` of `field` when it is in [`NOT_APPLIED_YET`].
 fn applied(field: &str, value: &str) -> Result<()> {

@@ -223,6 +223,23 @@ impl Rate {
     }
 }
 
+impl Rate {
+    /// For a TIERED rate, the unrounded charge of `amount` taken as one quantity (what
+    /// cumulative tiers price: a bill period's quantity of an account and rule); `None` for
+    /// the other kinds, whose charge does not depend on what was used before. `Err` on
+    /// overflow.
+    pub fn tiered_charge(&self, amount: Decimal) -> Option<Result<Decimal, String>> {
+        match self {
+            Rate::Tiered { tiers } => Some(
+                price_tiers(tiers, amount)
+                    .map(|p| p.charge)
+                    .ok_or_else(|| "the charge overflows".to_string()),
+            ),
+            _ => None,
+        }
+    }
+}
+
 fn check_tiers(tiers: &[Tier]) -> Result<(), String> {
     if tiers.is_empty() {
         return Err("TIERED rate definition: tiers must not be empty".into());

@@ -18,7 +18,7 @@ pub use services::{
     NewServiceResource, LIVE_SERVICE_STATUSES, SERVICE_PERIOD_MONTHS,
 };
 pub(crate) use services::{
-    end_term, mark_one_time_billed, renew_term, set_history, ServiceHistory,
+    end_term, mark_one_time_billed, mark_recurring_billed, renew_term, set_history, ServiceHistory,
 };
 pub use true_ups::{
     add_true_up_charge_type, create_true_up_relation, delete_true_up_relation,

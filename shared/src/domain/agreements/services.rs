@@ -460,6 +460,14 @@ pub(crate) fn renew_term(tx: &Transaction<'_>, id: i64, new_end: &str, months: u
     Ok(())
 }
 
+/// Records that service `service`'s recurring prices are billed in advance up to the stored
+/// instant `to` (exclusive; the migration `0016_recurring_billed_to` says who reads it).
+pub(crate) fn mark_recurring_billed(tx: &Transaction<'_>, service: i64, to: &str) -> Result<()> {
+    tx.prepare_cached("UPDATE services SET recurring_billed_to = ?1 WHERE id = ?2")?
+        .execute(rusqlite::params![to, service])?;
+    Ok(())
+}
+
 /// Records that the one-time prices of `services` were billed at the stored instant `at`
 /// (the first billing only: a later one keeps the first instant).
 pub(crate) fn mark_one_time_billed(tx: &Transaction<'_>, services: &[i64], at: &str) -> Result<()> {

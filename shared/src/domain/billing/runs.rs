@@ -34,7 +34,7 @@ use crate::domain::bill_batches::{self, create_bill_batch, NewBillBatch};
 use crate::money::{canonical, checked_add};
 use crate::time::{from_storage, to_storage};
 use crate::{Error, Result};
-use chrono::{DateTime, Months, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Datelike, Months, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use rusqlite::{params, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
@@ -437,6 +437,14 @@ fn bill_account(
             })
     };
     let (period_start, full_end) = (midnight(start_date)?, midnight(end_date)?);
+    // Billing in advance reaches the end of the cycle period the run opens (a cycle's run)
+    // or falls in (a batch's); an account without a cycle: a month from the run.
+    let cycle_day = account.cycle_day.unwrap_or_else(|| today.day());
+    let advance_to = match account.cycle_day {
+        Some(_) if !cycle => full_end.clone(),
+        Some(day) => midnight(next_cycle_day(today, day))?,
+        None => midnight(today.checked_add_months(Months::new(1)))?,
+    };
     // A cycle's run closes its period at its instant (a next invoice date off the day).
     let full_end = if cycle { at.to_string() } else { full_end };
     let billed_from = match &account.billed_through {
@@ -450,6 +458,8 @@ fn bill_account(
             full_end,
             period_end: at.to_string(),
             billed_from: billed_from.clone(),
+            advance_to,
+            cycle_day,
         }),
     };
     let charges = gather(tx, account.id, &window, tz, prices)?;

@@ -1,6 +1,8 @@
 //! Property tests of the books (docs/revenue.md, "Posting rules"): over random catalogues
-//! (recurring and one-time prices, FLAT usage rates), accounts on random cycle days, some
-//! paying automatically, and a random walk of usage posted, clock advances, payments by hand,
+//! (recurring and one-time prices, FLAT and TIERED usage rates), random billing policies
+//! (recurring prices in arrears or in advance, by day or whole periods, usage tiers per
+//! event or cumulative), accounts on random cycle days, some paying automatically, and a
+//! random walk of usage posted, clock advances, payments by hand,
 //! bills on demand, collector runs and ledger runs, all through the domain entry points the
 //! APIs call (`usage::post::post`, `sandbox::clock::advance`, `payments`, `collect`,
 //! `run_ledger`), the ledger's journal entries always satisfy:
@@ -47,11 +49,21 @@ enum Step {
     Ledger,
 }
 
+/// The billing policy of a case: in advance, cumulative tiers, whole periods.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    advance: bool,
+    cumulative: bool,
+    whole_periods: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Case {
+    policy: Policy,
     /// Per product: recurring price in cents, one-time price in cents, usage rate in cents
-    /// per hour.
-    products: Vec<(u32, Option<u32>, u32)>,
+    /// per hour, and whether the rate is TIERED (that rate for the first 20 hours, half of
+    /// it past them) rather than FLAT.
+    products: Vec<(u32, Option<u32>, u32, bool)>,
     /// Per account: cycle day, pays automatically.
     accounts: Vec<(u32, bool)>,
     /// Per service: account, product (indices), start day counted from January 1st, 2030 (1).
@@ -72,8 +84,14 @@ fn step() -> impl Strategy<Value = Step> {
 
 fn case() -> impl Strategy<Value = Case> {
     (
+        (any::<bool>(), any::<bool>(), any::<bool>()),
         prop::collection::vec(
-            (0u32..10_000, prop::option::of(0u32..5_000), 1u32..200),
+            (
+                0u32..10_000,
+                prop::option::of(0u32..5_000),
+                1u32..200,
+                any::<bool>(),
+            ),
             1..3,
         ),
         prop::collection::vec(
@@ -83,7 +101,12 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec((0usize..4, 0usize..3, 1u32..40), 1..6),
         prop::collection::vec(step(), 1..12),
     )
-        .prop_map(|(products, accounts, services, steps)| Case {
+        .prop_map(|(policy, products, accounts, services, steps)| Case {
+            policy: Policy {
+                advance: policy.0,
+                cumulative: policy.1,
+                whole_periods: policy.2,
+            },
             services: services
                 .into_iter()
                 .map(|(a, p, day)| (a % accounts.len(), p % products.len(), day))
@@ -115,7 +138,7 @@ fn cents(c: u32) -> serde_json::Value {
 fn document(c: &Case) -> serde_json::Value {
     let mut prices = Vec::new();
     let mut rules = Vec::new();
-    for (i, (recurring, one_time, rate)) in c.products.iter().enumerate() {
+    for (i, (recurring, one_time, rate, tiered)) in c.products.iter().enumerate() {
         let product = i + 1;
         prices.push(
             json!({"product_id": product, "product_price_type": "RECURRING",
@@ -127,10 +150,20 @@ fn document(c: &Case) -> serde_json::Value {
                 "price_type": "FLAT", "amount": cents(*one_time)}),
             );
         }
+        let (kind, definition) = if *tiered {
+            let half = number(Decimal::new(i64::from(*rate), 2) / Decimal::from(2));
+            (
+                "TIERED",
+                json!({"tiers": [{"up_to": 20, "rate": cents(*rate)},
+                                 {"up_to": null, "rate": half}]}),
+            )
+        } else {
+            ("FLAT", json!({"rate": cents(*rate)}))
+        };
         rules.push(
             json!({"product_id": product, "position": 1, "name": format!("Hours {product}"),
-            "charge_category_id": 1 + i % 2, "uom": "HOUR", "rate_kind": "FLAT",
-            "rate": {"rate": cents(*rate)}}),
+            "charge_category_id": 1 + i % 2, "uom": "HOUR", "rate_kind": kind,
+            "rate": definition}),
         );
     }
     let accounts: Vec<_> = c
@@ -157,7 +190,12 @@ fn document(c: &Case) -> serde_json::Value {
     let products: Vec<_> = (1..=c.products.len())
         .map(|p| json!({"id": p, "name": format!("Product {p}"), "sku": format!("P{p}")}))
         .collect();
+    let p = c.policy;
     json!({
+        "policy": {
+            "recurring_timing": if p.advance { "ADVANCE" } else { "ARREARS" },
+            "usage_tiers": if p.cumulative { "CUMULATIVE" } else { "PER_EVENT" },
+            "proration": if p.whole_periods { "NONE" } else { "BY_DAY" }},
         "billing_account_categories": [{"id": 1, "name": "Customers", "type": "CUSTOMER",
             "description": "Customers", "status": "BA_CATEGORY_ACTIVE"}],
         "bill_cycles": [{"id": 1, "name": "1st", "day_of_month": 1},
