@@ -61,7 +61,6 @@ async fn a_partial_put_changes_what_it_names_and_get_reads_it_back() {
     for not_yet in [
         json!({"recurring_timing": "ADVANCE"}),
         json!({"usage_tiers": "CUMULATIVE"}),
-        json!({"runs": "WITH_CLOCK"}),
     ] {
         let (status, v) = policy(&s, &t, Method::PUT, Some(&not_yet)).await;
         assert_eq!(status, 400, "{v}");

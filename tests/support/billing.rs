@@ -206,6 +206,19 @@ pub async fn add_billed_accounts(
     count: i64,
     prefix: &str,
 ) {
+    add_billed_accounts_in(s, api_key, first_id, count, prefix, None).await;
+}
+
+/// [`add_billed_accounts`], the accounts in billing account category `category` (a ledger
+/// posts the charge info of its categories' accounts only).
+pub async fn add_billed_accounts_in(
+    s: &TestServer,
+    api_key: &str,
+    first_id: i64,
+    count: i64,
+    prefix: &str,
+    category: Option<i64>,
+) {
     let credential = shared::web::Credential::ApiKey(api_key.to_string());
     let Some(shared::web::Identity::Tenant(tenant)) =
         s.state.identify(&credential).await.expect("identify")
@@ -222,6 +235,7 @@ pub async fn add_billed_accounts(
                     "id": id, "account_num": format!("{}-{id}", prefix.to_uppercase()),
                     "name": format!("{prefix} {id}"), "bill_cycle_id": 1,
                     "automatic_recurring_payment": n % 2 == 0, "start_date": "2026-10-01",
+                    "billing_account_category_id": category,
                 }))
                 .expect("account");
                 shared::domain::accounts::create_account(tx, &account, tz)?;

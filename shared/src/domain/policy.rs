@@ -202,7 +202,6 @@ fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<i64> {
 pub const NOT_APPLIED_YET: &[(&str, &str)] = &[
     ("recurring_timing", "ADVANCE"),
     ("usage_tiers", "CUMULATIVE"),
-    ("runs", "WITH_CLOCK"),
 ];
 
 /// Refuses `value` of `field` when it is in [`NOT_APPLIED_YET`].

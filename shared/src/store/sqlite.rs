@@ -61,6 +61,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0015_autopay_outcome",
         include_str!("migrations/0015_autopay_outcome.sql"),
     ),
+    (
+        "0017_runs_with_clock",
+        include_str!("migrations/0017_runs_with_clock.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.
