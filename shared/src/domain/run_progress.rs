@@ -218,3 +218,56 @@ fn ended_detail(what: &str, step: Step, e: Ended) -> String {
 fn instant(at: &str) -> Result<DateTime<Utc>> {
     from_storage(at).ok_or_else(|| Error::Internal(format!("run step at {at:?} is no instant")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::test_clock::Clock;
+
+    #[test]
+    fn a_run_takes_each_step_once_in_order_at_its_instant() {
+        let mut conn = crate::testing::db();
+        let tx = conn.transaction().unwrap();
+        let t = from_storage("2030-01-01T00:00:00Z").unwrap();
+        Clock::Frozen(t).store(&tx).unwrap();
+        let change = policy::PolicyChange {
+            runs: Some("WITH_CLOCK".into()),
+            ..policy::PolicyChange::default()
+        };
+        policy::set(&tx, &change, "2030-01-01T00:00:00Z").unwrap();
+        let run = NewCollectorRun {
+            run_type: "AUTO".into(),
+            collector_operations: vec!["INSERT_INVOICES".into()],
+            data_fetch_from_date: None,
+            data_fetch_to_date: None,
+            overlap_fetch_time: 0,
+        };
+        let id = start_collector_run(&tx, &run, chrono_tz::UTC).unwrap();
+        assert_eq!(
+            collect::run_step(&tx, id).unwrap(),
+            Some((RunStatus::NotStarted, Some("2030-01-01T00:00:01.000Z".into())))
+        );
+        assert!(due(&tx, t).unwrap().is_empty());
+        let start = due(&tx, t + seconds(10)).unwrap();
+        assert_eq!(start.len(), 1);
+        let taken = take(&tx, start[0], chrono_tz::UTC).unwrap().unwrap();
+        assert_eq!(taken.kind, "collector_run.started");
+        let end = taken.next.unwrap();
+        assert_eq!(end.at, t + seconds(STARTS_AFTER_SECONDS + RUNS_FOR_SECONDS));
+        // The same step again, or a step at another instant, does nothing.
+        assert!(take(&tx, start[0], chrono_tz::UTC).unwrap().is_none());
+        let early = Step {
+            at: end.at - seconds(1),
+            ..end
+        };
+        assert!(take(&tx, early, chrono_tz::UTC).unwrap().is_none());
+        let taken = take(&tx, end, chrono_tz::UTC).unwrap().unwrap();
+        assert_eq!(taken.kind, "collector_run.ended");
+        assert!(taken.next.is_none());
+        assert_eq!(
+            collect::run_step(&tx, id).unwrap(),
+            Some((RunStatus::Complete, None))
+        );
+        assert!(due(&tx, t + seconds(100)).unwrap().is_empty());
+    }
+}
