@@ -100,8 +100,7 @@ async fn golden(s: &TestServer) -> TestTenant {
     let base = format!("/sandbox/v1/tenants/{}", t.id);
     let frozen = json!({"frozen_at": "2026-11-20T12:00:00Z"});
     admin(s, Method::PUT, &format!("{base}/clock"), frozen, 200).await;
-    e2e::billing::add_billed_accounts_in(s, &t.api_key, FIRST_ID, ACCOUNTS, "bench", Some(1))
-        .await;
+    e2e::billing::add_billed_accounts_in(s, &t.api_key, FIRST_ID, ACCOUNTS, "bench", Some(1)).await;
     post_usage(s, &t).await;
     let to = json!({"to": "2026-12-02T00:00:00Z"});
     admin(s, Method::POST, &format!("{base}/clock/advance"), to, 200).await;
@@ -130,7 +129,14 @@ async fn measure(s: &TestServer, golden: &TestTenant, name: &str, runs: &str) ->
         password: String::new(),
     };
     let base = format!("/sandbox/v1/tenants/{}", t.id);
-    admin(s, Method::PUT, &format!("{base}/policy"), json!({ "runs": runs }), 200).await;
+    admin(
+        s,
+        Method::PUT,
+        &format!("{base}/policy"),
+        json!({ "runs": runs }),
+        200,
+    )
+    .await;
     let with_clock = runs == "WITH_CLOCK";
     let advance = format!("{base}/clock/advance");
 
@@ -157,7 +163,15 @@ async fn measure(s: &TestServer, golden: &TestTenant, name: &str, runs: &str) ->
     let (run, _) = revenue(s, &t, Method::GET, &path, None, 200).await;
     assert_eq!(run["status"], "COMPLETE", "{run}");
 
-    let (_, records) = revenue(s, &t, Method::GET, "/ledgers/chargeinfos?max_records=1000000", None, 200).await;
+    let (_, records) = revenue(
+        s,
+        &t,
+        Method::GET,
+        "/ledgers/chargeinfos?max_records=1000000",
+        None,
+        200,
+    )
+    .await;
     let entries_path = format!("{path}/journal-entries");
     let (_, entries) = revenue(s, &t, Method::GET, &entries_path, None, 200).await;
     Measured {
@@ -186,7 +200,11 @@ async fn main() {
     for round in 0..rounds {
         let a = measure(&s, &golden, &format!("once{round}"), "AT_ONCE").await;
         let w = measure(&s, &golden, &format!("clock{round}"), "WITH_CLOCK").await;
-        assert_eq!((a.records, a.entries), (w.records, w.entries), "both forks' runs made the same");
+        assert_eq!(
+            (a.records, a.entries),
+            (w.records, w.entries),
+            "both forks' runs made the same"
+        );
         println!(
             "round {round}: collector run ({} records) AT_ONCE {:.3} s, WITH_CLOCK {:.3} s; ledger run ({} entries) AT_ONCE {:.3} s, WITH_CLOCK {:.3} s",
             a.records, a.collect, w.collect, a.entries, a.post, w.post

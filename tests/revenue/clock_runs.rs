@@ -44,7 +44,14 @@ async fn clock(s: &TestServer, t: &TestTenant, method: Method, suffix: &str, bod
 
 /// Advances the clock by `seconds`; answers the kinds of the transitions that ran, in order.
 async fn advance(s: &TestServer, t: &TestTenant, seconds: i64) -> Vec<String> {
-    let v = clock(s, t, Method::POST, "/advance", json!({ "seconds": seconds })).await;
+    let v = clock(
+        s,
+        t,
+        Method::POST,
+        "/advance",
+        json!({ "seconds": seconds }),
+    )
+    .await;
     v["transitions"]
         .as_array()
         .expect("transitions")
@@ -69,14 +76,25 @@ async fn a_polling_client_sees_each_state_in_order_and_results_only_when_complet
     let id = run["id"].as_i64().expect("id");
     let path = format!("/collector-runs/{id}");
     assert_eq!(run["status"], "NOT_STARTED", "{run}");
-    assert!(run["date_started"].is_null() && run["date_ended"].is_null(), "{run}");
+    assert!(
+        run["date_started"].is_null() && run["date_ended"].is_null(),
+        "{run}"
+    );
     assert_eq!(c.get_ok(&path).await, run);
     c.assert_totals(&[("/ledgers/chargeinfos", 0)]).await;
     // One collector run at a time: the next waits for this one.
     let msg = c
-        .error(Method::POST, "/collector-runs", Some(autumn_run(json!([]))), 409)
+        .error(
+            Method::POST,
+            "/collector-runs",
+            Some(autumn_run(json!([]))),
+            409,
+        )
         .await;
-    assert!(msg.contains(&format!("collector run {id} has not finished")), "{msg}");
+    assert!(
+        msg.contains(&format!("collector run {id} has not finished")),
+        "{msg}"
+    );
 
     // A second of the clock starts it; it runs two more.
     assert_eq!(advance(&s, &c.t, 1).await, ["collector_run.started"]);
@@ -101,7 +119,8 @@ async fn a_polling_client_sees_each_state_in_order_and_results_only_when_complet
     assert_eq!(once["date_started"], once["date_ended"]);
     let collected = at_once.paged("/ledgers/chargeinfos").await.1;
     assert!(collected > 0);
-    c.assert_totals(&[("/ledgers/chargeinfos", collected)]).await;
+    c.assert_totals(&[("/ledgers/chargeinfos", collected)])
+        .await;
 
     // A ledger run: NOT_STARTED and listed so, no journal entries until it has ended; one
     // advance past both of its steps takes them in order.
@@ -119,7 +138,9 @@ async fn a_polling_client_sees_each_state_in_order_and_results_only_when_complet
     assert_eq!(ledger_runs[0]["status"], "NOT_STARTED", "{ledger_runs}");
     let (states, _, _, _) = c.paged("/ledgers/1/chargeinfos").await;
     assert!(
-        states.iter().all(|x| x["charge_info_state_values"].is_null()),
+        states
+            .iter()
+            .all(|x| x["charge_info_state_values"].is_null()),
         "no record is posted before the run ends"
     );
     assert_eq!(advance(&s, &c.t, 1).await, ["gl_run.started"]);
@@ -192,7 +213,10 @@ async fn a_run_that_fails_ends_error_with_its_errors_shown_only_then() {
     let (errors, _, _, _) = c.paged(&format!("{path}/errors")).await;
     assert_eq!(errors.len(), 1);
     let message = text(&errors[0], "error_message");
-    assert!(message.contains("no accounting period covers 2027-02-10"), "{message}");
+    assert!(
+        message.contains("no accounting period covers 2027-02-10"),
+        "{message}"
+    );
     assert_eq!(c.paged("/glruns?status=ERROR").await.1, 1);
 
     // A ledger made INACTIVE while its run waits: the run ends ERROR, posting nothing.
@@ -239,7 +263,10 @@ async fn on_a_real_time_clock_a_run_completes_by_itself() {
         if status == "COMPLETE" {
             break now;
         }
-        assert!(Instant::now() < deadline, "still {status} after 60 s: {seen:?}");
+        assert!(
+            Instant::now() < deadline,
+            "still {status} after 60 s: {seen:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     // A poll may miss RUNNING on a slow machine, never see the states out of order.

@@ -104,7 +104,9 @@ impl std::fmt::Display for RunStatus {
 
 impl ToSql for RunStatus {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Borrowed(ValueRef::Text(self.as_str().as_bytes())))
+        Ok(ToSqlOutput::Borrowed(ValueRef::Text(
+            self.as_str().as_bytes(),
+        )))
     }
 }
 
@@ -403,11 +405,22 @@ pub fn run_step(conn: &Connection, id: i64) -> Result<Option<(RunStatus, Option<
 /// Starts NOT_STARTED run `id` at stored instant `at` (RUNNING, `date_started`);
 /// `next_step_at`: when the clock ends it (None: the caller ends it at once). False when the
 /// run is gone or not NOT_STARTED.
-pub fn start_run(tx: &Transaction<'_>, id: i64, at: &str, next_step_at: Option<&str>) -> Result<bool> {
+pub fn start_run(
+    tx: &Transaction<'_>,
+    id: i64,
+    at: &str,
+    next_step_at: Option<&str>,
+) -> Result<bool> {
     let changed = tx.execute(
         "UPDATE gl_runs SET status = ?2, date_started = ?3, next_step_at = ?4
          WHERE id = ?1 AND status = ?5",
-        rusqlite::params![id, RunStatus::Running, at, next_step_at, RunStatus::NotStarted],
+        rusqlite::params![
+            id,
+            RunStatus::Running,
+            at,
+            next_step_at,
+            RunStatus::NotStarted
+        ],
     )?;
     Ok(changed > 0)
 }

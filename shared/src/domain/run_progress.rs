@@ -168,7 +168,11 @@ pub fn take(tx: &Transaction<'_>, step: Step, tz: Tz) -> Result<Option<Taken>> {
         return Ok(None);
     }
     let (what, kind_started, kind_ended) = match step.kind {
-        RunKind::Collector => ("collector run", "collector_run.started", "collector_run.ended"),
+        RunKind::Collector => (
+            "collector run",
+            "collector_run.started",
+            "collector_run.ended",
+        ),
         RunKind::Ledger => ("ledger run", "gl_run.started", "gl_run.ended"),
     };
     match status {
@@ -245,7 +249,10 @@ mod tests {
         let id = start_collector_run(&tx, &run, chrono_tz::UTC).unwrap();
         assert_eq!(
             collect::run_step(&tx, id).unwrap(),
-            Some((RunStatus::NotStarted, Some("2030-01-01T00:00:01.000Z".into())))
+            Some((
+                RunStatus::NotStarted,
+                Some("2030-01-01T00:00:01.000Z".into())
+            ))
         );
         assert!(due(&tx, t).unwrap().is_empty());
         let start = due(&tx, t + seconds(10)).unwrap();

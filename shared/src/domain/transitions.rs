@@ -288,7 +288,10 @@ fn end_service(
         })?;
     let new_end = to_storage(new_end);
     super::agreements::renew_term(tx, id, &new_end, months)?;
-    if from_storage(&new_end).zip(from_storage(to)).is_some_and(|(e, to)| e <= to) {
+    if from_storage(&new_end)
+        .zip(from_storage(to))
+        .is_some_and(|(e, to)| e <= to)
+    {
         queue.insert((new_end.clone(), SERVICE_END, id));
     }
     Ok(Some((

@@ -336,7 +336,10 @@ fn run(
         };
         tx.execute_batch("RELEASE bill_account")?;
         if let Some((number, invoice, new_total)) = billed.invoice {
-            if from_storage(&due).zip(from_storage(to)).is_some_and(|(d, to)| d <= to) {
+            if from_storage(&due)
+                .zip(from_storage(to))
+                .is_some_and(|(d, to)| d <= to)
+            {
                 queue.insert((due.clone(), INVOICE_DUE, invoice));
             }
             total = new_total;
@@ -444,9 +447,7 @@ fn bill_account(
     let full_end = if cycle { at.to_string() } else { full_end };
     let billed_through = account.billed_through.as_deref().and_then(from_storage);
     let billed_from = match billed_through {
-        Some(b) if from_storage(&period_start).is_some_and(|p| b > p) => {
-            to_storage(b.min(instant))
-        }
+        Some(b) if from_storage(&period_start).is_some_and(|p| b > p) => to_storage(b.min(instant)),
         _ => period_start.clone(),
     };
     let window = Window {

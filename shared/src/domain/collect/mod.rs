@@ -355,7 +355,13 @@ pub fn start_run(
     let changed = tx.execute(
         "UPDATE collector_runs SET status = ?2, date_started = ?3, next_step_at = ?4
          WHERE id = ?1 AND status = ?5",
-        rusqlite::params![id, RunStatus::Running, at, next_step_at, RunStatus::NotStarted],
+        rusqlite::params![
+            id,
+            RunStatus::Running,
+            at,
+            next_step_at,
+            RunStatus::NotStarted
+        ],
     )?;
     Ok(changed > 0)
 }
