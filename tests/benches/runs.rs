@@ -7,9 +7,9 @@
 //! them) on bill cycle 1, each with a Cloud Compute service and one usage event, the clock
 //! advanced over December 1st (1,002 invoices with their lines); checkpointed once. Each
 //! round forks the checkpoint twice, one fork per policy, and times on each: a collector run
-//! of every source (usage, invoices and their lines, payments, adjustments: some 7,000
-//! charge info records), then a ledger run of ledger 1 through December 2nd (some 5,000
-//! journal entries). Under WITH_CLOCK the time is the POST's plus the advance's. Both forks
+//! of every source (usage, invoices and their lines, payments, adjustments: 5,025 charge
+//! info records), then a ledger run of ledger 1 through December 2nd (3,018 journal
+//! entries). Under WITH_CLOCK the time is the POST's plus the advance's. Both forks
 //! must end with the same numbers of records and entries. Prints each round and the medians.
 //!
 //! Run: `cargo bench -p e2e --bench runs --profile dev -- 3` (ROUNDS, default 3). The server
