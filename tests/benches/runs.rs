@@ -70,29 +70,6 @@ async fn revenue(
     (serde_json::from_str(&text).unwrap_or(Value::Null), total)
 }
 
-/// One usage event per bench account, 50 per call over Surface B.
-async fn post_usage(s: &TestServer, t: &TestTenant) {
-    for chunk in (0..ACCOUNTS).collect::<Vec<_>>().chunks(50) {
-        let events: Vec<Value> = chunk
-            .iter()
-            .map(|n| {
-                json!({"service_resource_identifier": format!("bench-{}", FIRST_ID + n),
-                       "usage_uom": "HOUR", "usage_amount": 2,
-                       "start_time": "2026-11-21T10:00:00Z"})
-            })
-            .collect();
-        let r = s
-            .client
-            .post(s.url("/billing/2/usage-events/bulk"))
-            .header("X-Api-Key", &t.api_key)
-            .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}))
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(r.status(), 200);
-    }
-}
-
 /// The golden tenant: the demo, the bench accounts, their usage and December's invoices,
 /// checkpointed as `golden`.
 async fn golden(s: &TestServer) -> TestTenant {
@@ -101,7 +78,7 @@ async fn golden(s: &TestServer) -> TestTenant {
     let frozen = json!({"frozen_at": "2026-11-20T12:00:00Z"});
     admin(s, Method::PUT, &format!("{base}/clock"), frozen, 200).await;
     e2e::billing::add_billed_accounts_in(s, &t.api_key, FIRST_ID, ACCOUNTS, "bench", Some(1)).await;
-    post_usage(s, &t).await;
+    e2e::billing::post_one_event_each(s, &t.api_key, FIRST_ID, ACCOUNTS, "bench").await;
     let to = json!({"to": "2026-12-02T00:00:00Z"});
     admin(s, Method::POST, &format!("{base}/clock/advance"), to, 200).await;
     let name = json!({"name": "golden"});
