@@ -27,31 +27,6 @@ async fn server() -> TestServer {
     TestServer::from_parts(base, state, dir)
 }
 
-/// One usage event per bench account, 50 per call over Surface B.
-async fn post_usage(s: &TestServer, t: &TestTenant) {
-    for chunk in (0..ACCOUNTS).collect::<Vec<_>>().chunks(50) {
-        let events: Vec<Value> = chunk
-            .iter()
-            .map(|n| {
-                json!({"service_resource_identifier": format!("bench-{}", FIRST_ID + n),
-                       "usage_uom": "HOUR", "usage_amount": 2,
-                       "start_time": "2026-11-21T10:00:00Z"})
-            })
-            .collect();
-        let r = s
-            .client
-            .post(s.url("/billing/2/usage-events/bulk"))
-            .header("X-Api-Key", &t.api_key)
-            .json(&json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}))
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(r.status(), 200);
-        let v: Value = r.json().await.expect("json");
-        assert_eq!(v["erred_events"], json!([]), "{v}");
-    }
-}
-
 /// Advances the tenant's clock to `to`; answers the seconds it took and the transitions.
 async fn advance(s: &TestServer, t: &TestTenant, to: &str) -> (f64, Vec<Value>) {
     let path = format!("/sandbox/v1/tenants/{}/clock/advance", t.id);
@@ -94,7 +69,7 @@ async fn main() {
             .await;
         assert_eq!(r.status(), 200);
         e2e::billing::add_billed_accounts(&s, &t.api_key, FIRST_ID, ACCOUNTS, "bench").await;
-        post_usage(&s, &t).await;
+        e2e::billing::post_one_event_each(&s, &t.api_key, FIRST_ID, ACCOUNTS, "bench").await;
 
         let (took, ran) = advance(&s, &t, "2026-12-02").await;
         let run = ran

@@ -57,28 +57,23 @@ async fn a_partial_put_changes_what_it_names_and_get_reads_it_back() {
     assert_eq!(status, 200, "{v}");
     want["default_agreement_months"] = json!(6);
     assert_eq!(v, want);
-    // In advance and cumulative tiers are billed by (docs/billing-lifecycle.md): taken, and
-    // set back.
-    let both = json!({"recurring_timing": "ADVANCE", "usage_tiers": "CUMULATIVE"});
-    let (status, v) = policy(&s, &t, Method::PUT, Some(&both)).await;
+    // Every platform value is billed by (docs/billing-lifecycle.md): in advance, cumulative
+    // tiers and runs with the clock taken, and set back.
+    let all =
+        json!({"recurring_timing": "ADVANCE", "usage_tiers": "CUMULATIVE", "runs": "WITH_CLOCK"});
+    let (status, v) = policy(&s, &t, Method::PUT, Some(&all)).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(
-        (&v["recurring_timing"], &v["usage_tiers"]),
-        (&json!("ADVANCE"), &json!("CUMULATIVE"))
+        (&v["recurring_timing"], &v["usage_tiers"], &v["runs"]),
+        (
+            &json!("ADVANCE"),
+            &json!("CUMULATIVE"),
+            &json!("WITH_CLOCK")
+        )
     );
-    let back = json!({"recurring_timing": "ARREARS", "usage_tiers": "PER_EVENT"});
+    let back =
+        json!({"recurring_timing": "ARREARS", "usage_tiers": "PER_EVENT", "runs": "AT_ONCE"});
     assert_eq!(policy(&s, &t, Method::PUT, Some(&back)).await.0, 200);
-    // A platform value this sandbox does not bill by yet: refused, saying so, nothing changed.
-    for not_yet in [json!({"runs": "WITH_CLOCK"})] {
-        let (status, v) = policy(&s, &t, Method::PUT, Some(&not_yet)).await;
-        assert_eq!(status, 400, "{v}");
-        assert!(
-            v["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("does not bill by it yet")),
-            "{v}"
-        );
-    }
     let (_, read) = policy(&s, &t, Method::GET, None).await;
     assert_eq!(read, want);
 

@@ -7,6 +7,7 @@ mod books;
 mod bounds;
 mod chain;
 mod chargeinfo;
+mod clock_runs;
 mod collector_listing;
 mod collector_names;
 mod ids;

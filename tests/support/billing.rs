@@ -206,6 +206,19 @@ pub async fn add_billed_accounts(
     count: i64,
     prefix: &str,
 ) {
+    add_billed_accounts_in(s, api_key, first_id, count, prefix, None).await;
+}
+
+/// [`add_billed_accounts`], the accounts in billing account category `category` (a ledger
+/// posts the charge info of its categories' accounts only).
+pub async fn add_billed_accounts_in(
+    s: &TestServer,
+    api_key: &str,
+    first_id: i64,
+    count: i64,
+    prefix: &str,
+    category: Option<i64>,
+) {
     let credential = shared::web::Credential::ApiKey(api_key.to_string());
     let Some(shared::web::Identity::Tenant(tenant)) =
         s.state.identify(&credential).await.expect("identify")
@@ -222,6 +235,7 @@ pub async fn add_billed_accounts(
                     "id": id, "account_num": format!("{}-{id}", prefix.to_uppercase()),
                     "name": format!("{prefix} {id}"), "bill_cycle_id": 1,
                     "automatic_recurring_payment": n % 2 == 0, "start_date": "2026-10-01",
+                    "billing_account_category_id": category,
                 }))
                 .expect("account");
                 shared::domain::accounts::create_account(tx, &account, tz)?;
@@ -237,4 +251,37 @@ pub async fn add_billed_accounts(
         })
         .await
         .expect("accounts");
+}
+
+/// Posts one usage event (2 hours, on 2026-11-21) to each of the resources
+/// [`add_billed_accounts`] made (`<prefix>-<id>` for `count` ids from `first_id`), 50 per
+/// bulk call over Surface B, asserting that none erred.
+pub async fn post_one_event_each(
+    s: &TestServer,
+    api_key: &str,
+    first_id: i64,
+    count: i64,
+    prefix: &str,
+) {
+    for chunk in (0..count).collect::<Vec<_>>().chunks(50) {
+        let events: Vec<Value> = chunk
+            .iter()
+            .map(|n| {
+                serde_json::json!({"service_resource_identifier": format!("{prefix}-{}", first_id + n),
+                       "usage_uom": "HOUR", "usage_amount": 2,
+                       "start_time": "2026-11-21T10:00:00Z"})
+            })
+            .collect();
+        let r = s
+            .client
+            .post(s.url("/billing/2/usage-events/bulk"))
+            .header("X-Api-Key", api_key)
+            .json(&serde_json::json!({"mode": "FAIL_ON_EXISTING", "usage_events": events}))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["erred_events"], serde_json::json!([]), "{v}");
+    }
 }

@@ -18,7 +18,7 @@ use serde::Serialize;
 use shared::domain::calendars::{self, NewYear};
 use shared::domain::collect::{self, catalogue};
 use shared::domain::ledgers::{self, LedgerFields};
-use shared::domain::{analytics_export, chargeinfo, glrun};
+use shared::domain::{analytics_export, chargeinfo, glrun, run_progress};
 use shared::query::{Page, Paged};
 use shared::web::listing::{self, REVENUE_PAGING};
 use shared::web::{ApiError, AppState, JsonBody, Params, Tenant};
@@ -76,6 +76,18 @@ fn revenue_paged<T: Serialize>(paged: Paged<T>, counted: bool) -> Response {
 }
 
 type Answer = Result<Response, ApiError>;
+
+/// Takes the run steps the tenant's clock has passed on its own (a clock on real time or an
+/// offset moves without an advance; `domain::run_progress`) before an answer shows runs or
+/// what they made: one read when nothing is due, a write only when something is.
+async fn settle_runs(t: &Tenant) -> Result<(), ApiError> {
+    if t.db.read(run_progress::unsettled).await? {
+        let tz = t.tz;
+        t.db.write(move |tx| run_progress::settle(tx, tz).map(|_| ()))
+            .await?;
+    }
+    Ok(())
+}
 
 // ---- ledgers -------------------------------------------------------------------------
 
@@ -228,6 +240,7 @@ async fn list_collectors(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answ
 }
 
 async fn list_collector_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    settle_runs(&t).await?;
     let (page, counted) = page(&q)?;
     let (tenant_id, tz) = (shared::tenants::number(&t.record.id), t.tz);
     let paged =
@@ -242,7 +255,7 @@ async fn start_collector_run(
 ) -> Answer {
     let tz = t.tz;
     let run_id =
-        t.db.write(move |tx| collect::run_collectors(tx, &body, tz))
+        t.db.write(move |tx| run_progress::start_collector_run(tx, &body, tz))
             .await?;
     let tenant_id = shared::tenants::number(&t.record.id);
     let run =
@@ -252,6 +265,7 @@ async fn start_collector_run(
 }
 
 async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    settle_runs(&t).await?;
     let run_id = id("id", &raw)?;
     let (tenant_id, tz) = (shared::tenants::number(&t.record.id), t.tz);
     let run =
@@ -261,6 +275,7 @@ async fn get_collector_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>)
 }
 
 async fn run_errors(t: Tenant, raw: String, q: query::Query, collector: bool) -> Answer {
+    settle_runs(&t).await?;
     let run_id = id("id", &raw)?;
     let (page, counted) = page(&q)?;
     let paged =
@@ -280,6 +295,7 @@ async fn collector_run_errors(
 // ---- ledger runs ---------------------------------------------------------------------
 
 async fn list_gl_runs(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    settle_runs(&t).await?;
     let (page, counted) = page(&q)?;
     let status = query::gl_run_filter(&q)?;
     let tz = t.tz;
@@ -293,13 +309,16 @@ async fn start_gl_run(
     RevenueAuth(t): RevenueAuth,
     JsonBody(body): JsonBody<glrun::NewGlRun>,
 ) -> Answer {
-    let run_id = t.db.write(move |tx| glrun::run_ledger(tx, &body)).await?;
     let tz = t.tz;
+    let run_id =
+        t.db.write(move |tx| run_progress::start_gl_run(tx, &body, tz))
+            .await?;
     let run = t.db.read(move |c| glrun::get_run(c, run_id, tz)).await?;
     Ok(created(run))
 }
 
 async fn get_gl_run(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    settle_runs(&t).await?;
     let run_id = id("id", &raw)?;
     let tz = t.tz;
     let run = t.db.read(move |c| glrun::get_run(c, run_id, tz)).await?;
@@ -325,6 +344,7 @@ async fn gl_run_entries(
     Path(raw): Path<String>,
     Params(q): Params,
 ) -> Answer {
+    settle_runs(&t).await?;
     let run_id = id("id", &raw)?;
     let (page, counted) = page(&q)?;
     let paged =
@@ -334,6 +354,7 @@ async fn gl_run_entries(
 }
 
 async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) -> Answer {
+    settle_runs(&t).await?;
     let ledger_id = id("id", &raw)?;
     let tz = t.tz;
     let runs =
@@ -345,6 +366,7 @@ async fn ledger_gl_runs(RevenueAuth(t): RevenueAuth, Path(raw): Path<String>) ->
 // ---- charge info ---------------------------------------------------------------------
 
 async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    settle_runs(&t).await?;
     let (page, counted) = page(&q)?;
     let tz = t.tz;
     let filter = query::charge_info_filter(&q, tz, false)?;
@@ -355,6 +377,7 @@ async fn list_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> An
 }
 
 async fn list_merged_charge_infos(RevenueAuth(t): RevenueAuth, Params(q): Params) -> Answer {
+    settle_runs(&t).await?;
     let (page, counted) = page(&q)?;
     let tz = t.tz;
     let filter = query::charge_info_filter(&q, tz, true)?;
@@ -369,6 +392,7 @@ async fn ledger_charge_infos(
     Path(raw): Path<String>,
     Params(q): Params,
 ) -> Answer {
+    settle_runs(&t).await?;
     let ledger_id = id("id", &raw)?;
     let (page, counted) = page(&q)?;
     let tz = t.tz;
@@ -406,6 +430,7 @@ async fn replicate_svs(
     RevenueAuth(t): RevenueAuth,
     Params(q): Params,
 ) -> Answer {
+    settle_runs(&t).await?;
     let batch_size = query::batch_size(&q)?;
     let snapshot = t.db.read(analytics_export::read_svs).await?;
     let sink = analytics_export::TenantFilesSink::new(state.store.clone(), t.record.id.clone());

@@ -303,7 +303,7 @@ pub fn table() -> Vec<Route> {
                 errors: &[400, 401, 409, 412, 413, 415, 503],
                 ..op(
                     "startCollectorRun",
-                    "Start a collector run (finishes in the request)",
+                    "Start a collector run (finished, or NOT_STARTED under runs WITH_CLOCK)",
                 )
             },
         ),
@@ -351,7 +351,10 @@ pub fn table() -> Vec<Route> {
                 status: 201,
                 answer: Some(Builder::schema::<GlRun>),
                 errors: &[400, 401, 404, 409, 412, 413, 415, 503],
-                ..op("startGlRun", "Start a ledger run (finishes in the request)")
+                ..op(
+                    "startGlRun",
+                    "Start a ledger run (finished, or NOT_STARTED under runs WITH_CLOCK)",
+                )
             },
         ),
         row(

@@ -13,8 +13,15 @@
 //! first day); no period covering the date, or no open period after a closed one, is a run
 //! error for that record, whose state in L becomes ERROR (a later run retries it).
 //!
-//! The run executes inside the request's write transaction: `POST /glruns` answers the
-//! finished run (COMPLETE, or ERROR when any record failed).
+//! A run's life: [`create_run`] stores it NOT_STARTED (after the checks that answer 4xx),
+//! [`start_run`] moves it to RUNNING, [`finish_run`] posts and ends it COMPLETE, or ERROR when
+//! any record failed. Under the tenant policy's AT_ONCE the three happen in the POST's one
+//! transaction ([`run_ledger`]); under WITH_CLOCK the clock takes the last two
+//! (`domain::run_progress`), and the run posts what it finds when it finishes.
+//!
+//! Invariants: a ledger has at most one run NOT_STARTED or RUNNING (a second POST is 409);
+//! a run's journal entries, errors and charge info states exist only once it has ended;
+//! `next_step_at` is set exactly while a run progresses with the clock.
 
 use super::chargeinfo::{
     delete_run_postings, post_entry, set_state, NewJournalEntry, STATE_ERROR, STATE_POSTED,
@@ -27,12 +34,91 @@ use crate::time::{render, to_storage};
 use crate::{Error, Result};
 use chrono::{NaiveDate, TimeZone};
 use chrono_tz::Tz;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-/// Statuses of ledger runs and collector runs.
+/// Statuses of ledger runs and collector runs, as the wire and the database spell them (the
+/// names of [`RunStatus`], in its order).
 pub const RUN_STATUSES: &[&str] = &["NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"];
+
+/// A ledger or collector run's status (platform-facts.md: a run starts NOT_STARTED and ends
+/// COMPLETE or ERROR). Stored as its name, so the SQL reads the same text the API shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RunStatus {
+    /// Created, not started.
+    NotStarted,
+    /// Started, not ended.
+    Running,
+    /// Ended with run errors (`num_errors` > 0).
+    Error,
+    /// Ended without errors.
+    Complete,
+}
+
+impl RunStatus {
+    /// Every status, in the order of [`RUN_STATUSES`].
+    pub const ALL: [RunStatus; 4] = [
+        RunStatus::NotStarted,
+        RunStatus::Running,
+        RunStatus::Error,
+        RunStatus::Complete,
+    ];
+
+    /// The status's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::NotStarted => "NOT_STARTED",
+            RunStatus::Running => "RUNNING",
+            RunStatus::Error => "ERROR",
+            RunStatus::Complete => "COMPLETE",
+        }
+    }
+
+    /// The status named `text`, else a 400 naming `field` and the allowed values.
+    pub fn parse(field: &str, text: &str) -> Result<RunStatus> {
+        check_enum(field, text, RUN_STATUSES)?;
+        RunStatus::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| Error::Internal(format!("{field}: {text} is listed but no status")))
+    }
+
+    /// How a run with `errors` run errors ends.
+    pub fn ended(errors: i64) -> RunStatus {
+        if errors > 0 {
+            RunStatus::Error
+        } else {
+            RunStatus::Complete
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ToSql for RunStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(ValueRef::Text(
+            self.as_str().as_bytes(),
+        )))
+    }
+}
+
+impl FromSql for RunStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        RunStatus::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| FromSqlError::Other(format!("run status {text:?}").into()))
+    }
+}
 
 /// Types of a GL run mode.
 pub const RUN_MODE_TYPES: &[&str] = &["ACTUALS", "COLLECTOR_AUTO"];
@@ -82,7 +168,7 @@ pub struct GlRun {
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
     #[schema(schema_with = run_status)]
-    pub status: String,
+    pub status: RunStatus,
     /// Number of run errors.
     pub num_errors: i64,
     /// ON_DEMAND for runs started over the API.
@@ -244,18 +330,27 @@ fn run_bound(text: &str, ledger_tz: Tz) -> Result<String> {
     super::parse_time("run_to_date", text, ledger_tz)
 }
 
-/// Creates and executes a ledger run; answers its id. 404 unknown ledger or run mode, 400 bad
-/// input, 409 another run of the ledger unfinished, 412 an INACTIVE ledger or one whose
-/// calendar has no open period.
+/// Creates and executes a ledger run at the clock's reading (the policy's AT_ONCE); answers
+/// its id. The errors of [`create_run`].
 pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
+    let now = to_storage(crate::time::now_for(tx)?);
+    let run_id = create_run(tx, r, None)?;
+    start_run(tx, run_id, &now, None)?;
+    finish_run(tx, run_id, &now)?;
+    Ok(run_id)
+}
+
+/// Creates a ledger run, NOT_STARTED; answers its id. `next_step_at`: when the clock starts
+/// it (None: the caller starts it at once). 404 unknown ledger or run mode, 400 bad input, 409
+/// another run of the ledger under way, 412 an INACTIVE ledger or one whose calendar has no
+/// open period.
+pub fn create_run(tx: &Transaction<'_>, r: &NewGlRun, next_step_at: Option<&str>) -> Result<i64> {
     require(tx, "ledgers", "ledger", r.ledger_id)?;
-    let (status, tz_name, actuals, zero_entries): (String, String, Option<i64>, bool) = tx
-        .query_row(
-            "SELECT status, timezone_name, run_mode_actuals_id, create_zero_amount_entries
-         FROM ledgers WHERE id = ?1",
-            [r.ledger_id],
-            |row| row.try_into(),
-        )?;
+    let (status, tz_name, actuals): (String, String, Option<i64>) = tx.query_row(
+        "SELECT status, timezone_name, run_mode_actuals_id FROM ledgers WHERE id = ?1",
+        [r.ledger_id],
+        |row| row.try_into(),
+    )?;
     if let Some(mode) = r.gl_run_mode_id {
         require(tx, "gl_run_modes", "run mode", mode)?;
     }
@@ -275,10 +370,11 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
         )));
     }
     if let Some(id) = tx
-        .prepare_cached(
-            "SELECT id FROM gl_runs WHERE ledger_id = ?1 AND status IN ('NOT_STARTED', 'RUNNING')",
-        )?
-        .query_row([r.ledger_id], |row| row.get::<_, i64>(0))
+        .prepare_cached("SELECT id FROM gl_runs WHERE ledger_id = ?1 AND status IN (?2, ?3)")?
+        .query_row(
+            rusqlite::params![r.ledger_id, RunStatus::NotStarted, RunStatus::Running],
+            |row| row.get::<_, i64>(0),
+        )
         .optional()?
     {
         return Err(Error::conflict(format!(
@@ -286,22 +382,136 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
             r.ledger_id
         )));
     }
-    let now = to_storage(crate::time::now_for(tx)?);
-    let run_id = insert(
+    insert(
         tx,
         "gl_runs",
         &[
-            ("status", &"NOT_STARTED"),
+            ("status", &RunStatus::NotStarted),
             ("run_trigger_type", &"ON_DEMAND"),
             ("gl_run_mode_id", &r.gl_run_mode_id.or(actuals)),
             ("ledger_id", &r.ledger_id),
             ("run_to_date", &bound),
+            ("next_step_at", &next_step_at),
+        ],
+    )
+}
+
+/// A ledger run's status and, while it progresses with the clock, the stored instant of its
+/// next step; None when the run does not exist.
+pub fn run_step(conn: &Connection, id: i64) -> Result<Option<(RunStatus, Option<String>)>> {
+    Ok(conn
+        .prepare_cached("SELECT status, next_step_at FROM gl_runs WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// Starts NOT_STARTED run `id` at stored instant `at` (RUNNING, `date_started`);
+/// `next_step_at`: when the clock ends it (None: the caller ends it at once). False when the
+/// run is gone or not NOT_STARTED.
+pub fn start_run(
+    tx: &Transaction<'_>,
+    id: i64,
+    at: &str,
+    next_step_at: Option<&str>,
+) -> Result<bool> {
+    let changed = tx.execute(
+        "UPDATE gl_runs SET status = ?2, date_started = ?3, next_step_at = ?4
+         WHERE id = ?1 AND status = ?5",
+        rusqlite::params![
+            id,
+            RunStatus::Running,
+            at,
+            next_step_at,
+            RunStatus::NotStarted
         ],
     )?;
+    Ok(changed > 0)
+}
+
+/// How a run ended: its status, what it made (journal entries posted, charge info records
+/// collected) and its run errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// COMPLETE or ERROR.
+    pub status: RunStatus,
+    /// Journal entries posted (a ledger run) or charge info records collected (a collector
+    /// run).
+    pub made: i64,
+    /// Run errors.
+    pub errors: i64,
+}
+
+/// Posts RUNNING run `id` at stored instant `at` (module doc) and ends it: COMPLETE, or ERROR
+/// with its run errors. What it posts is the charge info as it stands now, within the bound
+/// fixed when it was created; a ledger no longer ACTIVE posts nothing and ends ERROR with one
+/// run error saying so. None when the run is gone or not RUNNING.
+pub fn finish_run(tx: &Transaction<'_>, run_id: i64, at: &str) -> Result<Option<Ended>> {
+    let row: Option<(i64, String, RunStatus)> = tx
+        .query_row(
+            "SELECT ledger_id, run_to_date, status FROM gl_runs WHERE id = ?1",
+            [run_id],
+            |r| r.try_into(),
+        )
+        .optional()?;
+    let Some((ledger_id, bound, RunStatus::Running)) = row else {
+        return Ok(None);
+    };
+    let ledger: Option<(String, String, bool)> = tx
+        .query_row(
+            "SELECT status, timezone_name, create_zero_amount_entries FROM ledgers WHERE id = ?1",
+            [ledger_id],
+            |row| row.try_into(),
+        )
+        .optional()?;
+    let (errors, made) = match ledger {
+        Some((status, _, _)) if status != "ACTIVE" => {
+            add_run_error(
+                tx,
+                "gl_run_id",
+                run_id,
+                &format!("ledger {ledger_id} is {status}; only ACTIVE ledgers post"),
+            )?;
+            (1, 0)
+        }
+        Some((_, tz_name, zero_entries)) => {
+            let tz = crate::time::parse_tz(&tz_name).unwrap_or(chrono_tz::UTC);
+            post_run(tx, run_id, ledger_id, &bound, tz, zero_entries, at)?
+        }
+        None => {
+            add_run_error(
+                tx,
+                "gl_run_id",
+                run_id,
+                &format!("ledger {ledger_id} does not exist"),
+            )?;
+            (1, 0)
+        }
+    };
+    let status = RunStatus::ended(errors);
     tx.execute(
-        "UPDATE gl_runs SET status = 'RUNNING', date_started = ?2 WHERE id = ?1",
-        rusqlite::params![run_id, now],
+        "UPDATE gl_runs SET status = ?2, num_errors = ?3, date_ended = ?4, next_step_at = NULL
+         WHERE id = ?1",
+        rusqlite::params![run_id, status, errors, at],
     )?;
+    Ok(Some(Ended {
+        status,
+        made,
+        errors,
+    }))
+}
+
+/// Posts the charge info run `run_id` of ledger `ledger_id` takes (module doc) at stored
+/// instant `now`; answers (run errors, journal entries posted).
+fn post_run(
+    tx: &Transaction<'_>,
+    run_id: i64,
+    ledger_id: i64,
+    bound: &str,
+    tz: Tz,
+    zero_entries: bool,
+    now: &str,
+) -> Result<(i64, i64)> {
+    let periods = ledger_periods(tx, ledger_id)?;
     let mut stmt = tx.prepare(
         "SELECT ci.id, ci.charge_info_type, ci.charge_date, ci.amount FROM charge_infos ci
          JOIN billing_accounts a ON a.id = ci.billing_account_id
@@ -315,7 +525,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
     )?;
     let candidates = stmt
         .query_map(
-            rusqlite::params![r.ledger_id, bound, STATE_POSTED, STATE_SKIPPED],
+            rusqlite::params![ledger_id, bound, STATE_POSTED, STATE_SKIPPED],
             |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
@@ -326,7 +536,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
             },
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut errors = 0i64;
+    let (mut errors, mut posted) = (0i64, 0i64);
     for (ci_id, ci_type, charge_date, amount_text) in candidates {
         let amount = crate::money::parse_decimal(&amount_text).unwrap_or(Decimal::ZERO);
         let day =
@@ -360,7 +570,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
                     tx,
                     &NewJournalEntry {
                         gl_run_id: run_id,
-                        ledger_id: r.ledger_id,
+                        ledger_id,
                         charge_info_id: ci_id,
                         period_id: period.id,
                         posting_date: posting_day.to_string(),
@@ -369,21 +579,13 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
                         credit_account: credit,
                     },
                 )?;
+                posted += 1;
                 STATE_POSTED
             }
         };
-        set_state(tx, r.ledger_id, ci_id, state, run_id, &now)?;
+        set_state(tx, ledger_id, ci_id, state, run_id, now)?;
     }
-    tx.execute(
-        "UPDATE gl_runs SET status = ?2, num_errors = ?3, date_ended = ?4 WHERE id = ?1",
-        rusqlite::params![
-            run_id,
-            if errors > 0 { "ERROR" } else { "COMPLETE" },
-            errors,
-            now
-        ],
-    )?;
-    Ok(run_id)
+    Ok((errors, posted))
 }
 
 /// Adds an error to a run: `run_column` is `gl_run_id` (a ledger run) or `collector_run_id`.
@@ -455,9 +657,9 @@ pub fn list_runs(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<GlRun>> {
-    if let Some(s) = &status {
-        check_enum("status", s, RUN_STATUSES)?;
-    }
+    let status = status
+        .map(|s| RunStatus::parse("status", &s).map(|s| s.as_str().to_string()))
+        .transpose()?;
     Selection::new("id DESC")
         .scope_if("status = ?", status)
         .page(page)

@@ -34,6 +34,7 @@ pub mod invoices;
 pub mod ledgers;
 pub mod payments;
 pub mod policy;
+pub mod run_progress;
 pub mod transitions;
 pub mod usage;
 

@@ -196,22 +196,6 @@ fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<i64> {
     }
 }
 
-/// Members of the platform's sets that this sandbox does not bill by yet: refused, because a
-/// test that chose one would otherwise get another rule's numbers without a word
-/// (docs/billing-lifecycle.md, "Billing policy").
-pub const NOT_APPLIED_YET: &[(&str, &str)] = &[("runs", "WITH_CLOCK")];
-
-/// Refuses `value` of `field` when it is in [`NOT_APPLIED_YET`].
-fn applied(field: &str, value: &str) -> Result<()> {
-    if NOT_APPLIED_YET.contains(&(field, value)) {
-        return Err(Error::bad_request(format!(
-            "{field}: {value} is one of the platform's values, but this sandbox does not bill by \
-             it yet (docs/billing-lifecycle.md)"
-        )));
-    }
-    Ok(())
-}
-
 /// Checks an account's own payment term (net days), naming `field`.
 pub fn check_payment_term(field: &str, days: i64) -> Result<i64> {
     within(field, days, &PAYMENT_TERM_DAYS)
@@ -246,7 +230,6 @@ impl PolicyChange {
         let mut out = policy.clone();
         if let Some(v) = &self.recurring_timing {
             out.recurring_timing = member("recurring_timing", v, RECURRING_TIMINGS)?;
-            applied("recurring_timing", v)?;
         }
         if let Some(v) = &self.proration {
             out.proration = member("proration", v, PRORATIONS)?;
@@ -256,7 +239,6 @@ impl PolicyChange {
         }
         if let Some(v) = &self.usage_tiers {
             out.usage_tiers = member("usage_tiers", v, USAGE_TIERS)?;
-            applied("usage_tiers", v)?;
         }
         if let Some(v) = self.default_agreement_months {
             out.default_agreement_months =
@@ -264,7 +246,6 @@ impl PolicyChange {
         }
         if let Some(v) = &self.runs {
             out.runs = member("runs", v, RUN_PROGRESS)?;
-            applied("runs", v)?;
         }
         if let Some(v) = &self.autopay_retry_days {
             check_retries(v)?;
@@ -417,26 +398,6 @@ mod tests {
             e,
             "recurring_timing: 'advance' is not one of ARREARS, ADVANCE"
         );
-        for (field, value) in NOT_APPLIED_YET {
-            let change = match *field {
-                "recurring_timing" => PolicyChange {
-                    recurring_timing: Some(value.to_string()),
-                    ..PolicyChange::default()
-                },
-                "usage_tiers" => PolicyChange {
-                    usage_tiers: Some(value.to_string()),
-                    ..PolicyChange::default()
-                },
-                _ => PolicyChange {
-                    runs: Some(value.to_string()),
-                    ..PolicyChange::default()
-                },
-            };
-            assert!(
-                bad(change).starts_with(&format!("{field}: {value} is one of the platform's")),
-                "{field}"
-            );
-        }
         let e = bad(PolicyChange {
             payment_term_days: Some(366),
             ..PolicyChange::default()

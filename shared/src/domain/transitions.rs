@@ -22,9 +22,12 @@
 //!   ([`super::billing::dues`]).
 //! - Bill cycles run on their day and bill batches on their invoice date
 //!   ([`super::billing::runs`]); the invoices they make fall due in their turn.
+//! - Collector and ledger runs started under the policy's WITH_CLOCK start and then end
+//!   ([`super::run_progress`]); a step a running clock passed before the advance is taken
+//!   first, at its own instant.
 //!
 //! Ties at one instant: agreement services, invoices due, cycle runs, bill batch runs,
-//! autopay retries.
+//! autopay retries, collector run steps, ledger run steps.
 //! Everything runs in the caller's one transaction, so an advance is all or nothing. Each
 //! invoice a run makes counts toward [`MAX_TRANSITIONS`] like a transition.
 
@@ -37,6 +40,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 use super::agreements::LIVE_SERVICE_STATUSES;
+use super::run_progress::{self, RunKind, Step};
 
 /// Most transitions one advance may run; past it the advance is refused (400) and nothing
 /// changes: advance in smaller steps.
@@ -52,6 +56,10 @@ pub const TRANSITION_KINDS: &[&str] = &[
     "account.collection_cleared",
     "bill_cycle.run",
     "bill_batch.run",
+    "collector_run.started",
+    "collector_run.ended",
+    "gl_run.started",
+    "gl_run.ended",
 ];
 
 fn transition_kinds() -> utoipa::openapi::Object {
@@ -67,7 +75,8 @@ pub struct Transition {
     /// What ran (`TRANSITION_KINDS`).
     #[schema(schema_with = transition_kinds)]
     pub kind: &'static str,
-    /// The id of the agreement service, invoice, billing account, bill cycle or bill batch.
+    /// The id of the agreement service, invoice, billing account, bill cycle, bill batch,
+    /// collector run or ledger run.
     pub id: i64,
     /// What changed, in words.
     pub detail: String,
@@ -76,6 +85,11 @@ pub struct Transition {
 pub use super::billing::{Due, Ran, AUTOPAY_RETRY, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
 /// An agreement service reaching its end date (id: the agreement service).
 const SERVICE_END: u8 = 0;
+/// A collector run's next step (id: the run). After every billing kind at one instant, so a
+/// run ending then collects what the bill runs made.
+const COLLECTOR_RUN_STEP: u8 = 100;
+/// A ledger run's next step (id: the run), after the collector runs' steps.
+const GL_RUN_STEP: u8 = 101;
 
 /// Runs every transition due in `(from, to]` in order (see the module doc) and answers them.
 pub fn run_due(
@@ -112,6 +126,9 @@ pub fn run_due(
     drop((services, invoices));
     super::billing::runs::enqueue(tx, from, to, tz, &mut queue)?;
     super::billing::dues::retries_between(tx, &from_s, &to_s, tz, &mut queue)?;
+    for step in run_progress::due(tx, to)? {
+        queue.insert((to_storage(step.at), run_step_kind(step.kind), step.id));
+    }
     let mut done = Vec::new();
     // Transitions run plus invoices made: what MAX_TRANSITIONS bounds.
     let mut work = 0usize;
@@ -128,6 +145,7 @@ pub fn run_due(
                 .unwrap_or_default(),
             INVOICE_DUE => invoice_due(tx, id, &at, tz, (&from_s, &to_s), &mut queue)?,
             AUTOPAY_RETRY => super::billing::dues::retry(tx, id, &at, tz)?,
+            COLLECTOR_RUN_STEP | GL_RUN_STEP => run_step(tx, kind, id, &at, tz, to, &mut queue)?,
             _ => {
                 use super::billing::runs::{run_batch, run_cycle};
                 let outcome = if kind == BILL_CYCLE_RUN {
@@ -157,6 +175,42 @@ pub fn run_due(
         )));
     }
     Ok(done)
+}
+
+fn run_step_kind(kind: RunKind) -> u8 {
+    match kind {
+        RunKind::Collector => COLLECTOR_RUN_STEP,
+        RunKind::Ledger => GL_RUN_STEP,
+    }
+}
+
+/// A collector or ledger run's step due at `at` ([`run_progress::take`]); its next step joins
+/// the queue when it falls inside the advance.
+fn run_step(
+    tx: &Transaction<'_>,
+    kind: u8,
+    id: i64,
+    at: &str,
+    tz: Tz,
+    to: DateTime<Utc>,
+    queue: &mut BTreeSet<Due>,
+) -> Result<Vec<Ran>> {
+    let step = Step {
+        at: from_storage(at).ok_or_else(|| Error::Internal(format!("run step at {at:?}")))?,
+        kind: if kind == COLLECTOR_RUN_STEP {
+            RunKind::Collector
+        } else {
+            RunKind::Ledger
+        },
+        id,
+    };
+    let Some(taken) = run_progress::take(tx, step, tz)? else {
+        return Ok(Vec::new());
+    };
+    if let Some(next) = taken.next.filter(|n| n.at <= to) {
+        queue.insert((to_storage(next.at), kind, next.id));
+    }
+    Ok(vec![(taken.kind, id, taken.detail)])
 }
 
 /// An agreement service reaching `at`, its end date: renews or ends (module doc). `None`
@@ -190,7 +244,9 @@ fn end_service(
     let Some((status, end_date, action, period, next_agreement, service_id)) = row else {
         return Ok(None);
     };
-    if !LIVE_SERVICE_STATUSES.contains(&status.as_str()) || end_date.as_deref() != Some(at) {
+    // Instants compare as instants, whatever form their stored texts take.
+    let ends_then = end_date.as_deref().and_then(from_storage) == from_storage(at);
+    if !LIVE_SERVICE_STATUSES.contains(&status.as_str()) || !ends_then {
         return Ok(None);
     }
     let action = action.unwrap_or_else(|| "END".into());
@@ -232,7 +288,10 @@ fn end_service(
         })?;
     let new_end = to_storage(new_end);
     super::agreements::renew_term(tx, id, &new_end, months)?;
-    if new_end.as_str() <= to {
+    if from_storage(&new_end)
+        .zip(from_storage(to))
+        .is_some_and(|(e, to)| e <= to)
+    {
         queue.insert((new_end.clone(), SERVICE_END, id));
     }
     Ok(Some((
@@ -257,7 +316,8 @@ fn invoice_due(
     let Some((status, due, to_pay, account)) = super::billing::dues::invoice_dues(tx, id)? else {
         return Ok(Vec::new());
     };
-    if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {
+    let due_then = due.as_deref().and_then(from_storage) == from_storage(at);
+    if status != "OPEN" || !due_then || to_pay.is_zero() {
         return Ok(Vec::new());
     }
     use super::billing::dues::{autopay, queue_retries, retry_days, Attempt};

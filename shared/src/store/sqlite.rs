@@ -65,6 +65,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0016_recurring_billed_to",
         include_str!("migrations/0016_recurring_billed_to.sql"),
     ),
+    (
+        "0017_runs_with_clock",
+        include_str!("migrations/0017_runs_with_clock.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

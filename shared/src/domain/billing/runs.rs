@@ -207,7 +207,10 @@ pub fn run_batch(
     let already = tx
         .prepare("SELECT 1 FROM bill_batch_runs WHERE bill_batch_id = ?1 AND invoice_date = ?2")?
         .exists(params![batch_id, at])?;
-    if invoice_date.as_deref() != Some(at) || already {
+    // Instants compare as instants: a stored text of another form (an offset, no
+    // milliseconds) names the same moment.
+    let on_its_date = invoice_date.as_deref().and_then(from_storage) == Some(instant(at)?);
+    if !on_its_date || already {
         return Ok(None);
     }
     let members: i64 = tx.query_row(
@@ -333,7 +336,10 @@ fn run(
         };
         tx.execute_batch("RELEASE bill_account")?;
         if let Some((number, invoice, new_total)) = billed.invoice {
-            if due.as_str() <= to {
+            if from_storage(&due)
+                .zip(from_storage(to))
+                .is_some_and(|(d, to)| d <= to)
+            {
                 queue.insert((due.clone(), INVOICE_DUE, invoice));
             }
             total = new_total;
@@ -447,8 +453,9 @@ fn bill_account(
     };
     // A cycle's run closes its period at its instant (a next invoice date off the day).
     let full_end = if cycle { at.to_string() } else { full_end };
-    let billed_from = match &account.billed_through {
-        Some(b) if *b > period_start => b.clone().min(at.to_string()),
+    let billed_through = account.billed_through.as_deref().and_then(from_storage);
+    let billed_from = match billed_through {
+        Some(b) if from_storage(&period_start).is_some_and(|p| b > p) => to_storage(b.min(instant)),
         _ => period_start.clone(),
     };
     let window = Window {

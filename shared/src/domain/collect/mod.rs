@@ -23,9 +23,12 @@
 //! a billing account) and a collector without a known source each add a run error; the run
 //! then ends ERROR, everything else it could collect is kept.
 //!
-//! The run executes inside the request's write transaction: it is stored NOT_STARTED, moves
-//! to RUNNING and ends COMPLETE or ERROR before the response is sent.
-
+//! A run's life: [`create_run`] checks the body and stores the run NOT_STARTED with its
+//! window and collector names, [`start_run`] moves it to RUNNING, [`finish_run`] collects and
+//! ends it COMPLETE or ERROR. Under the tenant policy's AT_ONCE the three happen in the POST's
+//! one transaction ([`run_collectors`]); under WITH_CLOCK the clock takes the last two
+//! (`domain::run_progress`): the run collects, when it finishes, what its window holds then.
+//! At most one collector run is NOT_STARTED or RUNNING (a second POST is 409).
 //!
 //! The catalogue of collectors is [`catalogue`]; what each category reads and how a source
 //! record becomes charge info is [`sources`].
@@ -33,6 +36,7 @@
 pub mod catalogue;
 mod sources;
 
+use super::glrun::{Ended, RunStatus};
 use super::{check_enum, insert, parse_time, require};
 use crate::query::{Page, Paged, Selection};
 use crate::time::{render, to_storage};
@@ -143,7 +147,7 @@ pub struct CollectorRun {
     pub date_ended: Option<String>,
     /// NOT_STARTED, RUNNING, ERROR or COMPLETE.
     #[schema(schema_with = crate::domain::glrun::run_status)]
-    pub status: String,
+    pub status: RunStatus,
     /// ON_DEMAND for runs started over the API.
     pub run_trigger_type: String,
     /// Number of run errors.
@@ -179,9 +183,48 @@ pub struct RunError {
     pub error_message: String,
 }
 
-/// Creates and executes a collector run; answers its id. 400 bad input, 409 another
-/// collector run unfinished, 412 an empty collector catalogue and no collector named.
+/// Creates and executes a collector run at the clock's reading (the policy's AT_ONCE);
+/// answers its id. The errors of [`create_run`].
 pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Result<i64> {
+    let now = to_storage(crate::time::now_for(tx)?);
+    let run_id = create_run(tx, r, tz, None)?;
+    start_run(tx, run_id, &now, None)?;
+    finish_run(tx, run_id, &now, tz)?;
+    Ok(run_id)
+}
+
+/// The catalogue's collectors: (name, category), by id.
+fn catalogue_entries(tx: &Transaction<'_>) -> Result<Vec<(String, String)>> {
+    Ok(tx
+        .prepare_cached("SELECT name, category FROM collectors ORDER BY id")?
+        .query_map([], |row| row.try_into())?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The (name, category) `name` stands for: a catalogue collector, else a platform operation.
+fn resolve(catalogue: &[(String, String)], name: &str) -> Option<(String, String)> {
+    catalogue
+        .iter()
+        .find(|(n, _)| n == name)
+        .cloned()
+        .or_else(|| {
+            PLATFORM_OPERATIONS
+                .iter()
+                .find(|op| op.name == name)
+                .map(|op| (op.name.to_string(), op.category.to_string()))
+        })
+}
+
+/// Creates a collector run, NOT_STARTED, with its window fixed now; answers its id.
+/// `next_step_at`: when the clock starts it (None: the caller starts it at once). 400 bad
+/// input, 409 another collector run under way, 412 an empty collector catalogue and no
+/// collector named.
+pub fn create_run(
+    tx: &Transaction<'_>,
+    r: &NewCollectorRun,
+    tz: Tz,
+    next_step_at: Option<&str>,
+) -> Result<i64> {
     check_enum("type", &r.run_type, COLLECTOR_RUN_TYPES)?;
     if !(0..=MAX_OVERLAP_SECONDS).contains(&r.overlap_fetch_time) {
         return Err(Error::bad_request(format!(
@@ -189,10 +232,7 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
             r.overlap_fetch_time
         )));
     }
-    let catalogue: Vec<(String, String)> = tx
-        .prepare("SELECT name, category FROM collectors ORDER BY id")?
-        .query_map([], |row| row.try_into())?
-        .collect::<rusqlite::Result<_>>()?;
+    let catalogue = catalogue_entries(tx)?;
     // A run naming platform operations needs no catalogue; one naming nothing runs the
     // catalogue, so there must be one.
     if catalogue.is_empty() && r.collector_operations.is_empty() {
@@ -210,17 +250,7 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
     }
     let mut chosen: Vec<(String, String)> = Vec::new();
     for name in &r.collector_operations {
-        let entry = catalogue
-            .iter()
-            .find(|(n, _)| n == name)
-            .cloned()
-            .or_else(|| {
-                PLATFORM_OPERATIONS
-                    .iter()
-                    .find(|op| op.name == name)
-                    .map(|op| (op.name.to_string(), op.category.to_string()))
-            });
-        let Some(entry) = entry else {
+        let Some(entry) = resolve(&catalogue, name) else {
             return Err(Error::bad_request(format!(
                 "collector_operations: {} is not a collector of the catalogue ({}) nor a platform operation ({})",
                 crate::error::quoted(name),
@@ -244,8 +274,11 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
         chosen = catalogue;
     }
     let unfinished = tx
-        .prepare_cached("SELECT id FROM collector_runs WHERE status IN ('NOT_STARTED', 'RUNNING')")?
-        .query_row([], |row| row.get::<_, i64>(0))
+        .prepare_cached("SELECT id FROM collector_runs WHERE status IN (?1, ?2)")?
+        .query_row(
+            rusqlite::params![RunStatus::NotStarted, RunStatus::Running],
+            |row| row.get::<_, i64>(0),
+        )
         .optional()?;
     if let Some(id) = unfinished {
         return Err(Error::conflict(format!(
@@ -276,9 +309,6 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
             "data_fetch_to_date must not be before data_fetch_from_date",
         ));
     }
-    let widened = crate::time::from_storage(&from)
-        .map(|t| to_storage(t - chrono::Duration::seconds(r.overlap_fetch_time)))
-        .unwrap_or_else(|| from.clone());
     let run_mode: Option<i64> = tx
         .query_row(
             "SELECT id FROM gl_run_modes WHERE run_type = 'COLLECTOR_AUTO' ORDER BY id LIMIT 1",
@@ -287,61 +317,123 @@ pub fn run_collectors(tx: &Transaction<'_>, r: &NewCollectorRun, tz: Tz) -> Resu
         )
         .optional()?;
     let operations: Vec<&str> = chosen.iter().map(|(n, _)| n.as_str()).collect();
-    let now_text = to_storage(now);
-    let run_id = insert(
+    insert(
         tx,
         "collector_runs",
         &[
             ("gl_run_mode_id", &run_mode),
-            ("status", &"NOT_STARTED"),
+            ("status", &RunStatus::NotStarted),
             ("run_trigger_type", &"ON_DEMAND"),
             ("type", &r.run_type),
             ("collector_operations", &serde_json::to_string(&operations)?),
             ("data_fetch_from_date", &from),
             ("data_fetch_to_date", &to),
             ("overlap_fetch_time", &r.overlap_fetch_time),
+            ("next_step_at", &next_step_at),
+        ],
+    )
+}
+
+/// A collector run's status and, while it progresses with the clock, the stored instant of
+/// its next step; None when the run does not exist.
+pub fn run_step(conn: &Connection, id: i64) -> Result<Option<(RunStatus, Option<String>)>> {
+    Ok(conn
+        .prepare_cached("SELECT status, next_step_at FROM collector_runs WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// Starts NOT_STARTED run `id` at stored instant `at` (RUNNING, `date_started`);
+/// `next_step_at`: when the clock ends it (None: the caller ends it at once). False when the
+/// run is gone or not NOT_STARTED.
+pub fn start_run(
+    tx: &Transaction<'_>,
+    id: i64,
+    at: &str,
+    next_step_at: Option<&str>,
+) -> Result<bool> {
+    let changed = tx.execute(
+        "UPDATE collector_runs SET status = ?2, date_started = ?3, next_step_at = ?4
+         WHERE id = ?1 AND status = ?5",
+        rusqlite::params![
+            id,
+            RunStatus::Running,
+            at,
+            next_step_at,
+            RunStatus::NotStarted
         ],
     )?;
-    tx.execute(
-        "UPDATE collector_runs SET status = 'RUNNING', date_started = ?2 WHERE id = ?1",
-        rusqlite::params![run_id, now_text],
-    )?;
+    Ok(changed > 0)
+}
+
+/// Collects for RUNNING run `run_id` at stored instant `at` over the window fixed when it
+/// was created, and ends it COMPLETE, or ERROR with its run errors. A collector name no
+/// longer in the catalogue is a run error. None when the run is gone or not RUNNING.
+pub fn finish_run(tx: &Transaction<'_>, run_id: i64, at: &str, tz: Tz) -> Result<Option<Ended>> {
+    type Row = (RunStatus, String, Option<String>, Option<String>, i64);
+    let row: Option<Row> = tx
+        .query_row(
+            "SELECT status, collector_operations, data_fetch_from_date, data_fetch_to_date,
+                    overlap_fetch_time
+             FROM collector_runs WHERE id = ?1",
+            [run_id],
+            |r| r.try_into(),
+        )
+        .optional()?;
+    let Some((RunStatus::Running, names, from, to, overlap)) = row else {
+        return Ok(None);
+    };
+    let names: Vec<String> = serde_json::from_str(&names)?;
+    let from = from.unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_string());
+    let widened = crate::time::from_storage(&from)
+        .map(|t| to_storage(t - chrono::Duration::seconds(overlap)))
+        .unwrap_or_else(|| from.clone());
     let ctx = RunContext {
         tx,
         run_id,
-        now: now_text.clone(),
+        now: at.to_string(),
         from: widened,
-        to,
+        to: to.unwrap_or_else(|| at.to_string()),
         tz,
     };
-    let mut collected: Vec<&str> = Vec::new();
-    for (name, category) in &chosen {
+    let catalogue = catalogue_entries(tx)?;
+    let mut collected: Vec<String> = Vec::new();
+    for name in &names {
+        let Some((name, category)) = resolve(&catalogue, name) else {
+            ctx.error(format!(
+                "collector '{name}' is no longer in the catalogue nor a platform operation"
+            ))?;
+            continue;
+        };
         // Two names of one category (a catalogue name and a platform name) read it once.
-        if collected.contains(&category.as_str()) {
+        if collected.contains(&category) {
             continue;
         }
-        collected.push(category);
-        if !collect_category(&ctx, category)? {
+        collected.push(category.clone());
+        if !collect_category(&ctx, &category)? {
             ctx.error(format!(
                 "collector '{name}': category '{category}' has no source in this sandbox (USAGE, INVOICE, PAYMENT, ADJUSTMENT)"
             ))?;
         }
     }
-    let errors: i64 = tx.query_row(
-        "SELECT COUNT(*) FROM run_errors WHERE collector_run_id = ?1",
+    let (errors, made): (i64, i64) = tx.query_row(
+        "SELECT (SELECT COUNT(*) FROM run_errors WHERE collector_run_id = ?1),
+                (SELECT COUNT(*) FROM charge_infos WHERE collector_run_id = ?1)",
         [run_id],
-        |row| row.get(0),
+        |row| row.try_into(),
     )?;
+    let status = RunStatus::ended(errors);
     tx.execute(
-        "UPDATE collector_runs SET status = ?2, num_errors = ?3, date_ended = ?4 WHERE id = ?1",
-        rusqlite::params![
-            run_id,
-            if errors > 0 { "ERROR" } else { "COMPLETE" },
-            errors,
-            now_text
-        ],
+        "UPDATE collector_runs SET status = ?2, num_errors = ?3, date_ended = ?4,
+             next_step_at = NULL
+         WHERE id = ?1",
+        rusqlite::params![run_id, status, errors, at],
     )?;
-    Ok(run_id)
+    Ok(Some(Ended {
+        status,
+        made,
+        errors,
+    }))
 }
 
 const RUN_COLUMNS: &str = "id, gl_run_mode_id, date_started, date_ended, status, run_trigger_type,
