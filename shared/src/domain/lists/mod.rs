@@ -277,12 +277,12 @@ mod tests {
     use super::*;
     use crate::query::compile::name_collisions;
 
-    /// Every list source of the service (Surface B's lists here, the usage event list of
-    /// `shared`): filters and sorts resolve names ignoring ASCII case and underscores, so no
-    /// two fields of one resource may differ only in those.
+    /// Every list source of the service (Surface B's lists here, the usage event list,
+    /// Surface C's lists): filters and sorts resolve names ignoring ASCII case and
+    /// underscores, so no two fields of one resource may differ only in those.
     #[test]
     fn no_two_fields_of_a_resource_share_a_name_in_the_platform_spelling() {
-        let sources: [&ListSource; 9] = [
+        let sources: [&ListSource; 14] = [
             &actions::SOURCE,
             &adjustment_applications::SOURCE,
             &adjustment_categories::SOURCE,
@@ -292,6 +292,11 @@ mod tests {
             &bill_batches::ACCOUNTS_SOURCE,
             &true_ups::SOURCE,
             &crate::domain::usage::EVENT_LIST,
+            &crate::domain::ledgers::LEDGER_LIST,
+            &crate::domain::glrun::RUN_LIST,
+            &crate::domain::chargeinfo::CHARGE_INFO_LIST,
+            &crate::domain::chargeinfo::MERGED_CHARGE_INFO_LIST,
+            &crate::domain::chargeinfo::LEDGER_CHARGE_INFO_LIST,
         ];
         for source in sources {
             assert!(!source.fields.is_empty(), "{}", source.noun);
