@@ -103,6 +103,21 @@ const SERVICE_ID: F = F::new("service_id", "ci.service_id", K::Integer);
 const PRODUCT_ID: F = F::new("product_id", "ci.product_id", K::Integer);
 const ORDER_NUMBER: F = F::new("order_number", "ci.order_number", K::Text);
 
+/// The named filters of the charge info list, in the order Surface C documents them.
+const CHARGE_INFO_FILTERS: &[&str] = &[
+    "billing_account",
+    "invoice_number",
+    "charge_info_type",
+    "charge_category",
+    "created_from",
+    "created_to",
+    "service_id",
+    "product_id",
+    "order_number",
+    "is_parent",
+    "parent_id",
+];
+
 /// The charge info list: the named filters of [`ChargeInfoFilter`], each declared once here
 /// (name, kind, the condition it narrows by); Surface C reads and documents its query
 /// parameters from it. `max_records` caps the list and is no filter.
@@ -122,19 +137,7 @@ pub static CHARGE_INFO_LIST: ListSource = ListSource {
             .narrows_by("EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id) = ?"),
         F::new("parent_id", "ci.parent_id", K::Integer),
     ],
-    named_filters: &[
-        "billing_account",
-        "invoice_number",
-        "charge_info_type",
-        "charge_category",
-        "created_from",
-        "created_to",
-        "service_id",
-        "product_id",
-        "order_number",
-        "is_parent",
-        "parent_id",
-    ],
+    named_filters: CHARGE_INFO_FILTERS,
     from: "charge_infos ci",
     id: "ci.id",
 };
@@ -158,17 +161,10 @@ pub static MERGED_CHARGE_INFO_LIST: ListSource = ListSource {
         PRODUCT_ID,
         ORDER_NUMBER,
     ],
-    named_filters: &[
-        "billing_account",
-        "invoice_number",
-        "charge_info_type",
-        "charge_category",
-        "created_from",
-        "created_to",
-        "service_id",
-        "product_id",
-        "order_number",
-    ],
+    // Those of the charge info list but the last two, is_parent and parent_id.
+    named_filters: CHARGE_INFO_FILTERS
+        .split_at(CHARGE_INFO_FILTERS.len() - 2)
+        .0,
     from: "charge_infos ci",
     id: "ci.id",
 };

@@ -77,6 +77,8 @@ impl<T> List<T> {
     /// sub-entities `expand` (a comma list) names; 400 on a name it does not take.
     pub fn context(&self, tz: Tz, expand: Option<&str>) -> Result<RenderContext> {
         let mut ctx = RenderContext::plain(tz);
+        // The bill batches' are the one list that expands (runs, their invoices): the
+        // context's switches are theirs.
         if !self.expand.is_empty() {
             bill_batches::read_expand(expand, &mut ctx)?;
         }
