@@ -2,9 +2,9 @@
 //! keys, and a field table that both renders a row and declares the entity in the XSD), the
 //! paged collection GET and the GET by eid. A query key is declared as the other surfaces
 //! declare their lists' named filters, a `shared::query::FieldSpec` (name, column, kind), and
-//! narrows by the condition the field declares (`FieldSpec::named_condition`); Surface A
-//! reads its value by its own conventions (an eid is a 64-bit integer, an enumerated key
-//! takes one of its values). The eid of every
+//! narrows by the condition the field declares (`FieldSpec::named_condition`); its value is
+//! read by Surface A's conventions (`shared::web::listing::filter_value`: an eid is a 64-bit
+//! integer, an enumerated key takes one of its values). The eid of every
 //! entity is the row id in the tenant database, so one record has one identity on every
 //! surface. Collections page through the shared engine (`shared::query::PageQuery`) under
 //! Surface A's paging convention (`shared::web::listing::LEGACY_PAGING`); the counts go in
@@ -18,10 +18,10 @@ use crate::xml_schema::{Kind, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row};
-use shared::query::{FieldKind, FieldSpec, Page, Selection};
-use shared::web::listing::{read_page, LEGACY_PAGING};
+use shared::query::{FieldSpec, Page, Selection};
+use shared::web::listing::{filter_value, read_page, LEGACY_PAGING};
+use shared::web::Surface;
 use shared::{Error, Result};
 use std::collections::HashMap;
 
@@ -215,7 +215,7 @@ pub fn page(
         let Some(filter) = entity.filters.iter().find(|f| f.name == key) else {
             continue;
         };
-        let value = filter_value(filter, &params[key])?;
+        let value = filter_value(Surface::Legacy, filter.name, filter.kind, &params[key], tz)?;
         selection = selection.scope_if(&filter.named_condition(), Some(value));
     }
     let paged = selection
@@ -241,34 +241,6 @@ pub fn page_node(collection: &str, page: Page, total: i64, items: Vec<Node>) -> 
         .zip(values)
         .fold(Node::new(collection), |node, (a, v)| node.attr(a.name, v))
         .children(items)
-}
-
-/// The SQL value of a query key's `value`, or a 400 naming the key.
-fn filter_value(filter: &FieldSpec, value: &str) -> Result<SqlValue> {
-    match filter.kind {
-        FieldKind::Text => Ok(SqlValue::Text(value.to_string())),
-        FieldKind::Integer => value
-            .trim()
-            .parse::<i64>()
-            .map(SqlValue::Integer)
-            .map_err(|_| {
-                Error::bad_request(format!(
-                    "{}: {} is not a 64-bit integer",
-                    filter.name,
-                    shared::error::quoted(value)
-                ))
-            }),
-        FieldKind::Enum(allowed) => {
-            shared::domain::check_enum(filter.name, value, allowed)?;
-            Ok(SqlValue::Text(value.to_string()))
-        }
-        FieldKind::Decimal | FieldKind::Bool | FieldKind::DateTime => {
-            Err(Error::Internal(format!(
-                "query key {} is of a kind Surface A does not read",
-                filter.name
-            )))
-        }
-    }
 }
 
 /// `GET <collection>`: one page of the collection.

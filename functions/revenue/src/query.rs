@@ -11,6 +11,7 @@
 //! kind (else an internal error, which every test of the endpoint would meet), and reads
 //! every parameter it declares (the unit tests check each declaration).
 
+use rusqlite::types::Value as SqlValue;
 use shared::domain::chargeinfo::{
     ChargeInfoFilter, LedgerChargeInfoFilter, CHARGE_INFO_LIST, DEFAULT_MAX_RECORDS,
     LEDGER_CHARGE_INFO_LIST, MERGED_CHARGE_INFO_LIST,
@@ -18,6 +19,7 @@ use shared::domain::chargeinfo::{
 use shared::domain::glrun::RUN_LIST;
 use shared::domain::ledgers::{LedgerFilter, LEDGER_LIST};
 use shared::query::{FieldKind, ListSource};
+use shared::web::Surface;
 use shared::{Error, Result};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -171,6 +173,12 @@ pub const REPLICATION_PARAMS: Declared = Declared::own(&[p(
     Some("Default 1000"),
 )]);
 
+/// A parameter's value read by Surface C's conventions (`listing::filter_value`, the one
+/// reader of a named filter's value for the surfaces that take them as parameters).
+fn read(name: &str, kind: FieldKind, raw: &str, tz: chrono_tz::Tz) -> Result<SqlValue> {
+    shared::web::listing::filter_value(Surface::Revenue, name, kind, raw, tz)
+}
+
 /// Reads a request's query parameters as one declared list says.
 pub struct Read<'a> {
     query: &'a Query,
@@ -216,14 +224,14 @@ impl<'a> Read<'a> {
     /// An int64 parameter.
     pub fn int(&self, name: &str) -> Result<Option<i64>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Int)?;
-        raw.map(|raw| {
-            raw.trim().parse::<i64>().map_err(|_| {
-                Error::bad_request(format!(
-                    "{name}: {} is not an integer",
-                    shared::error::quoted(raw)
-                ))
-            })
-        })
+        raw.map(
+            |raw| match read(name, FieldKind::Integer, raw, chrono_tz::UTC)? {
+                SqlValue::Integer(i) => Ok(i),
+                _ => Err(Error::Internal(format!(
+                    "{name} was not read as an integer"
+                ))),
+            },
+        )
         .transpose()
     }
 
@@ -239,22 +247,25 @@ impl<'a> Read<'a> {
     /// A boolean parameter (`true` or `false`, any case).
     pub fn boolean(&self, name: &str) -> Result<Option<bool>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Bool)?;
-        raw.map(|raw| match raw.trim().to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(Error::bad_request(format!(
-                "{name}: {} is not true or false",
-                shared::error::quoted(raw)
-            ))),
-        })
+        raw.map(
+            |raw| match read(name, FieldKind::Bool, raw, chrono_tz::UTC)? {
+                SqlValue::Integer(i) => Ok(i != 0),
+                _ => Err(Error::Internal(format!("{name} was not read as a boolean"))),
+            },
+        )
         .transpose()
     }
 
     /// A date-time parameter in stored form (a date alone is midnight in `tz`).
     pub fn time(&self, name: &str, tz: chrono_tz::Tz) -> Result<Option<String>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Time)?;
-        raw.map(|raw| shared::domain::parse_time(name, raw, tz))
-            .transpose()
+        raw.map(|raw| match read(name, FieldKind::DateTime, raw, tz)? {
+            SqlValue::Text(t) => Ok(t),
+            _ => Err(Error::Internal(format!(
+                "{name} was not read as a date-time"
+            ))),
+        })
+        .transpose()
     }
 
     /// Whether every declared parameter was asked for.
