@@ -11,9 +11,9 @@
     reason = "bench code, not served: a failed set-up or measurement stops the run by panicking"
 )]
 
-use billing::resources::{agreement_services, RenderContext};
 use criterion::{criterion_group, Criterion};
 use rusqlite::Connection;
+use shared::domain::lists::{agreement_services, RenderContext};
 use shared::web::listing::{to_raw, Listing, Shape};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

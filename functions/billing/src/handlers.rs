@@ -1,15 +1,13 @@
 //! Surface B's HTTP handlers. Each parses the request (path ids, query parameters, headers,
 //! the JSON body) into typed input, runs one read or write transaction, and renders: reads
-//! go through the paged-query engine and a resource's loader; writes call
+//! go through the paged-query engine and a resource's list (`shared::domain::lists`: its
+//! source and loader); writes call
 //! `shared::domain` (where every write rule lives) and answer the record written. The
 //! generic parts (a list of a resource under an optional parent, one record, one write)
 //! are [`Req`]'s methods; the route table (`crate::routes`) binds each list and read to its
 //! resource below, and each write to its function here.
 
-use crate::resources::{
-    actions, adjustment_applications, adjustment_categories, agreement_services, agreements,
-    bill_batches, check_echoed, true_ups, Parent, RenderContext,
-};
+use crate::resources::{agreement_services, bill_batches, check_echoed, true_ups};
 use crate::routes::Listed;
 use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::{request::Parts, HeaderMap, StatusCode};
@@ -17,8 +15,9 @@ use axum::response::{IntoResponse, Response};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Transaction};
 use serde::Serialize;
+use shared::domain::lists::{self, List, Loader, Parent, RenderContext};
 use shared::domain::{agreements as agreement_rules, bill_batches as bill_batch_rules, require};
-use shared::query::{ListSource, Selection};
+use shared::query::Selection;
 use shared::web::listing::{
     preference_of, read_shape, record_answer, record_response, to_raw, Answer, Listing,
 };
@@ -31,98 +30,17 @@ use utoipa::ToSchema;
 /// What a handler answers.
 type Reply = Result<Response, ApiError>;
 
-/// Reads records of a page of ids into their representations.
-type Loader<T> = fn(&Connection, &[i64], &RenderContext) -> Result<Vec<T>>;
-
-/// A resource as the handlers see it: where its list reads from and how records render.
-pub(crate) struct Resource<T> {
-    source: &'static ListSource,
-    load: Loader<T>,
-    /// A constant condition every read of the resource carries.
-    always: Option<&'static str>,
-    /// Named-filter values assumed when the client names neither the parameter nor the field.
-    defaults: &'static [(&'static str, &'static str)],
-    /// Whether `expand` applies.
-    expandable: bool,
-    /// Named filters with a length bound in characters (a longer value is a 400).
-    max_chars: &'static [(&'static str, usize)],
-}
-
-impl<T> Resource<T> {
-    const fn plain(source: &'static ListSource, load: Loader<T>) -> Resource<T> {
-        Resource {
-            source,
-            load,
-            always: None,
-            defaults: &[],
-            expandable: false,
-            max_chars: &[],
-        }
-    }
-
-    /// 400 when a named filter is longer than its bound.
-    fn check_bounds(&self, params: &HashMap<String, String>) -> Result<()> {
-        for &(name, limit) in self.max_chars {
-            if params.get(name).is_some_and(|v| v.chars().count() > limit) {
-                return Err(Error::bad_request(format!(
-                    "{name}: at most {limit} characters are allowed"
-                )));
-            }
-        }
-        Ok(())
+/// What the document says of `list`'s lists and reads: the same source, defaults, `expand`
+/// and bounds the handlers apply.
+pub(crate) fn listed<T: ToSchema>(list: &List<T>) -> Listed {
+    Listed {
+        source: list.source,
+        item: Builder::schema::<T>,
+        defaults: list.defaults,
+        expand: list.expand,
+        max_chars: list.max_chars,
     }
 }
-
-impl<T: ToSchema> Resource<T> {
-    /// What the document says of this resource's lists and reads: the same source,
-    /// defaults, `expand` and bounds the handlers apply.
-    pub(crate) fn listed(&self) -> Listed {
-        Listed {
-            source: self.source,
-            item: Builder::schema::<T>,
-            defaults: self.defaults,
-            expand: if self.expandable {
-                bill_batches::EXPANDABLE
-            } else {
-                &[]
-            },
-            max_chars: self.max_chars,
-        }
-    }
-}
-
-pub(crate) const ACTIONS: Resource<actions::Action> =
-    Resource::plain(&actions::SOURCE, actions::load);
-pub(crate) const ADJUSTMENT_APPLICATIONS: Resource<adjustment_applications::AdjustmentApplication> =
-    Resource::plain(
-        &adjustment_applications::SOURCE,
-        adjustment_applications::load,
-    );
-pub(crate) const ADJUSTMENT_CATEGORIES: Resource<adjustment_categories::AdjustmentCategory> =
-    Resource {
-        always: Some(adjustment_categories::SCOPE),
-        ..Resource::plain(&adjustment_categories::SOURCE, adjustment_categories::load)
-    };
-pub(crate) const AGREEMENTS: Resource<agreements::Agreement> =
-    Resource::plain(&agreements::SOURCE, agreements::load);
-/// service_resource_identifier is at most 255 characters.
-pub(crate) const AGREEMENT_SERVICES: Resource<agreement_services::AgreementService> = Resource {
-    max_chars: &[(
-        "service_resource_identifier",
-        agreement_services::MAX_SRID_CHARS,
-    )],
-    ..Resource::plain(&agreement_services::SOURCE, agreement_services::load)
-};
-pub(crate) const TRUE_UPS: Resource<true_ups::Relation> =
-    Resource::plain(&true_ups::SOURCE, true_ups::load);
-/// Status ACTIVE unless the client names one; `expand` of runs and invoices.
-pub(crate) const BILL_BATCHES: Resource<bill_batches::BillBatch> = Resource {
-    defaults: bill_batches::DEFAULTS,
-    expandable: true,
-    ..Resource::plain(&bill_batches::SOURCE, bill_batches::load)
-};
-pub(crate) const BILL_BATCH_ACCOUNTS: Resource<crate::resources::AccountRef> =
-    Resource::plain(&bill_batches::ACCOUNTS_SOURCE, bill_batches::load_accounts);
 
 /// Narrows a list or a lookup to the children of a parent that must exist (else 404).
 #[derive(Clone, Copy, Default)]
@@ -153,7 +71,7 @@ impl Scope {
     }
 
     /// The conditions of `resource` and of this scope, with their parameters.
-    fn conditions<T>(&self, resource: &Resource<T>) -> Vec<(&'static str, Vec<SqlValue>)> {
+    fn conditions<T>(&self, resource: &List<T>) -> Vec<(&'static str, Vec<SqlValue>)> {
         let mut out = Vec::new();
         if let Some(sql) = resource.always {
             out.push((sql, Vec::new()));
@@ -220,21 +138,20 @@ impl Req {
         )
     }
 
-    fn context<T>(&self, resource: &Resource<T>) -> Result<RenderContext> {
-        let mut ctx = RenderContext::plain(self.tenant.tz);
-        if resource.expandable {
-            bill_batches::read_expand(self.params.get("expand").map(String::as_str), &mut ctx)?;
-        }
-        Ok(ctx)
+    fn context<T>(&self, resource: &List<T>) -> Result<RenderContext> {
+        resource.context(
+            self.tenant.tz,
+            self.params.get("expand").map(String::as_str),
+        )
     }
 
     /// Answers one page of `resource` within `scope`.
     pub(crate) async fn list<T: Serialize + 'static>(
         self,
-        resource: Resource<T>,
+        resource: List<T>,
         scope: Scope,
     ) -> Reply {
-        resource.check_bounds(&self.params)?;
+        resource.check_bounds(|name| self.params.get(name).map(String::as_str))?;
         let key = self.memo_key("list");
         if let Some(answer) = self.tenant.db.recall::<Answer>(&key) {
             return Ok(answer.respond(&self.headers));
@@ -250,7 +167,7 @@ impl Req {
         for (sql, values) in scope.conditions(&resource) {
             listing = listing.scope(sql, values);
         }
-        let Resource { source, load, .. } = resource;
+        let List { source, load, .. } = resource;
         let answer = self
             .tenant
             .db
@@ -270,7 +187,7 @@ impl Req {
     /// Answers one record of `resource` by path id (404 unless it exists within `scope`).
     pub(crate) async fn one<T: Serialize + 'static>(
         self,
-        resource: Resource<T>,
+        resource: List<T>,
         raw_id: &str,
         scope: Scope,
     ) -> Reply {
@@ -360,15 +277,19 @@ pub async fn update_agreement_service(
     JsonBody(patch): JsonBody<agreement_services::Patch>,
 ) -> Reply {
     let id = path_id("agreement service", &raw)?;
-    r.write(StatusCode::OK, agreement_services::load, move |tx, tz| {
-        // An unknown service is a 404 before anything in the body is judged (but after
-        // its shape: an unknown member or a wrong type is a 400 before the lookup).
-        require(tx, "agreement_services", "agreement service", id)?;
-        let stored = stored_record(tx, agreement_services::load, id, tz)?;
-        check_echoed(&patch.echoed(), &stored)?;
-        let update = patch.clone().into_update()?;
-        agreement_rules::update_agreement_service(tx, id, &update, tz).map(|()| id)
-    })
+    r.write(
+        StatusCode::OK,
+        lists::agreement_services::load,
+        move |tx, tz| {
+            // An unknown service is a 404 before anything in the body is judged (but after
+            // its shape: an unknown member or a wrong type is a 400 before the lookup).
+            require(tx, "agreement_services", "agreement service", id)?;
+            let stored = stored_record(tx, lists::agreement_services::load, id, tz)?;
+            check_echoed(&patch.echoed(), &stored)?;
+            let update = patch.clone().into_update()?;
+            agreement_rules::update_agreement_service(tx, id, &update, tz).map(|()| id)
+        },
+    )
     .await
 }
 
@@ -379,7 +300,7 @@ pub async fn create_true_up(
     JsonBody(body): JsonBody<true_ups::NewRelation>,
 ) -> Reply {
     let parent = path_id("agreement service", &raw)?;
-    r.write(StatusCode::CREATED, true_ups::load, move |tx, _| {
+    r.write(StatusCode::CREATED, lists::true_ups::load, move |tx, _| {
         agreement_rules::add_true_up_charge_type(tx, parent, &body.true_up_charge_type).map_err(
             |e| match e {
                 // The interface lists 400 and 404 for this endpoint; a duplicate is a bad request.
@@ -408,7 +329,7 @@ pub async fn create_bill_batch(
     JsonBody(body): JsonBody<bill_batches::CreateBody>,
 ) -> Reply {
     let batch = body.into_new();
-    r.write(StatusCode::OK, bill_batches::load, move |tx, tz| {
+    r.write(StatusCode::OK, lists::bill_batches::load, move |tx, tz| {
         bill_batch_rules::create_bill_batch(tx, &batch, tz)
     })
     .await

@@ -2,9 +2,9 @@
 //! `routes` is the surface's route table (usage events included, which the `usage` route
 //! group serves): the routers and the OpenAPI document (`openapi`) are built from it.
 //! Handlers (in `handlers`, and `usage` for usage events) parse HTTP into typed input; reads
-//! go through a resource's list source and loader (in `resources`) and the paged-query
-//! engine (`shared::query`), writes through `shared::domain`; answers are rendered by
-//! `shared::web::listing`.
+//! go through a resource's list (its source and loader, `shared::domain::lists`) and the
+//! paged-query engine (`shared::query`), writes through `shared::domain` (their bodies read
+//! in `resources`); answers are rendered by `shared::web::listing`.
 
 pub mod handlers;
 pub mod openapi;

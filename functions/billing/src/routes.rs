@@ -13,12 +13,13 @@
 
 use crate::handlers::{self as h, Req, Scope};
 use crate::openapi::{usage_example, DOCUMENT};
-use crate::resources::{actions, agreement_services, bill_batches, true_ups};
+use crate::resources::{agreement_services, bill_batches, true_ups};
 use crate::usage;
 use axum::extract::Path;
 use axum::routing::on;
 use axum::Router;
 use serde_json::Value;
+use shared::domain::lists;
 use shared::query::ListSource;
 use shared::web::openapi::{Builder, Rendering};
 use shared::web::routes::{mount, Handler, Verb};
@@ -159,7 +160,7 @@ macro_rules! collection {
                 doc: Doc::Read {
                     id: $one,
                     summary: $one_summary,
-                    listed: $resource.listed(),
+                    listed: h::listed(&$resource),
                 },
                 handler: |m| {
                     on(m, |r: Req, Path(id): Path<String>| async move {
@@ -179,7 +180,7 @@ macro_rules! collection {
                 doc: Doc::Read {
                     id: $one,
                     summary: $one_summary,
-                    listed: $resource.listed(),
+                    listed: h::listed(&$resource),
                 },
                 handler: |m| {
                     on(
@@ -206,7 +207,7 @@ macro_rules! list {
             doc: Doc::List {
                 id: $id,
                 summary: $summary,
-                listed: $resource.listed(),
+                listed: h::listed(&$resource),
             },
             handler: |m| on(m, |r: Req| r.list($resource, Scope::none())),
         }
@@ -219,7 +220,7 @@ macro_rules! list {
             doc: Doc::List {
                 id: $id,
                 summary: $summary,
-                listed: $resource.listed(),
+                listed: h::listed(&$resource),
             },
             handler: |m| {
                 on(m, |r: Req, Path(parent): Path<String>| async move {
@@ -307,7 +308,7 @@ pub fn table() -> Vec<Route> {
         }),
     ];
     rows.extend(collection!(
-        h::ACTIONS,
+        lists::actions::LIST,
         "/actions",
         "listActions",
         "Actions",
@@ -315,8 +316,8 @@ pub fn table() -> Vec<Route> {
         "One action"
     ));
     rows.extend(collection!(
-        h::ACTIONS,
-        actions::BY_BILL_CYCLE,
+        lists::actions::LIST,
+        lists::actions::BY_BILL_CYCLE,
         "/bill-cycles/{bill_cycle_id}/actions",
         "listBillCycleActions",
         "Actions of a bill cycle",
@@ -324,7 +325,7 @@ pub fn table() -> Vec<Route> {
         "One action of a bill cycle"
     ));
     rows.extend(collection!(
-        h::ADJUSTMENT_APPLICATIONS,
+        lists::adjustment_applications::LIST,
         "/adjustment-applications",
         "listAdjustmentApplications",
         "Adjustment applications",
@@ -332,7 +333,7 @@ pub fn table() -> Vec<Route> {
         "One adjustment application"
     ));
     rows.extend(collection!(
-        h::ADJUSTMENT_CATEGORIES,
+        lists::adjustment_categories::LIST,
         "/adjustment-categories",
         "listAdjustmentCategories",
         "Adjustment categories",
@@ -340,7 +341,7 @@ pub fn table() -> Vec<Route> {
         "One adjustment category"
     ));
     rows.extend(collection!(
-        h::AGREEMENTS,
+        lists::agreements::LIST,
         "/agreements",
         "listAgreements",
         "Agreements",
@@ -348,7 +349,7 @@ pub fn table() -> Vec<Route> {
         "One agreement"
     ));
     rows.extend(collection!(
-        h::AGREEMENT_SERVICES,
+        lists::agreement_services::LIST,
         "/agreement-services",
         "listAgreementServices",
         "Agreement services",
@@ -365,13 +366,13 @@ pub fn table() -> Vec<Route> {
         Write::record(
             200,
             Builder::schema::<agreement_services::Patch>,
-            Builder::schema::<agreement_services::AgreementService>,
+            Builder::schema::<lists::agreement_services::AgreementService>,
         ),
         |m| on(m, h::update_agreement_service),
     ));
     rows.extend(collection!(
-        h::TRUE_UPS,
-        true_ups::BY_AGREEMENT_SERVICE,
+        lists::true_ups::LIST,
+        lists::true_ups::BY_AGREEMENT_SERVICE,
         "/agreement-services/{agreement_service_id}/true-up-charge-type-relations",
         "listTrueUpRelations",
         "True-up charge type relations",
@@ -388,7 +389,7 @@ pub fn table() -> Vec<Route> {
         Write::record(
             201,
             Builder::schema::<true_ups::NewRelation>,
-            Builder::schema::<true_ups::Relation>,
+            Builder::schema::<lists::true_ups::Relation>,
         ),
         |m| on(m, h::create_true_up),
     ));
@@ -403,7 +404,7 @@ pub fn table() -> Vec<Route> {
         handler: |m| on(m, h::delete_true_up),
     });
     rows.extend(collection!(
-        h::BILL_BATCHES,
+        lists::bill_batches::LIST,
         "/bill-batches",
         "listBillBatches",
         "Bill batches (status ACTIVE unless named)",
@@ -417,13 +418,13 @@ pub fn table() -> Vec<Route> {
         Write::record(
             200,
             Builder::schema::<bill_batches::CreateBody>,
-            Builder::schema::<bill_batches::BillBatch>,
+            Builder::schema::<lists::bill_batches::BillBatch>,
         ),
         |m| on(m, h::create_bill_batch),
     ));
     rows.push(list!(
-        h::BILL_BATCH_ACCOUNTS,
-        bill_batches::BY_BILL_BATCH,
+        lists::bill_batches::ACCOUNTS_LIST,
+        lists::bill_batches::BY_BILL_BATCH,
         "/bill-batches/{bill_batch_id}/billing-accounts",
         "listBillBatchAccounts",
         "Billing accounts of a bill batch"

@@ -1,6 +1,6 @@
 //! `billingAccounts`: the billing accounts Surfaces B and C see, with create and edit.
 
-use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -9,6 +9,7 @@ use shared::domain::accounts::{
     create_account, edit_account, AccountEdit, NewAccount, ACCOUNT_STATUSES, BILL_TYPES,
 };
 use shared::domain::bill_batch_membership::join_category_bill_batches;
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// The billing account read model.
 pub static ENTITY: Entity = Entity {
@@ -46,12 +47,16 @@ pub static ENTITY: Entity = Entity {
     ],
     from: "billing_accounts t",
     filters: &[
-        Filter::text("accountNum", "t.account_num"),
-        Filter::text("externalAccountNum", "t.external_account_num"),
-        Filter::one_of("status", "t.status", ACCOUNT_STATUSES),
-        Filter::one_of("billType", "t.bill_type", BILL_TYPES),
-        Filter::integer("billingAccountCategoryEid", "t.billing_account_category_id"),
-        Filter::integer("billCycleEid", "t.bill_cycle_id"),
+        F::new("accountNum", "t.account_num", K::Text),
+        F::new("externalAccountNum", "t.external_account_num", K::Text),
+        F::new("status", "t.status", K::Enum(ACCOUNT_STATUSES)),
+        F::new("billType", "t.bill_type", K::Enum(BILL_TYPES)),
+        F::new(
+            "billingAccountCategoryEid",
+            "t.billing_account_category_id",
+            K::Integer,
+        ),
+        F::new("billCycleEid", "t.bill_cycle_id", K::Integer),
     ],
 };
 

@@ -1,12 +1,13 @@
 //! `billingAccountCategories`, with create and edit.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, Entity, Field, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Entity, Field};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use axum::response::Response;
 use shared::domain::accounts::{create_category, edit_category, CategoryFields, CATEGORY_STATUSES};
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// The billing account category read model.
 pub static ENTITY: Entity = Entity {
@@ -23,9 +24,9 @@ pub static ENTITY: Entity = Entity {
     children: &[],
     from: "billing_account_categories t",
     filters: &[
-        Filter::one_of("status", "t.status", CATEGORY_STATUSES),
-        Filter::text("type", "t.type"),
-        Filter::text("name", "t.name"),
+        F::new("status", "t.status", K::Enum(CATEGORY_STATUSES)),
+        F::new("type", "t.type", K::Text),
+        F::new("name", "t.name", K::Text),
     ],
 };
 

@@ -1,5 +1,10 @@
 //! The read side every Surface A entity shares: a declarative [`Entity`] (its table, its query
-//! keys, and a field table that both renders a row and declares the entity in the XSD), the paged collection GET and the GET by eid. The eid of every
+//! keys, and a field table that both renders a row and declares the entity in the XSD), the
+//! paged collection GET and the GET by eid. A query key is declared as the other surfaces
+//! declare their lists' named filters, a `shared::query::FieldSpec` (name, column, kind), and
+//! narrows by the condition the field declares (`FieldSpec::named_condition`); its value is
+//! read by Surface A's conventions (`shared::web::listing::filter_value`: an eid is a 64-bit
+//! integer, an enumerated key takes one of its values). The eid of every
 //! entity is the row id in the tenant database, so one record has one identity on every
 //! surface. Collections page through the shared engine (`shared::query::PageQuery`) under
 //! Surface A's paging convention (`shared::web::listing::LEGACY_PAGING`); the counts go in
@@ -13,68 +18,12 @@ use crate::xml_schema::{Kind, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row};
-use shared::query::{Page, Selection};
-use shared::web::listing::{read_page, LEGACY_PAGING};
+use shared::query::{FieldSpec, Page, Selection};
+use shared::web::listing::{filter_value, read_page, LEGACY_PAGING};
+use shared::web::Surface;
 use shared::{Error, Result};
 use std::collections::HashMap;
-
-/// What values a query key takes.
-#[derive(Debug, Clone, Copy)]
-pub enum FilterKind {
-    /// Any text, compared for equality.
-    Text,
-    /// A 64-bit integer (an eid).
-    Integer,
-    /// One of the listed values.
-    OneOf(&'static [&'static str]),
-}
-
-/// A per-entity query key of the collection GET: `key=value` keeps rows whose `column`
-/// equals the value.
-#[derive(Debug, Clone, Copy)]
-pub struct Filter {
-    /// The query key.
-    pub key: &'static str,
-    /// The SQL column it compares (a compile-time constant, never input).
-    pub column: &'static str,
-    /// Accepted values.
-    pub kind: FilterKind,
-}
-
-impl Filter {
-    /// A text key.
-    pub const fn text(key: &'static str, column: &'static str) -> Filter {
-        Filter {
-            key,
-            column,
-            kind: FilterKind::Text,
-        }
-    }
-
-    /// An integer (eid) key.
-    pub const fn integer(key: &'static str, column: &'static str) -> Filter {
-        Filter {
-            key,
-            column,
-            kind: FilterKind::Integer,
-        }
-    }
-
-    /// A key taking one of `values`.
-    pub const fn one_of(
-        key: &'static str,
-        column: &'static str,
-        values: &'static [&'static str],
-    ) -> Filter {
-        Filter {
-            key,
-            column,
-            kind: FilterKind::OneOf(values),
-        }
-    }
-}
 
 /// One attribute of an entity: its name, the SQL expression it reads (a compile-time
 /// constant, never input) and its values. An attribute whose column is NULL is left out,
@@ -176,8 +125,10 @@ pub struct Entity {
     pub children: &'static [Child],
     /// The table, aliased `t`, with any joins (no WHERE).
     pub from: &'static str,
-    /// Query keys of the collection GET besides pageNumber and pageSize.
-    pub filters: &'static [Filter],
+    /// Query keys of the collection GET besides pageNumber and pageSize: `key=value` keeps
+    /// the rows whose column equals the value (text, a 64-bit integer (an eid), or one of
+    /// an enumeration's values).
+    pub filters: &'static [FieldSpec],
 }
 
 impl Entity {
@@ -261,11 +212,11 @@ pub fn page(
         }
         // JAX-RS ignores query parameters a resource does not declare (cache busters such
         // as `_=1700000000`, tracing parameters), so an unknown key narrows nothing.
-        let Some(filter) = entity.filters.iter().find(|f| f.key == key) else {
+        let Some(filter) = entity.filters.iter().find(|f| f.name == key) else {
             continue;
         };
-        let value = filter_value(filter, &params[key])?;
-        selection = selection.scope(&format!("{} = ?", filter.column), vec![value]);
+        let value = filter_value(Surface::Legacy, filter.name, filter.kind, &params[key], tz)?;
+        selection = selection.scope_if(&filter.named_condition(), Some(value));
     }
     let paged = selection
         .page(page)
@@ -290,28 +241,6 @@ pub fn page_node(collection: &str, page: Page, total: i64, items: Vec<Node>) -> 
         .zip(values)
         .fold(Node::new(collection), |node, (a, v)| node.attr(a.name, v))
         .children(items)
-}
-
-/// The SQL value of a query key's `value`, or a 400 naming the key.
-fn filter_value(filter: &Filter, value: &str) -> Result<SqlValue> {
-    match filter.kind {
-        FilterKind::Text => Ok(SqlValue::Text(value.to_string())),
-        FilterKind::Integer => value
-            .trim()
-            .parse::<i64>()
-            .map(SqlValue::Integer)
-            .map_err(|_| {
-                Error::bad_request(format!(
-                    "{}: {} is not a 64-bit integer",
-                    filter.key,
-                    shared::error::quoted(value)
-                ))
-            }),
-        FilterKind::OneOf(allowed) => {
-            shared::domain::check_enum(filter.key, value, allowed)?;
-            Ok(SqlValue::Text(value.to_string()))
-        }
-    }
 }
 
 /// `GET <collection>`: one page of the collection.

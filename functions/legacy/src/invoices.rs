@@ -4,9 +4,7 @@
 //! lines of what they bill (docs/billing-lifecycle.md).
 
 use crate::accounts::check_same_eid;
-use crate::entity::{
-    create_and_answer, edit_and_show, list_under, Child, Entity, Field, Filter, Parent,
-};
+use crate::entity::{create_and_answer, edit_and_show, list_under, Child, Entity, Field, Parent};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, Query, XmlBody};
@@ -14,6 +12,7 @@ use axum::response::Response;
 use shared::domain::invoices::{
     create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_LINE_TYPES, INVOICE_STATUSES,
 };
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// The invoice read model.
 pub static ENTITY: Entity = Entity {
@@ -35,10 +34,10 @@ pub static ENTITY: Entity = Entity {
     children: &[crate::notes::ACCOUNT_REF],
     from: "invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
-        Filter::text("invoiceNum", "t.invoice_num"),
-        Filter::text("accountNum", "a.account_num"),
-        Filter::integer("billingAccountEid", "t.billing_account_id"),
-        Filter::one_of("status", "t.status", INVOICE_STATUSES),
+        F::new("invoiceNum", "t.invoice_num", K::Text),
+        F::new("accountNum", "a.account_num", K::Text),
+        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
+        F::new("status", "t.status", K::Enum(INVOICE_STATUSES)),
     ],
 };
 
@@ -131,7 +130,7 @@ pub static LINES: Entity = Entity {
     }],
     from: "invoice_lines t JOIN invoices i ON i.id = t.invoice_id \
            LEFT JOIN charge_categories c ON c.id = t.charge_category_id",
-    filters: &[Filter::integer("invoiceEid", "t.invoice_id")],
+    filters: &[F::new("invoiceEid", "t.invoice_id", K::Integer)],
 };
 
 /// `GET invoices/{eid}/lines`: one page of the invoice's lines, in line order (404 for an

@@ -2,10 +2,11 @@
 //! collection (`notes?billingAccountEid=`, or `billingAccounts/{eid}/notes`) and by eid.
 //! Notes are never edited or deleted.
 
-use crate::entity::{list_under, Child, Entity, Field, Filter, Parent};
+use crate::entity::{list_under, Child, Entity, Field, Parent};
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
 use axum::response::Response;
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// The note read model.
 pub static ENTITY: Entity = Entity {
@@ -20,8 +21,8 @@ pub static ENTITY: Entity = Entity {
     children: &[ACCOUNT_REF],
     from: "account_notes t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
-        Filter::integer("billingAccountEid", "t.billing_account_id"),
-        Filter::text("accountNum", "a.account_num"),
+        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
+        F::new("accountNum", "a.account_num", K::Text),
     ],
 };
 

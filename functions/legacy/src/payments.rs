@@ -1,7 +1,7 @@
 //! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Filter};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -11,6 +11,7 @@ use shared::domain::payments::create_payment;
 use shared::domain::payments::{
     edit_payment, PaymentDraft, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES,
 };
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// The payment read model.
 pub static ENTITY: Entity = Entity {
@@ -37,10 +38,10 @@ pub static ENTITY: Entity = Entity {
     ],
     from: "payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
     filters: &[
-        Filter::integer("billingAccountEid", "t.billing_account_id"),
-        Filter::text("accountNum", "a.account_num"),
-        Filter::one_of("status", "t.status", PAYMENT_STATUSES),
-        Filter::text("reference", "t.reference"),
+        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
+        F::new("accountNum", "a.account_num", K::Text),
+        F::new("status", "t.status", K::Enum(PAYMENT_STATUSES)),
+        F::new("reference", "t.reference", K::Text),
     ],
 };
 

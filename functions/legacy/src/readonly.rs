@@ -1,8 +1,9 @@
 //! Read-only entities that Surfaces B and C own: `agreements`, `agreementServices`,
 //! `products` and `usageEvents`, with the same ids as there.
 
-use crate::entity::{Child, Entity, Field, Filter};
+use crate::entity::{Child, Entity, Field};
 use shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
+use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// Agreements.
 pub static AGREEMENTS: Entity = Entity {
@@ -28,8 +29,8 @@ pub static AGREEMENTS: Entity = Entity {
     children: &[],
     from: "agreements t",
     filters: &[
-        Filter::text("name", "t.name"),
-        Filter::text("status", "t.status"),
+        F::new("name", "t.name", K::Text),
+        F::new("status", "t.status", K::Text),
     ],
 };
 
@@ -60,9 +61,9 @@ pub static AGREEMENT_SERVICES: Entity = Entity {
     ],
     from: "agreement_services t JOIN services s ON s.id = t.service_id",
     filters: &[
-        Filter::one_of("status", "t.status", AGREEMENT_SERVICE_STATUSES),
-        Filter::integer("agreementEid", "t.agreement_id"),
-        Filter::integer("billingAccountEid", "s.billing_account_id"),
+        F::new("status", "t.status", K::Enum(AGREEMENT_SERVICE_STATUSES)),
+        F::new("agreementEid", "t.agreement_id", K::Integer),
+        F::new("billingAccountEid", "s.billing_account_id", K::Integer),
     ],
 };
 
@@ -78,7 +79,10 @@ pub static PRODUCTS: Entity = Entity {
     ],
     children: &[],
     from: "products t",
-    filters: &[Filter::text("name", "t.name"), Filter::text("sku", "t.sku")],
+    filters: &[
+        F::new("name", "t.name", K::Text),
+        F::new("sku", "t.sku", K::Text),
+    ],
 };
 
 /// Usage events as posted over Surface B (voided ones included, marked `voided`).
@@ -105,10 +109,14 @@ pub static USAGE_EVENTS: Entity = Entity {
     ],
     from: "usage_events t",
     filters: &[
-        Filter::integer("billingAccountEid", "t.billing_account_id"),
-        Filter::text("referenceId", "t.reference_id"),
-        Filter::text("serviceResourceIdentifier", "t.service_resource_identifier"),
-        Filter::text("requestId", "t.request_id"),
+        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
+        F::new("referenceId", "t.reference_id", K::Text),
+        F::new(
+            "serviceResourceIdentifier",
+            "t.service_resource_identifier",
+            K::Text,
+        ),
+        F::new("requestId", "t.request_id", K::Text),
     ],
 };
 

@@ -3,12 +3,13 @@
 //! they cannot drift apart.
 
 use crate::commands;
-use crate::entity::{self, Filter};
+use crate::entity;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
 use crate::xml_schema::{Body, Shape};
 use crate::{accounts, categories, invoices, notes, payments, readonly, users, CREATE_RESPONSE};
 use axum::routing::{on, MethodFilter};
 use shared::domain::accounts::StatusCommand;
+use shared::query::FieldSpec;
 
 /// An HTTP method of the table and a row's handler (bound to the row's method): the route
 /// tables' own, shared with Surfaces B and C.
@@ -23,7 +24,7 @@ pub struct Route {
     /// One line on what it does.
     pub doc: &'static str,
     /// For a collection GET: the query keys it takes besides the paging keys.
-    pub lists: Option<&'static [Filter]>,
+    pub lists: Option<&'static [FieldSpec]>,
     /// Query keys of [`Route::lists`] the path sets (`billingAccounts/{eid}/notes` sets
     /// `billingAccountEid`): not taken from the query, so not described.
     pub path_keys: &'static [&'static str],

@@ -3,7 +3,7 @@
 //! gives every object a numeric eid; the tenant record has none, so the sandbox numbers its
 //! only user 1). `users/current` is the user of the credentials, as on the platform.
 
-use crate::entity::{page_node, Filter};
+use crate::entity::page_node;
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
 use crate::xml::Node;
@@ -11,6 +11,7 @@ use crate::xml_answer;
 use crate::xml_schema::{Attribute, Kind, Occurs, Part, Shape, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
+use shared::query::{FieldKind as K, FieldSpec as F};
 use shared::web::listing::{read_page, LEGACY_PAGING};
 use shared::web::Tenant;
 
@@ -38,7 +39,7 @@ pub static USERS: Shape = Shape {
 
 /// Query keys of `GET users` besides the paging keys (`username=` keeps the user of that
 /// name; the column is never read, the key is matched in code).
-pub static FILTERS: &[Filter] = &[Filter::text("username", "username")];
+pub static FILTERS: &[F] = &[F::new("username", "username", K::Text)];
 
 fn user(tenant: &Tenant) -> Node {
     // Written from USER's attribute list, so the answer and the XSD name the same ones.

@@ -5,7 +5,6 @@
 //! XSD declares every body the routes name (and the fault). Neither needs credentials: they
 //! hold no tenant data.
 
-use crate::entity::{Filter, FilterKind};
 use crate::fault::{Fault, FAULT};
 use crate::request::Query;
 use crate::routes::{table, Route, Verb};
@@ -14,6 +13,7 @@ use crate::xml_namespace;
 use crate::xml_schema::{xsd, Body, XSD_PATH};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use shared::query::{FieldKind, FieldSpec};
 use shared::web::listing::LEGACY_PAGING;
 use shared::web::{header_str, LEGACY_PREFIX};
 
@@ -131,7 +131,7 @@ fn method(route: &Route) -> Node {
             .children(
                 filters
                     .iter()
-                    .filter(|f| !route.path_keys.contains(&f.key))
+                    .filter(|f| !route.path_keys.contains(&f.name))
                     .map(filter_param),
             );
     }
@@ -188,13 +188,14 @@ fn query_param(name: &str, ty: &str, default: Option<String>) -> Node {
         .opt_attr("default", default)
 }
 
-fn filter_param(filter: &Filter) -> Node {
+fn filter_param(filter: &FieldSpec) -> Node {
     let ty = match filter.kind {
-        FilterKind::Integer => "xs:long",
-        FilterKind::Text | FilterKind::OneOf(_) => "xs:string",
+        FieldKind::Integer => "xs:long",
+        // Surface A's keys are text, eids or enumerations (`entity::filter_value`).
+        _ => "xs:string",
     };
-    let mut node = query_param(filter.key, ty, None);
-    if let FilterKind::OneOf(values) = filter.kind {
+    let mut node = query_param(filter.name, ty, None);
+    if let FieldKind::Enum(values) = filter.kind {
         node = node.children(values.iter().map(|v| Node::new("option").attr("value", v)));
     }
     node

@@ -135,7 +135,7 @@ fn operation(b: &mut Builder, route: &Route, e: &Value) -> Value {
     let params: Vec<Value> = path_params(route.path)
         .into_iter()
         .map(cid)
-        .chain(o.query.iter().map(query_param))
+        .chain(o.query.params().iter().map(query_param))
         .collect();
     let mut built = op(o.id, o.summary);
     if let Some(body) = o.body {

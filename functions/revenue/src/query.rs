@@ -1,14 +1,25 @@
 //! Query-string parsing of Surface C: each endpoint's query parameters are declared once
-//! ([`Param`] lists such as [`LEDGER_FILTERS`]); the route table (`crate::routes`) documents
-//! those lists and the handlers read the domain's typed filters through them ([`Read`]),
-//! each parameter as its kind says (a malformed one is a 400 naming it).
+//! ([`Declared`]): a list's filters are the named filters of the domain's list source that
+//! the list reads through (`ledgers::LEDGER_LIST`, `chargeinfo::CHARGE_INFO_LIST`, ...:
+//! name, kind, the condition each narrows by, declared once there), followed by the
+//! endpoint's parameters of its own ([`Param`]: caps, switches). The route table
+//! (`crate::routes`) documents those parameters and the handlers read the domain's typed
+//! filters through them ([`Read`]), each parameter as its kind says, in Surface C's
+//! conventions (a malformed one is a 400 naming it, in Surface C's words).
 //!
-//! Invariant: a reader asks only for parameters its list declares, with the declared kind
-//! (else an internal error, which every test of the endpoint would meet), and reads every
-//! parameter it declares (the unit tests check each list).
+//! Invariant: a reader asks only for parameters its endpoint declares, with the declared
+//! kind (else an internal error, which every test of the endpoint would meet), and reads
+//! every parameter it declares (the unit tests check each declaration).
 
-use shared::domain::chargeinfo::{ChargeInfoFilter, LedgerChargeInfoFilter, DEFAULT_MAX_RECORDS};
-use shared::domain::ledgers::LedgerFilter;
+use rusqlite::types::Value as SqlValue;
+use shared::domain::chargeinfo::{
+    ChargeInfoFilter, LedgerChargeInfoFilter, CHARGE_INFO_LIST, DEFAULT_MAX_RECORDS,
+    LEDGER_CHARGE_INFO_LIST, MERGED_CHARGE_INFO_LIST,
+};
+use shared::domain::glrun::RUN_LIST;
+use shared::domain::ledgers::{LedgerFilter, LEDGER_LIST};
+use shared::query::{FieldKind, ListSource};
+use shared::web::Surface;
 use shared::{Error, Result};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -41,6 +52,20 @@ pub enum Kind {
     },
 }
 
+impl Kind {
+    /// The kind of a list source's field as a query parameter. Surface C's lists declare no
+    /// decimal filter; one would be read and documented as text.
+    fn of(kind: FieldKind) -> Kind {
+        match kind {
+            FieldKind::Text | FieldKind::Decimal => Kind::Text,
+            FieldKind::Integer => Kind::Int,
+            FieldKind::Bool => Kind::Bool,
+            FieldKind::DateTime => Kind::Time,
+            FieldKind::Enum(values) => Kind::Enum(values),
+        }
+    }
+}
+
 /// One query parameter of an endpoint.
 #[derive(Debug, Clone, Copy)]
 pub struct Param {
@@ -60,81 +85,70 @@ const fn p(name: &'static str, kind: Kind, description: Option<&'static str>) ->
     }
 }
 
+/// The query parameters of an endpoint: the named filters of the list source it reads
+/// through, if any, then its own.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared {
+    /// The list source whose named filters are query parameters.
+    pub list: Option<&'static ListSource>,
+    /// Parameters of the endpoint's own, after the list's.
+    pub own: &'static [Param],
+}
+
+impl Declared {
+    /// No query parameters.
+    pub const NONE: Declared = Declared::own(&[]);
+
+    /// The named filters of `list`.
+    const fn list(list: &'static ListSource) -> Declared {
+        Declared {
+            list: Some(list),
+            own: &[],
+        }
+    }
+
+    /// Parameters of the endpoint's own only.
+    const fn own(own: &'static [Param]) -> Declared {
+        Declared { list: None, own }
+    }
+
+    /// Every parameter, in the order documented: the list's named filters, then its own.
+    pub fn params(&self) -> Vec<Param> {
+        let filters = self.list.into_iter().flat_map(|list| {
+            list.named_filters.iter().filter_map(|name| {
+                list.field(name)
+                    .map(|f| p(f.name, Kind::of(f.kind), f.description))
+            })
+        });
+        filters.chain(self.own.iter().copied()).collect()
+    }
+}
+
 /// The filters of `GET /ledgers`.
-pub const LEDGER_FILTERS: &[Param] = &[
-    p("id", Kind::Int, None),
-    p("name", Kind::Text, None),
-    p(
-        "status",
-        Kind::Enum(shared::domain::ledgers::LEDGER_STATUSES),
-        None,
-    ),
-    p(
-        "convert_currency",
-        Kind::Enum(shared::domain::ledgers::CONVERT_CURRENCY),
-        None,
-    ),
-    p(
-        "conversion_currency",
-        Kind::Enum(shared::money::CURRENCY_CODES),
-        None,
-    ),
-    p("chart_of_account_id", Kind::Int, None),
-    p("rule_set_id", Kind::Int, None),
-];
+pub const LEDGER_FILTERS: Declared = Declared::list(&LEDGER_LIST);
 
 /// The parameter of `POST /ledgers/{id}/calendar/years`.
-pub const YEAR_PARAMS: &[Param] = &[p("generate-periods", Kind::Bool, Some("Default false"))];
+pub const YEAR_PARAMS: Declared =
+    Declared::own(&[p("generate-periods", Kind::Bool, Some("Default false"))]);
 
-/// The filters of `GET /collectors`.
-pub const COLLECTOR_FILTERS: &[Param] = &[
+/// The filters of `GET /collectors` (matched in memory over the stored and the platform's
+/// collectors, so no list source: see `collect::list_collectors`).
+pub const COLLECTOR_FILTERS: Declared = Declared::own(&[
     p("group", Kind::Text, None),
     p("category", Kind::Text, None),
-];
+]);
 
 /// The filter of `GET /glruns`.
-pub const GL_RUN_FILTERS: &[Param] = &[p(
-    "status",
-    Kind::Enum(shared::domain::glrun::RUN_STATUSES),
-    None,
-)];
+pub const GL_RUN_FILTERS: Declared = Declared::list(&RUN_LIST);
 
 /// The filters of `GET /ledgers/merged-chargeinfos`: those of the charge info list except
 /// is_parent, parent_id and max_records (the merged list is not capped).
-pub const MERGED_CHARGE_INFO_FILTERS: &[Param] = &[
-    p("billing_account", Kind::Text, Some("Account number or id")),
-    p("invoice_number", Kind::Text, None),
-    p("charge_info_type", Kind::Text, None),
-    p("charge_category", Kind::Text, Some("Category name")),
-    p(
-        "created_from",
-        Kind::Time,
-        Some("Date-time or date, inclusive"),
-    ),
-    p(
-        "created_to",
-        Kind::Time,
-        Some("Date-time or date, exclusive"),
-    ),
-    p("service_id", Kind::Int, None),
-    p("product_id", Kind::Int, None),
-    p("order_number", Kind::Text, None),
-];
+pub const MERGED_CHARGE_INFO_FILTERS: Declared = Declared::list(&MERGED_CHARGE_INFO_LIST);
 
-/// The filters of `GET /ledgers/chargeinfos`.
-pub const CHARGE_INFO_FILTERS: &[Param] = &[
-    MERGED_CHARGE_INFO_FILTERS[0],
-    MERGED_CHARGE_INFO_FILTERS[1],
-    MERGED_CHARGE_INFO_FILTERS[2],
-    MERGED_CHARGE_INFO_FILTERS[3],
-    MERGED_CHARGE_INFO_FILTERS[4],
-    MERGED_CHARGE_INFO_FILTERS[5],
-    MERGED_CHARGE_INFO_FILTERS[6],
-    MERGED_CHARGE_INFO_FILTERS[7],
-    MERGED_CHARGE_INFO_FILTERS[8],
-    p("is_parent", Kind::Bool, None),
-    p("parent_id", Kind::Int, None),
-    p(
+/// The filters of `GET /ledgers/chargeinfos`, then the cap of the list.
+pub const CHARGE_INFO_FILTERS: Declared = Declared {
+    list: Some(&CHARGE_INFO_LIST),
+    own: &[p(
         "max_records",
         Kind::Bounded {
             min: 1,
@@ -142,20 +156,14 @@ pub const CHARGE_INFO_FILTERS: &[Param] = &[
             default: DEFAULT_MAX_RECORDS,
         },
         Some("Caps the matching set; default 1000"),
-    ),
-];
+    )],
+};
 
 /// The filters of `GET /ledgers/{id}/chargeinfos`.
-pub const LEDGER_CHARGE_INFO_FILTERS: &[Param] = &[
-    p("gl_event_id", Kind::Int, None),
-    p("created_from", Kind::Time, Some("Date-time or date")),
-    p("created_to", Kind::Time, Some("Date-time or date")),
-    p("updated_from", Kind::Time, Some("Date-time or date")),
-    p("updated_to", Kind::Time, Some("Date-time or date")),
-];
+pub const LEDGER_CHARGE_INFO_FILTERS: Declared = Declared::list(&LEDGER_CHARGE_INFO_LIST);
 
 /// The parameter of `POST /replication/svs`.
-pub const REPLICATION_PARAMS: &[Param] = &[p(
+pub const REPLICATION_PARAMS: Declared = Declared::own(&[p(
     "batch_size",
     Kind::Bounded {
         min: shared::domain::analytics_export::BATCH_SIZE_RANGE.0,
@@ -163,22 +171,28 @@ pub const REPLICATION_PARAMS: &[Param] = &[p(
         default: shared::domain::analytics_export::BATCH_SIZE_RANGE.2,
     },
     Some("Default 1000"),
-)];
+)]);
+
+/// A parameter's value read by Surface C's conventions (`listing::filter_value`, the one
+/// reader of a named filter's value for the surfaces that take them as parameters).
+fn read(name: &str, kind: FieldKind, raw: &str, tz: chrono_tz::Tz) -> Result<SqlValue> {
+    shared::web::listing::filter_value(Surface::Revenue, name, kind, raw, tz)
+}
 
 /// Reads a request's query parameters as one declared list says.
 pub struct Read<'a> {
     query: &'a Query,
-    declared: &'static [Param],
+    declared: Vec<Param>,
     /// Bit i: the i-th declared parameter was asked for.
     asked: Cell<u64>,
 }
 
 impl<'a> Read<'a> {
     /// A reader of `query` under `declared`.
-    pub fn new(query: &'a Query, declared: &'static [Param]) -> Read<'a> {
+    pub fn new(query: &'a Query, declared: Declared) -> Read<'a> {
         Read {
             query,
-            declared,
+            declared: declared.params(),
             asked: Cell::new(0),
         }
     }
@@ -210,14 +224,14 @@ impl<'a> Read<'a> {
     /// An int64 parameter.
     pub fn int(&self, name: &str) -> Result<Option<i64>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Int)?;
-        raw.map(|raw| {
-            raw.trim().parse::<i64>().map_err(|_| {
-                Error::bad_request(format!(
-                    "{name}: {} is not an integer",
-                    shared::error::quoted(raw)
-                ))
-            })
-        })
+        raw.map(
+            |raw| match read(name, FieldKind::Integer, raw, chrono_tz::UTC)? {
+                SqlValue::Integer(i) => Ok(i),
+                _ => Err(Error::Internal(format!(
+                    "{name} was not read as an integer"
+                ))),
+            },
+        )
         .transpose()
     }
 
@@ -233,22 +247,25 @@ impl<'a> Read<'a> {
     /// A boolean parameter (`true` or `false`, any case).
     pub fn boolean(&self, name: &str) -> Result<Option<bool>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Bool)?;
-        raw.map(|raw| match raw.trim().to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(Error::bad_request(format!(
-                "{name}: {} is not true or false",
-                shared::error::quoted(raw)
-            ))),
-        })
+        raw.map(
+            |raw| match read(name, FieldKind::Bool, raw, chrono_tz::UTC)? {
+                SqlValue::Integer(i) => Ok(i != 0),
+                _ => Err(Error::Internal(format!("{name} was not read as a boolean"))),
+            },
+        )
         .transpose()
     }
 
     /// A date-time parameter in stored form (a date alone is midnight in `tz`).
     pub fn time(&self, name: &str, tz: chrono_tz::Tz) -> Result<Option<String>> {
         let (raw, _) = self.raw(name, |k| k == Kind::Time)?;
-        raw.map(|raw| shared::domain::parse_time(name, raw, tz))
-            .transpose()
+        raw.map(|raw| match read(name, FieldKind::DateTime, raw, tz)? {
+            SqlValue::Text(t) => Ok(t),
+            _ => Err(Error::Internal(format!(
+                "{name} was not read as a date-time"
+            ))),
+        })
+        .transpose()
     }
 
     /// Whether every declared parameter was asked for.
@@ -368,7 +385,7 @@ mod tests {
 
     /// Asks `read` to read an empty query under `declared`: it must succeed having asked for
     /// every declared parameter.
-    fn reads_all<T>(declared: &'static [Param], read: impl Fn(&Read) -> Result<T>) -> bool {
+    fn reads_all<T>(declared: Declared, read: impl Fn(&Read) -> Result<T>) -> bool {
         let q = Query::new();
         let r = Read::new(&q, declared);
         read(&r).is_ok() && r.asked_all()

@@ -8,7 +8,7 @@
 //! To add an endpoint: add its handler (and its parameter list in `query`), then one row here.
 
 use crate::openapi::DOCUMENT;
-use crate::query::{self, Param};
+use crate::query::{self, Declared};
 use axum::routing::on;
 use axum::Router;
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ pub struct Op {
     /// Summary.
     pub summary: &'static str,
     /// Its query parameters (the path's parameters are read off the path).
-    pub query: &'static [Param],
+    pub query: Declared,
     /// Its request body.
     pub body: Option<Body>,
     /// Status of a successful answer.
@@ -91,7 +91,7 @@ const fn op(id: &'static str, summary: &'static str) -> Op {
     Op {
         id,
         summary,
-        query: &[],
+        query: Declared::NONE,
         body: None,
         status: 200,
         answer: None,

@@ -8,7 +8,7 @@
 
 use super::require;
 use crate::money::{canonical, Number};
-use crate::query::{Page, Paged, Selection};
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource, Page, Paged, Selection};
 use crate::time::render;
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -86,6 +86,89 @@ fn ci_values() -> utoipa::openapi::Object {
     crate::json_schema::any_object("created_date, transaction_type, charge_category, billing_account_num, order_id, service_id, invoice_number, charge_amount (exact decimal), order_amount, product_id, product_name, currency_code; merged records add merged_charge_info_ids")
 }
 
+const BILLING_ACCOUNT: F = F::new("billing_account", "ci.billing_account_num", K::Text)
+    .narrows_by("(ci.billing_account_num = ? OR CAST(ci.billing_account_id AS TEXT) = ?)")
+    .described("Account number or id");
+const INVOICE_NUMBER: F = F::new("invoice_number", "ci.invoice_number", K::Text);
+const CHARGE_INFO_TYPE: F = F::new("charge_info_type", "ci.charge_info_type", K::Text);
+const CHARGE_CATEGORY: F =
+    F::new("charge_category", "ci.charge_category", K::Text).described("Category name");
+const CREATED_FROM: F = F::new("created_from", "ci.created_on", K::DateTime)
+    .narrows_by("ci.created_on >= ?")
+    .described("Date-time or date, inclusive");
+const CREATED_TO: F = F::new("created_to", "ci.created_on", K::DateTime)
+    .narrows_by("ci.created_on < ?")
+    .described("Date-time or date, exclusive");
+const SERVICE_ID: F = F::new("service_id", "ci.service_id", K::Integer);
+const PRODUCT_ID: F = F::new("product_id", "ci.product_id", K::Integer);
+const ORDER_NUMBER: F = F::new("order_number", "ci.order_number", K::Text);
+
+/// The named filters of the charge info list, in the order Surface C documents them.
+const CHARGE_INFO_FILTERS: &[&str] = &[
+    "billing_account",
+    "invoice_number",
+    "charge_info_type",
+    "charge_category",
+    "created_from",
+    "created_to",
+    "service_id",
+    "product_id",
+    "order_number",
+    "is_parent",
+    "parent_id",
+];
+
+/// The charge info list: the named filters of [`ChargeInfoFilter`], each declared once here
+/// (name, kind, the condition it narrows by); Surface C reads and documents its query
+/// parameters from it. `max_records` caps the list and is no filter.
+pub static CHARGE_INFO_LIST: ListSource = ListSource {
+    noun: "charge info",
+    fields: &[
+        BILLING_ACCOUNT,
+        INVOICE_NUMBER,
+        CHARGE_INFO_TYPE,
+        CHARGE_CATEGORY,
+        CREATED_FROM,
+        CREATED_TO,
+        SERVICE_ID,
+        PRODUCT_ID,
+        ORDER_NUMBER,
+        F::new("is_parent", "ci.id", K::Bool)
+            .narrows_by("EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id) = ?"),
+        F::new("parent_id", "ci.parent_id", K::Integer),
+    ],
+    named_filters: CHARGE_INFO_FILTERS,
+    from: "charge_infos ci",
+    id: "ci.id",
+};
+
+/// The merged charge info list (top-level records only, see the module docs): the named
+/// filters of the charge info list but is_parent and parent_id; a charge category matches
+/// the record's or any child's.
+pub static MERGED_CHARGE_INFO_LIST: ListSource = ListSource {
+    noun: "merged charge info",
+    fields: &[
+        BILLING_ACCOUNT,
+        INVOICE_NUMBER,
+        CHARGE_INFO_TYPE,
+        CHARGE_CATEGORY.narrows_by(
+            "(ci.charge_category = ? OR EXISTS (SELECT 1 FROM charge_infos k
+              WHERE k.parent_id = ci.id AND k.charge_category = ?))",
+        ),
+        CREATED_FROM,
+        CREATED_TO,
+        SERVICE_ID,
+        PRODUCT_ID,
+        ORDER_NUMBER,
+    ],
+    // Those of the charge info list but the last two, is_parent and parent_id.
+    named_filters: CHARGE_INFO_FILTERS
+        .split_at(CHARGE_INFO_FILTERS.len() - 2)
+        .0,
+    from: "charge_infos ci",
+    id: "ci.id",
+};
+
 /// The filters of the charge info lists; `None` does not filter. Times are stored instants.
 #[derive(Debug, Clone, Default)]
 pub struct ChargeInfoFilter {
@@ -117,43 +200,29 @@ pub struct ChargeInfoFilter {
 }
 
 impl ChargeInfoFilter {
-    /// The records matching, by id (over `charge_infos ci`).
-    fn selection(&self, merged: bool) -> Selection {
-        let mut s = Selection::new("ci.id")
-            .scope_if(
-                "(ci.billing_account_num = ? OR CAST(ci.billing_account_id AS TEXT) = ?)",
-                self.billing_account.clone(),
-            )
-            .scope_if("ci.invoice_number = ?", self.invoice_number.clone())
-            .scope_if("ci.charge_info_type = ?", self.charge_info_type.clone());
-        s = if merged {
-            s.scope_if(
-                "(ci.charge_category = ? OR EXISTS (SELECT 1 FROM charge_infos k
-                  WHERE k.parent_id = ci.id AND k.charge_category = ?))",
-                self.charge_category.clone(),
-            )
-            .scope("ci.parent_id IS NULL", vec![])
+    /// The records matching, by id (over `charge_infos ci`), in the charge info list or
+    /// the merged one (top-level records; is_parent and parent_id do not apply).
+    fn selection(&self, merged: bool) -> Result<Selection> {
+        let list = if merged {
+            &MERGED_CHARGE_INFO_LIST
         } else {
-            s.scope_if("ci.charge_category = ?", self.charge_category.clone())
+            &CHARGE_INFO_LIST
         };
-        s = s
-            .scope_if("ci.created_on >= ?", self.created_from.clone())
-            .scope_if("ci.created_on < ?", self.created_to.clone());
-        s = match self.is_parent {
-            Some(true) => s.scope(
-                "EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)",
-                vec![],
-            ),
-            Some(false) => s.scope(
-                "NOT EXISTS (SELECT 1 FROM charge_infos k WHERE k.parent_id = ci.id)",
-                vec![],
-            ),
-            None => s,
-        };
-        s.scope_if("ci.service_id = ?", self.service_id)
-            .scope_if("ci.product_id = ?", self.product_id)
-            .scope_if("ci.order_number = ?", self.order_number.clone())
-            .scope_if("ci.parent_id = ?", self.parent_id)
+        let s = Selection::new(list.id)
+            .narrow(list, "billing_account", self.billing_account.clone())?
+            .narrow(list, "invoice_number", self.invoice_number.clone())?
+            .narrow(list, "charge_info_type", self.charge_info_type.clone())?
+            .narrow(list, "charge_category", self.charge_category.clone())?
+            .narrow(list, "created_from", self.created_from.clone())?
+            .narrow(list, "created_to", self.created_to.clone())?
+            .narrow(list, "service_id", self.service_id)?
+            .narrow(list, "product_id", self.product_id)?
+            .narrow(list, "order_number", self.order_number.clone())?;
+        if merged {
+            return Ok(s.scope("ci.parent_id IS NULL", vec![]));
+        }
+        s.narrow(list, "is_parent", self.is_parent)?
+            .narrow(list, "parent_id", self.parent_id)
     }
 }
 
@@ -166,7 +235,7 @@ pub fn list(
 ) -> Result<Paged<ChargeInfo>> {
     // The cap is a scope of its own: the first `max_records` matching ids (the subquery's
     // `ci` is its own table, so the filter reads the same there as outside).
-    let mut matching = f.selection(false).condition;
+    let mut matching = f.selection(false)?.condition;
     let cap = format!(
         "ci.id IN (SELECT ci.id FROM charge_infos ci WHERE {} ORDER BY ci.id LIMIT ?)",
         matching.sql
@@ -175,7 +244,7 @@ pub fn list(
     Selection::new("ci.id")
         .scope(&cap, matching.params)
         .page(page)
-        .fetch_paged(conn, COLUMNS, "charge_infos ci", |r| row(r, tz))
+        .fetch_paged(conn, COLUMNS, CHARGE_INFO_LIST.from, |r| row(r, tz))
 }
 
 /// One page of merged charge infos (see the module docs).
@@ -185,10 +254,12 @@ pub fn list_merged(
     page: Page,
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
-    let mut paged =
-        f.selection(true)
-            .page(page)
-            .fetch_paged(conn, COLUMNS, "charge_infos ci", |r| row(r, tz))?;
+    let mut paged = f.selection(true)?.page(page).fetch_paged(
+        conn,
+        COLUMNS,
+        MERGED_CHARGE_INFO_LIST.from,
+        |r| row(r, tz),
+    )?;
     let mut children = conn.prepare_cached(
         "SELECT id, amount, charge_category, updated_on FROM charge_infos
          WHERE parent_id = ?1 ORDER BY id",
@@ -247,6 +318,39 @@ pub fn list_merged(
     Ok(paged)
 }
 
+/// The charge infos of one ledger: the named filters of [`LedgerChargeInfoFilter`], each
+/// declared once here; Surface C reads and documents its query parameters from it. The FROM
+/// clause joins each record's state in the ledger, `{ledger_id}` (written in by
+/// [`list_for_ledger`]).
+pub static LEDGER_CHARGE_INFO_LIST: ListSource = ListSource {
+    noun: "charge info",
+    fields: &[
+        F::new("gl_event_id", "s.gl_run_id", K::Integer),
+        F::new("created_from", "ci.created_on", K::DateTime)
+            .narrows_by("ci.created_on >= ?")
+            .described("Date-time or date"),
+        F::new("created_to", "ci.created_on", K::DateTime)
+            .narrows_by("ci.created_on < ?")
+            .described("Date-time or date"),
+        F::new("updated_from", "ci.updated_on", K::DateTime)
+            .narrows_by("ci.updated_on >= ?")
+            .described("Date-time or date"),
+        F::new("updated_to", "ci.updated_on", K::DateTime)
+            .narrows_by("ci.updated_on < ?")
+            .described("Date-time or date"),
+    ],
+    named_filters: &[
+        "gl_event_id",
+        "created_from",
+        "created_to",
+        "updated_from",
+        "updated_to",
+    ],
+    from: "charge_infos ci JOIN billing_accounts a ON a.id = ci.billing_account_id
+         LEFT JOIN charge_info_states s ON s.charge_info_id = ci.id AND s.ledger_id = {ledger_id}",
+    id: "ci.id",
+};
+
 /// The filters of the per-ledger list; `None` does not filter. Times are stored instants.
 #[derive(Debug, Clone, Default)]
 pub struct LedgerChargeInfoFilter {
@@ -272,23 +376,21 @@ pub fn list_for_ledger(
     tz: Tz,
 ) -> Result<Paged<ChargeInfo>> {
     require(conn, "ledgers", "ledger", ledger_id)?;
-    let selection = Selection::new("ci.id")
+    let list = &LEDGER_CHARGE_INFO_LIST;
+    let selection = Selection::new(list.id)
         .scope_if(
             "a.billing_account_category_id IN
              (SELECT billing_account_category_id FROM ledger_categories WHERE ledger_id = ?)",
             Some(ledger_id),
         )
-        .scope_if("s.gl_run_id = ?", f.gl_event_id)
-        .scope_if("ci.created_on >= ?", f.created_from.clone())
-        .scope_if("ci.created_on < ?", f.created_to.clone())
-        .scope_if("ci.updated_on >= ?", f.updated_from.clone())
-        .scope_if("ci.updated_on < ?", f.updated_to.clone());
+        .narrow(list, "gl_event_id", f.gl_event_id)?
+        .narrow(list, "created_from", f.created_from.clone())?
+        .narrow(list, "created_to", f.created_to.clone())?
+        .narrow(list, "updated_from", f.updated_from.clone())?
+        .narrow(list, "updated_to", f.updated_to.clone())?;
     // The join's ledger id precedes the WHERE values in the statement, so it is written in
     // (an i64, never text from input) rather than bound.
-    let from = format!(
-        "charge_infos ci JOIN billing_accounts a ON a.id = ci.billing_account_id
-         LEFT JOIN charge_info_states s ON s.charge_info_id = ci.id AND s.ledger_id = {ledger_id}"
-    );
+    let from = list.from.replace("{ledger_id}", &ledger_id.to_string());
     selection
         .page(page)
         .fetch_paged(conn, &format!("{COLUMNS}, s.state"), &from, |r| {

@@ -29,7 +29,7 @@ use super::chargeinfo::{
 };
 use super::{check_enum, insert, require};
 use crate::money::Number;
-use crate::query::{Page, Paged, Selection};
+use crate::query::{FieldKind, FieldSpec, ListSource, Page, Paged, Selection};
 use crate::time::{render, to_storage};
 use crate::{Error, Result};
 use chrono::{NaiveDate, TimeZone};
@@ -650,6 +650,20 @@ pub fn get_run(conn: &Connection, id: i64, tz: Tz) -> Result<GlRun> {
     .ok_or_else(|| Error::not_found(format!("ledger run {id} does not exist")))
 }
 
+/// The ledger run list; its one named filter, `status`, declared once here (Surface C reads
+/// and documents its query parameter from it).
+pub static RUN_LIST: ListSource = ListSource {
+    noun: "ledger run",
+    fields: &[FieldSpec::new(
+        "status",
+        "status",
+        FieldKind::Enum(RUN_STATUSES),
+    )],
+    named_filters: &["status"],
+    from: "gl_runs",
+    id: "id",
+};
+
 /// One page of ledger runs, optionally of one status (one of [`RUN_STATUSES`]), newest first.
 pub fn list_runs(
     conn: &Connection,
@@ -661,9 +675,9 @@ pub fn list_runs(
         .map(|s| RunStatus::parse("status", &s).map(|s| s.as_str().to_string()))
         .transpose()?;
     Selection::new("id DESC")
-        .scope_if("status = ?", status)
+        .narrow(&RUN_LIST, "status", status)?
         .page(page)
-        .fetch_paged(conn, RUN_COLUMNS, "gl_runs", |r| run_row(r, tz))
+        .fetch_paged(conn, RUN_COLUMNS, RUN_LIST.from, |r| run_row(r, tz))
 }
 
 /// Every run of one ledger, newest first (404 unknown ledger).

@@ -12,7 +12,7 @@
 
 use super::calendars::view::{load_calendar, Calendar};
 use super::{check_currency, check_enum, insert, require};
-use crate::query::{Page, Paged, Selection};
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource, Page, Paged, Selection};
 use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
@@ -463,7 +463,42 @@ pub fn get_ledger(conn: &Connection, id: i64) -> Result<Ledger> {
     complete_ledger(conn, row)
 }
 
-/// The filters of the ledger list; `None` does not filter.
+/// The ledger list: its named filters are the fields of [`LedgerFilter`], each declared once
+/// here (name, kind, column); Surface C reads and documents its query parameters from it.
+pub static LEDGER_LIST: ListSource = ListSource {
+    noun: "ledger",
+    fields: &[
+        F::new("id", "l.id", K::Integer),
+        F::new("name", "l.name", K::Text),
+        F::new("status", "l.status", K::Enum(LEDGER_STATUSES)),
+        F::new(
+            "convert_currency",
+            "l.convert_currency",
+            K::Enum(CONVERT_CURRENCY),
+        ),
+        F::new(
+            "conversion_currency",
+            "l.conversion_currency",
+            K::Enum(crate::money::CURRENCY_CODES),
+        ),
+        F::new("chart_of_account_id", "l.chart_of_account_id", K::Integer),
+        F::new("rule_set_id", "l.rule_set_id", K::Integer),
+    ],
+    named_filters: &[
+        "id",
+        "name",
+        "status",
+        "convert_currency",
+        "conversion_currency",
+        "chart_of_account_id",
+        "rule_set_id",
+    ],
+    from: "ledgers l LEFT JOIN chart_of_accounts c ON c.id = l.chart_of_account_id
+         LEFT JOIN rule_sets r ON r.id = l.rule_set_id",
+    id: "l.id",
+};
+
+/// The filters of the ledger list ([`LEDGER_LIST`]'s named filters); `None` does not filter.
 #[derive(Debug, Default, Clone)]
 pub struct LedgerFilter {
     /// Ledger id.
@@ -502,20 +537,20 @@ pub fn list_ledgers(
     page: Page,
 ) -> Result<Paged<ListedLedger>> {
     f.check()?;
-    let rows = Selection::new("l.id")
-        .scope_if("l.id = ?", f.id)
-        .scope_if("l.name = ?", f.name.clone())
-        .scope_if("l.status = ?", f.status.clone())
-        .scope_if("l.convert_currency = ?", f.convert_currency.clone())
-        .scope_if("l.conversion_currency = ?", f.conversion_currency.clone())
-        .scope_if("l.chart_of_account_id = ?", f.chart_of_account_id)
-        .scope_if("l.rule_set_id = ?", f.rule_set_id)
+    let list = &LEDGER_LIST;
+    let rows = Selection::new(list.id)
+        .narrow(list, "id", f.id)?
+        .narrow(list, "name", f.name.clone())?
+        .narrow(list, "status", f.status.clone())?
+        .narrow(list, "convert_currency", f.convert_currency.clone())?
+        .narrow(list, "conversion_currency", f.conversion_currency.clone())?
+        .narrow(list, "chart_of_account_id", f.chart_of_account_id)?
+        .narrow(list, "rule_set_id", f.rule_set_id)?
         .page(page)
         .fetch_paged(
             conn,
             &format!("{LEDGER_COLUMNS}, c.name, r.name"),
-            "ledgers l LEFT JOIN chart_of_accounts c ON c.id = l.chart_of_account_id
-         LEFT JOIN rule_sets r ON r.id = l.rule_set_id",
+            list.from,
             |r| {
                 Ok((
                     ledger_row(r)?,

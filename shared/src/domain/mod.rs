@@ -5,9 +5,9 @@
 //! (products, prices, usage rules), [`usage`] (posting, rate plans, reads), [`ledgers`],
 //! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
 //! [`chargeinfo`], [`replication`], [`policy`] (the tenant's billing policy) and
-//! [`transitions`] (what the test clock drives when it
-//! advances). Functions take typed inputs (never
-//! HTTP requests or query maps) and the connection or transaction of a
+//! [`transitions`] (what the test clock drives when it advances); [`lists`] holds the read
+//! models of Surface B's lists (reads only). Functions take typed inputs (never HTTP
+//! requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
 //!
 //! Each create function takes a `New*` value, checks it, and answers the new record's id;
@@ -32,6 +32,7 @@ pub mod enum_schemas;
 pub mod glrun;
 pub mod invoices;
 pub mod ledgers;
+pub mod lists;
 pub mod payments;
 pub mod policy;
 pub mod run_progress;

@@ -63,6 +63,12 @@ pub struct FieldSpec {
     /// For a field with many values per record: `<table> WHERE <correlation>`; a predicate
     /// on it holds when some related row satisfies it (`EXISTS`).
     pub via: Option<&'static str>,
+    /// As a named filter (`name=value`), the condition it narrows by when that is not
+    /// "the field equals the value" (a range bound, one of two columns, an `EXISTS`): SQL
+    /// over the list's FROM clause whose every `?` binds the value.
+    pub condition: Option<&'static str>,
+    /// What an API description says of it as a named filter, if anything.
+    pub description: Option<&'static str>,
 }
 
 impl FieldSpec {
@@ -74,6 +80,8 @@ impl FieldSpec {
             kind,
             sortable: false,
             via: None,
+            condition: None,
+            description: None,
         }
     }
 
@@ -87,6 +95,28 @@ impl FieldSpec {
     pub const fn via(mut self, via: &'static str) -> FieldSpec {
         self.via = Some(via);
         self
+    }
+
+    /// The same field, narrowing by `condition` as a named filter (see
+    /// [`FieldSpec::condition`]).
+    pub const fn narrows_by(mut self, condition: &'static str) -> FieldSpec {
+        self.condition = Some(condition);
+        self
+    }
+
+    /// The same field, described as a named filter by `text`.
+    pub const fn described(mut self, text: &'static str) -> FieldSpec {
+        self.description = Some(text);
+        self
+    }
+
+    /// The condition this field narrows by as a named filter: its own, else the field
+    /// equal to the value; every `?` binds the value.
+    pub fn named_condition(&self) -> std::borrow::Cow<'static, str> {
+        match self.condition {
+            Some(c) => c.into(),
+            None => format!("{} = ?", self.sql).into(),
+        }
     }
 
     /// The SQL this field sorts and compares with (decimal fields carry their collation).

@@ -5,9 +5,13 @@
 //!
 //! Two steps, so that callers keep their own order of validation: [`Selection::compile`]
 //! turns typed [`Criteria`] (texts as the client wrote them) into a WHERE condition and an
-//! ORDER BY list; [`PageQuery`] adds the page and whether to count, and fetches. A surface
-//! with filters of its own (not the query language) builds its [`Selection`] with
-//! [`Selection::new`] and [`Selection::scope`] and pages through the same [`PageQuery`].
+//! ORDER BY list; [`PageQuery`] adds the page and whether to count, and fetches. A list
+//! read through typed filters (Surface C's, not the query language) declares them in the
+//! same [`ListSource`] (its named filters: name, kind, the condition each narrows by) and
+//! builds its [`Selection`] with [`Selection::new`] and [`Selection::narrow`] (one named
+//! filter, its value already read by the surface's conventions), then pages through the
+//! same [`PageQuery`]. Either way a named filter narrows by the one condition its field
+//! declares ([`FieldSpec::named_condition`]).
 //!
 //! Choice where the interface is silent: a page of size 0 reads no rows but still counts.
 
@@ -42,7 +46,12 @@ pub struct ListSource {
 impl ListSource {
     /// The names usable as named filters: `id`, then [`ListSource::named_filters`].
     pub fn filter_names(&self) -> impl Iterator<Item = &'static str> {
-        std::iter::once("id").chain(self.named_filters.iter().copied())
+        std::iter::once("id").chain(self.named_filters.iter().copied().filter(|n| *n != "id"))
+    }
+
+    /// The field named `name` (exactly as declared), if the source has one.
+    pub fn field(&self, name: &str) -> Option<&'static FieldSpec> {
+        self.fields.iter().find(|f| f.name == name)
     }
 
     /// Whether record `id` of this source exists inside `scope` (the conditions a surface
@@ -132,8 +141,17 @@ impl Selection {
                     pos: 1,
                 },
             };
-            let fragment = compile_filter(&expr, source.fields, tz)
+            let mut fragment = compile_filter(&expr, source.fields, tz)
                 .map_err(|e| Error::bad_request(format!("{name}: {}", e.message)))?;
+            if let Some(own) = source.field(name).and_then(|f| f.condition) {
+                // The value as the field's kind read it, bound to each mark of the
+                // condition the field declares instead of the plain comparison.
+                let value = fragment.params.pop().unwrap_or(SqlValue::Null);
+                fragment = SqlFragment {
+                    sql: own.to_string(),
+                    params: vec![value; own.matches('?').count()],
+                };
+            }
             condition = condition.and(fragment);
         }
         if let Some(f) = &filter {
@@ -172,6 +190,28 @@ impl Selection {
             }
             None => self,
         }
+    }
+
+    /// Narrows the selection by named filter `name` of `source` when `value` is given (a
+    /// typed filter, read by the surface's own conventions), by the condition its field
+    /// declares. An internal error when `source` declares no such named filter: the caller
+    /// names its own source's filters.
+    pub fn narrow<V: Into<SqlValue>>(
+        self,
+        source: &ListSource,
+        name: &str,
+        value: Option<V>,
+    ) -> Result<Selection> {
+        let field = source
+            .field(name)
+            .filter(|_| source.named_filters.contains(&name))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "the {} list has no named filter {name}",
+                    source.noun
+                ))
+            })?;
+        Ok(self.scope_if(&field.named_condition(), value))
     }
 
     /// One counted page of this selection.
@@ -283,11 +323,12 @@ mod tests {
     static FIELDS: &[FieldSpec] = &[
         FieldSpec::new("id", "t.id", FieldKind::Integer).sortable(),
         FieldSpec::new("color", "t.color", FieldKind::Text).sortable(),
+        FieldSpec::new("min_id", "t.id", FieldKind::Integer).narrows_by("t.id >= ?"),
     ];
     static SOURCE: ListSource = ListSource {
         noun: "thing",
         fields: FIELDS,
-        named_filters: &["color"],
+        named_filters: &["color", "min_id"],
         from: "t",
         id: "t.id",
     };
@@ -371,6 +412,32 @@ mod tests {
             ..Criteria::default()
         });
         assert!(sort.starts_with("sort: unknown field 'nope'"), "{sort}");
+    }
+
+    #[test]
+    fn a_named_filter_narrows_by_the_condition_its_field_declares() {
+        let c = db();
+        let page = Page { number: 1, size: 9 };
+        // Typed (a value the surface read): bound to each mark of the declared condition.
+        let typed = Selection::new("t.id")
+            .narrow(&SOURCE, "min_id", Some(4))
+            .unwrap()
+            .narrow(&SOURCE, "color", None::<String>)
+            .unwrap()
+            .page(page)
+            .fetch_paged(&c, "t.id", "t", |r| r.get::<_, i64>(0))
+            .unwrap();
+        assert_eq!((typed.items, typed.total), (vec![4, 5], 2));
+        // Through the query language's named filters: the same condition.
+        let named = Criteria {
+            named: vec![("min_id".into(), "4".into())],
+            ..Criteria::default()
+        };
+        let q = query(&named, &[], page);
+        assert_eq!(q.fetch_ids(&c, &SOURCE).unwrap(), (vec![4, 5], Some(2)));
+        // A name the source does not declare as a named filter is the caller's mistake.
+        let undeclared = Selection::new("t.id").narrow(&SOURCE, "size", Some(1));
+        assert!(matches!(undeclared, Err(Error::Internal(_))));
     }
 
     #[test]

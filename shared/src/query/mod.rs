@@ -10,7 +10,8 @@
 //! [`compile`] (type-checks against a per-resource [`FieldSpec`] whitelist and emits SQL in
 //! which every value is a bound parameter and every column comes from the whitelist) and
 //! [`list`] (the engine: selection, sort, one page, the count; every surface's lists, Surface
-//! B's from the language, Surfaces A and C from their own typed filters) over [`page`].
+//! B's from the language, Surface C's from typed filters declared as the same list sources'
+//! named filters, Surface A's from its own) over [`page`].
 
 pub mod ast;
 pub mod compile;

@@ -5,18 +5,23 @@
 //!
 //! Each surface names its paging parameters, limits and count headers differently; a
 //! [`Paging`] holds one surface's convention ([`BILLING_PAGING`], [`REVENUE_PAGING`],
-//! [`LEGACY_PAGING`]), and [`read_page`] reads a page under it.
+//! [`LEGACY_PAGING`]), and [`read_page`] reads a page under it. A named filter's value
+//! given as its own query parameter (Surfaces A and C: `key=value`) is read by
+//! [`filter_value`] in the words of the surface it came to; Surface B reads its named
+//! filters through the query language (`Selection::compile`).
 //!
 //! Surface B's choices where the interface is silent: `page_number` 0 is the first page,
 //! like 1; `page_size` 0 answers no records but still counts them; unknown query parameters
 //! are ignored; a `return` parameter wins over a `Prefer` header.
 
+use super::surface::Surface;
 use crate::query::Page;
-use crate::query::{Criteria, ListSource, PageQuery, Selection};
+use crate::query::{Criteria, FieldKind, ListSource, PageQuery, Selection};
 use crate::{Error, Result};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
+use rusqlite::types::Value as SqlValue;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -138,6 +143,62 @@ pub fn read_page(params: &HashMap<String, String>, paging: &Paging) -> Result<Pa
         rules.max_size,
     )?;
     Ok(Page { number, size })
+}
+
+/// The value of named filter `name` (of `kind`) as `surface` reads it off its query
+/// parameter, in that surface's words: text as given; an integer (Surface A, whose integer
+/// keys are eids: "is not a 64-bit integer"; Surface C and the admin API: "is not an
+/// integer"); `true` or `false` in any case; a date-time or a date (midnight in `tz`), in
+/// stored form; an enumeration's value, which Surface A checks (its 400 lists the values)
+/// and Surface C leaves to the domain (which finds nothing for another value). An internal
+/// error for Surface B (its named filters are the query language's) and for a decimal
+/// (no surface takes one as its own parameter).
+pub fn filter_value(
+    surface: Surface,
+    name: &str,
+    kind: FieldKind,
+    raw: &str,
+    tz: Tz,
+) -> Result<SqlValue> {
+    if surface == Surface::Billing {
+        return Err(Error::Internal(format!(
+            "{name}: Surface B reads named filters through its query language"
+        )));
+    }
+    let quoted = || crate::error::quoted(raw);
+    match kind {
+        FieldKind::Text => Ok(SqlValue::Text(raw.to_string())),
+        FieldKind::Integer => raw
+            .trim()
+            .parse::<i64>()
+            .map(SqlValue::Integer)
+            .map_err(|_| {
+                let what = if surface == Surface::Legacy {
+                    "a 64-bit integer"
+                } else {
+                    "an integer"
+                };
+                Error::bad_request(format!("{name}: {} is not {what}", quoted()))
+            }),
+        FieldKind::Bool => match raw.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(SqlValue::Integer(1)),
+            "false" => Ok(SqlValue::Integer(0)),
+            _ => Err(Error::bad_request(format!(
+                "{name}: {} is not true or false",
+                quoted()
+            ))),
+        },
+        FieldKind::DateTime => crate::domain::parse_time(name, raw, tz).map(SqlValue::Text),
+        FieldKind::Enum(allowed) => {
+            if surface == Surface::Legacy {
+                crate::domain::check_enum(name, raw, allowed)?;
+            }
+            Ok(SqlValue::Text(raw.to_string()))
+        }
+        FieldKind::Decimal => Err(Error::Internal(format!(
+            "{name}: no surface reads a decimal named filter as its own parameter"
+        ))),
+    }
 }
 
 /// An integer query parameter within `min..=max`, or `default` when absent; anything else

@@ -1,7 +1,8 @@
 //! `GET /billing/2/openapi.json`: Surface B's OpenAPI 3.1 document (usage events included),
 //! served without credentials, built from the route table (`crate::routes`: one operation per
-//! row, see `operations`) and the Rust types of their bodies (`ToSchema` derives on the resources and on `shared::domain::usage`; see
-//! `shared::web::openapi`) and committed as docs/openapi/billing.json (the e2e test `openapi`
+//! row, see `operations`) and the Rust types of their bodies (`ToSchema` derives on the
+//! request bodies, `crate::resources`, on the lists' records, `shared::domain::lists`, and
+//! on `shared::domain::usage`; see `shared::web::openapi`) and committed as docs/openapi/billing.json (the e2e test `openapi`
 //! checks the file equals [`text`]; `OPENAPI_WRITE=1` rewrites it).
 
 mod operations;
@@ -9,10 +10,10 @@ mod usage;
 
 pub use usage::{simulation, usage_example};
 
-use crate::resources::bill_batches::{Invoice, Run};
 use crate::routes::{table, Doc};
 use operations::{operation, simple_shape};
 use serde_json::{json, Value};
+use shared::domain::lists::bill_batches::{Invoice, Run};
 use shared::web::openapi::{schema_value, with_idempotency, Builder, Served};
 use shared::web::{ApiError, BILLING_PREFIX};
 

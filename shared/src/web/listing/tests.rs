@@ -94,3 +94,51 @@ fn count_headers_follow_the_surface_and_the_omission() {
     add_count_headers(&mut a, &LEGACY_PAGING, 2, Some(5), page);
     assert!(a.headers().is_empty());
 }
+
+/// One reader of a named filter's value, in the words of the surface it came to.
+#[test]
+fn a_filter_value_is_read_in_the_surfaces_words() {
+    use crate::query::FieldKind;
+    use crate::web::Surface::{Admin, Billing, Legacy, Revenue};
+    let tz = chrono_tz::Europe::Paris;
+    let read = |surface, kind, raw: &str| filter_value(surface, "k", kind, raw, tz);
+    let message = |r: Result<SqlValue>| r.unwrap_err().to_string();
+    assert_eq!(
+        read(Legacy, FieldKind::Integer, " 7 ").unwrap(),
+        SqlValue::Integer(7)
+    );
+    let legacy = message(read(Legacy, FieldKind::Integer, "x"));
+    assert!(
+        legacy.ends_with("k: 'x' is not a 64-bit integer"),
+        "{legacy}"
+    );
+    let revenue = message(read(Revenue, FieldKind::Integer, "x"));
+    assert!(revenue.ends_with("k: 'x' is not an integer"), "{revenue}");
+    assert_eq!(message(read(Admin, FieldKind::Integer, "x")), revenue);
+    assert_eq!(
+        read(Revenue, FieldKind::Bool, "TRUE").unwrap(),
+        SqlValue::Integer(1)
+    );
+    let maybe = message(read(Revenue, FieldKind::Bool, "maybe"));
+    assert!(
+        maybe.ends_with("k: 'maybe' is not true or false"),
+        "{maybe}"
+    );
+    // A date is midnight in the tenant's zone, in stored (UTC) form.
+    assert_eq!(
+        read(Revenue, FieldKind::DateTime, "2026-01-15").unwrap(),
+        SqlValue::Text(crate::domain::parse_time("k", "2026-01-15", tz).unwrap())
+    );
+    // Surface A refuses a value outside an enumeration; Surface C leaves it to the domain.
+    let one_of = FieldKind::Enum(&["ON", "OFF"]);
+    assert!(message(read(Legacy, one_of, "UP")).contains("is not one of ON, OFF"));
+    assert_eq!(
+        read(Revenue, one_of, "UP").unwrap(),
+        SqlValue::Text("UP".into())
+    );
+    // Surface B's named filters are the query language's.
+    assert!(matches!(
+        read(Billing, FieldKind::Text, "a"),
+        Err(Error::Internal(_))
+    ));
+}

@@ -1,11 +1,12 @@
-//! Actions (platform event definitions) and their operations; read-only.
+//! Actions (platform event definitions) and their operations as Surface B lists them, at
+//! the top and under a bill cycle.
 
-use super::{id_text, load_children, load_in_order, Parent, RenderContext};
+use super::{id_text, load_children, load_in_order, List, Parent, RenderContext};
+use crate::domain::actions::ACTION_TYPES;
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
+use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::domain::actions::ACTION_TYPES;
-use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::Result;
 
 /// Filter and sort whitelist of actions.
 pub static FIELDS: &[F] = &[
@@ -33,6 +34,9 @@ pub static SOURCE: ListSource = ListSource {
     id: "a.id",
 };
 
+/// The action list as Surface B serves it.
+pub const LIST: List<Action> = List::plain(&SOURCE, load);
+
 /// The actions of one bill cycle (over [`SOURCE`]'s alias `a`).
 pub const BY_BILL_CYCLE: Parent = Parent {
     table: "bill_cycles",
@@ -46,14 +50,14 @@ pub struct Operation {
     operation_type: String,
     name: String,
     enabled: bool,
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
 }
 
 /// An action as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Action {
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
     name: String,
     enabled: bool,

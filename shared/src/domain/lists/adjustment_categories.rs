@@ -1,10 +1,10 @@
-//! Adjustment categories: the charge categories of type Adjustment; read-only.
+//! Adjustment categories: the charge categories of type Adjustment, as Surface B lists them.
 
-use super::{id_text, load_in_order, RenderContext};
+use super::{id_text, load_in_order, List, RenderContext};
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
+use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::Result;
 
 /// Statuses of an adjustment category.
 pub const STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
@@ -31,17 +31,24 @@ pub static SOURCE: ListSource = ListSource {
 /// The condition that makes a charge category an adjustment category.
 pub const SCOPE: &str = "c.charge_category_type = 'Adjustment'";
 
+/// The adjustment category list as Surface B serves it: charge categories of type
+/// Adjustment only.
+pub const LIST: List<AdjustmentCategory> = List {
+    always: Some(SCOPE),
+    ..List::plain(&SOURCE, load)
+};
+
 /// An adjustment category as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentCategory {
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
     charge_category_type: String,
     name: String,
     #[schema(required = true)]
     description: Option<String>,
     priority: i64,
-    #[schema(schema_with = shared::domain::enum_schemas::category_status)]
+    #[schema(schema_with = crate::domain::enum_schemas::category_status)]
     status: String,
 }
 

@@ -1,14 +1,14 @@
-//! Adjustment applications: an account adjustment applied to an invoice; read-only. The
-//! representation nests the whole account adjustment with its items.
+//! Adjustment applications: an account adjustment applied to an invoice; as Surface B lists
+//! them. The representation nests the whole account adjustment with its items.
 
 use super::{category_ref, id_text, load_children, load_in_order, named_ref, number, time};
-use super::{AccountRef, CategoryRef, NamedRef, RenderContext};
+use super::{AccountRef, CategoryRef, List, NamedRef, RenderContext};
+use crate::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES;
+use crate::money::Number;
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
+use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::domain::adjustments::ADJUSTMENT_APPLICATION_TYPES;
-use shared::money::Number;
-use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::Result;
 
 const ADJUSTMENT_TYPES: &[&str] = &["CREDIT", "DEBIT"];
 
@@ -95,12 +95,15 @@ pub static SOURCE: ListSource = ListSource {
     id: "ap.id",
 };
 
+/// The adjustment application list as Surface B serves it.
+pub const LIST: List<AdjustmentApplication> = List::plain(&SOURCE, load);
+
 /// An item of an account adjustment.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = AdjustmentItem)]
 pub struct Item {
     adjustment_item_type: String,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     amount: Option<Number>,
     #[schema(required = true)]
     description: Option<String>,
@@ -110,7 +113,7 @@ pub struct Item {
     secondary_reason: Option<String>,
     #[schema(required = true)]
     category: Option<CategoryRef>,
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
 }
 
@@ -119,7 +122,7 @@ pub struct Item {
 pub struct AccountAdjustment {
     #[schema(format = DateTime, required = true)]
     occurred_on: Option<String>,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     amount: Option<Number>,
     #[schema(required = true)]
     description: Option<String>,
@@ -136,10 +139,10 @@ pub struct AccountAdjustment {
     #[schema(required = true)]
     posted_by: Option<String>,
     manual_invoice_application: bool,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     unapplied_amount: Option<Number>,
     items: Vec<Item>,
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
 }
 
@@ -147,7 +150,7 @@ pub struct AccountAdjustment {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AdjustmentApplication {
     account_adjustment: AccountAdjustment,
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
 }
 

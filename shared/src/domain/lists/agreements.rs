@@ -1,13 +1,13 @@
-//! Agreements; read-only.
+//! Agreements as Surface B lists them.
 
 use super::{category_ref, id_text, load_in_order, named_ref, number, time};
-use super::{CategoryRef, NamedRef, RenderContext};
+use super::{CategoryRef, List, NamedRef, RenderContext};
+use crate::domain::CURRENCY_CODES;
+use crate::money::Number;
+use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
+use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
-use shared::domain::CURRENCY_CODES;
-use shared::money::Number;
-use shared::query::{FieldKind as K, FieldSpec as F, ListSource};
-use shared::Result;
 
 /// Statuses of an agreement.
 pub const STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
@@ -101,19 +101,22 @@ pub static SOURCE: ListSource = ListSource {
     id: "g.id",
 };
 
+/// The agreement list as Surface B serves it.
+pub const LIST: List<Agreement> = List::plain(&SOURCE, load);
+
 /// An agreement as Surface B renders it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Agreement {
-    #[schema(schema_with = shared::json_schema::identifier)]
+    #[schema(schema_with = crate::json_schema::identifier)]
     id: String,
     name: String,
     agreement_period: i32,
     status: String,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     termination_flat_charge: Option<Number>,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     termination_percentage_charge: Option<Number>,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     max_termination_charge: Option<Number>,
     prorate_on_cancel: bool,
     #[schema(required = true)]
@@ -131,7 +134,7 @@ pub struct Agreement {
     #[schema(required = true)]
     next_agreement: Option<NamedRef>,
     agreement_period_type: String,
-    #[schema(schema_with = shared::json_schema::decimal_or_null, required = true)]
+    #[schema(schema_with = crate::json_schema::decimal_or_null, required = true)]
     minimum_amount: Option<Number>,
     #[schema(required = true)]
     minimum_amount_currency_type: Option<String>,
