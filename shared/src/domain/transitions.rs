@@ -257,7 +257,10 @@ fn invoice_due(
     let Some((status, due, to_pay, account)) = super::billing::dues::invoice_dues(tx, id)? else {
         return Ok(Vec::new());
     };
-    if status != "OPEN" || due.as_deref() != Some(at) || to_pay.is_zero() {
+    if status != super::invoices::InvoiceStatus::Open
+        || due.as_deref() != Some(at)
+        || to_pay.is_zero()
+    {
         return Ok(Vec::new());
     }
     use super::billing::dues::{autopay, queue_retries, retry_days, Attempt};
@@ -276,7 +279,8 @@ fn invoice_due(
         }
         return Ok(ran);
     }
-    let moved = super::accounts::move_status(tx, account, "ACTIVE", "COLLECTION")?;
+    use super::accounts::AccountStatus::{Active, Collection};
+    let moved = super::accounts::move_status(tx, account, Active, Collection)?;
     let detail = if moved {
         format!("unpaid past its due date: billing account {account} moved to COLLECTION")
     } else {
