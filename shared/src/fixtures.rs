@@ -560,7 +560,7 @@ fn free_year_id(tx: &Transaction<'_>, id: i64, nodes_before: i64) -> Result<()> 
 /// canceled by the same domain function as the command (nothing is applied to it yet), so its
 /// effects net out; its `canceled_at` and the balances are state fields, written after.
 fn load_invoice(tx: &Transaction<'_>, x: &invoices::NewInvoice, tz: Tz) -> Result<i64> {
-    if x.status.as_deref() != Some("CANCELED") {
+    if x.status.as_deref() != Some(invoices::InvoiceStatus::Canceled.as_str()) {
         return invoices::create_invoice(tx, x, tz);
     }
     let open = invoices::NewInvoice {

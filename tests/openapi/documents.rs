@@ -50,14 +50,13 @@ async fn check_routes(s: &TestServer, doc: &Document) {
     let json = doc.json();
     let ops = operations(&json);
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
-    // As many paths as the routes declare (a route table's paths, each once however many
-    // base paths it is mounted under; else each `.route(` of the router sources)...
+    // As many paths as the route table declares (each once however many base paths it is
+    // mounted under)...
     assert_eq!(
         paths.len(),
         doc.declared_routes(),
-        "{}: documented paths vs routes declared in {:?}",
-        doc.file,
-        doc.routers
+        "{}: documented paths vs the paths of its route table",
+        doc.file
     );
     // ...and on each documented path, under every server base path, exactly the documented
     // methods are routed (unknown ids and missing credentials reach a handler or its
@@ -109,9 +108,9 @@ async fn documents_and_routers_describe_the_same_operations() {
     );
 }
 
-/// Each row of a route table (Surface B's, usage events included, and Surface C's) is in
-/// the shipped document under the same method and path, and the live router serves it
-/// under each base path: the request reaches the row's handler or its extractor (here a
+/// Each row of a route table (Surface B's, usage events included, Surface C's and the admin
+/// API's) is in the shipped document under the same method and path, and the live router
+/// serves it under each base path: the request reaches the row's handler or its extractor (here a
 /// 401 for want of credentials, a 200 for the documents), never the unknown-route or
 /// wrong-method fallback. Both are built from the table, so a row whose handler is bound to
 /// another method, or a document built from anything but the table, fails here.
@@ -120,7 +119,7 @@ async fn every_row_of_the_route_tables_is_documented_and_served() {
     let s = TestServer::start().await;
     // Each table: its document, the base paths it is mounted under, its (method, path) rows.
     type Table<'a> = (&'a Document, &'a [&'a str], Vec<(&'a str, &'a str)>);
-    let tables: [Table; 2] = [
+    let tables: [Table; 3] = [
         (
             &DOCUMENTS[0],
             &[shared::web::BILLING_PREFIX],
@@ -137,11 +136,19 @@ async fn every_row_of_the_route_tables_is_documented_and_served() {
                 .map(|r| (r.verb.as_str(), r.path))
                 .collect(),
         ),
+        (
+            &DOCUMENTS[2],
+            &[shared::web::ADMIN_PREFIX],
+            admin::routes::table()
+                .iter()
+                .map(|r| (r.verb.as_str(), r.path))
+                .collect(),
+        ),
     ];
     for (doc, prefixes, rows) in tables {
         let documented = operations(&doc.json());
         // The document's paths are below the first server's base path (Surface C's) or
-        // absolute (Surface B's, whose server is `/`).
+        // absolute (Surface B's and the admin API's, whose server is `/`).
         let doc_prefix = if doc.bases()[0].is_empty() {
             prefixes[0]
         } else {

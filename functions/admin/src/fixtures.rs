@@ -13,24 +13,10 @@
 use crate::AdminAuth;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use shared::fixtures::Seed;
-use shared::web::{ApiError, AppState, JsonBody, Params, ADMIN_PREFIX};
-
-/// This module's routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/fixtures"),
-            post(apply_fixtures).get(export_fixtures),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/fixtures.schema.json"),
-            get(fixtures_schema),
-        )
-}
+use shared::web::{ApiError, AppState, JsonBody, Params};
 
 /// Answer of an apply (or of its dry run): how many records of each kind the document held,
 /// and what they did (created, or updating a record whose id exists).
@@ -48,7 +34,7 @@ pub(crate) struct Applied {
     updated: std::collections::BTreeMap<String, u64>,
 }
 
-async fn apply_fixtures(
+pub(crate) async fn apply_fixtures(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -76,7 +62,7 @@ async fn apply_fixtures(
     }))
 }
 
-async fn export_fixtures(
+pub(crate) async fn export_fixtures(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -116,6 +102,6 @@ async fn export_fixtures(
 
 /// `GET /sandbox/v1/fixtures.schema.json`, without the admin key (like the OpenAPI document):
 /// the JSON Schema of a fixture document, derived from the types the loader reads.
-async fn fixtures_schema() -> Json<serde_json::Value> {
+pub(crate) async fn fixtures_schema() -> Json<serde_json::Value> {
     Json(shared::fixtures::json_schema())
 }

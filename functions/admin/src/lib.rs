@@ -2,19 +2,20 @@
 //! It hands out tenants with their credentials, issues bearer tokens, resets and deletes,
 //! and checkpoints, restores and forks a tenant's data (see `shared::store::checkpoints`);
 //! [`powers`] adds a tenant's test clock, fault rules and request journal; [`policy`] its
-//! billing policy.
+//! billing policy. [`routes`] declares every endpoint once and builds both the router and the
+//! OpenAPI document ([`openapi`]).
 
 pub mod console;
 pub mod fixtures;
 pub mod openapi;
 pub mod policy;
 pub mod powers;
+pub mod routes;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::{request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use shared::fixtures::Seed;
@@ -22,55 +23,13 @@ use shared::sandbox::clock::Clock;
 use shared::store::checkpoints::Checkpoint;
 use shared::store::{blocking, TenantRecord};
 use shared::tenants;
-use shared::web::{parse_json, ApiError, AppState, JsonBody, ADMIN_PREFIX};
+use shared::web::{parse_json, ApiError, AppState, JsonBody};
 use utoipa::ToSchema;
 
-/// This group's routes, unbound (the local server merges them with the other groups).
+/// This group's routes, unbound (the local server merges them with the other groups): the
+/// route table's and the console's.
 pub fn routes() -> Router<AppState> {
-    // Checkpoints, restore and forks (forks are `POST /tenants` with `from`).
-    let checkpoints = Router::new()
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/checkpoints"),
-            post(create_checkpoint).get(list_checkpoints),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/checkpoints/{{name}}"),
-            get(get_checkpoint).delete(delete_checkpoint),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/restore"),
-            post(restore_checkpoint),
-        );
-    Router::new()
-        .merge(checkpoints)
-        .route(
-            &format!("{ADMIN_PREFIX}/openapi.json"),
-            get(|| async { openapi::DOCUMENT.answer() }),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/openapi-3.0.json"),
-            get(|| async { openapi::DOCUMENT.answer_30() }),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants"),
-            post(create_tenant).get(list_tenants),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}"),
-            get(get_tenant).delete(delete_tenant),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/tokens"),
-            post(issue_token),
-        )
-        .route(
-            &format!("{ADMIN_PREFIX}/tenants/{{id}}/reset"),
-            post(reset_tenant),
-        )
-        .merge(powers::routes())
-        .merge(fixtures::routes())
-        .merge(policy::routes())
-        .merge(console::routes())
+    routes::router().merge(console::routes())
 }
 
 /// This group's routes as a served router (what the Lambda binary runs).
@@ -216,7 +175,7 @@ struct TenantDryRun {
     created: std::collections::BTreeMap<String, u64>,
 }
 
-async fn create_tenant(
+pub(crate) async fn create_tenant(
     _: AdminAuth,
     State(app): State<AppState>,
     shared::web::Params(q): shared::web::Params,
@@ -302,7 +261,7 @@ async fn create_tenant(
 /// `GET /tenants`: a page of the tenants (oldest first), paged and counted as the journal is
 /// ([`powers::JOURNAL_PAGING`]); at most `SANDBOX_MAX_TENANTS` exist, so the page is cut from
 /// the whole list in memory.
-async fn list_tenants(
+pub(crate) async fn list_tenants(
     _: AdminAuth,
     State(app): State<AppState>,
     shared::web::Params(q): shared::web::Params,
@@ -311,7 +270,7 @@ async fn list_tenants(
     powers::page_response(&all, &q, |t| t)
 }
 
-async fn get_tenant(
+pub(crate) async fn get_tenant(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -319,7 +278,7 @@ async fn get_tenant(
     Ok(Json(tenants::get(&app.store, &id).await?))
 }
 
-async fn delete_tenant(
+pub(crate) async fn delete_tenant(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -355,7 +314,7 @@ fn bearer() -> utoipa::openapi::Object {
     shared::json_schema::enumeration(&["Bearer"])
 }
 
-async fn issue_token(
+pub(crate) async fn issue_token(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -395,7 +354,7 @@ struct ResetDone {
     seed: String,
 }
 
-async fn reset_tenant(
+pub(crate) async fn reset_tenant(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -437,7 +396,7 @@ struct Restored {
     version: u64,
 }
 
-async fn create_checkpoint(
+pub(crate) async fn create_checkpoint(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -466,7 +425,7 @@ async fn create_checkpoint(
     Ok((StatusCode::CREATED, Json(checkpoint)).into_response())
 }
 
-async fn list_checkpoints(
+pub(crate) async fn list_checkpoints(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -478,7 +437,7 @@ async fn list_checkpoints(
     ))
 }
 
-async fn get_checkpoint(
+pub(crate) async fn get_checkpoint(
     _: AdminAuth,
     State(app): State<AppState>,
     Path((id, name)): Path<(String, String)>,
@@ -490,7 +449,7 @@ async fn get_checkpoint(
     ))
 }
 
-async fn delete_checkpoint(
+pub(crate) async fn delete_checkpoint(
     _: AdminAuth,
     State(app): State<AppState>,
     Path((id, name)): Path<(String, String)>,
@@ -501,7 +460,7 @@ async fn delete_checkpoint(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn restore_checkpoint(
+pub(crate) async fn restore_checkpoint(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,

@@ -6,20 +6,11 @@
 
 use crate::AdminAuth;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use shared::domain::policy::{self, BillingPolicy, PolicyChange};
-use shared::web::{ApiError, AppState, JsonBody, ADMIN_PREFIX};
+use shared::web::{ApiError, AppState, JsonBody};
 
-/// This module's routes.
-pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        &format!("{ADMIN_PREFIX}/tenants/{{id}}/policy"),
-        get(get_policy).put(set_policy),
-    )
-}
-
-async fn get_policy(
+pub(crate) async fn get_policy(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -28,7 +19,7 @@ async fn get_policy(
     Ok(Json(t.db.read(policy::get).await?))
 }
 
-async fn set_policy(
+pub(crate) async fn set_policy(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,

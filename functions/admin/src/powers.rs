@@ -6,34 +6,12 @@ use crate::AdminAuth;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use shared::sandbox::clock::{self, Clock, Target};
 use shared::sandbox::{faults, journal};
 use shared::web::listing::{add_count_headers, read_page, CountHeaders, Paging, PagingRules};
-use shared::web::{ApiError, AppState, JsonBody, Params, Tenant, ADMIN_PREFIX};
-
-/// The powers' routes, unbound (merged into the admin group's).
-pub fn routes() -> Router<AppState> {
-    let tenant = format!("{ADMIN_PREFIX}/tenants/{{id}}");
-    Router::new()
-        .route(&format!("{tenant}/clock"), get(get_clock).put(set_clock))
-        .route(&format!("{tenant}/clock/advance"), post(advance_clock))
-        .route(&format!("{tenant}/clock/undo"), post(undo_advance))
-        .route(
-            &format!("{tenant}/faults"),
-            post(create_fault).get(list_faults).delete(delete_faults),
-        )
-        .route(
-            &format!("{tenant}/faults/{{rule}}"),
-            get(get_fault).delete(delete_fault),
-        )
-        .route(
-            &format!("{tenant}/requests"),
-            get(list_requests).delete(clear_requests),
-        )
-}
+use shared::web::{ApiError, AppState, JsonBody, Params, Tenant};
 
 /// The registered tenant `id`, opened (404 when unknown or deleted).
 pub(crate) async fn tenant(app: &AppState, id: &str) -> Result<Tenant, ApiError> {
@@ -52,7 +30,7 @@ fn instant(field: &str, text: &str, t: &Tenant) -> Result<chrono::DateTime<chron
 
 // ---- clock ----------------------------------------------------------------------------
 
-async fn get_clock(
+pub(crate) async fn get_clock(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -63,7 +41,7 @@ async fn get_clock(
     Ok(Json(view))
 }
 
-async fn set_clock(
+pub(crate) async fn set_clock(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -95,7 +73,7 @@ pub(crate) struct AdvanceClock {
     to: Option<String>,
 }
 
-async fn advance_clock(
+pub(crate) async fn advance_clock(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -119,7 +97,7 @@ async fn advance_clock(
 
 /// `POST .../clock/undo` (no body): the tenant as it was before its newest advance, as a
 /// restore of the automatic checkpoint that advance kept; 409 when none is kept.
-async fn undo_advance(
+pub(crate) async fn undo_advance(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -133,7 +111,7 @@ async fn undo_advance(
 
 // ---- faults ---------------------------------------------------------------------------
 
-async fn create_fault(
+pub(crate) async fn create_fault(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -144,7 +122,7 @@ async fn create_fault(
     Ok((StatusCode::CREATED, Json(rule)).into_response())
 }
 
-async fn list_faults(
+pub(crate) async fn list_faults(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -153,7 +131,7 @@ async fn list_faults(
     Ok(Json(t.db.read(faults::list).await?))
 }
 
-async fn get_fault(
+pub(crate) async fn get_fault(
     _: AdminAuth,
     State(app): State<AppState>,
     Path((id, rule)): Path<(String, String)>,
@@ -162,7 +140,7 @@ async fn get_fault(
     Ok(Json(t.db.read(move |c| faults::get(c, &rule)).await?))
 }
 
-async fn delete_fault(
+pub(crate) async fn delete_fault(
     _: AdminAuth,
     State(app): State<AppState>,
     Path((id, rule)): Path<(String, String)>,
@@ -172,7 +150,7 @@ async fn delete_fault(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn delete_faults(
+pub(crate) async fn delete_faults(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -252,7 +230,7 @@ fn journal_filter(
     })
 }
 
-async fn list_requests(
+pub(crate) async fn list_requests(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -293,7 +271,7 @@ pub fn page_response<'a, T, U: serde::Serialize>(
     Ok(response)
 }
 
-async fn clear_requests(
+pub(crate) async fn clear_requests(
     _: AdminAuth,
     State(app): State<AppState>,
     Path(id): Path<String>,

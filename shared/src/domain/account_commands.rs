@@ -8,7 +8,7 @@
 //! ([`super::invoices::cancel_invoice`]) gives the charges back. A move sets the account's
 //! next invoice date to the new cycle's next billing day, never today.
 
-use super::accounts::status_of;
+use super::accounts::{status_of, AccountStatus};
 use super::billing::invoicing::{gather, issue, Issue, Prices, Window};
 use super::billing::next_cycle_day;
 use super::{insert, parse_opt_time, parse_time, require};
@@ -46,9 +46,13 @@ pub fn add_note(
 }
 
 /// Statuses that end billing for good: no bill on demand, no move.
-const CLOSED: &[&str] = &["CLOSED"];
+const CLOSED: &[AccountStatus] = &[AccountStatus::Closed];
 /// Statuses whose account no longer moves between bill cycles.
-const ENDED: &[&str] = &["DEACTIVATED", "FINAL_BILL", "CLOSED"];
+const ENDED: &[AccountStatus] = &[
+    AccountStatus::Deactivated,
+    AccountStatus::FinalBill,
+    AccountStatus::Closed,
+];
 
 /// What a `billOnDemand` may say about the invoice it makes.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +76,7 @@ pub fn bill_on_demand(
     tz: Tz,
 ) -> Result<i64> {
     let status = status_of(tx, account_id)?;
-    if CLOSED.contains(&status.as_str()) {
+    if CLOSED.contains(&status) {
         return Err(Error::conflict(format!(
             "cannot bill billing account {account_id} on demand: its status is {status}"
         )));
@@ -170,7 +174,7 @@ pub fn move_to_bill_cycle(
         )
         .optional()?
         .ok_or_else(|| Error::not_found(format!("bill cycle {bill_cycle_id} does not exist")))?;
-    if ENDED.contains(&status.as_str()) {
+    if ENDED.contains(&status) {
         return Err(Error::conflict(format!(
             "cannot move billing account {account_id} to another bill cycle: its status is {status}"
         )));

@@ -11,6 +11,7 @@
 //! this file (its balance, its pending charges, the automatic status moves, its billing
 //! dates), so each stored total has one place that keeps it exact.
 
+use super::status::status_enum;
 use super::{check_currency, check_enum, insert, parse_opt_time, require, update};
 use crate::money::canonical;
 use crate::{Error, Result};
@@ -25,16 +26,28 @@ pub const CATEGORY_STATUSES: &[&str] = &[
     "BA_CATEGORY_SUSPENDED",
     "BA_CATEGORY_CANCELED",
 ];
-/// Statuses of a billing account.
-pub const ACCOUNT_STATUSES: &[&str] = &[
-    "ACTIVE",
-    "SUSPENDED",
-    "PENDING",
-    "COLLECTION",
-    "DEACTIVATED",
-    "FINAL_BILL",
-    "CLOSED",
-];
+status_enum! {
+    /// The status of a billing account. It moves only through the status commands
+    /// ([`StatusCommand`]) and the automatic moves ([`move_status`], [`close_after_final_bill`]).
+    pub enum AccountStatus {
+        /// Billed and in service.
+        Active = "ACTIVE",
+        /// Service stopped for a while (the suspend command).
+        Suspended = "SUSPENDED",
+        /// Not started yet.
+        Pending = "PENDING",
+        /// An invoice is past due and unpaid.
+        Collection = "COLLECTION",
+        /// Ended (the deactivate command); billed once more.
+        Deactivated = "DEACTIVATED",
+        /// Its final bill is due.
+        FinalBill = "FINAL_BILL",
+        /// Billing ended for good.
+        Closed = "CLOSED",
+    }
+}
+/// Statuses of a billing account ([`AccountStatus`]'s names).
+pub const ACCOUNT_STATUSES: &[&str] = AccountStatus::NAMES;
 /// The days of month a bill cycle may bill on: 1 to 28, so that every month has the day.
 pub const CYCLE_DAYS: std::ops::RangeInclusive<i64> = 1..=28;
 /// Bill delivery types.
@@ -265,8 +278,10 @@ fn generated_account_num(tx: &Transaction<'_>, id: i64) -> Result<String> {
 pub fn create_account(tx: &Transaction<'_>, a: &NewAccount, tz: Tz) -> Result<i64> {
     let bill_type = a.bill_type.clone().unwrap_or_else(|| "PAPER".into());
     check_enum("billType", &bill_type, BILL_TYPES)?;
-    let status = a.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, ACCOUNT_STATUSES)?;
+    let status = match &a.status {
+        Some(text) => AccountStatus::parse_field("status", text)?,
+        None => AccountStatus::Active,
+    };
     let currency = a.currency_code.clone().unwrap_or_else(|| "USD".into());
     check_currency("currencyType", &currency)?;
     check_account(
@@ -361,7 +376,7 @@ pub struct AccountEdit {
 pub fn edit_account(tx: &Transaction<'_>, id: i64, e: &AccountEdit, tz: Tz) -> Result<()> {
     let current = status_of(tx, id)?;
     if let Some(wanted) = &e.status {
-        if wanted != &current {
+        if wanted != current.as_str() {
             return Err(Error::bad_request(format!(
                 "status cannot be edited (it is {current}); use the suspend, resume or deactivate command"
             )));
@@ -430,33 +445,31 @@ impl StatusCommand {
     }
 
     /// Statuses the command starts from.
-    pub fn allowed_from(self) -> &'static [&'static str] {
+    pub fn allowed_from(self) -> &'static [AccountStatus] {
+        use AccountStatus::{Active, Collection, Pending, Suspended};
         match self {
-            StatusCommand::Suspend => &["ACTIVE", "COLLECTION"],
-            StatusCommand::Resume => &["SUSPENDED", "COLLECTION"],
-            StatusCommand::Deactivate => &["ACTIVE", "SUSPENDED", "PENDING", "COLLECTION"],
+            StatusCommand::Suspend => &[Active, Collection],
+            StatusCommand::Resume => &[Suspended, Collection],
+            StatusCommand::Deactivate => &[Active, Suspended, Pending, Collection],
         }
     }
 
     /// The status the command leads to.
-    pub fn target(self) -> &'static str {
+    pub fn target(self) -> AccountStatus {
         match self {
-            StatusCommand::Suspend => "SUSPENDED",
-            StatusCommand::Resume => "ACTIVE",
-            StatusCommand::Deactivate => "DEACTIVATED",
+            StatusCommand::Suspend => AccountStatus::Suspended,
+            StatusCommand::Resume => AccountStatus::Active,
+            StatusCommand::Deactivate => AccountStatus::Deactivated,
         }
     }
 }
 
 /// The current status of billing account `account_id` (404 when it does not exist).
-pub fn status_of(conn: &rusqlite::Connection, account_id: i64) -> Result<String> {
-    conn.query_row(
-        "SELECT status FROM billing_accounts WHERE id = ?1",
-        [account_id],
-        |r| r.get(0),
-    )
-    .optional()?
-    .ok_or_else(|| Error::not_found(format!("billing account {account_id} does not exist")))
+pub fn status_of(conn: &rusqlite::Connection, account_id: i64) -> Result<AccountStatus> {
+    conn.prepare_cached("SELECT status FROM billing_accounts WHERE id = ?1")?
+        .query_row([account_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("billing account {account_id} does not exist")))
 }
 
 /// Runs `command` on billing account `account_id` at the stored instant `at` and answers the
@@ -467,14 +480,15 @@ pub fn change_status(
     account_id: i64,
     command: StatusCommand,
     at: &str,
-) -> Result<&'static str> {
+) -> Result<AccountStatus> {
     let current = status_of(tx, account_id)?;
-    if !command.allowed_from().contains(&current.as_str()) {
+    if !command.allowed_from().contains(&current) {
+        let allowed: Vec<&str> = command.allowed_from().iter().map(|s| s.as_str()).collect();
         return Err(Error::conflict(format!(
             "cannot {} billing account {account_id}: its status is {current}; {} applies only to {}",
             command.name(),
             command.name(),
-            command.allowed_from().join(", ")
+            allowed.join(", ")
         )));
     }
     tx.execute(
@@ -542,8 +556,8 @@ pub(crate) fn add_to_pending_charges(
 pub(crate) fn move_status(
     tx: &Transaction<'_>,
     account_id: i64,
-    from: &str,
-    to: &str,
+    from: AccountStatus,
+    to: AccountStatus,
 ) -> Result<bool> {
     let moved = tx
         .prepare_cached("UPDATE billing_accounts SET status = ?3 WHERE id = ?1 AND status = ?2")?
@@ -590,9 +604,9 @@ pub(crate) fn set_next_invoice_date(
 /// Closes an account whose final bill was invoiced: CLOSED, no next invoice.
 pub(crate) fn close_after_final_bill(tx: &Transaction<'_>, account_id: i64) -> Result<()> {
     tx.prepare_cached(
-        "UPDATE billing_accounts SET status = 'CLOSED', next_invoice_date = NULL WHERE id = ?1",
+        "UPDATE billing_accounts SET status = ?2, next_invoice_date = NULL WHERE id = ?1",
     )?
-    .execute([account_id])?;
+    .execute(rusqlite::params![account_id, AccountStatus::Closed])?;
     Ok(())
 }
 
@@ -655,6 +669,6 @@ mod tests {
         };
         let refused = edit_account(&tx, id, &other, chrono_tz::UTC);
         assert!(matches!(refused, Err(Error::BadRequest(_))), "{refused:?}");
-        assert_eq!(status_of(&tx, id).unwrap(), "ACTIVE");
+        assert_eq!(status_of(&tx, id).unwrap(), AccountStatus::Active);
     }
 }

@@ -15,6 +15,8 @@
 //! up to another amount is refused), and lines never change after the invoice is made (a
 //! cancel keeps them, as it keeps the amount).
 
+use super::accounts::AccountStatus;
+use super::status::status_enum;
 use super::{check_enum, insert, parse_opt_time, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
@@ -23,8 +25,23 @@ use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
-/// Invoice statuses.
-pub const INVOICE_STATUSES: &[&str] = &["PROCESSING", "OPEN", "CLOSED", "CANCELED"];
+status_enum! {
+    /// The status of an invoice: created OPEN (or PROCESSING, or CLOSED when paid before it
+    /// was recorded), CLOSED when nothing is left to pay ([`settle_invoice`]), CANCELED only
+    /// by [`cancel_invoice`].
+    pub enum InvoiceStatus {
+        /// Being prepared; not yet to pay, may be canceled.
+        Processing = "PROCESSING",
+        /// To pay.
+        Open = "OPEN",
+        /// Paid.
+        Closed = "CLOSED",
+        /// Canceled; nothing to pay.
+        Canceled = "CANCELED",
+    }
+}
+/// Invoice statuses ([`InvoiceStatus`]'s names).
+pub const INVOICE_STATUSES: &[&str] = InvoiceStatus::NAMES;
 
 /// The kinds of invoice line: a recurring price of a service for a part of its period, a
 /// one-time price of a service, the rated usage of one charge category, pending charges no
@@ -130,9 +147,11 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
         "billing account",
         i.billing_account_id,
     )?;
-    let status = i.status.clone().unwrap_or_else(|| "OPEN".into());
-    check_enum("status", &status, INVOICE_STATUSES)?;
-    if status == "CANCELED" {
+    let status = match &i.status {
+        Some(text) => InvoiceStatus::parse_field("status", text)?,
+        None => InvoiceStatus::Open,
+    };
+    if status == InvoiceStatus::Canceled {
         return Err(Error::bad_request(
             "status: an invoice is not created CANCELED; cancel it with invoices/{eid}/cancel",
         ));
@@ -153,7 +172,7 @@ pub fn create_invoice(tx: &Transaction<'_>, i: &NewInvoice, tz: Tz) -> Result<i6
         }
     };
     let lines = check_lines(lines, i.amount, tz)?;
-    let closed = status == "CLOSED";
+    let closed = status == InvoiceStatus::Closed;
     let to_pay = if closed { Decimal::ZERO } else { i.amount };
     let paid_date = closed.then(|| due.clone().unwrap_or_else(|| occurred.clone()));
     let id = insert(
@@ -284,7 +303,10 @@ pub(crate) fn set_billed_pending_charges(
 /// untouched invoices; a paid one is corrected with an adjustment).
 pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
     let invoice = load_invoice(tx, id)?;
-    if !matches!(invoice.status.as_str(), "OPEN" | "PROCESSING") {
+    if !matches!(
+        invoice.status,
+        InvoiceStatus::Open | InvoiceStatus::Processing
+    ) {
         return Err(Error::conflict(format!(
             "invoice {} is {}; only OPEN or PROCESSING invoices can be canceled",
             invoice.invoice_num, invoice.status
@@ -308,8 +330,8 @@ pub fn cancel_invoice(tx: &Transaction<'_>, id: i64, at: &str) -> Result<()> {
         |r| r.get(0),
     )?;
     tx.execute(
-        "UPDATE invoices SET status = 'CANCELED', amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
-        rusqlite::params![canonical(Decimal::ZERO), at, id],
+        "UPDATE invoices SET status = ?4, amount_to_pay = ?1, canceled_at = ?2 WHERE id = ?3",
+        rusqlite::params![canonical(Decimal::ZERO), at, id, InvoiceStatus::Canceled],
     )?;
     super::accounts::add_to_balance(tx, invoice.account_id, -invoice.amount_to_pay)?;
     // Its usage events are pending again, for the next run or bill on demand.
@@ -326,7 +348,7 @@ pub(crate) struct InvoiceState {
     pub(crate) invoice_num: String,
     pub(crate) account_id: i64,
     pub(crate) amount_to_pay: Decimal,
-    pub(crate) status: String,
+    pub(crate) status: InvoiceStatus,
 }
 
 /// Changes to an invoice. Amounts and status move only through payments.
@@ -372,9 +394,9 @@ pub fn settle_invoice(
         &format!("the amount to pay of invoice {invoice_id}"),
     )?;
     let (status, paid_date) = if to_pay.is_zero() {
-        ("CLOSED", Some(applied_on))
+        (InvoiceStatus::Closed, Some(applied_on))
     } else {
-        ("OPEN", None)
+        (InvoiceStatus::Open, None)
     };
     tx.execute(
         "UPDATE invoices SET amount_to_pay = ?1, status = ?2, paid_date = COALESCE(?3, paid_date) WHERE id = ?4",
@@ -388,15 +410,16 @@ pub fn settle_invoice(
 /// instant `at`, none of its OPEN invoices with an amount to pay is due; answers whether it
 /// did.
 pub(crate) fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) -> Result<bool> {
-    if super::accounts::status_of(tx, account_id)? != "COLLECTION" {
+    if super::accounts::status_of(tx, account_id)? != AccountStatus::Collection {
         return Ok(false);
     }
     let mut stmt = tx.prepare_cached(
         "SELECT amount_to_pay FROM invoices
-         WHERE billing_account_id = ?1 AND status = 'OPEN' AND due_date <= ?2",
+         WHERE billing_account_id = ?1 AND status = ?3 AND due_date <= ?2",
     )?;
     let mut overdue = false;
-    for to_pay in stmt.query_map(rusqlite::params![account_id, at], |r| {
+    let open = InvoiceStatus::Open;
+    for to_pay in stmt.query_map(rusqlite::params![account_id, at, open], |r| {
         from_sql_text(r.get_ref(0)?).map_err(Into::into)
     })? {
         let to_pay: Decimal = to_pay?;
@@ -405,7 +428,12 @@ pub(crate) fn clear_collection(tx: &Transaction<'_>, account_id: i64, at: &str) 
     if overdue {
         return Ok(false);
     }
-    super::accounts::move_status(tx, account_id, "COLLECTION", "ACTIVE")?;
+    super::accounts::move_status(
+        tx,
+        account_id,
+        AccountStatus::Collection,
+        AccountStatus::Active,
+    )?;
     Ok(true)
 }
 
@@ -459,7 +487,7 @@ pub(crate) fn named_open_invoice(
             invoice.invoice_num, invoice.account_id
         )));
     }
-    if invoice.status != "OPEN" {
+    if invoice.status != InvoiceStatus::Open {
         return Err(Error::conflict(format!(
             "invoice {} is {}; only OPEN invoices take payments",
             invoice.invoice_num, invoice.status
@@ -473,10 +501,13 @@ pub(crate) fn open_invoices_oldest_first(
     account_id: i64,
 ) -> Result<Vec<InvoiceState>> {
     let mut stmt = tx.prepare_cached(&format!(
-        "{INVOICE_COLUMNS} WHERE billing_account_id = ?1 AND status = 'OPEN' ORDER BY occurred_on, id"
+        "{INVOICE_COLUMNS} WHERE billing_account_id = ?1 AND status = ?2 ORDER BY occurred_on, id"
     ))?;
     let rows = stmt
-        .query_map([account_id], invoice_row)?
+        .query_map(
+            rusqlite::params![account_id, InvoiceStatus::Open],
+            invoice_row,
+        )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }

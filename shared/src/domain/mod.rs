@@ -36,6 +36,7 @@ pub mod lists;
 pub mod payments;
 pub mod policy;
 pub mod run_progress;
+pub mod status;
 pub mod transitions;
 pub mod usage;
 
@@ -319,12 +320,18 @@ pub fn check_enum(field: &str, value: &str, allowed: &[&str]) -> Result<()> {
     if allowed.contains(&value) {
         Ok(())
     } else {
-        Err(Error::bad_request(format!(
-            "{field}: {} is not one of {}",
-            crate::error::quoted(value),
-            allowed.join(", ")
-        )))
+        Err(not_one_of(field, value, allowed))
     }
+}
+
+/// The 400 of a value of `field` outside its closed set `allowed` (`check_enum`, and the
+/// status enums' `parse_field`).
+pub(crate) fn not_one_of(field: &str, value: &str, allowed: &[&str]) -> Error {
+    Error::bad_request(format!(
+        "{field}: {} is not one of {}",
+        crate::error::quoted(value),
+        allowed.join(", ")
+    ))
 }
 
 /// ISO 4217 codes the platform accepts wherever a currency appears (kept with the amounts,

@@ -7,6 +7,7 @@
 use super::invoices::{
     named_open_invoice, open_invoices_oldest_first, settle_invoice, sort_oldest_first,
 };
+use super::status::status_enum;
 use super::{check_enum, insert, parse_time, require, update};
 use crate::money::{canonical, from_sql_text};
 use crate::{Error, Result};
@@ -17,8 +18,24 @@ use serde::Deserialize;
 
 /// Payment methods; Surface A carries one as a child element of this name.
 pub const PAYMENT_METHODS: &[&str] = &["cashPayment", "checkPayment", "creditCardPayment"];
-/// Payment statuses.
-pub const PAYMENT_STATUSES: &[&str] = &["DRAFT", "PROCESSING", "COMPLETED", "VOID", "CANCELED"];
+status_enum! {
+    /// The status of a payment: a payment received is COMPLETED, a declined automatic
+    /// payment CANCELED (the platform has no "declined"); the others come from fixture data.
+    pub enum PaymentStatus {
+        /// Not submitted.
+        Draft = "DRAFT",
+        /// Submitted, not settled.
+        Processing = "PROCESSING",
+        /// Received: may be applied.
+        Completed = "COMPLETED",
+        /// Voided.
+        Void = "VOID",
+        /// Canceled (or declined).
+        Canceled = "CANCELED",
+    }
+}
+/// Payment statuses ([`PaymentStatus`]'s names).
+pub const PAYMENT_STATUSES: &[&str] = PaymentStatus::NAMES;
 
 /// A new payment as a request describes it, before the account it belongs to is settled:
 /// a command names the account in its path, a plain create in the payment.
@@ -168,7 +185,7 @@ pub struct PaymentApplication {
 struct PaymentState {
     account_id: i64,
     unapplied: Decimal,
-    status: String,
+    status: PaymentStatus,
 }
 
 /// Applies payment `payment_id` to `target`, at the stored instant `applied_on`, and answers
@@ -182,7 +199,7 @@ pub fn apply_payment(
     applied_on: &str,
 ) -> Result<Vec<PaymentApplication>> {
     let payment = load_payment(tx, payment_id)?;
-    if payment.status != "COMPLETED" {
+    if payment.status != PaymentStatus::Completed {
         return Err(Error::conflict(format!(
             "payment {payment_id} is {}; only COMPLETED payments can be applied",
             payment.status
@@ -375,9 +392,9 @@ fn insert_payment(tx: &Transaction<'_>, p: &NewPayment, tz: Tz, declined: bool) 
     let zero = "0".to_string();
     // A declined attempt: nothing received or left to apply, the whole amount canceled.
     let (unapplied, received, canceled, status) = if declined {
-        (&zero, &zero, &amount, "CANCELED")
+        (&zero, &zero, &amount, PaymentStatus::Canceled)
     } else {
-        (&amount, &amount, &zero, "COMPLETED")
+        (&amount, &amount, &zero, PaymentStatus::Completed)
     };
     insert(
         tx,

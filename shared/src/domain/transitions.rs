@@ -317,7 +317,7 @@ fn invoice_due(
         return Ok(Vec::new());
     };
     let due_then = due.as_deref().and_then(from_storage) == from_storage(at);
-    if status != "OPEN" || !due_then || to_pay.is_zero() {
+    if status != super::invoices::InvoiceStatus::Open || !due_then || to_pay.is_zero() {
         return Ok(Vec::new());
     }
     use super::billing::dues::{autopay, queue_retries, retry_days, Attempt};
@@ -336,7 +336,8 @@ fn invoice_due(
         }
         return Ok(ran);
     }
-    let moved = super::accounts::move_status(tx, account, "ACTIVE", "COLLECTION")?;
+    use super::accounts::AccountStatus::{Active, Collection};
+    let moved = super::accounts::move_status(tx, account, Active, Collection)?;
     let detail = if moved {
         format!("unpaid past its due date: billing account {account} moved to COLLECTION")
     } else {

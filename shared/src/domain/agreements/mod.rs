@@ -25,6 +25,7 @@ pub use true_ups::{
     replace_true_up_charge_types,
 };
 
+use super::status::status_enum;
 use super::{check_currency, check_enum, insert, parse_opt_time, require};
 use crate::money::canonical;
 use crate::{Error, Result};
@@ -33,24 +34,57 @@ use rusqlite::{OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
-/// Statuses of an agreement.
-pub const AGREEMENT_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+status_enum! {
+    /// The status of an agreement.
+    pub enum AgreementStatus {
+        /// Offered.
+        Active = "ACTIVE",
+        /// Withdrawn.
+        Inactive = "INACTIVE",
+    }
+}
+/// Statuses of an agreement ([`AgreementStatus`]'s names).
+pub const AGREEMENT_STATUSES: &[&str] = AgreementStatus::NAMES;
 /// Units of an agreement's period.
 pub const AGREEMENT_PERIOD_TYPES: &[&str] = &["MONTH", "YEAR"];
-/// Statuses of a service resource (an SRID).
-pub const RESOURCE_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
-/// Statuses of an agreement service.
-pub const AGREEMENT_SERVICE_STATUSES: &[&str] = &[
-    "ACTIVE",
-    "SUSPENDED",
-    "DEACTIVATED",
-    "PENDING",
-    "CANCELED",
-    "TRANSFERRED",
-    "REPLACED",
-    "TRIAL",
-    "SCHEDULED",
-];
+status_enum! {
+    /// The status of a service resource (an SRID), and of the service that carries it:
+    /// ACTIVE from its creation by an ACTIVE agreement service until no live agreement
+    /// service holds the service any more.
+    pub enum ResourceStatus {
+        /// In use: its usage is rated (when its agreement service is rateable).
+        Active = "ACTIVE",
+        /// Out of use.
+        Inactive = "INACTIVE",
+    }
+}
+/// Statuses of a service resource (an SRID) ([`ResourceStatus`]'s names).
+pub const RESOURCE_STATUSES: &[&str] = ResourceStatus::NAMES;
+status_enum! {
+    /// The status of an agreement service.
+    pub enum AgreementServiceStatus {
+        /// In service.
+        Active = "ACTIVE",
+        /// Held for a while.
+        Suspended = "SUSPENDED",
+        /// Ended (at the end of its term, without renewal).
+        Deactivated = "DEACTIVATED",
+        /// Not started.
+        Pending = "PENDING",
+        /// Canceled before it started.
+        Canceled = "CANCELED",
+        /// Moved to another account.
+        Transferred = "TRANSFERRED",
+        /// Replaced by another service.
+        Replaced = "REPLACED",
+        /// On trial.
+        Trial = "TRIAL",
+        /// Starts later.
+        Scheduled = "SCHEDULED",
+    }
+}
+/// Statuses of an agreement service ([`AgreementServiceStatus`]'s names).
+pub const AGREEMENT_SERVICE_STATUSES: &[&str] = AgreementServiceStatus::NAMES;
 /// Longest free-text value of an agreement service (end actions, true-up charge types).
 pub const MAX_TEXT_CHARS: usize = 255;
 
@@ -147,8 +181,10 @@ pub fn term_months(conn: &rusqlite::Connection, id: i64) -> Result<Option<i64>> 
 
 /// Creates an agreement and links its products.
 pub fn create_agreement(tx: &Transaction<'_>, a: &NewAgreement, tz: Tz) -> Result<i64> {
-    let status = a.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, AGREEMENT_STATUSES)?;
+    let status = match &a.status {
+        Some(text) => AgreementStatus::parse_field("status", text)?,
+        None => AgreementStatus::Active,
+    };
     let period_type = a
         .agreement_period_type
         .clone()

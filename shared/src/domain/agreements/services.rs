@@ -3,8 +3,8 @@
 //! partial update of an agreement service (Surface B's PUT) with its rules.
 
 use super::true_ups::{create_true_up_relation, replace_true_up_charge_types};
-use super::{check_text, AGREEMENT_SERVICE_STATUSES};
-use crate::domain::{check_currency, check_enum, insert, parse_opt_time, parse_time, require};
+use super::{check_text, AgreementServiceStatus, ResourceStatus};
+use crate::domain::{check_currency, insert, parse_opt_time, parse_time, require};
 use crate::money::canonical;
 use crate::{Error, Result};
 use chrono::{Datelike, Months};
@@ -15,7 +15,11 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 
 /// Agreement service statuses whose end date is still ahead of them.
-pub const LIVE_SERVICE_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "TRIAL"];
+pub const LIVE_SERVICE_STATUSES: &[&str] = &[
+    AgreementServiceStatus::Active.as_str(),
+    AgreementServiceStatus::Suspended.as_str(),
+    AgreementServiceStatus::Trial.as_str(),
+];
 
 /// How many monthly billing periods a new service gets.
 pub const SERVICE_PERIOD_MONTHS: u32 = 36;
@@ -75,18 +79,20 @@ pub fn create_service(tx: &Transaction<'_>, s: &NewService, tz: Tz) -> Result<i6
     )?;
     require(tx, "products", "product", s.product_id)?;
     require(tx, "agreements", "agreement", s.agreement_id)?;
-    let status = s.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, AGREEMENT_SERVICE_STATUSES)?;
+    let status = match &s.status {
+        Some(text) => AgreementServiceStatus::parse_field("status", text)?,
+        None => AgreementServiceStatus::Active,
+    };
     if let Some(c) = &s.minimum_amount_currency_code {
         check_currency("minimum_amount_currency_code", c)?;
     }
     let start = parse_time("start_date", &s.start_date, tz)?;
     let end = parse_opt_time("end_date", &s.end_date, tz)?;
     check_end_not_before_start(&start, end.as_deref())?;
-    let service_status = if status == "ACTIVE" {
-        "ACTIVE"
+    let service_status = if status == AgreementServiceStatus::Active {
+        ResourceStatus::Active
     } else {
-        "INACTIVE"
+        ResourceStatus::Inactive
     };
     let service_id = insert(
         tx,
@@ -159,8 +165,10 @@ fn create_service_resource(
             "service_resource_identifier must be 1 to 255 characters",
         ));
     }
-    let status = status.unwrap_or("ACTIVE");
-    check_enum("resource status", status, super::RESOURCE_STATUSES)?;
+    let status = match status {
+        Some(text) => ResourceStatus::parse_field("resource status", text)?,
+        None => ResourceStatus::Active,
+    };
     insert(
         tx,
         "service_resources",
@@ -418,8 +426,8 @@ fn check_price_matches_product(tx: &Transaction<'_>, id: i64) -> Result<()> {
 /// other live agreement service holds that service.
 pub(crate) fn end_term(tx: &Transaction<'_>, id: i64, service_id: i64) -> Result<()> {
     tx.execute(
-        "UPDATE agreement_services SET status = 'DEACTIVATED' WHERE id = ?1",
-        [id],
+        "UPDATE agreement_services SET status = ?2 WHERE id = ?1",
+        rusqlite::params![id, AgreementServiceStatus::Deactivated],
     )?;
     let live = LIVE_SERVICE_STATUSES
         .iter()
@@ -430,14 +438,14 @@ pub(crate) fn end_term(tx: &Transaction<'_>, id: i64, service_id: i64) -> Result
         "EXISTS (SELECT 1 FROM agreement_services WHERE service_id = ?1 AND status IN ({live}))"
     );
     tx.execute(
-        &format!("UPDATE services SET status = 'INACTIVE' WHERE id = ?1 AND NOT {others_live}"),
-        [service_id],
+        &format!("UPDATE services SET status = ?2 WHERE id = ?1 AND NOT {others_live}"),
+        rusqlite::params![service_id, ResourceStatus::Inactive],
     )?;
     tx.execute(
         &format!(
-            "UPDATE service_resources SET status = 'INACTIVE' WHERE service_id = ?1 AND NOT {others_live}"
+            "UPDATE service_resources SET status = ?2 WHERE service_id = ?1 AND NOT {others_live}"
         ),
-        [service_id],
+        rusqlite::params![service_id, ResourceStatus::Inactive],
     )?;
     Ok(())
 }

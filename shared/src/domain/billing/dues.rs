@@ -21,7 +21,9 @@
 //!   rule lives with the invoices, so payments and invoices need nothing from here).
 
 use super::{Due, Ran, AUTOPAY_RETRY};
-use crate::domain::accounts::move_status;
+use crate::domain::accounts::{move_status, status_of, AccountStatus};
+use crate::domain::invoices::InvoiceStatus;
+use crate::domain::payments::PaymentStatus;
 use crate::domain::payments::{
     apply_payment, create_declined_payment, create_payment, NewPayment, PaymentTarget,
 };
@@ -63,7 +65,7 @@ pub fn autopay(
     tz: Tz,
     attempt: Attempt,
 ) -> Result<Option<Vec<Ran>>> {
-    type Row = (bool, String, String, Option<String>, Option<i64>);
+    type Row = (bool, AccountStatus, String, Option<String>, Option<i64>);
     let (automatic, status, invoice_num, outcome, declines): Row = tx
         .prepare_cached(
             "SELECT a.automatic_recurring_payment, a.status, i.invoice_num, a.autopay_outcome,
@@ -79,9 +81,12 @@ pub fn autopay(
     let declined_before: i64 = tx
         .prepare_cached(
             "SELECT COUNT(*) FROM payments
-             WHERE billing_account_id = ?1 AND reference = ?2 AND status = 'CANCELED'",
+             WHERE billing_account_id = ?1 AND reference = ?2 AND status = ?3",
         )?
-        .query_row(rusqlite::params![account_id, reference], |r| r.get(0))?;
+        .query_row(
+            rusqlite::params![account_id, reference, PaymentStatus::Canceled],
+            |r| r.get(0),
+        )?;
     let declines_now = match outcome.as_deref() {
         Some("DECLINE") => true,
         Some("DECLINE_THEN_SUCCEED") => declined_before < declines.unwrap_or(1),
@@ -102,7 +107,12 @@ pub fn autopay(
         let nth = declined_before.saturating_add(1);
         let detail =
             if attempt == Attempt::Last {
-                let moved = move_status(tx, account_id, "ACTIVE", "COLLECTION")?;
+                let moved = move_status(
+                    tx,
+                    account_id,
+                    AccountStatus::Active,
+                    AccountStatus::Collection,
+                )?;
                 format!(
                 "automatic payment {payment} ({amount}) declined (decline {nth}), no retry left: \
                  billing account {account_id} {}",
@@ -126,7 +136,7 @@ pub fn autopay(
             crate::money::canonical(to_pay)
         ),
     )];
-    if status == "COLLECTION" && account_status(tx, account_id)? == "ACTIVE" {
+    if status == AccountStatus::Collection && status_of(tx, account_id)? == AccountStatus::Active {
         ran.push(cleared(account_id));
     }
     Ok(Some(ran))
@@ -189,13 +199,14 @@ pub fn retries_between(
     let mut open = tx.prepare(
         "SELECT i.id, i.due_date FROM invoices i
          JOIN billing_accounts a ON a.id = i.billing_account_id
-         WHERE i.status = 'OPEN' AND a.automatic_recurring_payment = 1
+         WHERE i.status = ?3 AND a.automatic_recurring_payment = 1
            AND i.due_date > ?1 AND i.due_date <= ?2",
     )?;
     let rows = open
-        .query_map([&earliest, &from.to_string()], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?
+        .query_map(
+            rusqlite::params![earliest, from.to_string(), InvoiceStatus::Open],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for (id, due) in rows {
         queue_retries(id, &due, &days, tz, (from, to), queue);
@@ -205,7 +216,7 @@ pub fn retries_between(
 
 /// What the due-date work reads of an invoice: its status, due date, amount still to pay
 /// and account.
-pub(crate) type InvoiceDues = (String, Option<String>, Decimal, i64);
+pub(crate) type InvoiceDues = (InvoiceStatus, Option<String>, Decimal, i64);
 
 /// [`InvoiceDues`] of invoice `invoice_id` (None: no such invoice).
 pub(crate) fn invoice_dues(tx: &Transaction<'_>, invoice_id: i64) -> Result<Option<InvoiceDues>> {
@@ -215,7 +226,7 @@ pub(crate) fn invoice_dues(tx: &Transaction<'_>, invoice_id: i64) -> Result<Opti
             [invoice_id],
             |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
+                    r.get::<_, InvoiceStatus>(0)?,
                     r.get::<_, Option<String>>(1)?,
                     from_sql_text(r.get_ref(2)?)?,
                     r.get::<_, i64>(3)?,
@@ -231,7 +242,7 @@ pub fn retry(tx: &Transaction<'_>, invoice_id: i64, at: &str, tz: Tz) -> Result<
     let Some((status, Some(due), to_pay, account)) = invoice_dues(tx, invoice_id)? else {
         return Ok(Vec::new());
     };
-    if status != "OPEN" || to_pay <= Decimal::ZERO {
+    if status != InvoiceStatus::Open || to_pay <= Decimal::ZERO {
         return Ok(Vec::new());
     }
     let days = retry_days(tx)?;
@@ -256,10 +267,4 @@ pub fn cleared(account_id: i64) -> Ran {
         account_id,
         "nothing overdue any more: billing account back to ACTIVE".into(),
     )
-}
-
-fn account_status(tx: &Transaction<'_>, account_id: i64) -> Result<String> {
-    Ok(tx
-        .prepare_cached("SELECT status FROM billing_accounts WHERE id = ?1")?
-        .query_row([account_id], |r| r.get(0))?)
 }

@@ -9,8 +9,8 @@ use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
 
-/// Statuses of an agreement.
-pub const STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+/// Statuses of an agreement (the domain's set).
+pub const STATUSES: &[&str] = shared::domain::agreements::AGREEMENT_STATUSES;
 const PERIOD_TYPES: &[&str] = &["MONTH", "YEAR"];
 
 /// Filter and sort whitelist of agreements.

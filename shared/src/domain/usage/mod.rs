@@ -34,6 +34,7 @@ pub use read::{
     NARROWING_PARAMETERS,
 };
 
+use crate::domain::agreements::AgreementServiceStatus;
 use crate::money::serialize_number;
 use crate::{Error, Result};
 use rusqlite::Transaction;
@@ -80,7 +81,10 @@ pub const MAX_EVENTS_PER_CALL: usize = 50;
 /// Longest SRID, reference_id or sequence_id accepted.
 pub const MAX_ID_LEN: usize = 255;
 /// Agreement service statuses whose SRIDs are rated.
-pub const RATEABLE_STATUSES: &[&str] = &["ACTIVE", "TRIAL"];
+pub const RATEABLE_STATUSES: &[&str] = &[
+    AgreementServiceStatus::Active.as_str(),
+    AgreementServiceStatus::Trial.as_str(),
+];
 /// Fields a usage event may carry.
 pub const EVENT_FIELDS: &[&str] = &[
     "start_time",
