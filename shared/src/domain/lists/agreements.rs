@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 /// Statuses of an agreement (the domain's set).
-pub const STATUSES: &[&str] = shared::domain::agreements::AGREEMENT_STATUSES;
+pub const STATUSES: &[&str] = crate::domain::agreements::AGREEMENT_STATUSES;
 const PERIOD_TYPES: &[&str] = &["MONTH", "YEAR"];
 
 /// Filter and sort whitelist of agreements.
