@@ -61,6 +61,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0015_autopay_outcome",
         include_str!("migrations/0015_autopay_outcome.sql"),
     ),
+    (
+        "0018_idempotency_result",
+        include_str!("migrations/0018_idempotency_result.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

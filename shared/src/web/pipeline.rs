@@ -506,15 +506,11 @@ async fn identify_and_serve(
     let app = &app;
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
-            let again = match &subject {
-                Subject::Tenant(t) => Some(rerun(app, surface, t, &req, &body, &next)),
-                Subject::AdminOf(_) => None,
-            };
             let run = |req, key| {
                 let handler = |req| keys::scope(key, next.run(req));
                 powers::apply(app, surface, subject, body, req, handler)
             };
-            idempotency::serve(app, surface, keyed, req, run, again).await
+            idempotency::serve(app, surface, keyed, req, run).await
         }
         (Some(subject), None) => {
             let handler = |req| next.run(req);
@@ -522,43 +518,10 @@ async fn identify_and_serve(
         }
         (None, Some(keyed)) => {
             let run = |req, key| keys::scope(key, next.run(req));
-            idempotency::serve(app, surface, keyed, req, run, None).await
+            idempotency::serve(app, surface, keyed, req, run).await
         }
         (None, None) => next.run(req).await,
     }
-}
-
-/// A copy of a tenant's keyed request `req` (its body `body`) that runs again through the
-/// powers and the handler `next`, inside the request deadline of its own (it runs in a task
-/// of its own, after the request): how a write whose outcome was unknown is settled
-/// (`idempotency::Rerun`). The copy keeps the request's extensions (its identity, the route's
-/// path parameters).
-fn rerun(
-    app: &AppState,
-    surface: Surface,
-    tenant: &super::state::Tenant,
-    req: &Request,
-    body: &Bytes,
-    next: &Next,
-) -> idempotency::Rerun {
-    let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
-    let (method, uri, version) = (req.method().clone(), req.uri().clone(), req.version());
-    let (headers, extensions) = (req.headers().clone(), req.extensions().clone());
-    Arc::new(move |key| {
-        let mut copy = Request::new(Body::from(body.clone()));
-        *copy.method_mut() = method.clone();
-        *copy.uri_mut() = uri.clone();
-        *copy.version_mut() = version;
-        *copy.headers_mut() = headers.clone();
-        *copy.extensions_mut() = extensions.clone();
-        let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
-        let timeout = app.config.request_timeout_ms;
-        let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
-        Box::pin(crate::store::request_scope_until(deadline, async move {
-            let handler = |req| keys::scope(key, next.run(req));
-            powers::apply(&app, surface, Subject::Tenant(tenant), body, copy, handler).await
-        }))
-    })
 }
 
 /// The bytes an identified request's body may take (its `Content-Length`, a chunked one's
