@@ -316,7 +316,7 @@ members! {
 /// What applying a document writes (or, rehearsed in a transaction that is rolled back,
 /// would write), per kind: records created, and records whose `id` exists (updated in place,
 /// or restated as they are). Kinds the document does not hold are left out.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Changes {
     /// Records created, by kind (`generated_services`: the services it expands to).
     pub created: std::collections::BTreeMap<String, u64>,

@@ -147,3 +147,40 @@ pub fn identifier() -> Object {
         serde_json::json!({ "type": "string", "description": "Identifier (a string in Surface B)." }),
     )
 }
+
+/// A `&'static str` member of a type the server answers and reads back (see
+/// [`static_word`]), named so that serde's derive does not take its `'static` for a borrow
+/// (it would then deserialize only from `'static` input).
+pub type Word = &'static str;
+
+/// Most distinct words [`static_word`] keeps.
+const MAX_STATIC_WORDS: usize = 4096;
+
+/// Deserializes a `&'static str` member, a word of one of the closed sets the server renders
+/// (a status, a kind, a mode), so that a type the server answers can also be read back from
+/// the JSON it was stored as (a keyed write's result, which renders its answer again:
+/// `store::idempotency`). Each distinct word is allocated once, for the life of the process,
+/// and at most [`MAX_STATIC_WORDS`] of them (the closed sets hold a few dozen); a word past
+/// that is refused.
+pub fn static_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    use serde::Deserialize;
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static WORDS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let word = String::deserialize(d)?;
+    let mut words = WORDS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = words.get(word.as_str()) {
+        return Ok(known);
+    }
+    if words.len() >= MAX_STATIC_WORDS {
+        return Err(serde::de::Error::custom(format!(
+            "more than {MAX_STATIC_WORDS} distinct words read back"
+        )));
+    }
+    let leaked: &'static str = Box::leak(word.into_boxed_str());
+    words.insert(leaked);
+    Ok(leaked)
+}

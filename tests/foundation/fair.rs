@@ -5,13 +5,17 @@
 //! attack. The attack is bounded: 12 trickling connections and 30 stalled requests at a time
 //! per attacker, on loopback, while the victims read 8 rounds.
 //!
+//! The victims read once the attack is in its steady state, read from the server's admission
+//! load (`AppState::load`): every attacker pressing, none holding a place kept for quiet
+//! tenants (the attack's first requests may take them, once, until their stall ends).
+//!
 //! "Not queued behind the attack" is read against the attack itself, not a wall-clock speed
 //! (a loaded machine is slow for everyone, which is a benchmark's business): a victim read
 //! that waited for an attacker's permit takes at least an admitted attacker's 3 s stall, so the
 //! median victim read must stay under half of it.
 
 use super::hostile::{slow_body, tenant};
-use super::overload::serve;
+use super::overload::serve_state;
 use e2e::ADMIN_KEY;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,7 +180,7 @@ async fn attacker(client: reqwest::Client, base: String, i: usize) -> String {
 
 async fn attacked_by(tenants: usize, press: Press) {
     let begun = Instant::now();
-    let (base, addr, _dir) = serve(|_| {}).await;
+    let (base, addr, state, _dir) = serve_state(|_| {}).await;
     let client = reqwest::Client::new();
     let (_, victim_key, _, _) = tenant(&client, &base, "victim").await;
     // Attackers are created eight at a time (within the admin key's 16 places).
@@ -218,8 +222,20 @@ async fn attacked_by(tenants: usize, press: Press) {
     // full before any attacker was ever refused: up to the kept places (five) go to them,
     // once, until those requests end (a stall). From then on every attacker is pressing
     // (refused within the last second) and the kept places are the quiet tenants'. The
-    // victims read in that steady state, the one an attack that "renews forever" is in.
-    tokio::time::sleep(Duration::from_millis(STALL_MS)).await;
+    // victims read in that steady state, the one an attack that "renews forever" is in,
+    // read from the server's admission load: no kept place held, every attacker pressing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let load = state.load();
+        if load.kept_places == 0 && load.pressing >= tenants {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the attack never reached its steady state: {load:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let reads: Vec<Read> = vec![
         (
             "victim tenant",

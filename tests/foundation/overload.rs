@@ -17,13 +17,21 @@ use tokio::net::TcpStream;
 /// A server with the overload settings `tune` applies; answers its base URL, address and the
 /// data directory (kept alive by the caller).
 pub(crate) async fn serve(tune: impl FnOnce(&mut Config)) -> (String, String, tempfile::TempDir) {
+    let (base, addr, _, dir) = serve_state(tune).await;
+    (base, addr, dir)
+}
+
+/// [`serve`], also answering the server's state (for its admission load, `AppState::load`).
+pub(crate) async fn serve_state(
+    tune: impl FnOnce(&mut Config),
+) -> (String, String, AppState, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     tune(&mut config);
     let state = AppState::new(config).expect("state");
-    let base = e2e::listen(state).await;
+    let base = e2e::listen(state.clone()).await;
     let addr = base.trim_start_matches("http://").to_string();
-    (base, addr, dir)
+    (base, addr, state, dir)
 }
 
 /// A request whose body never completes: it stays in its handler (reading the body, after
@@ -167,11 +175,12 @@ async fn requests_past_a_tenants_share_are_shed_with_retry_after() {
 
 #[tokio::test]
 async fn bodies_past_their_budget_are_shed_at_once_and_hold_no_place_to_work() {
-    // 2 places to work for tenants, 3 bodies arriving per tenant, 500 bytes of bodies in all.
-    let (base, addr, _dir) = serve(|c| {
+    // 2 places to work for tenants, 3 bodies arriving per tenant, 571 bytes of bodies in
+    // all: 500 shared, 71 kept for quiet tenants (less than a body here: none fits there).
+    let (base, addr, state, _dir) = serve_state(|c| {
         c.max_concurrent_requests = 4;
         c.max_bodies_per_tenant = 3;
-        c.max_body_buffer_bytes = 500;
+        c.max_body_buffer_bytes = 571;
         c.request_timeout_ms = 0;
     })
     .await;
@@ -202,9 +211,10 @@ async fn bodies_past_their_budget_are_shed_at_once_and_hold_no_place_to_work() {
     assert!(answer.contains("limit of 3"), "{answer}");
 
     // Another tenant's bodies arrive beside them, within the bytes of all bodies: 300 held,
-    // 100 more fit, the next 100 would pass 500.
-    let fifth = stalled(&addr, Credential::Basic(&other)).await;
-    let mut sixth = stalled(&addr, Credential::Basic(&other)).await;
+    // 200 more fit, the next 100 would pass 500 (each taken before the next is sent: the
+    // server serves connections concurrently).
+    let (fifth, _) = open_body(&addr, &state, &other).await.expect("fifth body");
+    let (mut sixth, _) = open_body(&addr, &state, &other).await.expect("sixth body");
     let mut seventh = stalled(&addr, Credential::Basic(&other)).await;
     let answer = read_answer(&mut seventh).await;
     assert!(answer.starts_with("http/1.1 503"), "{answer}");
@@ -215,6 +225,92 @@ async fn bodies_past_their_budget_are_shed_at_once_and_hold_no_place_to_work() {
     sixth.write_all(b"}").await.expect("write");
     let answer = read_answer(&mut sixth).await;
     assert!(!answer.starts_with("http/1.1 503"), "{answer}");
+}
+
+/// Opens a 100-byte body as `basic` that never arrives, and waits until the server took it
+/// (`Ok`: the stream, and whether its bytes are of the kept ones) or refused it (`Err`: the
+/// status), reading the server's admission load, not a time.
+async fn open_body(addr: &str, state: &AppState, basic: &str) -> Result<(TcpStream, bool), u16> {
+    let before = state.load();
+    let mut stream = stalled(addr, Credential::Basic(basic)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = state.load();
+        if now.kept_body_bytes > before.kept_body_bytes {
+            return Ok((stream, true));
+        }
+        if now.body_bytes > before.body_bytes {
+            return Ok((stream, false));
+        }
+        if let Some(status) = super::hostile::answered(&mut stream, Duration::from_millis(10)).await
+        {
+            return Err(status);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a body neither taken nor refused"
+        );
+    }
+}
+
+/// Two tenants open bodies that never arrive until the body bytes refuse them; the first
+/// wave's body that took kept bytes (nobody was refused yet) ends. The attackers, refused by
+/// now (pressing), are refused the kept bytes, and a quiet tenant's body arrives in them
+/// and is served. Before the kept eighth, the attackers held every byte and the quiet
+/// tenant's body was refused (503), like theirs.
+#[tokio::test]
+async fn a_quiet_tenants_body_arrives_while_others_fill_the_body_bytes() {
+    // 800 bytes of bodies: 700 shared, 100 kept; every body here announces 100.
+    let (base, addr, state, _dir) = serve_state(|c| {
+        c.max_concurrent_requests = 0;
+        c.max_bodies_per_tenant = 8;
+        c.max_body_buffer_bytes = 800;
+        c.request_timeout_ms = 0;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let (_, _, a) = tenant(&client, &base, "a").await;
+    let (_, _, b) = tenant(&client, &base, "b").await;
+    let (_, _, quiet) = tenant(&client, &base, "quiet").await;
+    let mut held = Vec::new();
+    let mut kept = Vec::new();
+    let mut refused = [false, false];
+    while !refused.iter().all(|r| *r) {
+        for (i, basic) in [&a, &b].into_iter().enumerate() {
+            match open_body(&addr, &state, basic).await {
+                Ok((stream, true)) => kept.push(stream),
+                Ok((stream, false)) => held.push(stream),
+                Err(status) => {
+                    assert_eq!(status, 503);
+                    refused[i] = true;
+                }
+            }
+        }
+    }
+    // The first wave's kept body ends (its client goes).
+    drop(kept);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while state.load().kept_body_bytes > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the kept bytes were not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Pressing attackers are refused the kept bytes...
+    for basic in [&a, &b] {
+        assert_eq!(open_body(&addr, &state, basic).await.err(), Some(503));
+    }
+    // ...and a quiet tenant's body arrives in them and is served.
+    let Ok((mut body, true)) = open_body(&addr, &state, &quiet).await else {
+        panic!("the quiet tenant's body was refused: {:?}", state.load());
+    };
+    body.write_all(&[b' '; 91]).await.expect("write");
+    body.write_all(b"}").await.expect("write");
+    let answer = read_answer(&mut body).await;
+    assert!(!answer.starts_with("http/1.1 503"), "{answer}");
+    assert!(answer.starts_with("http/1.1 "), "{answer}");
+    assert_eq!(held.len(), 7, "the attackers held the shared 700 bytes");
 }
 
 /// The answer on `stream` (lower-cased), read until it closes, its JSON or XML ends, or 5 s.

@@ -184,6 +184,11 @@ pub(crate) struct Peer {
 
 impl Peer {
     pub(crate) fn start(s3: &shared::store::S3Config) -> Peer {
+        Peer::start_with(s3, &[])
+    }
+
+    /// [`Peer::start`] with more environment variables (`SANDBOX_S3_WRITE_DEADLINE_MS`, ...).
+    pub(crate) fn start_with(s3: &shared::store::S3Config, envs: &[(&str, String)]) -> Peer {
         use std::io::BufRead;
         let dir = tempfile::tempdir().expect("dir");
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_s3_server"))
@@ -197,6 +202,7 @@ impl Peer {
             )
             .env("RUST_LOG", "warn")
             .envs(e2e::s3::AWS_ENV)
+            .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -219,10 +225,17 @@ impl Peer {
     }
 }
 
-impl Drop for Peer {
-    fn drop(&mut self) {
+impl Peer {
+    /// Kills the process at once (SIGKILL: nothing of it runs after) and waits for it.
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -96,9 +96,9 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
     .await
     .expect("join");
 
-    // The retry: the held PUT landed, and this process kept the write's result, so the first
-    // answer is rendered and recorded (201, the ledger); had it been fenced, the retry would
-    // apply the write now. Either way the ledger is there once, and a second retry replays.
+    // The retry: the held PUT landed with the key's row and the write's result, so the first
+    // answer is rendered from that result and recorded (201, the ledger); had it been fenced,
+    // the retry would apply the write now. Either way the ledger is there once, and a second retry replays.
     let (status, retry) = post_ledger(&base, &api_key, "held-1").await;
     let (again_status, again) = post_ledger(&base, &api_key, "held-1").await;
     let db = state.store.tenant_db(&id).expect("tenant");
@@ -121,7 +121,7 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
     assert_eq!((again_status, &again["id"]), (201, &retry["id"]));
     assert_eq!(again["replayed"], true);
     // Every log PUT was held alike and the data PUT went first, so it landed before any
-    // fence: the retry was the first answer, rendered from the kept result, not a second run.
+    // fence: the retry was the first answer, rendered from the stored result, not a second run.
     assert_eq!(retry["replayed"], true, "{retry}");
     eprintln!(
         "outcome unknown, then retries with the key: {status} then {again_status}; gate {:?}",
@@ -398,11 +398,11 @@ async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
 
 /// A keyed write whose log PUT S3 holds past the write deadline answers the honest 503 on
 /// environment A; the client retries with the same key on environment B (another process on
-/// the same bucket). Once the held PUT has landed, A settles the write it kept (renders the
-/// first answer from the kept result and records it with the key, whether or not a client
-/// retries there), so B's retries end with that answer, replayed: never a 409 forever, never
-/// a second ledger. Before, B answered 409 "applied, but its answer was not recorded" for as
-/// long as the key lived (24 hours), A's kept result waiting for a retry that went to B.
+/// the same bucket). Once the held PUT has landed, B finds the key's row with the write's
+/// result (they rode in the same log entry) and renders the first answer from it, replayed:
+/// never a 409 forever, never a second ledger. Before the result was stored, B answered 409
+/// "applied, but its answer was not recorded" for as long as the key lived (24 hours), A's
+/// result kept in A's memory waiting for a retry that went to B.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer() {
     let moto = Moto::start();
@@ -470,7 +470,7 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
         .await
         .unwrap();
     assert_eq!(count, 1);
-    // A's first answer, rendered from its kept result, replayed.
+    // A's first answer, rendered from the result its write stored, replayed.
     assert_eq!(
         (&answer["name"], &answer["replayed"]),
         (&json!("Held"), &json!(true))
@@ -482,4 +482,107 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
         (201, &answer["id"], &json!(true))
     );
     eprintln!("B's answers before the first answer: {}", answers.len());
+}
+
+/// The same, with A a real process killed (SIGKILL) right after its 503 "outcome unknown",
+/// before its held log PUT lands: nothing of A remains but what S3 holds. B's retries get
+/// the first answer (201 replayed, the ledger A created), and the ledger exists once: the
+/// key's row and the write's result rode in A's log entry, so the answer is rendered from
+/// them on B. Before, the result lived in A's memory only, and B answered 409 "applied, but
+/// its answer was not recorded" for as long as the key lived (24 hours).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_the_writing_process_died_gets_the_first_answer() {
+    let moto = Moto::start();
+    let direct = moto.bucket("orphaned");
+    let gate = Gate::start(&moto);
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    let mut a = crate::checkpoints::Peer::start_with(
+        &gated,
+        &[
+            ("SANDBOX_S3_ATTEMPT_TIMEOUT_MS", "300".to_string()),
+            ("SANDBOX_S3_WRITE_DEADLINE_MS", "4000".to_string()),
+        ],
+    );
+    let (b, state_b, _dir_b) = serve(&direct).await;
+    let r = reqwest::Client::new()
+        .post(format!("{b}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&json!({"name": "orphaned", "seed": "demo"}))
+        .send()
+        .await
+        .expect("create tenant");
+    assert_eq!(r.status(), 201);
+    let tenant: Value = r.json().await.unwrap();
+    let (id, api_key) = (
+        tenant["id"].as_str().unwrap().to_string(),
+        tenant["api_key"].as_str().unwrap().to_string(),
+    );
+
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
+    let (status, first) = post_ledger(&a.base, &api_key, "orphan-1").await;
+    // A dies before its held PUT lands (S3 holds it for 6 s from its sending, A answered at
+    // its 4 s deadline): A never sees the write land and never records anything.
+    a.kill();
+    gate.hold_log_puts(None);
+    assert_eq!(status, 503, "{first}");
+    assert!(
+        first["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("may or may not"),
+        "{first}"
+    );
+    let gate = tokio::task::spawn_blocking(move || {
+        gate.wait_for_held(Duration::from_secs(30));
+        gate
+    })
+    .await
+    .expect("join");
+    // The client retries on B until it has an answer other than 409/503.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut answers = Vec::new();
+    let (status, answer) = loop {
+        let (status, answer) = post_ledger(&b, &api_key, "orphan-1").await;
+        if !matches!(status, 409 | 503) || std::time::Instant::now() > deadline {
+            break (status, answer);
+        }
+        answers.push((status, answer["message"].as_str().unwrap_or("").to_string()));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let last: Vec<_> = answers.iter().rev().take(2).collect();
+    assert_eq!(
+        status,
+        201,
+        "{answer}; {} answers before, the last {last:?}",
+        answers.len()
+    );
+    assert_eq!(
+        (&answer["name"], &answer["replayed"]),
+        (&json!("Held"), &json!(true)),
+        "{answer}"
+    );
+    let db = state_b.store.tenant_db(&id).expect("tenant");
+    let count: i64 = db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM ledgers WHERE name = 'Held'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(count, 1, "one ledger, A's");
+    // Recorded with the key: the next retry replays it.
+    let (again, replayed) = post_ledger(&b, &api_key, "orphan-1").await;
+    assert_eq!(
+        (again, &replayed["id"], &replayed["replayed"]),
+        (201, &answer["id"], &json!(true))
+    );
+    eprintln!(
+        "B's answers before the first answer: {}; gate {:?}",
+        answers.len(),
+        gate.counts()
+    );
 }

@@ -272,6 +272,7 @@ pub async fn apply_to_account(
 
 /// What a command made or changed: the eid of an object it created (shown on the answer)
 /// and the objects to show, as they are after it.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Outcome {
     eid: Option<i64>,
     shown: Vec<Node>,

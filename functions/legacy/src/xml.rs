@@ -210,8 +210,8 @@ fn read_attributes(start: &BytesStart<'_>, element: &str) -> Result<Vec<(String,
     Ok(attrs)
 }
 
-/// An element of an answer.
-#[derive(Debug, Clone, Default)]
+/// An element of an answer (serializable: a keyed write's result, `TenantDb::write`).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     name: String,
     attrs: Vec<(String, String)>,

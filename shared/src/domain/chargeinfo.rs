@@ -410,7 +410,7 @@ pub struct Ids {
 }
 
 /// What a deletion removed.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Deleted {
     /// Charge info records (or states) removed.
     pub deleted: usize,

@@ -36,7 +36,7 @@ use crate::{Error, Result};
 use chrono::{DateTime, Months, Utc};
 use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 use super::agreements::LIVE_SERVICE_STATUSES;
@@ -67,14 +67,15 @@ fn transition_kinds() -> utoipa::openapi::Object {
 }
 
 /// One transition that ran.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Transition {
     /// When it happened (the tenant's offset).
     #[schema(format = DateTime)]
     pub at: String,
     /// What ran (`TRANSITION_KINDS`).
     #[schema(schema_with = transition_kinds)]
-    pub kind: &'static str,
+    #[serde(deserialize_with = "crate::json_schema::static_word")]
+    pub kind: crate::json_schema::Word,
     /// The id of the agreement service, invoice, billing account, bill cycle, bill batch,
     /// collector run or ledger run.
     pub id: i64,

@@ -48,7 +48,7 @@ pub struct Usage<'a> {
 }
 
 /// The charge one rule produced for one event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Charge {
     /// The rule that matched.
     pub usage_rule_id: i64,

@@ -18,7 +18,7 @@ pub use crate::time::test_clock::Clock;
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The modes a clock shows (`ClockView::mode`) and a setting names.
 pub const MODES: &[&str] = &["real", "frozen", "offset"];
@@ -36,12 +36,13 @@ pub use crate::time::test_clock::{MAX_YEAR, MIN_YEAR};
 pub const MAX_ADVANCE_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
 /// How the admin API shows a clock.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = Clock)]
 pub struct ClockView {
     /// `real`, `frozen` or `offset`.
     #[schema(schema_with = modes)]
-    pub mode: &'static str,
+    #[serde(deserialize_with = "crate::json_schema::static_word")]
+    pub mode: crate::json_schema::Word,
     /// What the clock reads now (the tenant's offset).
     #[schema(format = DateTime)]
     pub now: String,
@@ -185,7 +186,7 @@ pub enum Target {
 }
 
 /// What an advance did.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = ClockAdvanced)]
 pub struct Advanced {
     /// The clock after the advance.

@@ -64,7 +64,7 @@ pub struct NewRule {
 }
 
 /// A stored fault rule.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = FaultRule)]
 pub struct Rule {
     /// Rule id, e.g. `flt_3f2a...`; answered in the `X-Sandbox-Fault` header.

@@ -3,10 +3,16 @@
 //! (the tenant, the key, the request's fingerprint), and every [`super::TenantDb::write`] of
 //! that tenant inside the scope also inserts the key's row in its own transaction, so the row
 //! travels in the same S3 log entry as the data it guards: whatever became of the write, the
-//! row says so. The rendered answer is recorded by a follow-up write ([`record_answer`]).
+//! row says so. The write's result (the value its transaction answered, as JSON) rides on
+//! the row ([`keep_result`], same transaction), so any process that sees the row can render
+//! the answer from it ([`KeyScope::resume_of`]). The rendered answer is recorded by a
+//! follow-up write ([`record_answer`], which drops the result: [`drop_result`]).
 //!
 //! Invariants:
 //! - A key's row exists iff a write of its request committed (same transaction).
+//! - In a tenant's database a row written by `TenantDb::write` holds its first write's
+//!   result from the moment it exists until its answer is recorded (same transaction both
+//!   times): a row never exists without a way to its answer.
 //! - A second write of the same request finds its own row (`request_id`); a write of another
 //!   request that finds the key taken fails with a conflict and applies nothing, which is
 //!   what settles two environments racing with one key.
@@ -17,7 +23,7 @@
 use crate::{Error, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use std::any::Any;
+use serde::de::DeserializeOwned;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -66,12 +72,11 @@ pub struct KeyScope {
     fingerprint: String,
     request_id: String,
     written: AtomicBool,
-    /// The result of the write whose outcome S3 could not confirm (see [`KeyScope::resume`]).
-    stash: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Set on a request that renders the answer of a write already applied under the key
+    /// (see [`KeyScope::resume_of`]): the result that write stored on the key's row (JSON),
+    /// taken once by the first write of the scope, which answers it instead of running.
+    resumed: Mutex<Option<String>>,
     resuming: AtomicBool,
-    /// The answer rendered for this request's applied write whose recording failed (see
-    /// [`KeyScope::keep_answer`]).
-    rendered: Mutex<Option<Answer>>,
 }
 
 impl KeyScope {
@@ -102,49 +107,40 @@ impl KeyScope {
             fingerprint: fingerprint.to_string(),
             request_id: uuid::Uuid::new_v4().to_string(),
             written: AtomicBool::new(false),
-            stash: Mutex::new(None),
+            resumed: Mutex::new(None),
             resuming: AtomicBool::new(false),
-            rendered: Mutex::new(None),
         })
     }
 
-    /// Keeps `answer`, rendered for this request's applied write, whose recording on the
-    /// key's row failed (its write's outcome unknown, say): a retry in this process answers
-    /// it and records it again.
-    pub fn keep_answer(&self, answer: Answer) {
-        *super::lock(&self.rendered) = Some(answer);
+    /// The scope in which this request (a retry) renders the answer of the write `applied`
+    /// found under its key (same key, same fingerprint): the row's request id, so that the
+    /// answer is recorded on that row, and the result that write stored there, which the
+    /// first write of the scope answers instead of running (see docs/storage.md,
+    /// "Idempotency keys": nothing is applied twice).
+    pub fn resume_of(&self, applied: &Applied, result: String) -> Arc<KeyScope> {
+        Arc::new(KeyScope {
+            tenant_id: self.tenant_id.clone(),
+            key: self.key.clone(),
+            shown: self.shown.clone(),
+            fingerprint: self.fingerprint.clone(),
+            request_id: applied.request_id.clone(),
+            written: AtomicBool::new(false),
+            resumed: Mutex::new(Some(result)),
+            resuming: AtomicBool::new(true),
+        })
     }
 
-    /// The answer kept by [`KeyScope::keep_answer`].
-    pub fn kept_answer(&self) -> Option<Answer> {
-        super::lock(&self.rendered).clone()
-    }
-
-    /// Whether a write of this request answered "outcome unknown" and kept its result.
-    pub fn has_stash(&self) -> bool {
-        super::lock(&self.stash).is_some()
-    }
-
-    /// Runs this request again to render its first answer, once its write is known to have
-    /// landed (its key's row is there): the first write of the tenant inside the scope then
-    /// answers the kept result instead of running (see docs/storage.md, "Idempotency keys").
-    pub fn resume(&self) {
-        self.written.store(false, Ordering::SeqCst);
-        self.resuming.store(true, Ordering::SeqCst);
-    }
-
-    pub(crate) fn resuming(&self) -> bool {
+    /// Whether this request renders the answer of a write already applied (see
+    /// [`KeyScope::resume_of`]).
+    pub fn resuming(&self) -> bool {
         self.resuming.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn keep(&self, out: Box<dyn Any + Send>) {
-        *super::lock(&self.stash) = Some(out);
-    }
-
-    /// The kept result, if it is a `T` (taken once).
-    pub(crate) fn take_kept<T: 'static>(&self) -> Option<T> {
-        let kept = super::lock(&self.stash).take()?;
-        kept.downcast::<T>().ok().map(|out| *out)
+    /// The applied write's result as a `T`, taken once: `None` after the first take, or when
+    /// it does not read as a `T` (the retry's handler is not the one that wrote it).
+    pub(crate) fn take_result<T: DeserializeOwned>(&self) -> Option<T> {
+        let result = super::lock(&self.resumed).take()?;
+        serde_json::from_str(&result).ok()
     }
 
     /// Whether a write of this request inserted the key's row and was acknowledged.
@@ -268,17 +264,56 @@ pub fn lookup_at(
     })
 }
 
-/// The request id of the live row of `key`, if any: which request's write was applied under
-/// the key (a kept "outcome unknown" result renders the answer only of its own write).
-pub fn owner(conn: &Connection, key: &str) -> Result<Option<String>> {
+/// The write applied under a key whose answer is not recorded (a tenant's row only; the
+/// registry's rows have no result).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The id of the request whose write inserted the row.
+    pub request_id: String,
+    /// The value that write's transaction answered, as JSON, stored on the row by the same
+    /// transaction ([`keep_result`]); `None` on a row written without it (by an earlier build,
+    /// or by a restore, whose entry carries the row alone).
+    pub result: Option<String>,
+}
+
+/// The write applied under the live row of `key`, if any (see [`Applied`]).
+pub fn applied(conn: &Connection, key: &str) -> Result<Option<Applied>> {
     let from = live_from(crate::time::now_for(conn)?);
     Ok(conn
         .query_row(
-            "SELECT request_id FROM idempotency_keys WHERE key = ?1 AND created_at >= ?2",
+            "SELECT request_id, result FROM idempotency_keys WHERE key = ?1 AND created_at >= ?2",
             params![key, from],
-            |r| r.get(0),
+            |r| {
+                Ok(Applied {
+                    request_id: r.get(0)?,
+                    result: r.get(1)?,
+                })
+            },
         )
         .optional()?)
+}
+
+/// Inside the write of `scope`'s request, right after [`insert`]: stores `result` (the
+/// transaction's answer, JSON) on the key's row, in the same transaction, so that whoever
+/// sees the row can render the request's answer. The first write of the request stores it
+/// (the one a resumed request answers with it); a later write of the same request leaves it.
+pub(crate) fn keep_result(tx: &Transaction<'_>, scope: &KeyScope, result: &str) -> Result<()> {
+    tx.execute(
+        "UPDATE idempotency_keys SET result = ?1
+         WHERE key = ?2 AND request_id = ?3 AND result IS NULL",
+        params![result, scope.key, scope.request_id],
+    )?;
+    Ok(())
+}
+
+/// Clears the result of `scope`'s row once its answer is recorded (in the same write as the
+/// answer): the answer replays from then on, and the row keeps no second copy.
+pub fn drop_result(tx: &Transaction<'_>, scope: &KeyScope) -> Result<()> {
+    tx.execute(
+        "UPDATE idempotency_keys SET result = NULL WHERE key = ?1 AND request_id = ?2",
+        params![scope.key, scope.request_id],
+    )?;
+    Ok(())
 }
 
 /// Inside a write of `scope`'s request: inserts the key's row (expired and surplus rows
@@ -449,6 +484,37 @@ mod tests {
     }
 
     #[test]
+    fn the_first_writes_result_rides_on_the_row_until_the_answer_is_recorded() {
+        let mut conn = crate::testing::db();
+        let tx = conn.transaction().unwrap();
+        let scope = KeyScope::new("t", "k1", "fp");
+        insert(&tx, &scope).unwrap();
+        keep_result(&tx, &scope, "[7,\"first\"]").unwrap();
+        // A later write of the same request keeps the first write's result.
+        insert(&tx, &scope).unwrap();
+        keep_result(&tx, &scope, "[8,\"second\"]").unwrap();
+        let found = applied(&tx, "k1").unwrap().unwrap();
+        assert_eq!(found.request_id, scope.request_id());
+        assert_eq!(found.result.as_deref(), Some("[7,\"first\"]"));
+        // A retry resumes with it, once, on the row's request id.
+        let retry = KeyScope::new("t", "k1", "fp");
+        let resumed = retry.resume_of(&found, found.result.clone().unwrap());
+        assert!(resumed.resuming());
+        assert_eq!(resumed.request_id(), scope.request_id());
+        assert_eq!(
+            resumed.take_result::<(i64, String)>(),
+            Some((7, "first".into()))
+        );
+        assert_eq!(resumed.take_result::<(i64, String)>(), None);
+        // A result of another type is not taken as one.
+        let other = retry.resume_of(&found, "\"text\"".into());
+        assert_eq!(other.take_result::<i64>(), None);
+        drop_result(&tx, &scope).unwrap();
+        assert_eq!(applied(&tx, "k1").unwrap().unwrap().result, None);
+        tx.commit().unwrap();
+    }
+
+    #[test]
     fn namespaces_keep_keys_apart_and_a_forks_first_write_drops_its_sources() {
         let mut conn = crate::testing::db();
         let tx = conn.transaction().unwrap();
@@ -462,8 +528,8 @@ mod tests {
         assert_eq!(lookup(&tx, source.key(), "fp").unwrap(), Found::Unrecorded);
         assert_eq!(lookup(&tx, admin.key(), "fp-a").unwrap(), Found::Unrecorded);
         assert_eq!(
-            owner(&tx, admin.key()).unwrap().as_deref(),
-            Some(admin.request_id())
+            applied(&tx, admin.key()).unwrap().map(|a| a.request_id),
+            Some(admin.request_id().to_string())
         );
         // The fork (the same rows, another id) finds nothing under its namespace, and its
         // first keyed write drops the source's namespaced rows (an earlier build's bare

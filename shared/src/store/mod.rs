@@ -51,6 +51,7 @@ pub use registry::{Registry, TenantRecord};
 use replica::Replica;
 use rusqlite::{Connection, Transaction};
 pub use s3::S3Config;
+use serde::{de::DeserializeOwned, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -467,11 +468,13 @@ impl TenantDb {
     /// Runs `f` inside one write transaction and commits it; on error nothing is applied.
     /// `f` may be called more than once (see the module invariants). Inside a
     /// [`request_scope`] that already brought the copy up to date, the first attempt skips
-    /// its catch-up (the conditional PUT still refuses a slot taken meanwhile).
+    /// its catch-up (the conditional PUT still refuses a slot taken meanwhile). `T` is
+    /// serializable because a keyed write stores its result with its key (see
+    /// `idempotency`): whoever sees the write can render its answer.
     pub async fn write<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         F: Fn(&Transaction<'_>) -> Result<T> + Send + 'static,
-        T: Send + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
     {
         let db = self.clone();
         let checked = self.fresh_in_request();
@@ -484,9 +487,9 @@ impl TenantDb {
             return Ok(out);
         };
         if key.resuming() {
-            // The retry of a write whose outcome was unknown and which has landed: its kept
-            // result renders the first answer; nothing runs again.
-            let out = key.take_kept::<T>().ok_or_else(|| {
+            // A retry rendering the answer of a write applied under its key: that write's
+            // result (stored on the key's row) answers; nothing runs again.
+            let out = key.take_result::<T>().ok_or_else(|| {
                 Error::Conflict(format!(
                     "a request with Idempotency-Key '{}' was applied, but its answer was not recorded; it is not applied again",
                     key.shown()
@@ -495,31 +498,21 @@ impl TenantDb {
             key.mark_written();
             return Ok(out);
         }
-        // The result of the last attempt is kept aside, so that a write answered "outcome
-        // unknown" can still render its answer once it is known to have landed.
-        let slot: Arc<Mutex<Option<T>>> = Arc::default();
-        let (keyed, kept) = (key.clone(), slot.clone());
+        // The result rides on the key's row, in the same transaction (the group commit
+        // member's savepoint): the row, the result and the data land together or not at all.
+        let keyed = key.clone();
         let f = move |tx: &Transaction<'_>| {
             let out = f(tx)?;
             idempotency::insert(tx, &keyed)?;
-            *lock(&kept) = Some(out);
-            Ok(())
+            let result = serde_json::to_string(&out)
+                .map_err(|e| Error::Internal(format!("a keyed write's result: {e}")))?;
+            idempotency::keep_result(tx, &keyed, &result)?;
+            Ok(out)
         };
-        let written = blocking(move || db.db.write_grouped(!checked, f)).await;
-        let out = lock(&slot).take();
-        match (written, out) {
-            (Ok(()), Some(out)) => {
-                self.mark_fresh_in_request();
-                key.mark_written();
-                Ok(out)
-            }
-            (Ok(()), None) => Err(Error::Internal("a write answered no result".into())),
-            (Err(e @ Error::OutcomeUnknown(_)), Some(out)) => {
-                key.keep(Box::new(out));
-                Err(e)
-            }
-            (Err(e), _) => Err(e),
-        }
+        let out = blocking(move || db.db.write_grouped(!checked, f)).await?;
+        self.mark_fresh_in_request();
+        key.mark_written();
+        Ok(out)
     }
 
     /// Runs `f` in a write transaction that is always rolled back (a dry run): it sees the

@@ -69,6 +69,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0017_runs_with_clock",
         include_str!("migrations/0017_runs_with_clock.sql"),
     ),
+    (
+        "0018_idempotency_result",
+        include_str!("migrations/0018_idempotency_result.sql"),
+    ),
 ];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

@@ -1,43 +1,47 @@
 //! The `Idempotency-Key` header, the pipeline's step between admission and the powers: a
 //! tenant's write (POST, PUT, PATCH, DELETE) of any surface that carries the header
-//! runs inside a `store::idempotency` scope, so the key's row is stored by the write's own
-//! transaction; the answer it rendered is then recorded on that row, and a retry with the
-//! same key and the same request gets it replayed (`Idempotent-Replayed: true`). An admin
-//! write is keyed where its data is ([`Keeper`]): in the tenant's database for a write inside
-//! one tenant (clock, faults, fixtures, reset), in the registry for a tenant's creation, fork
-//! or deletion (its answer sealed there, [`seal`]: a creation's holds clear credentials).
+//! runs inside a `store::idempotency` scope, so the key's row, with the result of the write's
+//! transaction, is stored by the write's own transaction; the answer it rendered is then
+//! recorded on that row, and a retry with the same key and the same request gets it replayed
+//! (`Idempotent-Replayed: true`). An admin write is keyed where its data is ([`Keeper`]): in
+//! the tenant's database for a write inside one tenant (clock, faults, fixtures, reset), in
+//! the registry for a tenant's creation, fork or deletion (its answer sealed there, [`seal`]:
+//! a creation's holds clear credentials).
 //!
 //! A tenant's keys and the admin's keys inside that tenant live in namespaces of their own
 //! (`store::idempotency::KeyScope::namespaced`): neither sees the other's, and a fork does
 //! not see its source's. The pipeline runs a keyed request in a task of its own, so that
 //! the request runs to its end and records its answer even when its client has gone: the
-//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer. A write
-//! whose outcome was unknown (S3 held its log PUT) is kept with its result and settled by
-//! this process once its entry lands ([`settle`]: the answer rendered from the kept result and
-//! recorded with the key), so that a retry in any environment gets the answer.
+//! key's claim in this process ([`InFlight`]) lasts as long as the write, no longer.
+//!
+//! Invariant: in a tenant's database, a key's row exists only with its write's result
+//! (same transaction, same log entry), so whoever sees the write can render its answer: a
+//! retry that finds the row without an answer, on any environment, runs the request again
+//! with that write answered by the stored result (`KeyScope::resume_of`: nothing is applied
+//! twice), records the answer and sends it as a replay. No process has to outlive its
+//! write for its retry to be answered (docs/storage.md, "Idempotency keys", step by step).
 //!
 //! Answers of this step, in the surface's error shape: 400 for a malformed key; 409 while a
 //! request with the key is in flight in this process, or when the first request was applied
-//! but its answer was not recorded (its outcome was unknown, or it is running in another
-//! environment), or was recorded in the registry sealed so that this process cannot open it
-//! (another token secret, or an earlier build's seal); 422 for the key used with a different request. See docs/storage.md,
-//! "Idempotency keys", for the store's side and its invariants.
+//! and no answer can be given (a registry write whose answer was not recorded, a restore, a
+//! row of an earlier build without a result), or its answer was recorded in the registry
+//! sealed so that this process cannot open it (another token secret, or an earlier build's
+//! seal); 422 for the key used with a different request. See docs/storage.md, "Idempotency
+//! keys", for the store's side and its invariants.
 
 mod seal;
 
 use super::state::{AppState, Tenant};
 use super::surface::Surface;
-use crate::store::idempotency::{self as keys, Answer, Found, KeyScope};
+use crate::store::idempotency::{self as keys, Answer, Applied, Found, KeyScope};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
@@ -59,21 +63,7 @@ const UNRECORDED_HEADERS: &[&str] = &[
 #[derive(Default)]
 pub(crate) struct InFlight {
     claimed: Mutex<HashSet<(String, String)>>,
-    /// Requests whose write answered "outcome unknown", with its kept result, by tenant and
-    /// key: at most [`MAX_KEPT`] keys, all forgotten when full (a retry then gets the 409).
-    /// A key may have several: a retry that found no row (the first's entry not landed yet)
-    /// ran anew and may have ended "outcome unknown" too; the row that lands names the one
-    /// whose result renders the answer.
-    kept: Mutex<HashMap<(String, String), KeptRequests>>,
-    /// Keys whose kept write this process is settling now (see [`settle`]).
-    settling: Mutex<HashSet<(String, String)>>,
 }
-
-/// The kept requests of one key (see [`InFlight`]).
-type KeptRequests = Vec<Arc<KeyScope>>;
-
-/// Most "outcome unknown" requests a process keeps for their retry.
-const MAX_KEPT: usize = 1024;
 
 /// A key's place in [`InFlight`], given back on drop.
 struct Claim<'a> {
@@ -93,37 +83,6 @@ impl InFlight {
         // The lock is released before a claim exists: a claim's drop takes it.
         let inserted = crate::store::lock(&self.claimed).insert(entry.clone());
         inserted.then(|| Claim { set: self, entry })
-    }
-
-    fn keep(&self, tenant: &str, scope: Arc<KeyScope>) {
-        let mut kept = crate::store::lock(&self.kept);
-        let entry = (tenant.to_string(), scope.key().to_string());
-        if kept.len() >= MAX_KEPT && !kept.contains_key(&entry) {
-            kept.clear();
-        }
-        kept.entry(entry).or_default().push(scope);
-    }
-
-    /// The kept request of `key` whose write is the one applied (`request_id`, the row's);
-    /// the key's other kept requests are forgotten (their writes can no longer land: one
-    /// entry of the log at most carries the key's row).
-    fn kept(&self, tenant: &str, key: &str, request_id: &str) -> Option<Arc<KeyScope>> {
-        let entry = (tenant.to_string(), key.to_string());
-        let scopes = crate::store::lock(&self.kept).remove(&entry)?;
-        scopes.into_iter().find(|s| s.request_id() == request_id)
-    }
-
-    /// Whether this process keeps a request of `key` whose outcome was unknown, or is
-    /// settling it now.
-    fn has_kept(&self, tenant: &str, key: &str) -> bool {
-        let entry = (tenant.to_string(), key.to_string());
-        crate::store::lock(&self.kept).contains_key(&entry)
-            || crate::store::lock(&self.settling).contains(&entry)
-    }
-
-    /// Forgets the kept requests of `key` (a run of it was applied and answered).
-    fn forget(&self, tenant: &str, key: &str) {
-        crate::store::lock(&self.kept).remove(&(tenant.to_string(), key.to_string()));
     }
 }
 
@@ -146,11 +105,13 @@ impl Keeper {
         }
     }
 
+    /// What the keeper holds for `scope`'s key, and, when a write was applied under it
+    /// without a recorded answer, that write (a tenant's; the registry's rows have none).
     async fn lookup(
         &self,
         app: &AppState,
         scope: &KeyScope,
-    ) -> crate::Result<(Found, Option<String>)> {
+    ) -> crate::Result<(Found, Option<Applied>)> {
         let (key, fingerprint) = (scope.key().to_string(), scope.fingerprint().to_string());
         match self {
             Keeper::Tenant(t) => {
@@ -162,12 +123,12 @@ impl Keeper {
                         // namespace), still answers until it expires.
                         found = keys::lookup(c, &shown, &fingerprint)?;
                     }
-                    // Whose write the row is: a kept result renders its own write's answer only.
-                    let owner = match found {
-                        Found::Unrecorded => keys::owner(c, &key)?,
+                    // The write applied under the key, whose result renders its answer.
+                    let applied = match found {
+                        Found::Unrecorded => keys::applied(c, &key)?,
                         _ => None,
                     };
-                    Ok((found, owner))
+                    Ok((found, applied))
                 })
                 .await
             }
@@ -204,8 +165,11 @@ impl Keeper {
     ) -> crate::Result<()> {
         match self {
             Keeper::Tenant(t) => {
-                t.db.write(move |tx| keys::record_answer(tx, &scope, &answer))
-                    .await
+                t.db.write(move |tx| {
+                    keys::record_answer(tx, &scope, &answer)?;
+                    keys::drop_result(tx, &scope)
+                })
+                .await
             }
             Keeper::Registry => {
                 answer.body = seal::close(&app.token_secret()?, &answer.body);
@@ -350,57 +314,35 @@ pub(super) async fn serve<F>(
     keyed: Keyed,
     req: Request,
     run: impl FnOnce(Request, Arc<KeyScope>) -> F,
-    rerun: Option<Rerun>,
 ) -> Response
 where
     F: Future<Output = Response>,
 {
     let Keyed { keeper, mut scope } = keyed;
-    let mut resumed = false;
-    // Claimed and kept by the key as stored (its namespace); named by the header's.
+    // Claimed by the key as stored (its namespace); named by the header's.
     let (key, shown) = (scope.key().to_string(), scope.shown().to_string());
     let owner = keeper.id().to_string();
-    let mut claim = app.idempotency.claim(&owner, &key);
-    if claim.is_none() && app.idempotency.has_kept(&owner, &key) {
-        // This process is settling the key's kept write (a run of milliseconds): the retry
-        // waits for it, a little, rather than answering "in progress".
-        let until = std::time::Instant::now() + SETTLING_WAIT;
-        while claim.is_none() && std::time::Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            claim = app.idempotency.claim(&owner, &key);
-        }
-    }
-    let Some(_claim) = claim else {
+    let Some(_claim) = app.idempotency.claim(&owner, &key) else {
         let message = format!("a request with this Idempotency-Key ('{shown}') is in progress; retry once it has been answered");
         return conflict(surface, message);
     };
-    let looked = keeper.lookup(app, &scope).await;
-    match looked {
+    match keeper.lookup(app, &scope).await {
         Err(e) => return surface.from_error(e),
         Ok((Found::Answer(answer), _)) => return replay(answer),
         Ok((Found::Unrecorded, applied)) => {
-            // This process ran the request whose write was applied (the row's request id)
-            // and kept the result of that write, whose outcome was unknown and which has
-            // landed since: the request runs again to render that first answer, its write
-            // answered by the kept result.
-            let first = applied.and_then(|id| app.idempotency.kept(&owner, &key, &id));
-            if let Some(answer) = first.as_ref().and_then(|f| f.kept_answer()) {
-                // Its answer was rendered but not recorded: recorded now, and answered.
-                if let Some(first) = first {
-                    record(app, &keeper, first, answer.clone()).await;
+            // A write was applied under the key (its row is there, in this environment's
+            // copy), its answer not recorded: its client timed out, its outcome was
+            // reported unknown, or the process that ran it stopped before recording it,
+            // wherever that was. The write stored its result on the row, in its own
+            // transaction: the request runs again with that write answered by the result,
+            // so the handler renders the first answer (nothing applied again), recorded
+            // below and sent as a replay.
+            match applied.and_then(|a| a.result.clone().map(|r| scope.resume_of(&a, r))) {
+                Some(resumed) => scope = resumed,
+                None => {
+                    let message = format!("a request with this Idempotency-Key ('{shown}') was applied, but its answer was not recorded (its write stored no result to render it from: a tenant's creation or deletion, a restore, or a write of an earlier version of the sandbox); it is not applied again");
+                    return conflict(surface, message);
                 }
-                return replay(answer);
-            }
-            if let Some(first) = first {
-                if first.fingerprint() == scope.fingerprint() {
-                    first.resume();
-                    scope = first;
-                    resumed = true;
-                }
-            }
-            if !resumed {
-                let message = format!("a request with this Idempotency-Key ('{shown}') was applied, but its answer was not recorded (its outcome was unknown, or it is still running elsewhere); it is not applied again");
-                return conflict(surface, message);
             }
         }
         Ok((Found::Mismatch, _)) => {
@@ -415,30 +357,20 @@ where
             );
         }
         Ok((Found::Nothing, _)) => {
-            // No row yet: a kept "outcome unknown" write was fenced, or its entry has not
-            // landed yet (S3 still holds its PUT). The request runs anew; its conditional
-            // PUT settles which: it wins the slot (the other is fenced: a clean run), or it
-            // finds the other's entry and its key's row there and fails with a conflict,
-            // applying nothing, and the next retry renders the other's kept result. The
-            // kept requests stay until then.
+            // No row: nothing applied under the key, or a write whose outcome was unknown
+            // has not landed yet (S3 still holds its PUT). The request runs; its
+            // conditional PUT settles which: it takes the slot (the held write is fenced
+            // out), or it finds the held write's entry, catches up, finds the key taken by
+            // another request and fails with a conflict, applying nothing; the next retry
+            // finds the row and renders its answer.
         }
     }
+    let resumed = scope.resuming();
     let response = run(req, scope.clone()).await;
-    if scope.has_stash() {
-        // "Outcome unknown": kept for a retry in this process (see `Found::Unrecorded`), and
-        // settled here once the write has landed, for a retry anywhere (see [`settle`]).
-        app.idempotency.keep(&owner, scope.clone());
-        if let (Some(rerun), false) = (rerun, resumed) {
-            tokio::spawn(settle(app.clone(), keeper.clone(), scope.clone(), rerun));
-        }
-    }
-    if scope.written() && !resumed {
-        // This run was applied: no kept write of the key can land any more.
-        app.idempotency.forget(&owner, &key);
-    }
     if !scope.written() {
-        // Nothing of the request was written (refused, or no write of this tenant): nothing
-        // to replay, and a retry runs anew.
+        // Nothing of the request was written (refused, or no write of this tenant; a
+        // resumed run refused before its write): nothing to replay, and a retry runs anew
+        // (or resumes again).
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -449,7 +381,11 @@ where
             return surface.from_error(crate::Error::Internal(e.to_string()));
         }
     };
-    record(app, &keeper, scope, answer_of(&parts, &body)).await;
+    let answer = answer_of(&parts, &body);
+    if let Err(e) = keeper.record(app, scope.clone(), answer).await {
+        // The write and its result are stored: a retry anywhere renders the answer again.
+        tracing::warn!(error = %e, key = scope.shown(), "a keyed write's answer was not recorded");
+    }
     let mut response = Response::from_parts(parts, Body::from(body));
     if resumed {
         response
@@ -470,104 +406,6 @@ fn answer_of(parts: &axum::http::response::Parts, body: &Bytes) -> Answer {
             .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
             .collect(),
         body: body.to_vec(),
-    }
-}
-
-/// Runs a keyed request again, on a copy of it (the rest of the pipeline: the powers, then
-/// the handler inside the given key's scope), for [`settle`].
-pub(super) type Rerun =
-    Arc<dyn Fn(Arc<KeyScope>) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync>;
-
-/// How long a process tries to settle a write whose outcome was unknown, and how often it
-/// looks: S3 holding a PUT longer than this is an outage, and a retry in this process still
-/// settles it after (the kept result stays, bounded by [`MAX_KEPT`]).
-const SETTLE_FOR: Duration = Duration::from_secs(120);
-const SETTLE_EVERY: Duration = Duration::from_millis(500);
-
-/// How long a retry waits for the key's claim while this process settles its kept write.
-const SETTLING_WAIT: Duration = Duration::from_secs(2);
-
-/// Settles `first`, a keyed write whose outcome was unknown, whether or not its client
-/// retries here: once its log entry has landed (the key's row there, its request id
-/// `first`'s), the request runs again to render its first answer from the kept result (its
-/// write is not applied again) and the answer is recorded with the key, so that a retry in any
-/// environment gets it instead of 409 "applied, but its answer was not recorded". Ends when
-/// the row holds an answer, another request's row is there, or after [`SETTLE_FOR`] (the
-/// write fenced: nothing to settle). A retry here in the meantime settles it the same way
-/// (the key's claim keeps the two apart).
-async fn settle(app: AppState, keeper: Keeper, first: Arc<KeyScope>, rerun: Rerun) {
-    let (owner, key) = (keeper.id().to_string(), first.key().to_string());
-    let until = std::time::Instant::now() + SETTLE_FOR;
-    while std::time::Instant::now() < until {
-        tokio::time::sleep(SETTLE_EVERY).await;
-        // Looked up before the key is claimed, so a retry here finds the claim free while
-        // the entry has not landed.
-        let applied = match keeper.lookup(&app, &first).await {
-            // S3 unreachable, or the entry not landed yet: look again.
-            Err(_) | Ok((Found::Nothing, _)) => continue,
-            Ok((Found::Unrecorded, Some(id))) if id == first.request_id() => id,
-            // Answered (by a retry here), or another request's row: nothing left to settle.
-            Ok(_) => return,
-        };
-        let entry = (owner.clone(), key.clone());
-        crate::store::lock(&app.idempotency.settling).insert(entry.clone());
-        let settled = settle_once(&app, &keeper, &owner, &key, &applied, &rerun).await;
-        crate::store::lock(&app.idempotency.settling).remove(&entry);
-        if settled {
-            return;
-        }
-    }
-}
-
-/// One attempt of [`settle`] at the write `applied` (the request id of the key's row):
-/// whether it is over (settled, or nothing left to settle here).
-async fn settle_once(
-    app: &AppState,
-    keeper: &Keeper,
-    owner: &str,
-    key: &str,
-    applied: &str,
-    rerun: &Rerun,
-) -> bool {
-    {
-        let Some(_claim) = app.idempotency.claim(owner, key) else {
-            return false;
-        };
-        let Some(kept) = app.idempotency.kept(owner, key, applied) else {
-            return true;
-        };
-        if let Some(answer) = kept.kept_answer() {
-            record(app, keeper, kept, answer).await;
-            return true;
-        }
-        kept.resume();
-        let response = rerun(kept.clone()).await;
-        if !kept.written() {
-            // The kept result was not taken (the run was refused before its write, by a
-            // fault rule say): kept again for a retry here.
-            app.idempotency.keep(owner, kept);
-            return false;
-        }
-        let (parts, body) = response.into_parts();
-        match axum::body::to_bytes(body, usize::MAX).await {
-            Ok(body) => record(app, keeper, kept, answer_of(&parts, &body)).await,
-            Err(e) => tracing::warn!(error = %e, "could not read a settled write's answer"),
-        }
-        true
-    }
-}
-
-/// Records `answer` on the row of `scope`'s applied write. When that fails (S3 could not
-/// confirm it, say), the answer is kept in this process with the request: a retry here
-/// answers it and records it again; elsewhere (or for a registry key), a retry learns the
-/// write was applied (409).
-async fn record(app: &AppState, keeper: &Keeper, scope: Arc<KeyScope>, answer: Answer) {
-    if let Err(e) = keeper.record(app, scope.clone(), answer.clone()).await {
-        tracing::warn!(error = %e, key = scope.shown(), "a keyed write's answer was not recorded");
-        if let Keeper::Tenant(_) = keeper {
-            scope.keep_answer(answer);
-            app.idempotency.keep(keeper.id(), scope);
-        }
     }
 }
 

@@ -12,7 +12,8 @@
 //!    answered 401 in the surface's shape here, before its body is read.
 //! 4. **Body**: an identified request's body is read here, at most `max_body_bytes` (413)
 //!    within `body_timeout_ms` (408), under the body budget of [`Admission`] (bodies
-//!    arriving per tenant, bytes arriving in all; 503 + `Retry-After: 1` past it) and
+//!    arriving per tenant, bytes arriving in all, an eighth of them kept for tenants not
+//!    pressing; 503 + `Retry-After: 1` past it) and
 //!    holding no place to work, so a body that trickles costs its own tenant only; an
 //!    anonymous request's body is never read.
 //! 5. **Admission** ([`Admission`]): places to work, in pools (the admin key's, requests
@@ -68,7 +69,11 @@ enum Principal {
 /// **Bodies** (before work): a tenant, or the admin key, has at most `max_bodies_per_tenant`
 /// bodies arriving at once, and all bodies arriving together reserve at most
 /// `max_body_buffer_bytes` (each at its `Content-Length`, a chunked one at the largest body).
-/// A body that trickles costs its own tenant's body places only, never a place to work.
+/// An eighth of those bytes is kept as the places' `R` is: a body takes the shared
+/// seven-eighths while they have room, else the kept eighth if its tenant is not pressing
+/// (the admin key never is), so tenants that fill the shared bytes leave room for a quiet
+/// tenant's body. A body that trickles costs its own tenant's body places only, never a
+/// place to work.
 ///
 /// **Work** (the `limit` of requests being served once their bodies are in): three pools.
 /// The admin key has a quarter and requests without credentials (the served documents,
@@ -105,7 +110,9 @@ pub(crate) struct Admission {
     tenants: usize,
     reserve: usize,
     bodies_per_tenant: usize,
+    /// The body bytes shared by all, and the bytes kept for principals not pressing.
     body_buffer_bytes: usize,
+    body_reserve_bytes: usize,
     lookups: Option<Arc<Semaphore>>,
     counts: Mutex<Counts>,
 }
@@ -130,9 +137,11 @@ struct Counts {
     per_tenant: HashMap<String, usize>,
     /// When each pressing tenant was last refused.
     pressing: HashMap<String, Instant>,
-    /// Bodies arriving, per principal, and the bytes they reserve.
+    /// Bodies arriving, per principal, and the bytes they reserve, of the shared bytes and
+    /// of the kept ones.
     bodies: HashMap<Principal, usize>,
     body_bytes: usize,
+    reserved_body_bytes: usize,
 }
 
 impl Counts {
@@ -154,6 +163,41 @@ impl Counts {
         self.pressing
             .get(id)
             .is_some_and(|at| now.duration_since(*at) < PRESSING_FOR)
+    }
+}
+
+/// What admission's budgets hold at one moment (see [`AppState::load`]): a snapshot, for
+/// tests that wait for a state rather than a time, and for operators.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Places to work held by tenants, of those shared by the busy ones (`G`).
+    pub tenant_places: usize,
+    /// Places held of those kept for quiet tenants (`R`).
+    pub kept_places: usize,
+    /// Tenants pressing now (a request or a body refused within the last second).
+    pub pressing: usize,
+    /// Bytes of bodies arriving, of the shared bytes.
+    pub body_bytes: usize,
+    /// Bytes of bodies arriving, of those kept for principals not pressing.
+    pub kept_body_bytes: usize,
+}
+
+impl AppState {
+    /// What admission holds now (see [`Load`]).
+    pub fn load(&self) -> Load {
+        let counts = crate::store::lock(&self.admission.counts);
+        let now = Instant::now();
+        Load {
+            tenant_places: counts.tenants,
+            kept_places: counts.reserved,
+            pressing: counts
+                .pressing
+                .values()
+                .filter(|at| now.duration_since(**at) < PRESSING_FOR)
+                .count(),
+            body_bytes: counts.body_bytes,
+            kept_body_bytes: counts.reserved_body_bytes,
+        }
     }
 }
 
@@ -202,12 +246,18 @@ struct BodySlot<'a> {
     admission: &'a Admission,
     principal: Principal,
     bytes: usize,
+    /// Whether its bytes are of the kept ones.
+    kept: bool,
 }
 
 impl Drop for BodySlot<'_> {
     fn drop(&mut self) {
         let mut counts = crate::store::lock(&self.admission.counts);
-        counts.body_bytes = counts.body_bytes.saturating_sub(self.bytes);
+        if self.kept {
+            counts.reserved_body_bytes = counts.reserved_body_bytes.saturating_sub(self.bytes);
+        } else {
+            counts.body_bytes = counts.body_bytes.saturating_sub(self.bytes);
+        }
         if let Some(n) = counts.bodies.get_mut(&self.principal) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -224,6 +274,7 @@ impl Admission {
         let anonymous = (limit / 8).max(1);
         let tenants = limit.saturating_sub(admin + anonymous).max(2);
         let reserve = (tenants / 8).max(1);
+        let body_reserve_bytes = config.max_body_buffer_bytes / 8;
         Admission {
             limit,
             admin,
@@ -231,7 +282,8 @@ impl Admission {
             tenants: tenants - reserve,
             reserve,
             bodies_per_tenant: config.max_bodies_per_tenant,
-            body_buffer_bytes: config.max_body_buffer_bytes,
+            body_buffer_bytes: config.max_body_buffer_bytes - body_reserve_bytes,
+            body_reserve_bytes,
             lookups: (limit > 0).then(|| Arc::new(Semaphore::new(anonymous))),
             counts: Mutex::default(),
         }
@@ -323,11 +375,20 @@ impl Admission {
         let mut counts = crate::store::lock(&self.counts);
         let arriving = counts.bodies.get(principal).copied().unwrap_or(0);
         let over_count = self.bodies_per_tenant > 0 && arriving >= self.bodies_per_tenant;
-        let reserved = counts.body_bytes.saturating_add(bytes);
-        let over_bytes = self.body_buffer_bytes > 0 && reserved > self.body_buffer_bytes;
+        let limited = self.body_buffer_bytes > 0;
+        let shared = counts.body_bytes.saturating_add(bytes);
+        let kept = counts.reserved_body_bytes.saturating_add(bytes);
+        let now = Instant::now();
+        let quiet = match principal {
+            Principal::Tenant(id) => !counts.pressing(id, now),
+            _ => true,
+        };
+        // The shared bytes first; the kept ones for a principal not pressing.
+        let into_kept = limited && shared > self.body_buffer_bytes;
+        let over_bytes = into_kept && !(quiet && kept <= self.body_reserve_bytes);
         if let (true, Principal::Tenant(id)) = (over_count || over_bytes, principal) {
             // A tenant refused a body is pressing as one refused a place to work.
-            counts.press(id, Instant::now());
+            counts.press(id, now);
         }
         if over_count {
             let who = match principal {
@@ -341,18 +402,24 @@ impl Admission {
         }
         if over_bytes {
             return Err(format!(
-                "The server is receiving {} bytes of request bodies, within {} of its limit of {}; retry shortly.",
+                "The server is receiving {} bytes of request bodies, within {} of its limit of {} ({} more kept for tenants not busy); retry shortly.",
                 counts.body_bytes,
                 bytes,
-                self.body_buffer_bytes
+                self.body_buffer_bytes,
+                self.body_reserve_bytes
             ));
         }
-        counts.body_bytes = reserved;
+        if into_kept {
+            counts.reserved_body_bytes = kept;
+        } else {
+            counts.body_bytes = shared;
+        }
         *counts.bodies.entry(principal.clone()).or_insert(0) += 1;
         Ok(BodySlot {
             admission: self,
             principal: principal.clone(),
             bytes,
+            kept: into_kept,
         })
     }
 
@@ -506,15 +573,11 @@ async fn identify_and_serve(
     let app = &app;
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
-            let again = match &subject {
-                Subject::Tenant(t) => Some(rerun(app, surface, t, &req, &body, &next)),
-                Subject::AdminOf(_) => None,
-            };
             let run = |req, key| {
                 let handler = |req| keys::scope(key, next.run(req));
                 powers::apply(app, surface, subject, body, req, handler)
             };
-            idempotency::serve(app, surface, keyed, req, run, again).await
+            idempotency::serve(app, surface, keyed, req, run).await
         }
         (Some(subject), None) => {
             let handler = |req| next.run(req);
@@ -522,43 +585,10 @@ async fn identify_and_serve(
         }
         (None, Some(keyed)) => {
             let run = |req, key| keys::scope(key, next.run(req));
-            idempotency::serve(app, surface, keyed, req, run, None).await
+            idempotency::serve(app, surface, keyed, req, run).await
         }
         (None, None) => next.run(req).await,
     }
-}
-
-/// A copy of a tenant's keyed request `req` (its body `body`) that runs again through the
-/// powers and the handler `next`, inside the request deadline of its own (it runs in a task
-/// of its own, after the request): how a write whose outcome was unknown is settled
-/// (`idempotency::Rerun`). The copy keeps the request's extensions (its identity, the route's
-/// path parameters).
-fn rerun(
-    app: &AppState,
-    surface: Surface,
-    tenant: &super::state::Tenant,
-    req: &Request,
-    body: &Bytes,
-    next: &Next,
-) -> idempotency::Rerun {
-    let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
-    let (method, uri, version) = (req.method().clone(), req.uri().clone(), req.version());
-    let (headers, extensions) = (req.headers().clone(), req.extensions().clone());
-    Arc::new(move |key| {
-        let mut copy = Request::new(Body::from(body.clone()));
-        *copy.method_mut() = method.clone();
-        *copy.uri_mut() = uri.clone();
-        *copy.version_mut() = version;
-        *copy.headers_mut() = headers.clone();
-        *copy.extensions_mut() = extensions.clone();
-        let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
-        let timeout = app.config.request_timeout_ms;
-        let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
-        Box::pin(crate::store::request_scope_until(deadline, async move {
-            let handler = |req| keys::scope(key, next.run(req));
-            powers::apply(&app, surface, Subject::Tenant(tenant), body, copy, handler).await
-        }))
-    })
 }
 
 /// The bytes an identified request's body may take (its `Content-Length`, a chunked one's
@@ -808,6 +838,41 @@ mod tests {
         assert!(counts.pressing(&format!("t{}", 3 * MAX_PRESSING - 1), now));
     }
 
+    /// Tenants that keep more bodies coming than the bytes hold (pressing) fill the shared
+    /// bytes; a quiet tenant's body still finds the kept ones, and so does the admin key's.
+    /// Before the kept eighth, the attackers' second wave took every byte and the quiet
+    /// tenant's body was refused.
+    #[test]
+    fn attackers_filling_the_body_bytes_leave_room_for_a_quiet_tenant() {
+        let mut config = Config::new("/nonexistent", None);
+        config.max_bodies_per_tenant = 100;
+        config.max_body_buffer_bytes = 8000;
+        let admission = Admission::new(&config);
+        fn fill(admission: &Admission) -> Vec<BodySlot<'_>> {
+            let mut held = Vec::new();
+            loop {
+                let before = held.len();
+                for i in 0..4 {
+                    if let Ok(slot) = admission.receive(&tenant(i), 300) {
+                        held.push(slot);
+                    }
+                }
+                if held.len() == before {
+                    return held;
+                }
+            }
+        }
+        // The first wave may take kept bytes (nobody was refused yet); its bodies end, the
+        // attackers come again, refused by now: the kept bytes are the quiet tenants'.
+        drop(fill(&admission));
+        let held = fill(&admission);
+        let quiet = admission.receive(&tenant(100), 1000);
+        assert!(quiet.is_ok(), "{:?}", quiet.err());
+        drop(quiet);
+        assert!(admission.receive(&Principal::Admin, 1000).is_ok());
+        drop(held);
+    }
+
     #[test]
     fn bodies_arriving_are_bounded_per_tenant_and_in_bytes() {
         let mut config = Config::new("/nonexistent", None);
@@ -820,14 +885,21 @@ mod tests {
         let refused = admission.receive(&tenant(0), 100).err().unwrap_or_default();
         assert!(refused.contains("limit of 2"), "{refused}");
         // Another tenant is not touched by the first one's bodies...
-        let c = admission.receive(&tenant(1), 700);
+        let c = admission.receive(&tenant(1), 600);
         assert!(c.is_ok());
-        // ...up to the bytes of all bodies together.
-        let refused = admission.receive(&tenant(2), 101).err().unwrap_or_default();
-        assert!(refused.contains("limit of 1000"), "{refused}");
+        // ...up to the shared bytes (seven eighths, 875); past them a tenant not pressing
+        // takes the kept eighth (125)...
+        let d = admission.receive(&tenant(2), 101);
+        assert!(d.is_ok());
+        // ...and past both, a body is refused.
+        let refused = admission.receive(&tenant(3), 100).err().unwrap_or_default();
+        assert!(
+            refused.contains("limit of 875") && refused.contains("125 more kept"),
+            "{refused}"
+        );
         drop(c);
         assert!(admission.receive(&tenant(2), 101).is_ok());
-        drop((a, b));
+        drop((a, b, d));
         assert!(admission.receive(&tenant(0), 100).is_ok());
         // Bodies hold no place to work.
         assert_eq!(crate::store::lock(&admission.counts).tenants, 0);

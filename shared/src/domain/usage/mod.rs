@@ -170,7 +170,7 @@ fn unrated_event() -> utoipa::openapi::Object {
 }
 
 /// Why an event was not rated: the `code` of an erred event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErredCode {
     /// A required field is absent or null.
@@ -224,7 +224,7 @@ pub struct IdRef {
 }
 
 /// A charge category as embedded in an event charge.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChargeCategoryRef {
     /// Its type (Usage, Adhoc...).
     pub charge_category_type: String,

@@ -14,7 +14,9 @@ use std::sync::Arc;
 /// What a bulk call stored (or, simulated, would have), event by event in submission order:
 /// the write's part of the answer. [`Stored::render`] makes the answer from it after the
 /// write, so rendering (times in the tenant's zone, texts copied into every event) does not
-/// hold the tenant's writer.
+/// hold the tenant's writer. Serializable: a keyed call's write stores it with its key
+/// (`TenantDb::write`), so the answer renders again from it on any environment.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Stored {
     /// The call's request id; none in a simulation, whose ids are then numbered `-n`.
     pub(super) request_id: Option<String>,
@@ -22,6 +24,7 @@ pub struct Stored {
 }
 
 /// One rated event as stored: what the answer needs beyond the submitted event.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct StoredEvent {
     pub(super) id: i64,
     pub(super) period_id: i64,
