@@ -510,14 +510,14 @@ async fn identify_and_serve(
                 Subject::Tenant(t) => Some(rerun(app, surface, t, &req, &body, &next)),
                 Subject::AdminOf(_) => None,
             };
-            let run = |req, key| {
-                let handler = |req| keys::scope(key, next.run(req));
+            let run = |req, key: Arc<keys::KeyScope>| {
+                let handler = move |req| keys::scope(key.clone(), next.clone().run(req));
                 powers::apply(app, surface, subject, body, req, handler)
             };
             idempotency::serve(app, surface, keyed, req, run, again).await
         }
         (Some(subject), None) => {
-            let handler = |req| next.run(req);
+            let handler = |req| next.clone().run(req);
             powers::apply(app, surface, subject, body, req, handler).await
         }
         (None, Some(keyed)) => {
@@ -542,20 +542,14 @@ fn rerun(
     next: &Next,
 ) -> idempotency::Rerun {
     let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
-    let (method, uri, version) = (req.method().clone(), req.uri().clone(), req.version());
-    let (headers, extensions) = (req.headers().clone(), req.extensions().clone());
+    let original = powers::RequestCopy::of(req, &body);
     Arc::new(move |key| {
-        let mut copy = Request::new(Body::from(body.clone()));
-        *copy.method_mut() = method.clone();
-        *copy.uri_mut() = uri.clone();
-        *copy.version_mut() = version;
-        *copy.headers_mut() = headers.clone();
-        *copy.extensions_mut() = extensions.clone();
+        let copy = original.request();
         let (app, tenant, body, next) = (app.clone(), tenant.clone(), body.clone(), next.clone());
         let timeout = app.config.request_timeout_ms;
         let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
         Box::pin(crate::store::request_scope_until(deadline, async move {
-            let handler = |req| keys::scope(key, next.run(req));
+            let handler = move |req| keys::scope(key.clone(), next.clone().run(req));
             powers::apply(&app, surface, Subject::Tenant(tenant), body, copy, handler).await
         }))
     })
