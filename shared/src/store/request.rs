@@ -242,3 +242,91 @@ pub async fn blocking<T: Send + 'static>(
     .await
     .map_err(|e| Error::Internal(format!("database task failed: {e}")))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, TenantDb};
+    use std::sync::atomic::AtomicUsize;
+
+    fn rules(db: &TenantDb) -> i64 {
+        db.read_blocking(|c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM sandbox_faults", [], |r| r.get(0))?)
+        })
+        .expect("count")
+    }
+
+    fn new_rule(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+        let rule = serde_json::from_value(serde_json::json!({"path": "/x", "status": 503}))
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        crate::sandbox::faults::create(tx, &rule).map(|_| ())
+    }
+
+    /// How the first write of a request settles its premise (local mode here; in S3 mode the
+    /// same check runs in the same place, and the PUT proves the state it ran on current):
+    /// true there and applied, confirmed; false there, the write and every later one refuse
+    /// without applying anything, tripped; no write, pending; a write refused by its own
+    /// closure on a state where the premise held, confirmed.
+    #[test]
+    fn a_premise_is_settled_by_the_first_write_that_checks_it() {
+        let dir = std::env::temp_dir().join(format!("premise-test-{}", uuid::Uuid::new_v4()));
+        let store = Store::open_with(&dir, None).expect("store");
+        let (record, _) = store
+            .registry()
+            .create_tenant("premise", "UTC")
+            .expect("tenant");
+        let db = store.tenant_db(&record.id).expect("db");
+        let id = record.id.clone();
+        let no_rule: PremiseCheck = Arc::new(|c| {
+            Ok(c.query_row("SELECT COUNT(*) = 0 FROM sandbox_faults", [], |r| r.get(0))?)
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (a, b) = rt.block_on(request_scope(async {
+            assume(&id, no_rule.clone());
+            let first = db.write(new_rule).await;
+            let a = (first.is_ok(), settle_premise());
+            assume(&id, no_rule.clone());
+            let refused = db.write(new_rule).await;
+            let counted = ran.clone();
+            let again = db
+                .write(move |tx| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    new_rule(tx)
+                })
+                .await;
+            let b = (refused.is_err(), again.is_err(), settle_premise());
+            (a, b)
+        }));
+        assert_eq!(a, (true, Some(PremiseState::Confirmed)));
+        assert_eq!(b, (true, true, Some(PremiseState::Tripped)));
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "a write after the trip ran");
+        assert_eq!(
+            rules(&db),
+            1,
+            "a write on a premise found false was applied"
+        );
+
+        let pending = rt.block_on(request_scope(async {
+            assume(&id, no_rule.clone());
+            settle_premise()
+        }));
+        assert_eq!(pending, Some(PremiseState::Pending));
+        let holds: PremiseCheck = Arc::new(|_| Ok(true));
+        let own_refusal = rt.block_on(request_scope(async {
+            assume(&id, holds);
+            let refused = db
+                .write(|_| -> Result<()> { Err(Error::BadRequest("no".into())) })
+                .await;
+            (refused.is_err(), settle_premise())
+        }));
+        assert_eq!(own_refusal, (true, Some(PremiseState::Confirmed)));
+        assert_eq!(settle_premise(), None, "outside a request");
+        drop(db);
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
