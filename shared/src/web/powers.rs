@@ -4,9 +4,13 @@
 //! first matching fault rule answers or delays it; every identified request about one tenant
 //! (a surface request, or an admin call on `/sandbox/v1/tenants/{id}/...` other than the
 //! journal's own) is recorded in that tenant's journal with its answer. Admin calls are
-//! never faulted, so a rule can always be deleted.
+//! never faulted, so a rule can always be deleted. In S3 mode a write request whose local
+//! copy holds no matching rule is served on that premise, which its first write checks
+//! inside its transaction instead of a GET before the handler ([`serve_on_premise`]).
 //!
-//! Invariant: nothing here reads a body. The journal records the body the pipeline already
+//! Invariants: a rule acknowledged before a request began takes it whichever path it took
+//! (a request served on a premise that turns out false applied nothing, and is answered by
+//! the rule or served again); a request draws each rule at most once. Nothing here reads a body. The journal records the body the pipeline already
 //! read (bounded in size and time), so an unidentified request's body is never read or kept.
 
 use super::state::{AppState, Tenant};
