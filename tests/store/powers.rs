@@ -394,3 +394,110 @@ async fn a_pending_batch_of_a_tenant_never_opened_here_does_not_outlive_its_dele
         "left behind: {left:?}"
     );
 }
+
+/// POSTs a ledger named `name` (no name at all with `None`: a body the handler refuses
+/// with 400 before any write) to Surface C at `base`.
+async fn post_ledger(base: &str, key: &str, name: Option<&str>) -> reqwest::Response {
+    let mut body = json!({"billing_account_category_ids": [1]});
+    if let Some(name) = name {
+        body["name"] = json!(name);
+    }
+    reqwest::Client::new()
+        .post(format!("{base}/revenue/3/ledgers"))
+        .header("X-Api-Key", key)
+        .json(&body)
+        .send()
+        .await
+        .expect("request")
+}
+
+/// A write request in S3 mode sends no GET for the fault rules: it is served on the premise
+/// that none takes it, found on the local copy, and its write checks that premise inside its
+/// own transaction (docs/storage.md, "A write request is one PUT"). So an environment whose
+/// copy predates a rule set in another environment still applies the rule: a status rule
+/// answers the write and nothing is applied; a latency rule delays it and the write is
+/// applied once; a request that writes nothing (a body refused with 400) is answered by the
+/// rule all the same, read on a current copy after its handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_set_elsewhere_takes_a_write_whose_copy_predates_it() {
+    let moto = Moto::start();
+    let config = moto.bucket("premise");
+    let (a, _state_a, _da) = serve(&config, 100).await;
+    let (b, _state_b, _db) = serve(&config, 100).await;
+    let (status, created) = admin(
+        &a,
+        Method::POST,
+        "/sandbox/v1/tenants",
+        Some(json!({"name": "premise", "seed": "demo"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let key = created["api_key"].as_str().unwrap().to_string();
+    let faults = format!("/sandbox/v1/tenants/{id}/faults");
+    let rule_of = |body: Value| {
+        let (a, faults) = (a.clone(), faults.clone());
+        async move {
+            let (status, rule) = admin(&a, Method::POST, &faults, Some(body)).await;
+            assert_eq!(status, 201, "{rule}");
+            rule["id"].as_str().unwrap().to_string()
+        }
+    };
+    let delete = |rule: String| {
+        let (a, faults) = (a.clone(), faults.clone());
+        async move {
+            let (status, _) = admin(&a, Method::DELETE, &format!("{faults}/{rule}"), None).await;
+            assert_eq!(status, 204);
+        }
+    };
+    let fault_of = |r: &reqwest::Response| {
+        r.headers()
+            .get("x-sandbox-fault")
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+
+    // B opens the tenant and writes: its copy is current and holds no rule.
+    assert_eq!(post_ledger(&b, &key, Some("first")).await.status(), 201);
+
+    // A status rule set through A, which B's copy does not hold: B's write finds it in its
+    // transaction, applies nothing, and the rule answers.
+    let rule =
+        rule_of(json!({"method": "POST", "path": "/revenue/3/ledgers", "status": 503})).await;
+    let r = post_ledger(&b, &key, Some("faulted")).await;
+    assert_eq!(
+        (r.status().as_u16(), fault_of(&r)),
+        (503, Some(rule.clone()))
+    );
+    delete(rule).await;
+    // B's copy now holds the rule just deleted: its next write reads the rules on a current
+    // copy first, as every request did before.
+    assert_eq!(post_ledger(&b, &key, Some("second")).await.status(), 201);
+
+    // A rule that only delays: B's write finds it, waits, and is served again from the start
+    // on the rules read anew; applied once.
+    let rule =
+        rule_of(json!({"method": "POST", "path": "/revenue/3/ledgers", "latency_ms": 400})).await;
+    let began = std::time::Instant::now();
+    let r = post_ledger(&b, &key, Some("delayed")).await;
+    assert_eq!(
+        (r.status().as_u16(), fault_of(&r)),
+        (201, Some(rule.clone()))
+    );
+    assert!(began.elapsed() >= std::time::Duration::from_millis(400));
+    delete(rule).await;
+    assert_eq!(post_ledger(&b, &key, Some("third")).await.status(), 201);
+
+    // A request that writes nothing: the rule, read on a current copy after the handler,
+    // answers it instead of the handler's 400.
+    let rule =
+        rule_of(json!({"method": "POST", "path": "/revenue/3/ledgers", "status": 502})).await;
+    let r = post_ledger(&b, &key, None).await;
+    assert_eq!((r.status().as_u16(), fault_of(&r)), (502, Some(rule)));
+
+    let (store, _dir) = e2e::s3::open_store(&config);
+    let ours: Vec<String> = super::restore_load::ledger_names(&store, &id)
+        .into_iter()
+        .filter(|n| ["first", "faulted", "second", "delayed", "third"].contains(&n.as_str()))
+        .collect();
+    assert_eq!(ours, ["first", "second", "delayed", "third"]);
+}

@@ -296,6 +296,18 @@ impl LiveRules {
     }
 }
 
+/// Whether any live rule matches a request of `method` to `path`: what a write of a request
+/// served without a fault checks inside its transaction (S3 mode, see `web::powers`). A
+/// tenant without live rules (the usual case) costs one indexed count.
+pub fn any_live_match(conn: &Connection, method: &str, path: &str) -> Result<bool> {
+    let any: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sandbox_faults WHERE remaining IS NULL OR remaining > 0)",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(any && live(conn)?.matching(method, path).next().is_some())
+}
+
 /// Takes one of a limited rule's hits; false when none is left (another environment took
 /// the last one).
 pub fn take_hit(tx: &Transaction<'_>, id: &str) -> Result<bool> {

@@ -39,7 +39,10 @@ pub use database::MemoScope;
 pub mod registry;
 pub mod replica;
 mod request;
-pub use request::{blocking, request_scope, request_scope_until};
+pub use request::{
+    assume, blocking, request_scope, request_scope_until, settle_premise, PremiseCheck,
+    PremiseState,
+};
 pub mod s3;
 #[cfg(test)]
 mod simulation;
@@ -478,11 +481,35 @@ impl TenantDb {
     {
         let db = self.clone();
         let checked = self.fresh_in_request();
+        // A premise the request took on the local copy is checked inside the transaction,
+        // before the closure: the PUT that lands the entry proves it held on the newest
+        // state (see `request::Premise`).
+        let guarded = match request::guard(&self.id) {
+            request::Guard::Free => None,
+            request::Guard::Refuse(e) => return Err(e),
+            request::Guard::Check(g) => Some(Arc::new(g)),
+        };
+        let f = {
+            let guarded = guarded.clone();
+            move |tx: &Transaction<'_>| {
+                if let Some(g) = &guarded {
+                    g.check(tx)?;
+                }
+                f(tx)
+            }
+        };
+        let record = |refused: Option<&Error>| {
+            if let Some(g) = &guarded {
+                request::record_guarded(g, refused);
+            }
+        };
         // Inside an idempotency scope of this tenant, the key's row joins the transaction
         // (see `idempotency`): it is applied, logged and acknowledged with the data or not
         // at all.
         let Some(key) = idempotency::current_for(&self.id) else {
-            let out = blocking(move || db.db.write_grouped(!checked, f)).await?;
+            let written = blocking(move || db.db.write_grouped(!checked, f)).await;
+            record(written.as_ref().err());
+            let out = written?;
             self.mark_fresh_in_request();
             return Ok(out);
         };
@@ -509,7 +536,9 @@ impl TenantDb {
             idempotency::keep_result(tx, &keyed, &result)?;
             Ok(out)
         };
-        let out = blocking(move || db.db.write_grouped(!checked, f)).await?;
+        let written = blocking(move || db.db.write_grouped(!checked, f)).await;
+        record(written.as_ref().err());
+        let out = written?;
         self.mark_fresh_in_request();
         key.mark_written();
         Ok(out)
@@ -608,6 +637,23 @@ impl TenantDb {
         .await?;
         self.mark_fresh_in_request();
         Ok(value)
+    }
+
+    /// Runs `f` on the local copy as it is, without asking S3 for newer entries (in S3 mode
+    /// its answer may be stale): only for an answer a later check confirms, such as a
+    /// request's premise (see [`assume`]). Local mode: the same as [`TenantDb::read`].
+    pub async fn read_local<T, F>(self: &Arc<Self>, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        blocking(move || db.db.read_checking(false, f)).await
+    }
+
+    /// Whether this database is replicated to S3 (S3 mode).
+    pub fn is_replicated(&self) -> bool {
+        self.db.replica().is_some()
     }
 
     /// [`TenantDb::read`] for callers already off the async runtime.

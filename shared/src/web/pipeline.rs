@@ -573,14 +573,14 @@ async fn identify_and_serve(
     let app = &app;
     match (subject, keyed) {
         (Some(subject), Some(keyed)) => {
-            let run = |req, key| {
-                let handler = |req| keys::scope(key, next.run(req));
+            let run = |req, key: Arc<keys::KeyScope>| {
+                let handler = move |req| keys::scope(key.clone(), next.clone().run(req));
                 powers::apply(app, surface, subject, body, req, handler)
             };
             idempotency::serve(app, surface, keyed, req, run).await
         }
         (Some(subject), None) => {
-            let handler = |req| next.run(req);
+            let handler = |req| next.clone().run(req);
             powers::apply(app, surface, subject, body, req, handler).await
         }
         (None, Some(keyed)) => {

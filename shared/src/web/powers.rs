@@ -4,19 +4,25 @@
 //! first matching fault rule answers or delays it; every identified request about one tenant
 //! (a surface request, or an admin call on `/sandbox/v1/tenants/{id}/...` other than the
 //! journal's own) is recorded in that tenant's journal with its answer. Admin calls are
-//! never faulted, so a rule can always be deleted.
+//! never faulted, so a rule can always be deleted. In S3 mode a write request whose local
+//! copy holds no matching rule is served on that premise, which its first write checks
+//! inside its transaction instead of a GET before the handler ([`serve_on_premise`]).
 //!
-//! Invariant: nothing here reads a body. The journal records the body the pipeline already
+//! Invariants: a rule acknowledged before a request began takes it whichever path it took
+//! (a request served on a premise that turns out false applied nothing, and is answered by
+//! the rule or served again); a request draws each rule at most once. Nothing here reads a body. The journal records the body the pipeline already
 //! read (bounded in size and time), so an unidentified request's body is never read or kept.
 
 use super::state::{AppState, Tenant};
 use super::surface::{Surface, ADMIN_PREFIX};
 use crate::sandbox::{faults, journal};
+use crate::store::PremiseState;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use std::future::Future;
+use std::sync::Arc;
 
 /// The header naming the fault rule that answered or delayed a request.
 pub const FAULT_HEADER: &str = "x-sandbox-fault";
@@ -47,20 +53,22 @@ fn decode_segment(text: &str) -> String {
 }
 
 /// Applies the powers of `subject` to a request whose body the pipeline read (`body`), then
-/// hands it to `inner` (the handler).
+/// hands it to `inner` (the handler; called a second time, on a copy of the request, only
+/// when the request's first write found a fault rule its premise had not seen, see
+/// [`serve_on_premise`]).
 pub(super) async fn apply<F>(
     app: &AppState,
     surface: Surface,
     subject: Subject,
     body: Bytes,
     req: Request,
-    inner: impl FnOnce(Request) -> F,
+    inner: impl Fn(Request) -> F,
 ) -> Response
 where
     F: Future<Output = Response>,
 {
     let journal = app.powers.journal.enabled();
-    let recording = journal.then(|| Recording::start(surface, &req, body));
+    let recording = journal.then(|| Recording::start(surface, &req, body.clone()));
     let tenant = match subject {
         Subject::AdminOf(id) => {
             let response = inner(req).await;
@@ -75,21 +83,13 @@ where
         Subject::Tenant(tenant) => tenant,
     };
     let path = req.uri().path().to_string();
-    let rule = fault_for(app, &tenant, req.method().as_str(), &path).await;
-    let mut response = match &rule {
-        Some(rule) => {
-            if rule.latency_ms > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(rule.latency_ms)).await;
-            }
-            match rule.status.and_then(|s| StatusCode::from_u16(s).ok()) {
-                Some(status) => {
-                    let message = format!("Injected by sandbox fault rule {}.", rule.id);
-                    surface.error(status, None, message)
-                }
-                None => inner(req).await,
-            }
-        }
-        None => inner(req).await,
+    let method = req.method().as_str().to_string();
+    let (rule, mut response) = if unmatched_locally(&tenant, &method, &path).await {
+        serve_on_premise(app, surface, &tenant, &method, &path, (req, &body), &inner).await
+    } else {
+        let rule = fault_for(app, &tenant, &method, &path).await;
+        let response = answer(surface, rule.as_ref(), req, &inner).await;
+        (rule, response)
     };
     if let Some(rule) = &rule {
         if let Ok(value) = HeaderValue::from_str(&rule.id) {
@@ -104,6 +104,152 @@ where
                 .await
         }
         None => response,
+    }
+}
+
+/// Answers a request by the fault rule that took it (`rule`: it waits the rule's latency,
+/// then answers the rule's status, or serves the request when the rule has none), or serves
+/// it (`inner`) when no rule took it.
+async fn answer<F>(
+    surface: Surface,
+    rule: Option<&faults::Rule>,
+    req: Request,
+    inner: &impl Fn(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
+    let Some(rule) = rule else {
+        return inner(req).await;
+    };
+    if rule.latency_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(rule.latency_ms)).await;
+    }
+    match rule.status.and_then(|s| StatusCode::from_u16(s).ok()) {
+        Some(status) => injected(surface, status, rule),
+        None => inner(req).await,
+    }
+}
+
+/// The answer a fault rule with `status` injects.
+fn injected(surface: Surface, status: StatusCode, rule: &faults::Rule) -> Response {
+    let message = format!("Injected by sandbox fault rule {}.", rule.id);
+    surface.error(status, None, message)
+}
+
+/// Whether a request is served on the premise that no fault rule takes it, checked by its
+/// first write instead of before it (S3 mode; see [`serve_on_premise`]): a request of a
+/// method that writes (POST, PUT, PATCH, DELETE) when the local copy, as it is, holds no
+/// live rule matching it. Its rule check then costs no S3 request. Elsewhere the rules
+/// are read on a current copy first (one GET in S3 mode, which a read request's own read
+/// reuses; nothing in local mode, where the copy is always current).
+async fn unmatched_locally(tenant: &Tenant, method: &str, path: &str) -> bool {
+    if !tenant.db.is_replicated() || !matches!(method, "POST" | "PUT" | "PATCH" | "DELETE") {
+        return false;
+    }
+    let (method, path) = (method.to_string(), path.to_string());
+    matches!(
+        tenant
+            .db
+            .read_local(move |conn| faults::any_live_match(conn, &method, &path))
+            .await,
+        Ok(false)
+    )
+}
+
+/// Serves a request on the premise that no fault rule takes it (found on the local copy,
+/// which may be stale: a rule set in another environment may not have reached it), and
+/// settles the premise (docs/storage.md, "A write request is one PUT"):
+/// - the request's first write checks it inside its own transaction, before the handler's
+///   closure: when it holds and the write's answer stands (its PUT landed, which proves the
+///   state it ran on the newest; or its refusal followed a freshness GET), the answer stands;
+/// - that check finds a matching rule: the write refuses (nothing applied), so does any
+///   later write of the request, and the rules are read again on a current copy: a rule that
+///   takes the request answers it, otherwise the request is served again from the start
+///   (`req` copied with its `body` first), the rule's latency first;
+/// - no write settled it (the request wrote nothing, or its writes answered "nothing was
+///   applied"): the rules are read on a current copy now (the GET the check would have cost
+///   before the handler; reused when the handler's reads checked already), and a rule that
+///   takes the request replaces the handler's answer (nothing was applied) or delays it;
+/// - a write's outcome is unknown: its answer stands (it says the write may have landed).
+///
+/// Answers the rule that took the request, if any, and the response.
+async fn serve_on_premise<F>(
+    app: &AppState,
+    surface: Surface,
+    tenant: &Tenant,
+    method: &str,
+    path: &str,
+    (req, body): (Request, &Bytes),
+    inner: &impl Fn(Request) -> F,
+) -> (Option<faults::Rule>, Response)
+where
+    F: Future<Output = Response>,
+{
+    let copy = RequestCopy::of(&req, body);
+    let (m, p) = (method.to_string(), path.to_string());
+    crate::store::assume(
+        tenant.db.tenant_id(),
+        Arc::new(move |conn| Ok(!faults::any_live_match(conn, &m, &p)?)),
+    );
+    let response = inner(req).await;
+    match crate::store::settle_premise() {
+        None | Some(PremiseState::Confirmed | PremiseState::Unsettled) => (None, response),
+        Some(PremiseState::Pending) => {
+            let rule = fault_for(app, tenant, method, path).await;
+            let Some(taken) = &rule else {
+                return (None, response);
+            };
+            if taken.latency_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(taken.latency_ms)).await;
+            }
+            let response = match taken.status.and_then(|s| StatusCode::from_u16(s).ok()) {
+                Some(status) => injected(surface, status, taken),
+                None => response,
+            };
+            (rule, response)
+        }
+        Some(PremiseState::Tripped) => {
+            let rule = fault_for(app, tenant, method, path).await;
+            let response = answer(surface, rule.as_ref(), copy.request(), inner).await;
+            (rule, response)
+        }
+    }
+}
+
+/// What it takes to send a request again: its head, its extensions (the identity, the
+/// route's path parameters) and the body the pipeline read.
+pub(super) struct RequestCopy {
+    method: http::Method,
+    uri: http::Uri,
+    version: http::Version,
+    headers: http::HeaderMap,
+    extensions: http::Extensions,
+    body: Bytes,
+}
+
+impl RequestCopy {
+    /// The copy of `req`, whose body was `body`.
+    pub(super) fn of(req: &Request, body: &Bytes) -> RequestCopy {
+        RequestCopy {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            version: req.version(),
+            headers: req.headers().clone(),
+            extensions: req.extensions().clone(),
+            body: body.clone(),
+        }
+    }
+
+    /// A new request equal to the one copied.
+    pub(super) fn request(&self) -> Request {
+        let mut copy = Request::new(Body::from(self.body.clone()));
+        *copy.method_mut() = self.method.clone();
+        *copy.uri_mut() = self.uri.clone();
+        *copy.version_mut() = self.version;
+        *copy.headers_mut() = self.headers.clone();
+        *copy.extensions_mut() = self.extensions.clone();
+        copy
     }
 }
 
