@@ -58,7 +58,9 @@ for i in $(seq 1 "$runs"); do
 done
 
 # The binaries whose tests race threads, processes and S3 environments against each other.
-heavy=("-p e2e --test store" "-p e2e --test foundation" "-p shared --lib")
+# Each with --workspace, as tests/run.sh: features unify over the whole workspace, so the
+# pinned runs reuse the test build instead of compiling the crates again with fewer features.
+heavy=("--workspace --test store" "--workspace --test foundation" "--workspace --lib")
 for i in $(seq 1 "$pinned"); do
   for args in "${heavy[@]}"; do
     name=$(echo "$args" | tr -s ' -' '_')
