@@ -54,29 +54,81 @@ async fn post_ledger(base: &str, api_key: &str, key: &str) -> (u16, Value) {
     (status, v)
 }
 
+/// `direct` reached through the fault proxy `gate`, with a 300 ms attempt timeout and a 4 s
+/// write deadline: a log PUT the gate holds 6 s outlives the write's deadline.
+fn gated(direct: &S3Config, gate: &Gate) -> S3Config {
+    let mut gated = direct.clone();
+    gated.endpoint = Some(gate.endpoint.clone());
+    gated.attempt_timeout = Duration::from_millis(300);
+    gated.write_deadline = Duration::from_secs(4);
+    gated
+}
+
+/// Creates a tenant named `name` with the demo data through the admin API at `base`:
+/// its creation answer (id, API key, Basic credentials).
+async fn create_demo_tenant(base: &str, name: &str) -> Value {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/sandbox/v1/tenants"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&json!({"name": name, "seed": "demo"}))
+        .send()
+        .await
+        .expect("create tenant");
+    assert_eq!(r.status(), 201);
+    r.json().await.unwrap()
+}
+
+/// A created tenant's id and API key.
+fn id_and_key(tenant: &Value) -> (String, String) {
+    (
+        tenant["id"].as_str().unwrap().to_string(),
+        tenant["api_key"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Retries [`post_ledger`] on `base` with `key` every 0.5 s, for at most `within`, until an
+/// answer other than 409 or 503: that answer, and the ones before it (status, message).
+async fn retry_ledger_until_answered(
+    base: &str,
+    api_key: &str,
+    key: &str,
+    within: Duration,
+) -> (u16, Value, Vec<(u16, String)>) {
+    let deadline = std::time::Instant::now() + within;
+    let mut answers = Vec::new();
+    loop {
+        let (status, answer) = post_ledger(base, api_key, key).await;
+        if !matches!(status, 409 | 503) || std::time::Instant::now() > deadline {
+            return (status, answer, answers);
+        }
+        answers.push((status, answer["message"].as_str().unwrap_or("").to_string()));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// How many ledgers [`post_ledger`] made in tenant `id` of `state`'s store.
+async fn held_ledgers(state: &AppState, id: &str) -> i64 {
+    let db = state.store.tenant_db(id).expect("tenant");
+    db.read(|c| {
+        Ok(c.query_row(
+            "SELECT count(*) FROM ledgers WHERE name = 'Held'",
+            [],
+            |r| r.get(0),
+        )?)
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_its_key() {
     let moto = Moto::start();
     let direct = moto.bucket("idempotent");
     let gate = Gate::start(&moto);
-    let mut gated = direct.clone();
-    gated.endpoint = Some(gate.endpoint.clone());
-    gated.attempt_timeout = Duration::from_millis(300);
-    gated.write_deadline = Duration::from_secs(4);
+    let gated = gated(&direct, &gate);
     let (base, state, _dir) = serve(&gated).await;
-    let r = reqwest::Client::new()
-        .post(format!("{base}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": "held", "seed": "demo"}))
-        .send()
-        .await
-        .expect("create tenant");
-    assert_eq!(r.status(), 201);
-    let tenant: Value = r.json().await.unwrap();
-    let (id, api_key) = (
-        tenant["id"].as_str().unwrap().to_string(),
-        tenant["api_key"].as_str().unwrap().to_string(),
-    );
+    let tenant = create_demo_tenant(&base, "held").await;
+    let (id, api_key) = id_and_key(&tenant);
 
     // Every log PUT, fences included, is held past the write deadline: the write cannot be
     // settled, and its answer says so, naming the header.
@@ -101,17 +153,7 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
     // the retry would apply the write now. Either way the ledger is there once, and a second retry replays.
     let (status, retry) = post_ledger(&base, &api_key, "held-1").await;
     let (again_status, again) = post_ledger(&base, &api_key, "held-1").await;
-    let db = state.store.tenant_db(&id).expect("tenant");
-    let count: i64 = db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT count(*) FROM ledgers WHERE name = 'Held'",
-                [],
-                |r| r.get(0),
-            )?)
-        })
-        .await
-        .unwrap();
+    let count = held_ledgers(&state, &id).await;
     assert_eq!(
         count, 1,
         "first {first}, retry {status} {retry}, again {again}"
@@ -303,20 +345,9 @@ async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
     let moto = Moto::start();
     let direct = moto.bucket("settled");
     let gate = Gate::start(&moto);
-    let mut gated = direct.clone();
-    gated.endpoint = Some(gate.endpoint.clone());
-    gated.attempt_timeout = Duration::from_millis(300);
-    gated.write_deadline = Duration::from_secs(4);
+    let gated = gated(&direct, &gate);
     let (base, state, _dir) = serve(&gated).await;
-    let r = reqwest::Client::new()
-        .post(format!("{base}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": "settled", "seed": "demo"}))
-        .send()
-        .await
-        .expect("create tenant");
-    assert_eq!(r.status(), 201);
-    let tenant: Value = r.json().await.unwrap();
+    let tenant = create_demo_tenant(&base, "settled").await;
     let id = tenant["id"].as_str().unwrap().to_string();
     let user = tenant["basic"]["username"]
         .as_str()
@@ -408,25 +439,11 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
     let moto = Moto::start();
     let direct = moto.bucket("elsewhere");
     let gate = Gate::start(&moto);
-    let mut gated = direct.clone();
-    gated.endpoint = Some(gate.endpoint.clone());
-    gated.attempt_timeout = Duration::from_millis(300);
-    gated.write_deadline = Duration::from_secs(4);
+    let gated = gated(&direct, &gate);
     let (a, state, _dir_a) = serve(&gated).await;
     let (b, _state_b, _dir_b) = serve(&direct).await;
-    let r = reqwest::Client::new()
-        .post(format!("{a}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": "elsewhere", "seed": "demo"}))
-        .send()
-        .await
-        .expect("create tenant");
-    assert_eq!(r.status(), 201);
-    let tenant: Value = r.json().await.unwrap();
-    let (id, api_key) = (
-        tenant["id"].as_str().unwrap().to_string(),
-        tenant["api_key"].as_str().unwrap().to_string(),
-    );
+    let tenant = create_demo_tenant(&a, "elsewhere").await;
+    let (id, api_key) = id_and_key(&tenant);
 
     gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, first) = post_ledger(&a, &api_key, "moved-1").await;
@@ -441,16 +458,8 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
     .await
     .expect("join");
     // The client goes to B and retries there until it has an answer other than 409/503.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let mut answers = Vec::new();
-    let (status, answer) = loop {
-        let (status, answer) = post_ledger(&b, &api_key, "moved-1").await;
-        if !matches!(status, 409 | 503) || std::time::Instant::now() > deadline {
-            break (status, answer);
-        }
-        answers.push((status, answer["message"].as_str().unwrap_or("").to_string()));
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let (status, answer, answers) =
+        retry_ledger_until_answered(&b, &api_key, "moved-1", Duration::from_secs(60)).await;
     let last: Vec<_> = answers.iter().rev().take(2).collect();
     assert_eq!(
         status,
@@ -458,17 +467,7 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
         "{answer}; {} answers before, the last {last:?}",
         answers.len()
     );
-    let db = state.store.tenant_db(&id).expect("tenant");
-    let count: i64 = db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT count(*) FROM ledgers WHERE name = 'Held'",
-                [],
-                |r| r.get(0),
-            )?)
-        })
-        .await
-        .unwrap();
+    let count = held_ledgers(&state, &id).await;
     assert_eq!(count, 1);
     // A's first answer, rendered from the result its write stored, replayed.
     assert_eq!(
@@ -505,19 +504,8 @@ async fn a_retry_after_the_writing_process_died_gets_the_first_answer() {
         ],
     );
     let (b, state_b, _dir_b) = serve(&direct).await;
-    let r = reqwest::Client::new()
-        .post(format!("{b}/sandbox/v1/tenants"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": "orphaned", "seed": "demo"}))
-        .send()
-        .await
-        .expect("create tenant");
-    assert_eq!(r.status(), 201);
-    let tenant: Value = r.json().await.unwrap();
-    let (id, api_key) = (
-        tenant["id"].as_str().unwrap().to_string(),
-        tenant["api_key"].as_str().unwrap().to_string(),
-    );
+    let tenant = create_demo_tenant(&b, "orphaned").await;
+    let (id, api_key) = id_and_key(&tenant);
 
     gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, first) = post_ledger(&a.base, &api_key, "orphan-1").await;
@@ -540,16 +528,8 @@ async fn a_retry_after_the_writing_process_died_gets_the_first_answer() {
     .await
     .expect("join");
     // The client retries on B until it has an answer other than 409/503.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let mut answers = Vec::new();
-    let (status, answer) = loop {
-        let (status, answer) = post_ledger(&b, &api_key, "orphan-1").await;
-        if !matches!(status, 409 | 503) || std::time::Instant::now() > deadline {
-            break (status, answer);
-        }
-        answers.push((status, answer["message"].as_str().unwrap_or("").to_string()));
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let (status, answer, answers) =
+        retry_ledger_until_answered(&b, &api_key, "orphan-1", Duration::from_secs(30)).await;
     let last: Vec<_> = answers.iter().rev().take(2).collect();
     assert_eq!(
         status,
@@ -562,17 +542,7 @@ async fn a_retry_after_the_writing_process_died_gets_the_first_answer() {
         (&json!("Held"), &json!(true)),
         "{answer}"
     );
-    let db = state_b.store.tenant_db(&id).expect("tenant");
-    let count: i64 = db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT count(*) FROM ledgers WHERE name = 'Held'",
-                [],
-                |r| r.get(0),
-            )?)
-        })
-        .await
-        .unwrap();
+    let count = held_ledgers(&state_b, &id).await;
     assert_eq!(count, 1, "one ledger, A's");
     // Recorded with the key: the next retry replays it.
     let (again, replayed) = post_ledger(&b, &api_key, "orphan-1").await;
