@@ -54,23 +54,13 @@ async fn post_ledger(base: &str, api_key: &str, key: &str) -> (u16, Value) {
     (status, v)
 }
 
-/// The write deadline of the gated environments. Short, because every test here waits it out
-/// at least once, and each retry against a held PUT waits it again; still ten times what an
-/// unheld write takes against moto on a loaded machine, so only a held PUT reaches it.
-const WRITE_DEADLINE: Duration = Duration::from_millis(2000);
-
-/// How long the gate holds a log PUT from its sending: past [`WRITE_DEADLINE`] counted from
-/// the request's start (which is earlier), with 1.5 s to spare, so a held write never lands
-/// within its deadline and a test has that long to act between the 503 and the landing.
-const HELD: Duration = Duration::from_millis(3500);
-
-/// `direct` reached through the fault proxy `gate`, with a 300 ms attempt timeout and the
-/// [`WRITE_DEADLINE`]: a log PUT the gate holds [`HELD`] outlives the write's deadline.
+/// `direct` reached through the fault proxy `gate`, with a 300 ms attempt timeout and a 4 s
+/// write deadline: a log PUT the gate holds 6 s outlives the write's deadline.
 fn gated(direct: &S3Config, gate: &Gate) -> S3Config {
     let mut gated = direct.clone();
     gated.endpoint = Some(gate.endpoint.clone());
     gated.attempt_timeout = Duration::from_millis(300);
-    gated.write_deadline = WRITE_DEADLINE;
+    gated.write_deadline = Duration::from_secs(4);
     gated
 }
 
@@ -142,7 +132,7 @@ async fn a_write_whose_outcome_was_unknown_is_applied_once_across_retries_with_i
 
     // Every log PUT, fences included, is held past the write deadline: the write cannot be
     // settled, and its answer says so, naming the header.
-    gate.hold_log_puts(Some(HELD));
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, first) = post_ledger(&base, &api_key, "held-1").await;
     gate.hold_log_puts(None);
     assert_eq!(status, 503, "{first}");
@@ -369,7 +359,7 @@ async fn retries_after_an_outcome_unknown_get_the_answer_once_it_is_settled() {
         .to_string();
     let basic = (user.as_str(), password.as_str());
 
-    gate.hold_log_puts(Some(HELD));
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, _, first) = post_category(&base, basic, "cat-1").await;
     assert_eq!(status, 503, "{first}");
     assert!(first.contains("Idempotency-Key"), "{first}");
@@ -455,7 +445,7 @@ async fn a_retry_on_another_environment_after_an_outcome_unknown_gets_the_answer
     let tenant = create_demo_tenant(&a, "elsewhere").await;
     let (id, api_key) = id_and_key(&tenant);
 
-    gate.hold_log_puts(Some(HELD));
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, first) = post_ledger(&a, &api_key, "moved-1").await;
     gate.hold_log_puts(None);
     assert_eq!(status, 503, "{first}");
@@ -510,20 +500,17 @@ async fn a_retry_after_the_writing_process_died_gets_the_first_answer() {
         &gated,
         &[
             ("SANDBOX_S3_ATTEMPT_TIMEOUT_MS", "300".to_string()),
-            (
-                "SANDBOX_S3_WRITE_DEADLINE_MS",
-                WRITE_DEADLINE.as_millis().to_string(),
-            ),
+            ("SANDBOX_S3_WRITE_DEADLINE_MS", "4000".to_string()),
         ],
     );
     let (b, state_b, _dir_b) = serve(&direct).await;
     let tenant = create_demo_tenant(&b, "orphaned").await;
     let (id, api_key) = id_and_key(&tenant);
 
-    gate.hold_log_puts(Some(HELD));
+    gate.hold_log_puts(Some(Duration::from_secs(6)));
     let (status, first) = post_ledger(&a.base, &api_key, "orphan-1").await;
-    // A dies before its held PUT lands (S3 holds it for HELD from its sending, A answered at
-    // its WRITE_DEADLINE): A never sees the write land and never records anything.
+    // A dies before its held PUT lands (S3 holds it for 6 s from its sending, A answered at
+    // its 4 s deadline): A never sees the write land and never records anything.
     a.kill();
     gate.hold_log_puts(None);
     assert_eq!(status, 503, "{first}");
