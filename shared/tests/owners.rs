@@ -19,8 +19,8 @@
 //! A write of any table is allowed only in the modules the page lists as moving rows without
 //! a rule (the column helpers, resetting and restoring a tenant). In `functions/*/src` any
 //! literal holding SQL (SELECT, INSERT, UPDATE ... SET, DELETE FROM, JOIN, WHERE, ORDER BY)
-//! fails. The writes still outside their owner are listed on the same page, each with its
-//! reason; a listed one that no longer happens fails too, so the list only shrinks.
+//! fails. There are no exceptions: a write outside its owner, or SQL in a surface crate,
+//! moves to the owner (or the domain's read models, `shared/src/domain/lists/`).
 
 #![allow(
     clippy::unwrap_used,
@@ -35,17 +35,15 @@ use scan::{lex, module_path, non_test_files, relative, strip_tests, Literal};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The page holding the owner table and the remaining exceptions.
+/// The page holding the owner table.
 const PAGE: &str = "docs/architecture.md";
 /// The heading of the owner table on [`PAGE`].
 const OWNERS_HEADING: &str = "### Who writes each table";
 /// The heading of the modules that write any table (rows, not rules) on [`PAGE`].
 const ANY_TABLE_HEADING: &str = "### Modules that write any table";
-/// The heading of the writes still outside their owner on [`PAGE`].
-const EXCEPTIONS_HEADING: &str = "### Writes still outside their owner";
 /// The table name of a write whose table is not written out (a placeholder, a variable).
 const ANY_TABLE: &str = "<any table>";
-/// The "table" of an exception for SQL in a surface crate that writes nothing.
+/// The "table" of SQL in a surface crate that writes nothing.
 const READ_SQL: &str = "<read SQL>";
 
 fn workspace() -> PathBuf {
@@ -71,8 +69,6 @@ struct Rules {
     owners: BTreeMap<String, String>,
     /// Modules that may write any table.
     any_table: Vec<String>,
-    /// (file, table) -> reason.
-    exceptions: BTreeMap<(String, String), String>,
 }
 
 #[test]
@@ -91,28 +87,13 @@ fn every_table_is_written_by_its_owner_only() {
             .any(|w| w.table == "billing_accounts" && w.file.contains("domain/accounts")),
         "the scan found no write of billing_accounts in the accounts module: the scanner is broken"
     );
-    let mut violations = Vec::new();
-    let mut used = BTreeMap::new();
-    for w in &writes {
-        let Some(why) = forbidden(w, &rules) else {
-            continue;
-        };
-        let key = (w.file.clone(), w.table.clone());
-        if rules.exceptions.contains_key(&key) {
-            used.insert(key, ());
-            continue;
-        }
-        violations.push(format!("{}:{}: {}\n  -> {why}", w.file, w.line, w.table));
-    }
-    for key in rules.exceptions.keys() {
-        if !used.contains_key(key) {
-            violations.push(format!(
-                "{}: {}\n  -> listed under \"{EXCEPTIONS_HEADING}\" but no longer written there: \
-                 remove the row",
-                key.0, key.1
-            ));
-        }
-    }
+    let violations: Vec<String> = writes
+        .iter()
+        .filter_map(|w| {
+            let why = forbidden(w, &rules)?;
+            Some(format!("{}:{}: {}\n  -> {why}", w.file, w.line, w.table))
+        })
+        .collect();
     assert!(
         violations.is_empty(),
         "{} write(s) outside the table's owner (owners in {PAGE}, \"{OWNERS_HEADING}\"):\n{}",
@@ -205,26 +186,7 @@ fn read_rules(page: &str) -> Rules {
         .iter()
         .flat_map(|row| quoted(&row[0]))
         .collect();
-    let mut exceptions = BTreeMap::new();
-    for row in table_rows(page, EXCEPTIONS_HEADING) {
-        let file = quoted(&row[0]);
-        assert_eq!(file.len(), 1, "one file per row: {row:?}");
-        let reason = row.get(2).cloned().unwrap_or_default();
-        assert!(!reason.is_empty(), "an exception says why: {row:?}");
-        for table in quoted(&row[1]) {
-            let table = match table.as_str() {
-                "any" => ANY_TABLE.to_string(),
-                "read" => READ_SQL.to_string(),
-                _ => table,
-            };
-            exceptions.insert((file[0].clone(), table), reason.clone());
-        }
-    }
-    Rules {
-        owners,
-        any_table,
-        exceptions,
-    }
+    Rules { owners, any_table }
 }
 
 // ---- the scanner ------------------------------------------------------------------------
@@ -518,7 +480,6 @@ fn surface_sql_is_found_and_a_stray_write_is_named() {
     let rules = Rules {
         owners: BTreeMap::from([("billing_accounts".into(), "domain::accounts".into())]),
         any_table: vec!["domain".into()],
-        exceptions: BTreeMap::new(),
     };
     let stray = Write {
         file: "shared/src/domain/invoices.rs".into(),

@@ -406,6 +406,16 @@ async fn read_only_entities_share_ids_with_the_other_surfaces() {
         assert_eq!(write.status, 405, "{path} is read-only");
         assert_eq!(write.fault().0, "GENERAL");
     }
+    // An agreement's status key is free text there (the WADL lists no values): a value no
+    // agreement has keeps nothing, where an enumerated key would be refused.
+    let agreement_status = attr(a.get("agreements/1").await.el(), "status").to_string();
+    let same = a
+        .get(&format!("agreements?status={agreement_status}"))
+        .await;
+    assert_ne!(attr(same.el(), "totalElements"), "0");
+    let none = a.get("agreements?status=NO_SUCH_STATUS").await;
+    assert_eq!(none.status, 200, "{}", none.body);
+    assert_eq!(attr(none.el(), "totalElements"), "0");
     // A usage event stored by Surface B renders under its own id.
     let event_id: i64 = db
         .write(|tx| {

@@ -60,6 +60,10 @@ async fn add_note_is_read_back_on_the_account() {
     assert_eq!(attr(one.el(), "eid"), eid);
     let all = a.get("notes?billingAccountEid=2").await;
     assert_eq!(attr(all.el(), "totalElements"), "1");
+    // Under an account the path decides: the key it sets, given in the query, is ignored.
+    let under = a.get("billingAccounts/1/notes?billingAccountEid=2").await;
+    assert_eq!(under.status, 200, "{}", under.body);
+    assert_eq!(attr(under.el(), "totalElements"), "2");
 
     let long = format!(r#"<addNote note="{}"/>"#, "x".repeat(4001));
     a.assert_faults(&[

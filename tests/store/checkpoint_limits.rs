@@ -1,6 +1,8 @@
 //! The checkpoint count and forks under concurrency, over HTTP: six concurrent checkpoint
-//! creations at 99 checkpoints keep at most 100 (before: all six succeeded, 105 kept), on the
-//! local server and across two S3 environments on one bucket; and a refused fork (name taken,
+//! creations one below the cap keep at most the cap (before: all six succeeded, 105 kept at
+//! 100), on the local server at the documented cap of 100 and across two S3 environments on
+//! one bucket at a cap of 10 (the same race, without 90 more checkpoints written to S3
+//! first); and a refused fork (name taken,
 //! tenant cap) leaves no object in the bucket (before: a tombstone per attempt under the id
 //! of a tenant that never existed).
 
@@ -9,7 +11,10 @@ use e2e::s3::Moto;
 use e2e::ADMIN_KEY;
 use serde_json::{json, Value};
 
-const CAP: usize = 100;
+/// The documented cap (`checkpoints::MAX_CHECKPOINTS`), raced on the local server.
+const CAP: usize = shared::store::checkpoints::MAX_CHECKPOINTS;
+/// The cap the S3 environments are set to ([`shared::store::Store::set_max_checkpoints`]).
+const S3_CAP: usize = 10;
 
 /// An admin API call to the server at `base`: status and JSON body (Null when none).
 pub(crate) async fn admin(
@@ -52,10 +57,10 @@ async fn checkpoint(base: &str, id: &str, name: &str) -> (u16, Value) {
     .await
 }
 
-/// Fills tenant `id` to 99 checkpoints through `bases[0]`, then sends six creations at
-/// once, spread over `bases`: at most one may succeed, and at most 100 are kept.
-async fn six_creations_at_99(bases: &[String], id: &str) {
-    for i in 0..CAP - 1 {
+/// Fills tenant `id` to `cap - 1` checkpoints through `bases[0]`, then sends six creations
+/// at once, spread over `bases`: at most one may succeed, and at most `cap` are kept.
+async fn six_creations_below_the_cap(bases: &[String], id: &str, cap: usize) {
+    for i in 0..cap - 1 {
         let (status, body) = checkpoint(&bases[0], id, &format!("cp{i}")).await;
         assert_eq!(status, 201, "{body}");
     }
@@ -88,29 +93,32 @@ async fn six_creations_at_99(bases: &[String], id: &str) {
         assert_eq!(status, 200);
         let kept = list.as_array().expect("list").len();
         assert!(
-            kept <= CAP,
+            kept <= cap,
             "{kept} checkpoints kept, {created} of 6 created"
         );
-        assert_eq!(kept, CAP - 1 + created, "every 201 is kept");
+        assert_eq!(kept, cap - 1 + created, "every 201 is kept");
     }
-    assert!(created <= 1, "{created} of 6 created at 99");
+    assert!(created <= 1, "{created} of 6 created at {}", cap - 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_concurrent_checkpoints_at_99_keep_at_most_100_locally() {
     let s = e2e::TestServer::start().await;
     let id = tenant(&s.base, "full").await;
-    six_creations_at_99(std::slice::from_ref(&s.base), &id).await;
+    six_creations_below_the_cap(std::slice::from_ref(&s.base), &id, CAP).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn six_concurrent_checkpoints_at_99_keep_at_most_100_across_s3_environments() {
+async fn six_concurrent_checkpoints_below_the_cap_keep_at_most_the_cap_across_s3_environments() {
     let moto = Moto::start();
     let s3 = moto.bucket("cpcount");
-    let (a, _a, _ad) = e2e::s3_count::serve_s3(&s3, SECRET).await;
-    let (b, _b, _bd) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let (a, a_state, _ad) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    let (b, b_state, _bd) = e2e::s3_count::serve_s3(&s3, SECRET).await;
+    for state in [&a_state, &b_state] {
+        state.store.set_max_checkpoints(S3_CAP);
+    }
     let id = tenant(&a, "full").await;
-    six_creations_at_99(&[a, b], &id).await;
+    six_creations_below_the_cap(&[a, b], &id, S3_CAP).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,9 +32,7 @@ use shared::web::openapi::{array, string, Builder, Rendering};
 use shared::web::routes::{mount, Handler, Verb};
 use shared::web::{AppState, ADMIN_PREFIX};
 
-/// A schema of the document: registers a Rust type's schema (`Builder::schema::<T>`) or
-/// writes one, answering its `$ref` (or the schema itself).
-pub type Schema = fn(&mut Builder) -> Value;
+pub use shared::web::openapi::Schema;
 
 /// A query parameter of an operation.
 #[derive(Clone, Copy)]
@@ -138,17 +136,8 @@ pub enum Doc {
     Op(Op),
 }
 
-/// One endpoint.
-pub struct Route {
-    /// The method.
-    pub verb: Verb,
-    /// Path below `/sandbox/v1`, e.g. `/tenants/{id}`.
-    pub path: &'static str,
-    /// What the document says of it.
-    pub doc: Doc,
-    /// The handler, bound to the row's method.
-    pub handler: Handler,
-}
+/// One endpoint of the admin API.
+pub type Route = shared::web::routes::Route<Doc>;
 
 /// The errors of a read inside a tenant.
 pub const READ: &[u16] = &[401, 404, 503];

@@ -44,9 +44,7 @@ impl Group {
     }
 }
 
-/// A schema of the document: registers a Rust type's schema (`Builder::schema::<T>`) or
-/// writes one, answering its `$ref`.
-pub type Schema = fn(&mut Builder) -> Value;
+pub use shared::web::openapi::Schema;
 
 /// What a list or a read of a resource documents, taken from the resource the handler uses.
 #[derive(Clone, Copy)]

@@ -1,6 +1,6 @@
 //! `billingAccounts`: the billing accounts Surfaces B and C see, with create and edit.
 
-use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Key};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -9,54 +9,49 @@ use shared::domain::accounts::{
     create_account, edit_account, AccountEdit, NewAccount, ACCOUNT_STATUSES, BILL_TYPES,
 };
 use shared::domain::bill_batch_membership::join_category_bill_batches;
-use shared::query::{FieldKind as K, FieldSpec as F};
 
-/// The billing account read model.
+/// `billingAccount`: the XML names of the domain's billing account records.
 pub static ENTITY: Entity = Entity {
     collection: "billingAccounts",
     element: "billingAccount",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("accountNum", "t.account_num"),
-        Field::text("externalAccountNum", "t.external_account_num"),
-        Field::text("name", "t.name"),
-        Field::one_of("billType", "t.bill_type", BILL_TYPES),
-        Field::boolean("automaticRecurringPayment", "t.automatic_recurring_payment"),
-        Field::one_of("status", "t.status", ACCOUNT_STATUSES),
-        Field::money("balance", "t.balance"),
-        Field::money("pendingChargesTotal", "t.pending_charges_total"),
-        Field::text("currencyType", "t.currency_code"),
-        Field::boolean("taxExempt", "t.tax_exempt"),
-        Field::time("startDate", "t.start_date"),
-        Field::time("endDate", "t.end_date"),
-        Field::time("nextInvoiceDate", "t.next_invoice_date"),
+        Field::long("eid", "id"),
+        Field::text("accountNum", "account_num"),
+        Field::text("externalAccountNum", "external_account_num"),
+        Field::text("name", "name"),
+        Field::one_of("billType", "bill_type", BILL_TYPES),
+        Field::boolean("automaticRecurringPayment", "automatic_recurring_payment"),
+        Field::one_of("status", "status", ACCOUNT_STATUSES),
+        Field::money("balance", "balance"),
+        Field::money("pendingChargesTotal", "pending_charges_total"),
+        Field::text("currencyType", "currency_code"),
+        Field::boolean("taxExempt", "tax_exempt"),
+        Field::time("startDate", "start_date"),
+        Field::time("endDate", "end_date"),
+        Field::time("nextInvoiceDate", "next_invoice_date"),
         // The account's own payment term (net days); absent: the tenant policy's.
-        Field::long("paymentTermDays", "t.payment_term_days"),
+        Field::long("paymentTermDays", "payment_term_days"),
     ],
     children: &[
         Child::Ref {
             element: "billingAccountCategory",
-            eid: "t.billing_account_category_id",
+            eid: "billing_account_category_id",
             fields: &[],
         },
         Child::Ref {
             element: "billCycle",
-            eid: "t.bill_cycle_id",
+            eid: "bill_cycle_id",
             fields: &[],
         },
     ],
-    from: "billing_accounts t",
-    filters: &[
-        F::new("accountNum", "t.account_num", K::Text),
-        F::new("externalAccountNum", "t.external_account_num", K::Text),
-        F::new("status", "t.status", K::Enum(ACCOUNT_STATUSES)),
-        F::new("billType", "t.bill_type", K::Enum(BILL_TYPES)),
-        F::new(
-            "billingAccountCategoryEid",
-            "t.billing_account_category_id",
-            K::Integer,
-        ),
-        F::new("billCycleEid", "t.bill_cycle_id", K::Integer),
+    records: &shared::domain::lists::accounts::RECORDS,
+    keys: &[
+        Key::new("accountNum", "account_num"),
+        Key::new("externalAccountNum", "external_account_num"),
+        Key::new("status", "status"),
+        Key::new("billType", "bill_type"),
+        Key::new("billingAccountCategoryEid", "billing_account_category_id"),
+        Key::new("billCycleEid", "bill_cycle_id"),
     ],
 };
 

@@ -1,32 +1,31 @@
 //! `billingAccountCategories`, with create and edit.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, Entity, Field};
+use crate::entity::{create_and_answer, edit_and_show, Entity, Field, Key};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
 use axum::response::Response;
 use shared::domain::accounts::{create_category, edit_category, CategoryFields, CATEGORY_STATUSES};
-use shared::query::{FieldKind as K, FieldSpec as F};
 
-/// The billing account category read model.
+/// `billingAccountCategory`: the XML names of the domain's category records.
 pub static ENTITY: Entity = Entity {
     collection: "billingAccountCategories",
     element: "billingAccountCategory",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("name", "t.name"),
-        Field::text("type", "t.type"),
-        Field::text("description", "t.description"),
-        Field::one_of("status", "t.status", CATEGORY_STATUSES),
-        Field::text("conversionCurrencyType", "t.conversion_currency"),
+        Field::long("eid", "id"),
+        Field::text("name", "name"),
+        Field::text("type", "type"),
+        Field::text("description", "description"),
+        Field::one_of("status", "status", CATEGORY_STATUSES),
+        Field::text("conversionCurrencyType", "conversion_currency"),
     ],
     children: &[],
-    from: "billing_account_categories t",
-    filters: &[
-        F::new("status", "t.status", K::Enum(CATEGORY_STATUSES)),
-        F::new("type", "t.type", K::Text),
-        F::new("name", "t.name", K::Text),
+    records: &shared::domain::lists::accounts::CATEGORY_RECORDS,
+    keys: &[
+        Key::new("status", "status"),
+        Key::new("type", "type"),
+        Key::new("name", "name"),
     ],
 };
 

@@ -1,14 +1,16 @@
-//! The read side every Surface A entity shares: a declarative [`Entity`] (its table, its query
-//! keys, and a field table that both renders a row and declares the entity in the XSD), the
-//! paged collection GET and the GET by eid. A query key is declared as the other surfaces
-//! declare their lists' named filters, a `shared::query::FieldSpec` (name, column, kind), and
-//! narrows by the condition the field declares (`FieldSpec::named_condition`); its value is
-//! read by Surface A's conventions (`shared::web::listing::filter_value`: an eid is a 64-bit
-//! integer, an enumerated key takes one of its values). The eid of every
-//! entity is the row id in the tenant database, so one record has one identity on every
-//! surface. Collections page through the shared engine (`shared::query::PageQuery`) under
-//! Surface A's paging convention (`shared::web::listing::LEGACY_PAGING`); the counts go in
-//! the page element's attributes.
+//! The read side every Surface A entity shares: a declarative [`Entity`] (the domain's
+//! records it reads, its query keys, and a field table that both renders a record and
+//! declares the element in the XSD), the paged collection GET and the GET by eid. The SQL
+//! is the domain's (`shared::domain::lists`: each entity's `RECORDS` list source, read by
+//! `shared::domain::lists::records`); what stays here is Surface A's wire: its element and
+//! attribute names, the XSD types, and its query keys, each the Surface A spelling of a
+//! named filter of the records' source (as B's and C's named filters are), narrowing by the
+//! condition that filter declares. A key's value is read by Surface A's conventions
+//! (`shared::web::listing::filter_value`: an eid is a 64-bit integer, an enumerated key
+//! takes one of its values). The eid of every entity is the row id in the tenant database,
+//! so one record has one identity on every surface. Collections page through the shared
+//! engine (`shared::query::PageQuery`, in eid order) under Surface A's paging convention
+//! (`shared::web::listing::LEGACY_PAGING`); the counts go in the page element's attributes.
 
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
@@ -18,21 +20,22 @@ use crate::xml_schema::{Kind, PAGE_ATTRIBUTES};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono_tz::Tz;
-use rusqlite::{Connection, OptionalExtension, Row};
-use shared::query::{FieldSpec, Page, Selection};
+use rusqlite::Connection;
+use shared::domain::lists::records::{self, Record, Value};
+use shared::query::{FieldSpec, ListSource, Page};
 use shared::web::listing::{filter_value, read_page, LEGACY_PAGING};
 use shared::web::Surface;
 use shared::{Error, Result};
 use std::collections::HashMap;
 
-/// One attribute of an entity: its name, the SQL expression it reads (a compile-time
-/// constant, never input) and its values. An attribute whose column is NULL is left out,
-/// except a boolean, which reads NULL as `false`.
+/// One attribute of an entity: its name, the record field it shows and its values. An
+/// attribute whose value is NULL is left out, except a boolean, which reads NULL as
+/// `false`.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {
     /// Attribute name.
     pub name: &'static str,
-    /// SQL expression of its value.
+    /// The field of the entity's records it shows.
     pub column: &'static str,
     /// Its values (also its type in the XSD).
     pub kind: Kind,
@@ -54,7 +57,7 @@ impl Field {
         Field::of(name, column, Kind::Decimal)
     }
 
-    /// A boolean attribute (0/1 in the column).
+    /// A boolean attribute.
     pub const fn boolean(name: &'static str, column: &'static str) -> Field {
         Field::of(name, column, Kind::Boolean)
     }
@@ -77,16 +80,26 @@ impl Field {
         Field { name, column, kind }
     }
 
-    /// The attribute's text in the row's column `at` (None: left out).
-    fn value(&self, r: &Row<'_>, at: usize, tz: Tz) -> rusqlite::Result<Option<String>> {
-        Ok(match self.kind {
-            Kind::Long => r.get::<_, Option<i64>>(at)?.map(|v| v.to_string()),
-            Kind::Text | Kind::OneOf(_) => r.get(at)?,
-            Kind::Decimal => col::money(r, at)?,
-            Kind::Boolean => Some(col::boolean(r, at)?.to_string()),
-            Kind::DateTime => col::time(r, at, tz)?,
-        })
+    /// The attribute's text in `record` (None: left out).
+    fn value(&self, record: &Record, tz: Tz) -> Option<String> {
+        match record.get(self.column) {
+            Value::Null => matches!(self.kind, Kind::Boolean).then(|| false.to_string()),
+            value => text(value, tz),
+        }
     }
+}
+
+/// A record's value as attribute text: a decimal in its canonical text, an instant with the
+/// tenant's offset (None: NULL).
+fn text(value: &Value, tz: Tz) -> Option<String> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Integer(v) => v.to_string(),
+        Value::Text(v) => v.clone(),
+        Value::Decimal(d) => shared::money::canonical(*d),
+        Value::Bool(b) => b.to_string(),
+        Value::Instant(t) => shared::time::render(t, tz),
+    })
 }
 
 /// A child element of an entity, after its attributes.
@@ -97,23 +110,40 @@ pub enum Child {
     Ref {
         /// Element name.
         element: &'static str,
-        /// SQL expression of the referenced object's eid.
+        /// The record field holding the referenced object's eid.
         eid: &'static str,
         /// What else the reference shows of the object.
         fields: &'static [Field],
     },
-    /// An empty element whose name is the column's value, one of `elements` (a payment's
+    /// An empty element whose name is the field's value, one of `elements` (a payment's
     /// method); left out when NULL.
     Named {
-        /// SQL expression of the element name.
+        /// The record field holding the element name.
         column: &'static str,
         /// The names it takes.
         elements: &'static [&'static str],
     },
 }
 
-/// One Surface A entity's read model: a field table that both renders rows and declares the
-/// element in the XSD (`crate::xml_schema`).
+/// A query key of a collection: Surface A's spelling of a named filter of the entity's
+/// records.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// The key as the query string spells it, e.g. `billingAccountEid`.
+    pub name: &'static str,
+    /// The named filter of the entity's records it sets, e.g. `billing_account_id`.
+    pub filter: &'static str,
+}
+
+impl Key {
+    /// `name` spelled on Surface A, narrowing by the records' named filter `filter`.
+    pub const fn new(name: &'static str, filter: &'static str) -> Key {
+        Key { name, filter }
+    }
+}
+
+/// One Surface A entity: the domain's records it reads and the field table that both
+/// renders them and declares the element in the XSD (`crate::xml_schema`).
 pub struct Entity {
     /// Collection name in paths, e.g. `billingAccounts`; also the page wrapper element.
     pub collection: &'static str,
@@ -123,107 +153,93 @@ pub struct Entity {
     pub fields: &'static [Field],
     /// Its child elements, in document order.
     pub children: &'static [Child],
-    /// The table, aliased `t`, with any joins (no WHERE).
-    pub from: &'static str,
+    /// The domain's records of the entity (`shared::domain::lists::*::RECORDS`).
+    pub records: &'static ListSource,
     /// Query keys of the collection GET besides pageNumber and pageSize: `key=value` keeps
-    /// the rows whose column equals the value (text, a 64-bit integer (an eid), or one of
-    /// an enumeration's values).
-    pub filters: &'static [FieldSpec],
+    /// the records whose named filter equals the value (text, a 64-bit integer (an eid),
+    /// or one of an enumeration's values).
+    pub keys: &'static [Key],
 }
 
 impl Entity {
-    /// The SELECT list: every field's column, then every child's, in the order `render`
-    /// reads them.
-    fn select(&self) -> String {
-        let mut columns: Vec<&str> = self.fields.iter().map(|f| f.column).collect();
-        for child in self.children {
-            match child {
-                Child::Ref { eid, fields, .. } => {
-                    columns.push(eid);
-                    columns.extend(fields.iter().map(|f| f.column));
-                }
-                Child::Named { column, .. } => columns.push(column),
-            }
-        }
-        columns.join(", ")
+    /// Each query key with the named filter it sets (a key whose filter the records lack
+    /// is left out; the crate's tests check there is none).
+    pub fn filters(&self) -> impl Iterator<Item = (&'static str, &'static FieldSpec)> + '_ {
+        self.keys.iter().filter_map(|key| {
+            self.records
+                .field(key.filter)
+                .filter(|_| self.records.named_filters.contains(&key.filter))
+                .map(|spec| (key.name, spec))
+        })
     }
 
-    /// Renders one row of [`Entity::select`].
-    fn render(&self, r: &Row<'_>, tz: Tz) -> rusqlite::Result<Node> {
+    /// Renders one record.
+    fn render(&self, r: &Record, tz: Tz) -> Node {
         let mut node = Node::new(self.element);
-        let mut at = 0;
         for field in self.fields {
-            node = node.opt_attr(field.name, field.value(r, at, tz)?);
-            at += 1;
+            node = node.opt_attr(field.name, field.value(r, tz));
         }
         for child in self.children {
             match child {
                 Child::Ref {
-                    element, fields, ..
+                    element,
+                    eid,
+                    fields,
                 } => {
-                    if let Some(eid) = r.get::<_, Option<i64>>(at)? {
+                    if let Value::Integer(eid) = r.get(eid) {
                         let mut reference = Node::new(*element).attr("eid", eid);
-                        for (i, field) in fields.iter().enumerate() {
-                            reference =
-                                reference.opt_attr(field.name, field.value(r, at + 1 + i, tz)?);
+                        for field in *fields {
+                            reference = reference.opt_attr(field.name, field.value(r, tz));
                         }
                         node = node.child(reference);
                     }
-                    at += 1 + fields.len();
                 }
-                Child::Named { .. } => {
-                    if let Some(name) = r.get::<_, Option<String>>(at)? {
-                        node = node.child(Node::new(name));
+                Child::Named { column, .. } => {
+                    if let Value::Text(name) = r.get(column) {
+                        node = node.child(Node::new(name.as_str()));
                     }
-                    at += 1;
                 }
             }
         }
-        Ok(node)
+        node
     }
 }
 
 /// Reads one object by eid (404 when it does not exist).
 pub fn find(entity: &Entity, conn: &Connection, eid: i64, tz: Tz) -> Result<Node> {
-    let sql = format!(
-        "SELECT {} FROM {} WHERE t.id = ?1",
-        entity.select(),
-        entity.from
-    );
-    conn.query_row(&sql, [eid], |r| entity.render(r, tz))
-        .optional()?
+    records::find(entity.records, conn, eid)?
+        .map(|r| entity.render(&r, tz))
         .ok_or_else(|| Error::not_found(format!("{} {eid} does not exist", entity.element)))
 }
 
-/// Reads one page of the collection under the query parameters.
-pub fn page(
+/// Reads one page of the collection under the query parameters (and `parent`, the
+/// condition of a sub-collection with its parent's eid).
+fn page(
     entity: &Entity,
     conn: &Connection,
     params: &HashMap<String, String>,
+    parent: Option<(&str, i64)>,
     tz: Tz,
 ) -> Result<Node> {
     let page = read_page(params, &LEGACY_PAGING)?;
-    let mut selection = Selection::new("t.id");
+    let mut selection = records::select_all(entity.records);
+    if let Some((condition, eid)) = parent {
+        selection = selection.scope(condition, vec![eid.into()]);
+    }
     let mut keys: Vec<&String> = params.keys().collect();
     keys.sort();
     for key in keys {
-        if key == "pageNumber" || key == "pageSize" {
-            continue;
-        }
         // JAX-RS ignores query parameters a resource does not declare (cache busters such
         // as `_=1700000000`, tracing parameters), so an unknown key narrows nothing.
-        let Some(filter) = entity.filters.iter().find(|f| f.name == key) else {
+        let Some((name, filter)) = entity.filters().find(|(name, _)| *name == key) else {
             continue;
         };
-        let value = filter_value(Surface::Legacy, filter.name, filter.kind, &params[key], tz)?;
-        selection = selection.scope_if(&filter.named_condition(), Some(value));
+        let value = filter_value(Surface::Legacy, name, filter.kind, &params[key], tz)?;
+        selection = selection.narrow(entity.records, filter.name, Some(value))?;
     }
-    let paged = selection
-        .page(page)
-        .fetch_paged(conn, &entity.select(), entity.from, |r| {
-            entity.render(r, tz)
-        })?;
-    Ok(page_node(entity.collection, page, paged.total, paged.items))
+    let paged = records::page(entity.records, conn, selection, page)?;
+    let items = paged.items.iter().map(|r| entity.render(r, tz)).collect();
+    Ok(page_node(entity.collection, page, paged.total, items))
 }
 
 /// A page wrapper `<collection pageNumber pageSize totalElements elementCount totalPages>`
@@ -252,20 +268,20 @@ pub async fn list(
     let tz = tenant.tz;
     let node = tenant
         .db
-        .read(move |conn| page(entity, conn, &params, tz))
+        .read(move |conn| page(entity, conn, &params, None, tz))
         .await?;
     Ok(xml_answer(StatusCode::OK, node))
 }
 
 /// The parent of a sub-collection (`billingAccounts/{eid}/notes`, `invoices/{eid}/lines`):
-/// the query key the path sets, and the parent's table and name for its 404.
+/// the domain's parent (its table, its noun for the 404, the condition tying the records
+/// to it) and the query key the path sets in its place (a client's value of that key is
+/// ignored, as the path decides).
 pub struct Parent {
     /// The query key of the sub-collection's entity the path's eid sets.
     pub key: &'static str,
-    /// The parent's table.
-    pub table: &'static str,
-    /// The parent's name in the 404.
-    pub what: &'static str,
+    /// The parent in the domain's read model.
+    pub of: shared::domain::lists::Parent,
 }
 
 /// `GET <parent>/{eid}/<collection>`: one page of `entity` under the parent `eid` (404 when
@@ -277,13 +293,14 @@ pub async fn list_under(
     Eid(eid): Eid,
     Query(mut params): Query,
 ) -> Result<Response, Fault> {
-    params.insert(parent.key.into(), eid.to_string());
+    params.remove(parent.key);
     let tz = tenant.tz;
     let node = tenant
         .db
         .read(move |conn| {
-            shared::domain::require(conn, parent.table, parent.what, eid)?;
-            page(entity, conn, &params, tz)
+            let of = parent.of;
+            shared::domain::require(conn, of.table, of.noun, eid)?;
+            page(entity, conn, &params, Some((of.condition, eid)), tz)
         })
         .await?;
     Ok(xml_answer(StatusCode::OK, node))
@@ -340,28 +357,68 @@ where
     Ok(xml_answer(StatusCode::OK, node))
 }
 
-/// Column readers of the field kinds.
-mod col {
-    use chrono_tz::Tz;
-    use rusqlite::{Row, RowIndex};
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routes::{table, QueryKeys};
+    use crate::xml_schema::Body;
 
-    /// A boolean column (0/1) rendered as `true`/`false`.
-    pub fn boolean(r: &Row<'_>, name: impl RowIndex) -> rusqlite::Result<bool> {
-        Ok(r.get::<_, Option<i64>>(name)?.unwrap_or(0) != 0)
+    /// Every entity the route table serves or reads.
+    fn entities() -> Vec<&'static Entity> {
+        let mut out: Vec<&'static Entity> = Vec::new();
+        for route in table() {
+            let bodies = [Some(route.response), route.request];
+            for body in bodies.into_iter().flatten() {
+                if let Body::Entity(e) | Body::Page(e) = body {
+                    out.push(e);
+                }
+            }
+            if let Some(QueryKeys::Of(e)) = route.lists {
+                out.push(e);
+            }
+        }
+        out.sort_by_key(|e| e.element);
+        out.dedup_by_key(|e| e.element);
+        out
     }
 
-    /// A decimal column in its canonical text (NULL stays absent).
-    pub fn money(r: &Row<'_>, name: impl RowIndex) -> rusqlite::Result<Option<String>> {
-        let v: Option<String> = r.get(name)?;
-        Ok(v.map(|v| match shared::money::parse_decimal(&v) {
-            Some(d) => shared::money::canonical(d),
-            None => v,
-        }))
-    }
-
-    /// A stored instant rendered with the tenant's offset.
-    pub fn time(r: &Row<'_>, name: impl RowIndex, tz: Tz) -> rusqlite::Result<Option<String>> {
-        let v: Option<String> = r.get(name)?;
-        Ok(v.map(|v| shared::time::render(&v, tz)))
+    /// A name the records lack would render nothing (or narrow nothing) without an error,
+    /// so each is checked here: every attribute, reference and named child shows a field of
+    /// the entity's records, and every query key sets one of their named filters.
+    #[test]
+    fn every_name_an_entity_shows_or_filters_by_is_a_field_of_its_records() {
+        let all = entities();
+        assert_eq!(
+            all.len(),
+            10,
+            "{:?}",
+            all.iter().map(|e| e.element).collect::<Vec<_>>()
+        );
+        for e in all {
+            let records = e.records;
+            let mut shown: Vec<&str> = e.fields.iter().map(|f| f.column).collect();
+            for child in e.children {
+                match child {
+                    Child::Ref { eid, fields, .. } => {
+                        shown.push(eid);
+                        shown.extend(fields.iter().map(|f| f.column));
+                    }
+                    Child::Named { column, .. } => shown.push(column),
+                }
+            }
+            for name in shown {
+                assert!(
+                    records.field(name).is_some(),
+                    "{}: no field {name}",
+                    e.element
+                );
+            }
+            assert_eq!(
+                e.filters().count(),
+                e.keys.len(),
+                "{}: a key without its filter",
+                e.element
+            );
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! lines of what they bill (docs/billing-lifecycle.md).
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, list_under, Child, Entity, Field, Parent};
+use crate::entity::{
+    create_and_answer, edit_and_show, list_under, Child, Entity, Field, Key, Parent,
+};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, Query, XmlBody};
@@ -12,32 +14,31 @@ use axum::response::Response;
 use shared::domain::invoices::{
     create_invoice, edit_invoice, InvoiceEdit, NewInvoice, INVOICE_LINE_TYPES, INVOICE_STATUSES,
 };
-use shared::query::{FieldKind as K, FieldSpec as F};
 
-/// The invoice read model.
+/// `invoice`: the XML names of the domain's invoice records.
 pub static ENTITY: Entity = Entity {
     collection: "invoices",
     element: "invoice",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("invoiceNum", "t.invoice_num"),
-        Field::text("externalInvoiceNum", "t.external_invoice_num"),
-        Field::text("invoiceType", "t.invoice_type"),
-        Field::money("amount", "t.amount"),
-        Field::money("amountToPay", "t.amount_to_pay"),
-        Field::text("description", "t.description"),
-        Field::time("occurredOn", "t.occurred_on"),
-        Field::time("dueDate", "t.due_date"),
-        Field::time("paidDate", "t.paid_date"),
-        Field::one_of("status", "t.status", INVOICE_STATUSES),
+        Field::long("eid", "id"),
+        Field::text("invoiceNum", "invoice_num"),
+        Field::text("externalInvoiceNum", "external_invoice_num"),
+        Field::text("invoiceType", "invoice_type"),
+        Field::money("amount", "amount"),
+        Field::money("amountToPay", "amount_to_pay"),
+        Field::text("description", "description"),
+        Field::time("occurredOn", "occurred_on"),
+        Field::time("dueDate", "due_date"),
+        Field::time("paidDate", "paid_date"),
+        Field::one_of("status", "status", INVOICE_STATUSES),
     ],
     children: &[crate::notes::ACCOUNT_REF],
-    from: "invoices t JOIN billing_accounts a ON a.id = t.billing_account_id",
-    filters: &[
-        F::new("invoiceNum", "t.invoice_num", K::Text),
-        F::new("accountNum", "a.account_num", K::Text),
-        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
-        F::new("status", "t.status", K::Enum(INVOICE_STATUSES)),
+    records: &shared::domain::lists::invoices::RECORDS,
+    keys: &[
+        Key::new("invoiceNum", "invoice_num"),
+        Key::new("accountNum", "account_num"),
+        Key::new("billingAccountEid", "billing_account_id"),
+        Key::new("status", "status"),
     ],
 };
 
@@ -104,33 +105,32 @@ pub async fn edit(
     .await
 }
 
-/// The invoice line read model: what an invoice bills, part by part, in line order; the
+/// `invoiceLine`: what an invoice bills, part by part, in eid order; the
 /// amounts add up to the invoice's `amount`.
 pub static LINES: Entity = Entity {
     collection: "invoiceLines",
     element: "invoiceLine",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::long("lineNum", "t.line_num"),
-        Field::one_of("lineType", "t.line_type", INVOICE_LINE_TYPES),
-        Field::money("amount", "t.amount"),
-        Field::text("description", "t.description"),
-        Field::long("serviceEid", "t.service_id"),
-        Field::long("productEid", "t.product_id"),
-        Field::long("productPriceEid", "t.product_price_id"),
-        Field::long("chargeCategoryEid", "t.charge_category_id"),
-        Field::text("chargeCategory", "c.name"),
-        Field::time("periodStartDate", "t.period_start_date"),
-        Field::time("periodEndDate", "t.period_end_date"),
+        Field::long("eid", "id"),
+        Field::long("lineNum", "line_num"),
+        Field::one_of("lineType", "line_type", INVOICE_LINE_TYPES),
+        Field::money("amount", "amount"),
+        Field::text("description", "description"),
+        Field::long("serviceEid", "service_id"),
+        Field::long("productEid", "product_id"),
+        Field::long("productPriceEid", "product_price_id"),
+        Field::long("chargeCategoryEid", "charge_category_id"),
+        Field::text("chargeCategory", "charge_category_name"),
+        Field::time("periodStartDate", "period_start_date"),
+        Field::time("periodEndDate", "period_end_date"),
     ],
     children: &[Child::Ref {
         element: "invoice",
-        eid: "t.invoice_id",
-        fields: &[Field::text("invoiceNum", "i.invoice_num")],
+        eid: "invoice_id",
+        fields: &[Field::text("invoiceNum", "invoice_num")],
     }],
-    from: "invoice_lines t JOIN invoices i ON i.id = t.invoice_id \
-           LEFT JOIN charge_categories c ON c.id = t.charge_category_id",
-    filters: &[F::new("invoiceEid", "t.invoice_id", K::Integer)],
+    records: &shared::domain::lists::invoices::LINE_RECORDS,
+    keys: &[Key::new("invoiceEid", "invoice_id")],
 };
 
 /// `GET invoices/{eid}/lines`: one page of the invoice's lines, in line order (404 for an
@@ -138,8 +138,7 @@ pub static LINES: Entity = Entity {
 pub async fn lines(auth: BasicAuth, eid: Eid, params: Query) -> Result<Response, Fault> {
     let parent = Parent {
         key: "invoiceEid",
-        table: "invoices",
-        what: "invoice",
+        of: shared::domain::lists::invoices::LINES_UNDER_INVOICE,
     };
     list_under(&LINES, parent, auth, eid, params).await
 }

@@ -2,36 +2,36 @@
 //! collection (`notes?billingAccountEid=`, or `billingAccounts/{eid}/notes`) and by eid.
 //! Notes are never edited or deleted.
 
-use crate::entity::{list_under, Child, Entity, Field, Parent};
+use crate::entity::{list_under, Child, Entity, Field, Key, Parent};
 use crate::fault::Fault;
 use crate::request::{BasicAuth, Eid, Query};
 use axum::response::Response;
-use shared::query::{FieldKind as K, FieldSpec as F};
 
-/// The note read model.
+/// `note`: the XML names of the domain's note records.
 pub static ENTITY: Entity = Entity {
     collection: "notes",
     element: "note",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("note", "t.note"),
-        Field::time("createdOn", "t.created_on"),
-        Field::text("createdBy", "t.created_by"),
+        Field::long("eid", "id"),
+        Field::text("note", "note"),
+        Field::time("createdOn", "created_on"),
+        Field::text("createdBy", "created_by"),
     ],
     children: &[ACCOUNT_REF],
-    from: "account_notes t JOIN billing_accounts a ON a.id = t.billing_account_id",
-    filters: &[
-        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
-        F::new("accountNum", "a.account_num", K::Text),
+    records: &shared::domain::lists::notes::RECORDS,
+    keys: &[
+        Key::new("billingAccountEid", "billing_account_id"),
+        Key::new("accountNum", "account_num"),
     ],
 };
 
 /// The reference to a record's billing account that notes, invoices and payments show:
-/// `<billingAccount eid="" accountNum=""/>` (their table joins the account as `a`).
+/// `<billingAccount eid="" accountNum=""/>` (their records carry `billing_account_id` and
+/// `account_num`).
 pub const ACCOUNT_REF: Child = Child::Ref {
     element: "billingAccount",
-    eid: "t.billing_account_id",
-    fields: &[Field::text("accountNum", "a.account_num")],
+    eid: "billing_account_id",
+    fields: &[Field::text("accountNum", "account_num")],
 };
 
 /// `GET billingAccounts/{eid}/notes`: one page of the account's notes, oldest first (404
@@ -39,8 +39,7 @@ pub const ACCOUNT_REF: Child = Child::Ref {
 pub async fn of_account(auth: BasicAuth, eid: Eid, params: Query) -> Result<Response, Fault> {
     let parent = Parent {
         key: "billingAccountEid",
-        table: "billing_accounts",
-        what: "billing account",
+        of: shared::domain::lists::notes::UNDER_ACCOUNT,
     };
     list_under(&ENTITY, parent, auth, eid, params).await
 }

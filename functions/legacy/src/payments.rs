@@ -1,7 +1,7 @@
 //! `payments`, with create and edit. A new payment is wholly unapplied until `applyPayment`.
 
 use crate::accounts::check_same_eid;
-use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field};
+use crate::entity::{create_and_answer, edit_and_show, Child, Entity, Field, Key};
 use crate::fault::Fault;
 use crate::fields::Fields;
 use crate::request::{BasicAuth, Eid, XmlBody};
@@ -11,37 +11,36 @@ use shared::domain::payments::create_payment;
 use shared::domain::payments::{
     edit_payment, PaymentDraft, PaymentEdit, PAYMENT_METHODS, PAYMENT_STATUSES,
 };
-use shared::query::{FieldKind as K, FieldSpec as F};
 
-/// The payment read model.
+/// `payment`: the XML names of the domain's payment records.
 pub static ENTITY: Entity = Entity {
     collection: "payments",
     element: "payment",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::money("amount", "t.amount"),
-        Field::text("description", "t.description"),
-        Field::text("reference", "t.reference"),
-        Field::time("occurredOn", "t.occurred_on"),
-        Field::money("unappliedAmount", "t.unapplied_amount"),
-        Field::money("receivedAmount", "t.received_amount"),
-        Field::money("refundedAmount", "t.refunded_amount"),
-        Field::money("canceledAmount", "t.canceled_amount"),
-        Field::one_of("status", "t.status", PAYMENT_STATUSES),
+        Field::long("eid", "id"),
+        Field::money("amount", "amount"),
+        Field::text("description", "description"),
+        Field::text("reference", "reference"),
+        Field::time("occurredOn", "occurred_on"),
+        Field::money("unappliedAmount", "unapplied_amount"),
+        Field::money("receivedAmount", "received_amount"),
+        Field::money("refundedAmount", "refunded_amount"),
+        Field::money("canceledAmount", "canceled_amount"),
+        Field::one_of("status", "status", PAYMENT_STATUSES),
     ],
     children: &[
         crate::notes::ACCOUNT_REF,
         Child::Named {
-            column: "t.payment_method",
+            column: "payment_method",
             elements: PAYMENT_METHODS,
         },
     ],
-    from: "payments t JOIN billing_accounts a ON a.id = t.billing_account_id",
-    filters: &[
-        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
-        F::new("accountNum", "a.account_num", K::Text),
-        F::new("status", "t.status", K::Enum(PAYMENT_STATUSES)),
-        F::new("reference", "t.reference", K::Text),
+    records: &shared::domain::lists::payments::RECORDS,
+    keys: &[
+        Key::new("billingAccountEid", "billing_account_id"),
+        Key::new("accountNum", "account_num"),
+        Key::new("status", "status"),
+        Key::new("reference", "reference"),
     ],
 };
 

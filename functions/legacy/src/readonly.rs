@@ -1,37 +1,30 @@
 //! Read-only entities that Surfaces B and C own: `agreements`, `agreementServices`,
 //! `products` and `usageEvents`, with the same ids as there.
 
-use crate::entity::{Child, Entity, Field};
+use crate::entity::{Child, Entity, Field, Key};
 use shared::domain::agreements::AGREEMENT_SERVICE_STATUSES;
-use shared::query::{FieldKind as K, FieldSpec as F};
 
 /// Agreements.
 pub static AGREEMENTS: Entity = Entity {
     collection: "agreements",
     element: "agreement",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("name", "t.name"),
-        Field::long("agreementPeriod", "t.agreement_period"),
-        Field::text("agreementPeriodType", "t.agreement_period_type"),
-        Field::text("status", "t.status"),
-        Field::text("endAction", "t.end_action"),
-        Field::time("validFrom", "t.valid_from"),
-        Field::time("validTo", "t.valid_to"),
-        Field::money("minimumAmount", "t.minimum_amount"),
-        Field::text(
-            "minimumAmountCurrencyType",
-            "t.minimum_amount_currency_type",
-        ),
-        Field::boolean("prorateOnCancel", "t.prorate_on_cancel"),
-        Field::boolean("preserveServicePrice", "t.preserve_service_price"),
+        Field::long("eid", "id"),
+        Field::text("name", "name"),
+        Field::long("agreementPeriod", "agreement_period"),
+        Field::text("agreementPeriodType", "agreement_period_type"),
+        Field::text("status", "status"),
+        Field::text("endAction", "end_action"),
+        Field::time("validFrom", "valid_from"),
+        Field::time("validTo", "valid_to"),
+        Field::money("minimumAmount", "minimum_amount"),
+        Field::text("minimumAmountCurrencyType", "minimum_amount_currency_type"),
+        Field::boolean("prorateOnCancel", "prorate_on_cancel"),
+        Field::boolean("preserveServicePrice", "preserve_service_price"),
     ],
     children: &[],
-    from: "agreements t",
-    filters: &[
-        F::new("name", "t.name", K::Text),
-        F::new("status", "t.status", K::Text),
-    ],
+    records: &shared::domain::lists::agreements::RECORDS,
+    keys: &[Key::new("name", "name"), Key::new("status", "status")],
 };
 
 /// Agreement services (the agreement of a service sold to an account).
@@ -39,31 +32,28 @@ pub static AGREEMENT_SERVICES: Entity = Entity {
     collection: "agreementServices",
     element: "agreementService",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::one_of("status", "t.status", AGREEMENT_SERVICE_STATUSES),
-        Field::time("startDate", "t.start_date"),
-        Field::time("endDate", "t.end_date"),
-        Field::text("endAction", "t.end_action"),
-        Field::boolean("renewed", "t.renewed"),
-        Field::money("accumulatedChargesAmount", "t.accumulated_charges_amount"),
-        Field::money("minimumAmount", "t.minimum_amount"),
-        Field::text(
-            "minimumAmountCurrencyType",
-            "t.minimum_amount_currency_code",
-        ),
-        Field::long("agreementPeriod", "t.agreement_period"),
+        Field::long("eid", "id"),
+        Field::one_of("status", "status", AGREEMENT_SERVICE_STATUSES),
+        Field::time("startDate", "start_date"),
+        Field::time("endDate", "end_date"),
+        Field::text("endAction", "end_action"),
+        Field::boolean("renewed", "renewed"),
+        Field::money("accumulatedChargesAmount", "accumulated_charges_amount"),
+        Field::money("minimumAmount", "minimum_amount"),
+        Field::text("minimumAmountCurrencyType", "minimum_amount_currency_code"),
+        Field::long("agreementPeriod", "agreement_period"),
     ],
     children: &[
-        reference("agreement", "t.agreement_id"),
-        reference("service", "t.service_id"),
-        reference("billingAccount", "s.billing_account_id"),
-        reference("product", "s.product_id"),
+        reference("agreement", "agreement_id"),
+        reference("service", "service_id"),
+        reference("billingAccount", "billing_account_id"),
+        reference("product", "product_id"),
     ],
-    from: "agreement_services t JOIN services s ON s.id = t.service_id",
-    filters: &[
-        F::new("status", "t.status", K::Enum(AGREEMENT_SERVICE_STATUSES)),
-        F::new("agreementEid", "t.agreement_id", K::Integer),
-        F::new("billingAccountEid", "s.billing_account_id", K::Integer),
+    records: &shared::domain::lists::agreement_services::RECORDS,
+    keys: &[
+        Key::new("status", "status"),
+        Key::new("agreementEid", "agreement_id"),
+        Key::new("billingAccountEid", "billing_account_id"),
     ],
 };
 
@@ -72,17 +62,14 @@ pub static PRODUCTS: Entity = Entity {
     collection: "products",
     element: "product",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("name", "t.name"),
-        Field::text("sku", "t.sku"),
-        Field::text("externalProductNumber", "t.external_product_number"),
+        Field::long("eid", "id"),
+        Field::text("name", "name"),
+        Field::text("sku", "sku"),
+        Field::text("externalProductNumber", "external_product_number"),
     ],
     children: &[],
-    from: "products t",
-    filters: &[
-        F::new("name", "t.name", K::Text),
-        F::new("sku", "t.sku", K::Text),
-    ],
+    records: &shared::domain::lists::products::RECORDS,
+    keys: &[Key::new("name", "name"), Key::new("sku", "sku")],
 };
 
 /// Usage events as posted over Surface B (voided ones included, marked `voided`).
@@ -90,33 +77,29 @@ pub static USAGE_EVENTS: Entity = Entity {
     collection: "usageEvents",
     element: "usageEvent",
     fields: &[
-        Field::long("eid", "t.id"),
-        Field::text("requestId", "t.request_id"),
-        Field::text("serviceResourceIdentifier", "t.service_resource_identifier"),
-        Field::time("startTime", "t.start_time"),
-        Field::time("endTime", "t.end_time"),
-        Field::text("usageUom", "t.usage_uom"),
-        Field::money("usageAmount", "t.usage_amount"),
-        Field::text("referenceId", "t.reference_id"),
-        Field::text("sequenceId", "t.sequence_id"),
-        Field::money("totalCharge", "t.total_charge"),
-        Field::long("overwriteCounter", "t.overwrite_counter"),
-        Field::boolean("voided", "t.voided"),
+        Field::long("eid", "id"),
+        Field::text("requestId", "request_id"),
+        Field::text("serviceResourceIdentifier", "service_resource_identifier"),
+        Field::time("startTime", "start_time"),
+        Field::time("endTime", "end_time"),
+        Field::text("usageUom", "usage_uom"),
+        Field::money("usageAmount", "usage_amount"),
+        Field::text("referenceId", "reference_id"),
+        Field::text("sequenceId", "sequence_id"),
+        Field::money("totalCharge", "total_charge"),
+        Field::long("overwriteCounter", "overwrite_counter"),
+        Field::boolean("voided", "voided"),
     ],
     children: &[
-        reference("billingAccount", "t.billing_account_id"),
-        reference("agreementService", "t.agreement_service_id"),
+        reference("billingAccount", "billing_account_id"),
+        reference("agreementService", "agreement_service_id"),
     ],
-    from: "usage_events t",
-    filters: &[
-        F::new("billingAccountEid", "t.billing_account_id", K::Integer),
-        F::new("referenceId", "t.reference_id", K::Text),
-        F::new(
-            "serviceResourceIdentifier",
-            "t.service_resource_identifier",
-            K::Text,
-        ),
-        F::new("requestId", "t.request_id", K::Text),
+    records: &shared::domain::lists::usage_events::RECORDS,
+    keys: &[
+        Key::new("billingAccountEid", "billing_account_id"),
+        Key::new("referenceId", "reference_id"),
+        Key::new("serviceResourceIdentifier", "service_resource_identifier"),
+        Key::new("requestId", "request_id"),
     ],
 };
 

@@ -4,12 +4,13 @@
 
 use crate::commands;
 use crate::entity;
+use crate::entity::Entity;
 use crate::request::{BasicAuth, Eid, OptionalXmlBody, Query};
 use crate::xml_schema::{Body, Shape};
 use crate::{accounts, categories, invoices, notes, payments, readonly, users, CREATE_RESPONSE};
 use axum::routing::{on, MethodFilter};
 use shared::domain::accounts::StatusCommand;
-use shared::query::FieldSpec;
+use shared::query::{FieldKind, FieldSpec};
 
 /// An HTTP method of the table and a row's handler (bound to the row's method): the route
 /// tables' own, shared with Surfaces B and C.
@@ -24,7 +25,7 @@ pub struct Route {
     /// One line on what it does.
     pub doc: &'static str,
     /// For a collection GET: the query keys it takes besides the paging keys.
-    pub lists: Option<&'static [FieldSpec]>,
+    pub lists: Option<QueryKeys>,
     /// Query keys of [`Route::lists`] the path sets (`billingAccounts/{eid}/notes` sets
     /// `billingAccountEid`): not taken from the query, so not described.
     pub path_keys: &'static [&'static str],
@@ -38,6 +39,25 @@ pub struct Route {
     pub handler: Handler,
 }
 
+/// The query keys of a collection GET.
+#[derive(Clone, Copy)]
+pub enum QueryKeys {
+    /// An entity's keys (each the Surface A spelling of a named filter of its records).
+    Of(&'static Entity),
+    /// Keys a handler matches itself (`users`), declared by name and kind.
+    Own(&'static [FieldSpec]),
+}
+
+impl QueryKeys {
+    /// Each key's name and the kind of its values, in declaration order.
+    pub fn keys(self) -> Vec<(&'static str, FieldKind)> {
+        match self {
+            QueryKeys::Of(entity) => entity.filters().map(|(n, f)| (n, f.kind)).collect(),
+            QueryKeys::Own(specs) => specs.iter().map(|f| (f.name, f.kind)).collect(),
+        }
+    }
+}
+
 /// `GET <collection>` of an entity (a macro, because a handler cannot capture the entity).
 macro_rules! query {
     ($entity:path, $path:literal) => {
@@ -45,7 +65,7 @@ macro_rules! query {
             verb: Verb::Get,
             path: $path,
             doc: "One page of the collection; query keys narrow it.",
-            lists: Some($entity.filters),
+            lists: Some(QueryKeys::Of(&$entity)),
             path_keys: &[],
             request: None,
             request_optional: false,
@@ -154,7 +174,7 @@ pub fn table() -> Vec<Route> {
             verb: Verb::Get,
             path: "billingAccounts/{eid}/notes",
             doc: "One page of the account's notes, oldest first.",
-            lists: Some(notes::ENTITY.filters),
+            lists: Some(QueryKeys::Of(&notes::ENTITY)),
             path_keys: &["billingAccountEid"],
             request: None,
             request_optional: false,
@@ -180,7 +200,7 @@ pub fn table() -> Vec<Route> {
             verb: Verb::Get,
             path: "invoices/{eid}/lines",
             doc: "One page of the invoice's lines, in line order; their amounts add up to the invoice's amount.",
-            lists: Some(invoices::LINES.filters),
+            lists: Some(QueryKeys::Of(&invoices::LINES)),
             path_keys: &["invoiceEid"],
             request: None,
             request_optional: false,
@@ -208,7 +228,7 @@ pub fn table() -> Vec<Route> {
             verb: Verb::Get,
             path: "users",
             doc: "The tenant's users: the one its credentials name (eid 1).",
-            lists: Some(users::FILTERS),
+            lists: Some(QueryKeys::Own(users::FILTERS)),
             path_keys: &[],
             request: None,
             request_optional: false,

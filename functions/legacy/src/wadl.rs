@@ -13,7 +13,7 @@ use crate::xml_namespace;
 use crate::xml_schema::{xsd, Body, XSD_PATH};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use shared::query::{FieldKind, FieldSpec};
+use shared::query::FieldKind;
 use shared::web::listing::LEGACY_PAGING;
 use shared::web::{header_str, LEGACY_PREFIX};
 
@@ -130,9 +130,10 @@ fn method(route: &Route) -> Node {
             ))
             .children(
                 filters
-                    .iter()
-                    .filter(|f| !route.path_keys.contains(&f.name))
-                    .map(filter_param),
+                    .keys()
+                    .into_iter()
+                    .filter(|(name, _)| !route.path_keys.contains(name))
+                    .map(|(name, kind)| filter_param(name, kind)),
             );
     }
     if let Some(element) = route.request {
@@ -188,14 +189,14 @@ fn query_param(name: &str, ty: &str, default: Option<String>) -> Node {
         .opt_attr("default", default)
 }
 
-fn filter_param(filter: &FieldSpec) -> Node {
-    let ty = match filter.kind {
+fn filter_param(name: &str, kind: FieldKind) -> Node {
+    let ty = match kind {
         FieldKind::Integer => "xs:long",
         // Surface A's keys are text, eids or enumerations (`entity::filter_value`).
         _ => "xs:string",
     };
-    let mut node = query_param(filter.name, ty, None);
-    if let FieldKind::Enum(values) = filter.kind {
+    let mut node = query_param(name, ty, None);
+    if let FieldKind::Enum(values) = kind {
         node = node.children(values.iter().map(|v| Node::new("option").attr("value", v)));
     }
     node

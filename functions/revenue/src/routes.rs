@@ -24,9 +24,7 @@ use shared::web::openapi::{array, Builder, Rendering};
 use shared::web::routes::{mount, Handler, Verb};
 use shared::web::{AppState, REVENUE_PREFIXES};
 
-/// A schema of the document: registers a Rust type's schema (`Builder::schema::<T>`) or
-/// writes one, answering its `$ref`.
-pub type Schema = fn(&mut Builder) -> Value;
+pub use shared::web::openapi::Schema;
 
 /// A request body: its schema (required) and an example.
 #[derive(Clone, Copy)]
@@ -67,17 +65,8 @@ pub enum Doc {
     Op(Op),
 }
 
-/// One endpoint.
-pub struct Route {
-    /// The method.
-    pub verb: Verb,
-    /// Path below the base path, e.g. `/ledgers/{id}`.
-    pub path: &'static str,
-    /// What the document says of it.
-    pub doc: Doc,
-    /// The handler, bound to the row's method.
-    pub handler: Handler,
-}
+/// One endpoint of Surface C.
+pub type Route = shared::web::routes::Route<Doc>;
 
 /// The errors of a read of one record.
 pub const READ: &[u16] = &[400, 401, 404, 503];

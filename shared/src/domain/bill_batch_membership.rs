@@ -6,6 +6,7 @@
 //! This module is the one writer of `bill_batch_accounts`: an explicit add (Surface B) and a
 //! bill run recording whom it billed call [`add_account`].
 
+use crate::domain::status::BillBatchStatus;
 use crate::Result;
 use rusqlite::Transaction;
 
@@ -25,7 +26,7 @@ pub fn join_category_bill_batches(tx: &Transaction<'_>, account_id: i64) -> Resu
         "INSERT OR IGNORE INTO bill_batch_accounts (bill_batch_id, billing_account_id) \
          SELECT b.id, a.id FROM billing_accounts a \
          JOIN bill_batches b ON b.billing_account_category_id = a.billing_account_category_id \
-         WHERE a.id = ?1 AND b.status = 'ACTIVE'",
-        [account_id],
+         WHERE a.id = ?1 AND b.status = ?2",
+        rusqlite::params![account_id, BillBatchStatus::Active],
     )?)
 }

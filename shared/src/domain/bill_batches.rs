@@ -1,6 +1,7 @@
 //! Bill batches: a batch of billing accounts billed together, with its runs. Creation (by
 //! Surface B's POST and by the seed), the accounts of a batch and the runs.
 
+use super::status::status_enum;
 use super::{check_currency, check_enum, insert, parse_opt_time, require};
 use crate::{Error, Result};
 use chrono_tz::Tz;
@@ -9,8 +10,30 @@ use serde::Deserialize;
 
 /// Bill batch types, as the interface lists them.
 pub const BILL_BATCH_TYPES: &[&str] = &["reissue", "reverse", "adhoc", "on-demand monthly"];
-/// Bill batch statuses.
-pub const BILL_BATCH_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
+pub use super::status::BillBatchStatus;
+/// Bill batch statuses ([`BillBatchStatus`]'s names).
+pub const BILL_BATCH_STATUSES: &[&str] = BillBatchStatus::NAMES;
+status_enum! {
+    /// Where the step of a bill batch run the clock opened stands (a fixture's runs may
+    /// carry any text; the clock writes only these).
+    pub enum RunStepStatus {
+        /// Invoicing.
+        Running = "RUNNING",
+        /// Invoiced, waiting for an approval.
+        Waiting = "WAITING",
+        /// Invoiced and approved by itself.
+        Complete = "COMPLETE",
+    }
+}
+status_enum! {
+    /// Whether a bill batch run the clock opened is still open.
+    pub enum BatchRunStatus {
+        /// Not closed yet (running, or waiting for an approval).
+        Open = "OPEN",
+        /// Done.
+        Closed = "CLOSED",
+    }
+}
 
 /// A bill batch to create.
 #[derive(Debug, Clone, Deserialize)]
@@ -63,8 +86,10 @@ pub fn create_bill_batch(tx: &Transaction<'_>, b: &NewBillBatch, tz: Tz) -> Resu
         }
     }
     check_enum("bill_batch_type", &b.bill_batch_type, BILL_BATCH_TYPES)?;
-    let status = b.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, BILL_BATCH_STATUSES)?;
+    let status = match &b.status {
+        Some(text) => BillBatchStatus::parse_field("status", text)?,
+        None => BillBatchStatus::Active,
+    };
     let currency = b.currency_code.clone().unwrap_or_else(|| "USD".into());
     check_currency("currency_code", &currency)?;
     if b.name.trim().is_empty() {
@@ -213,8 +238,8 @@ pub(crate) fn open_clock_run(
             ("bill_run_type", &run_type),
             ("sequence", &sequence),
             ("step", &"INVOICE"),
-            ("step_status", &"RUNNING"),
-            ("status", &"OPEN"),
+            ("step_status", &RunStepStatus::Running),
+            ("status", &BatchRunStatus::Open),
             ("status_date", &at),
             ("open_date", &at),
             ("scheduled_run_date", &at),
@@ -228,9 +253,9 @@ pub(crate) fn open_clock_run(
 /// How a clock run's invoicing step ended.
 pub(crate) struct InvoicingDone<'a> {
     /// COMPLETE (approved by itself) or WAITING (for an approval).
-    pub(crate) step_status: &'a str,
+    pub(crate) step_status: RunStepStatus,
     /// CLOSED or OPEN.
-    pub(crate) status: &'a str,
+    pub(crate) status: BatchRunStatus,
     /// When it closed, if it did.
     pub(crate) close_date: Option<&'a str>,
     /// How many invoices it made.

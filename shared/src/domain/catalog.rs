@@ -1,6 +1,7 @@
 //! The product catalogue: products and prices, charge categories, reasons, and the usage
 //! rules (rate plans) with their lookup tables.
 
+use super::status::status_enum;
 use super::{check_enum, insert, parse_opt_time, require};
 use crate::money::canonical;
 use crate::{Error, Result};
@@ -23,8 +24,19 @@ pub const CHARGE_CATEGORY_TYPES: &[&str] = &[
     "Suspension Charge",
     "Resume Charge",
 ];
-/// Statuses of a charge (adjustment) category.
-pub const CATEGORY_STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
+status_enum! {
+    /// The status of a charge (adjustment) category.
+    pub enum CategoryStatus {
+        /// In use.
+        Active = "ACTIVE",
+        /// Held for a while.
+        Suspended = "SUSPENDED",
+        /// Given up.
+        Canceled = "CANCELED",
+    }
+}
+/// Statuses of a charge (adjustment) category ([`CategoryStatus`]'s names).
+pub const CATEGORY_STATUSES: &[&str] = CategoryStatus::NAMES;
 /// Kinds of product price, as the billing runs bill them (`billing::invoicing`): RECURRING
 /// once per service period, ONE_TIME once for a new service. A price of another kind would
 /// never be billed, so none is taken.
@@ -129,8 +141,10 @@ pub fn create_charge_category(tx: &Transaction<'_>, c: &NewChargeCategory) -> Re
         &c.charge_category_type,
         CHARGE_CATEGORY_TYPES,
     )?;
-    let status = c.status.clone().unwrap_or_else(|| "ACTIVE".into());
-    check_enum("status", &status, CATEGORY_STATUSES)?;
+    let status = match &c.status {
+        Some(text) => CategoryStatus::parse_field("status", text)?,
+        None => CategoryStatus::Active,
+    };
     insert(
         tx,
         "charge_categories",

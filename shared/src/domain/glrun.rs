@@ -27,6 +27,8 @@ use super::chargeinfo::{
     delete_run_postings, post_entry, set_state, NewJournalEntry, STATE_ERROR, STATE_POSTED,
     STATE_SKIPPED,
 };
+use super::status::status_enum;
+use super::status::LedgerStatus;
 use super::{check_enum, insert, require};
 use crate::money::Number;
 use crate::query::{FieldKind, FieldSpec, ListSource, Page, Paged, Selection};
@@ -34,58 +36,33 @@ use crate::time::{render, to_storage};
 use crate::{Error, Result};
 use chrono::{NaiveDate, TimeZone};
 use chrono_tz::Tz;
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-/// Statuses of ledger runs and collector runs, as the wire and the database spell them (the
-/// names of [`RunStatus`], in its order).
-pub const RUN_STATUSES: &[&str] = &["NOT_STARTED", "RUNNING", "ERROR", "COMPLETE"];
-
-/// A ledger or collector run's status (platform-facts.md: a run starts NOT_STARTED and ends
-/// COMPLETE or ERROR). Stored as its name, so the SQL reads the same text the API shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum RunStatus {
-    /// Created, not started.
-    NotStarted,
-    /// Started, not ended.
-    Running,
-    /// Ended with run errors (`num_errors` > 0).
-    Error,
-    /// Ended without errors.
-    Complete,
+status_enum! {
+    /// A ledger or collector run's status (platform-facts.md: a run starts NOT_STARTED and
+    /// ends COMPLETE or ERROR). Stored as its name, so the SQL reads the same text the API
+    /// shows.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+    pub enum RunStatus {
+        /// Created, not started.
+        NotStarted = "NOT_STARTED",
+        /// Started, not ended.
+        Running = "RUNNING",
+        /// Ended with run errors (`num_errors` > 0).
+        Error = "ERROR",
+        /// Ended without errors.
+        Complete = "COMPLETE",
+    }
 }
 
+/// Statuses of ledger runs and collector runs, as the wire and the database spell them (the
+/// names of [`RunStatus`], in its order).
+pub const RUN_STATUSES: &[&str] = RunStatus::NAMES;
+
 impl RunStatus {
-    /// Every status, in the order of [`RUN_STATUSES`].
-    pub const ALL: [RunStatus; 4] = [
-        RunStatus::NotStarted,
-        RunStatus::Running,
-        RunStatus::Error,
-        RunStatus::Complete,
-    ];
-
-    /// The status's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::NotStarted => "NOT_STARTED",
-            RunStatus::Running => "RUNNING",
-            RunStatus::Error => "ERROR",
-            RunStatus::Complete => "COMPLETE",
-        }
-    }
-
-    /// The status named `text`, else a 400 naming `field` and the allowed values.
-    pub fn parse(field: &str, text: &str) -> Result<RunStatus> {
-        check_enum(field, text, RUN_STATUSES)?;
-        RunStatus::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text)
-            .ok_or_else(|| Error::Internal(format!("{field}: {text} is listed but no status")))
-    }
-
     /// How a run with `errors` run errors ends.
     pub fn ended(errors: i64) -> RunStatus {
         if errors > 0 {
@@ -93,30 +70,6 @@ impl RunStatus {
         } else {
             RunStatus::Complete
         }
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl ToSql for RunStatus {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Borrowed(ValueRef::Text(
-            self.as_str().as_bytes(),
-        )))
-    }
-}
-
-impl FromSql for RunStatus {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        let text = value.as_str()?;
-        RunStatus::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text)
-            .ok_or_else(|| FromSqlError::Other(format!("run status {text:?}").into()))
     }
 }
 
@@ -346,7 +299,7 @@ pub fn run_ledger(tx: &Transaction<'_>, r: &NewGlRun) -> Result<i64> {
 /// open period.
 pub fn create_run(tx: &Transaction<'_>, r: &NewGlRun, next_step_at: Option<&str>) -> Result<i64> {
     require(tx, "ledgers", "ledger", r.ledger_id)?;
-    let (status, tz_name, actuals): (String, String, Option<i64>) = tx.query_row(
+    let (status, tz_name, actuals): (LedgerStatus, String, Option<i64>) = tx.query_row(
         "SELECT status, timezone_name, run_mode_actuals_id FROM ledgers WHERE id = ?1",
         [r.ledger_id],
         |row| row.try_into(),
@@ -356,7 +309,7 @@ pub fn create_run(tx: &Transaction<'_>, r: &NewGlRun, next_step_at: Option<&str>
     }
     let tz = crate::time::parse_tz(&tz_name).unwrap_or(chrono_tz::UTC);
     let bound = run_bound(&r.run_to_date, tz)?;
-    if status != "ACTIVE" {
+    if status != LedgerStatus::Active {
         return Err(Error::PreconditionFailed(format!(
             "ledger {} is {status}; only ACTIVE ledgers run",
             r.ledger_id
@@ -456,7 +409,7 @@ pub fn finish_run(tx: &Transaction<'_>, run_id: i64, at: &str) -> Result<Option<
     let Some((ledger_id, bound, RunStatus::Running)) = row else {
         return Ok(None);
     };
-    let ledger: Option<(String, String, bool)> = tx
+    let ledger: Option<(LedgerStatus, String, bool)> = tx
         .query_row(
             "SELECT status, timezone_name, create_zero_amount_entries FROM ledgers WHERE id = ?1",
             [ledger_id],
@@ -464,7 +417,7 @@ pub fn finish_run(tx: &Transaction<'_>, run_id: i64, at: &str) -> Result<Option<
         )
         .optional()?;
     let (errors, made) = match ledger {
-        Some((status, _, _)) if status != "ACTIVE" => {
+        Some((status, _, _)) if status != LedgerStatus::Active => {
             add_run_error(
                 tx,
                 "gl_run_id",
@@ -672,7 +625,7 @@ pub fn list_runs(
     tz: Tz,
 ) -> Result<Paged<GlRun>> {
     let status = status
-        .map(|s| RunStatus::parse("status", &s).map(|s| s.as_str().to_string()))
+        .map(|s| RunStatus::parse_field("status", &s).map(|s| s.as_str().to_string()))
         .transpose()?;
     Selection::new("id DESC")
         .narrow(&RUN_LIST, "status", status)?

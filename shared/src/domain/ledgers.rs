@@ -17,8 +17,9 @@ use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
-/// Ledger statuses.
-pub const LEDGER_STATUSES: &[&str] = &["ACTIVE", "INACTIVE"];
+pub use super::status::LedgerStatus;
+/// Ledger statuses ([`LedgerStatus`]'s names).
+pub const LEDGER_STATUSES: &[&str] = LedgerStatus::NAMES;
 /// Ledger currency conversion modes.
 pub const CONVERT_CURRENCY: &[&str] = &["NONE", "GL", "ACCOUNT_CATEGORY"];
 
@@ -253,7 +254,7 @@ pub fn create_ledger(tx: &Transaction<'_>, l: &LedgerFields) -> Result<i64> {
         ))
     };
     let l = LedgerFields {
-        status: or(&l.status, "ACTIVE"),
+        status: or(&l.status, LedgerStatus::Active.as_str()),
         convert_currency: or(&l.convert_currency, "NONE"),
         timezone_name: or(&l.timezone_name, "UTC"),
         create_zero_amount_entries: Some(Some(given(&l.create_zero_amount_entries) == Some(&true))),

@@ -6,7 +6,7 @@
 //! [`calendars`], [`collect`] (collector runs and their catalogue), [`glrun`] (ledger runs),
 //! [`chargeinfo`], [`replication`], [`policy`] (the tenant's billing policy) and
 //! [`transitions`] (what the test clock drives when it advances); [`lists`] holds the read
-//! models of Surface B's lists (reads only). Functions take typed inputs (never HTTP
+//! models of Surfaces A's and B's lists (reads only). Functions take typed inputs (never HTTP
 //! requests or query maps) and the connection or transaction of a
 //! [`crate::store::TenantDb`] call; [`require`] is the one "does this row exist" check.
 //!

@@ -88,6 +88,44 @@ macro_rules! status_enum {
 
 pub(crate) use status_enum;
 
+status_enum! {
+    /// The status of an AR ledger: only an ACTIVE ledger runs and posts. Its owner is
+    /// `domain::ledgers` (which re-exports it); it is declared here because `domain::glrun`,
+    /// which the ledgers module calls (a ledger's deletion deletes its runs), reads it too,
+    /// and the domain's modules form no cycle.
+    pub enum LedgerStatus {
+        /// Runs and posts.
+        Active = "ACTIVE",
+        /// Kept, not run.
+        Inactive = "INACTIVE",
+    }
+}
+
+status_enum! {
+    /// The status of a bill batch: only an ACTIVE batch is run on its invoice date. Its owner
+    /// is `domain::bill_batches` (which re-exports it); declared here because
+    /// `domain::bill_batch_membership`, which that module calls, reads it too.
+    pub enum BillBatchStatus {
+        /// Run on its invoice date.
+        Active = "ACTIVE",
+        /// Held: not run.
+        Suspended = "SUSPENDED",
+        /// Given up: not run.
+        Canceled = "CANCELED",
+    }
+}
+/// A status set as an SQL list of text literals (`'ACTIVE', 'TRIAL'`), for a statement that
+/// names the set inside its text (an `IN (...)` a `prepare` caches). The names are the
+/// enums' own literals (`NAMES`, or members' `as_str`), never input, and none holds a quote.
+pub(crate) fn sql_list(names: &[&str]) -> String {
+    debug_assert!(names.iter().all(|n| !n.contains('\'')));
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     status_enum! {
@@ -96,6 +134,31 @@ mod tests {
             Red = "RED",
             Green = "GREEN",
         }
+    }
+
+    #[test]
+    fn the_sets_are_the_ones_the_interface_lists() {
+        use crate::domain::bill_batches::{BatchRunStatus, RunStepStatus};
+        use crate::domain::catalog::CategoryStatus;
+        // interfaces.md, "Enumerations": AR Ledger, Adjustment category, Bill batch.
+        assert_eq!(super::LedgerStatus::NAMES, ["ACTIVE", "INACTIVE"]);
+        assert_eq!(CategoryStatus::NAMES, ["ACTIVE", "SUSPENDED", "CANCELED"]);
+        assert_eq!(
+            super::BillBatchStatus::NAMES,
+            ["ACTIVE", "SUSPENDED", "CANCELED"]
+        );
+        // What the clock's bill batch runs write (platform-facts.md: a run waits for its
+        // approval unless it approves itself).
+        assert_eq!(RunStepStatus::NAMES, ["RUNNING", "WAITING", "COMPLETE"]);
+        assert_eq!(BatchRunStatus::NAMES, ["OPEN", "CLOSED"]);
+    }
+
+    #[test]
+    fn a_set_becomes_an_sql_list_of_its_names() {
+        assert_eq!(super::sql_list(Light::NAMES), "'RED', 'GREEN'");
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        let sql = format!("SELECT 'GREEN' IN ({})", super::sql_list(Light::NAMES));
+        assert!(c.query_row(&sql, [], |r| r.get::<_, bool>(0)).unwrap());
     }
 
     #[test]

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 use super::agreements::LIVE_SERVICE_STATUSES;
+use super::invoices::InvoiceStatus;
 use super::run_progress::{self, RunKind, Step};
 
 /// Most transitions one advance may run; past it the advance is refused (400) and nothing
@@ -117,11 +118,12 @@ pub fn run_due(
     }
     let mut invoices = tx.prepare(
         "SELECT due_date, id FROM invoices
-         WHERE due_date > ?1 AND due_date <= ?2 AND status = 'OPEN'",
+         WHERE due_date > ?1 AND due_date <= ?2 AND status = ?3",
     )?;
-    for row in invoices.query_map([&from_s, &to_s], |r| {
-        Ok((r.get(0)?, INVOICE_DUE, r.get(1)?))
-    })? {
+    for row in invoices.query_map(
+        rusqlite::params![&from_s, &to_s, InvoiceStatus::Open],
+        |r| Ok((r.get(0)?, INVOICE_DUE, r.get(1)?)),
+    )? {
         queue.insert(row?);
     }
     drop((services, invoices));

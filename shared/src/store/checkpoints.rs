@@ -216,6 +216,22 @@ impl Store {
         Ok(names)
     }
 
+    /// The most checkpoints a tenant keeps: [`MAX_CHECKPOINTS`], the documented bound.
+    pub fn max_checkpoints(&self) -> usize {
+        self.inner
+            .max_checkpoints
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Lowers (or raises) the most checkpoints a tenant keeps, for this process. Only tests
+    /// call it: a race at the cap is the same race at 10 as at 100, without 90 more
+    /// checkpoints written first (on S3, a minute of a test).
+    pub fn set_max_checkpoints(&self, most: usize) {
+        self.inner
+            .max_checkpoints
+            .store(most, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Checkpoints the tenant's current state as `name` (400 for a bad name, 409 when the
     /// name is taken or [`MAX_CHECKPOINTS`] exist). Blocking.
     ///
@@ -241,9 +257,10 @@ impl Store {
         key: Option<&KeyScope>,
     ) -> Result<Checkpoint> {
         check_name(name)?;
+        let most = self.max_checkpoints();
         let full = || {
             Error::conflict(format!(
-                "tenant {tenant_id} has {MAX_CHECKPOINTS} checkpoints, the most it may keep; delete one first"
+                "tenant {tenant_id} has {most} checkpoints, the most it may keep; delete one first"
             ))
         };
         let existing = self.manifest_names(tenant_id)?;
@@ -254,12 +271,12 @@ impl Store {
                 _ => Err(duplicate(tenant_id, name)),
             };
         }
-        if existing.len() >= MAX_CHECKPOINTS {
+        if existing.len() >= most {
             return Err(full());
         }
         let made = self.make_checkpoint(tenant_id, name, MadeBy::of(key))?;
         match self.manifest_names(tenant_id) {
-            Ok(names) if names.len() <= MAX_CHECKPOINTS => Ok(made),
+            Ok(names) if names.len() <= most => Ok(made),
             counted => {
                 self.delete_checkpoint(tenant_id, name)?;
                 counted.and(Err(full()))

@@ -82,6 +82,9 @@ struct StoreInner {
     open: Mutex<HashMap<String, Arc<Slot>>>,
     /// The token secret kept in the data dir, once read (see [`Store::local_token_secret`]).
     token_secret: OnceLock<Vec<u8>>,
+    /// The most checkpoints a tenant keeps ([`checkpoints::MAX_CHECKPOINTS`] unless a test
+    /// lowered it: [`Store::set_max_checkpoints`]).
+    max_checkpoints: std::sync::atomic::AtomicUsize,
     /// S3 mode: this process's claim on `files_dir`; declared last so that it is released
     /// (and the directory removed) after every database in it was closed.
     _cache: Option<cache::CacheDir>,
@@ -166,6 +169,7 @@ impl Store {
                 tenant_schema,
                 open: Mutex::new(HashMap::new()),
                 token_secret: OnceLock::new(),
+                max_checkpoints: std::sync::atomic::AtomicUsize::new(checkpoints::MAX_CHECKPOINTS),
                 _cache: cache,
             }),
         })

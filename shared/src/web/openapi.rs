@@ -19,6 +19,11 @@ use utoipa::ToSchema;
 
 pub mod oas30;
 
+/// A schema of a document: registers a Rust type's schema (`Builder::schema::<T>`) or
+/// writes one, answering its `$ref` (or the schema itself). The route tables' rows hold
+/// these.
+pub type Schema = fn(&mut Builder) -> Value;
+
 /// A document under construction: its paths and the schemas its operations name.
 #[derive(Default)]
 pub struct Builder {

@@ -58,6 +58,21 @@ impl Verb {
     }
 }
 
+/// One endpoint of a route table whose rows say nothing but their method, path, handler and
+/// document (`D`, the surface's own description: Surface C's and the admin API's `Doc`).
+/// Surface B's rows also name the Lambda that serves them and Surface A's their query keys,
+/// so those tables declare their own row.
+pub struct Route<D> {
+    /// The method.
+    pub verb: Verb,
+    /// Path below the surface's base path, e.g. `/ledgers/{id}`.
+    pub path: &'static str,
+    /// What the document says of it.
+    pub doc: D,
+    /// The handler, bound to the row's method.
+    pub handler: Handler,
+}
+
 /// A row's handler: given the row's method, the axum method router that serves it
 /// (`|m| on(m, handler)`; a function pointer, so a table can be a plain list).
 pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;

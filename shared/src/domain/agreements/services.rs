@@ -429,11 +429,7 @@ pub(crate) fn end_term(tx: &Transaction<'_>, id: i64, service_id: i64) -> Result
         "UPDATE agreement_services SET status = ?2 WHERE id = ?1",
         rusqlite::params![id, AgreementServiceStatus::Deactivated],
     )?;
-    let live = LIVE_SERVICE_STATUSES
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let live = crate::domain::status::sql_list(LIVE_SERVICE_STATUSES);
     let others_live = format!(
         "EXISTS (SELECT 1 FROM agreement_services WHERE service_id = ?1 AND status IN ({live}))"
     );

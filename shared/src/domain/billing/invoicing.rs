@@ -34,11 +34,13 @@
 //! services' `one_time_billed_at`), records its usage as `billed_pending_charges` (so that a
 //! cancel gives it back) and lowers the pending total by exactly that amount.
 
+use crate::domain::agreements::{AgreementServiceStatus, ResourceStatus, LIVE_SERVICE_STATUSES};
 use crate::domain::invoices::{
     create_invoice, NewInvoice, NewInvoiceLine, LINE_ONE_TIME, LINE_PENDING, LINE_RECURRING,
     LINE_USAGE, LINE_USAGE_TIERS,
 };
 use crate::domain::policy::{BillingPolicy, Proration, RecurringTiming, UsageTiers};
+use crate::domain::status::sql_list;
 use crate::money::{canonical, checked_add, from_sql_text};
 use crate::rating::Rate;
 use crate::{Error, Result};
@@ -47,6 +49,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, OptionalExtension, Transaction};
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 /// The recurring part of a run: the cycle period `[period_start, full_end)` (stored
 /// instants), billed from `billed_from` up to the run's date `period_end` (in arrears), or
@@ -429,7 +432,7 @@ struct Service {
     id: i64,
     product_id: i64,
     product_name: String,
-    status: String,
+    status: ResourceStatus,
     start: String,
     end: Option<String>,
     prorate_on_cancel: bool,
@@ -450,6 +453,28 @@ struct Span {
     period_end: String,
 }
 
+/// An account's services as [`bill_services`] bills them (the comment there says what each
+/// column is); the status sets are the enums' names.
+static SERVICES_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT s.id, s.product_id, s.status, s.start_date,
+                COALESCE((SELECT MAX(x.end_date) FROM agreement_services x
+                          WHERE x.service_id = s.id AND x.status = '{deactivated}'), s.end_date),
+                COALESCE((SELECT MAX(a.prorate_on_cancel) FROM agreement_services x
+                          JOIN agreements a ON a.id = x.agreement_id WHERE x.service_id = s.id), 0),
+                s.one_time_billed_at IS NOT NULL, p.name, s.recurring_billed_to,
+                (SELECT CASE WHEN COUNT(*) > 0 AND COUNT(*) = SUM(x.end_date IS NOT NULL
+                             AND UPPER(TRIM(COALESCE(x.end_action, a.end_action, 'END'))) <> 'RENEW')
+                        THEN MAX(x.end_date) END
+                 FROM agreement_services x JOIN agreements a ON a.id = x.agreement_id
+                 WHERE x.service_id = s.id AND x.status IN ({live}))
+         FROM services s JOIN products p ON p.id = s.product_id
+         WHERE s.billing_account_id = ?1 ORDER BY s.id",
+        deactivated = AgreementServiceStatus::Deactivated,
+        live = sql_list(LIVE_SERVICE_STATUSES),
+    )
+});
+
 fn bill_services(
     tx: &Transaction<'_>,
     account_id: i64,
@@ -464,21 +489,7 @@ fn bill_services(
     // service's end date is its term's end, which a renewal moves: it bills on.) Its known
     // end: the latest end of its live agreement services when each of them ends (an end
     // date and an end action other than RENEW), which is all a run in advance may bill.
-    let mut stmt = tx.prepare_cached(
-        "SELECT s.id, s.product_id, s.status, s.start_date,
-                COALESCE((SELECT MAX(x.end_date) FROM agreement_services x
-                          WHERE x.service_id = s.id AND x.status = 'DEACTIVATED'), s.end_date),
-                COALESCE((SELECT MAX(a.prorate_on_cancel) FROM agreement_services x
-                          JOIN agreements a ON a.id = x.agreement_id WHERE x.service_id = s.id), 0),
-                s.one_time_billed_at IS NOT NULL, p.name, s.recurring_billed_to,
-                (SELECT CASE WHEN COUNT(*) > 0 AND COUNT(*) = SUM(x.end_date IS NOT NULL
-                             AND UPPER(TRIM(COALESCE(x.end_action, a.end_action, 'END'))) <> 'RENEW')
-                        THEN MAX(x.end_date) END
-                 FROM agreement_services x JOIN agreements a ON a.id = x.agreement_id
-                 WHERE x.service_id = s.id AND x.status IN ('ACTIVE', 'SUSPENDED', 'TRIAL'))
-         FROM services s JOIN products p ON p.id = s.product_id
-         WHERE s.billing_account_id = ?1 ORDER BY s.id",
-    )?;
+    let mut stmt = tx.prepare_cached(&SERVICES_SQL)?;
     let services = stmt
         .query_map([account_id], |r| {
             Ok(Service {
@@ -527,7 +538,7 @@ fn bill_services(
         // now: its one-time prices come with it.
         let started_now = s.start >= period.billed_from
             && (s.start < period.period_end || (advance && s.start == period.period_end));
-        if started_now && s.status == "ACTIVE" && !s.one_time_billed {
+        if started_now && s.status == ResourceStatus::Active && !s.one_time_billed {
             for &(price_id, one_time) in prices.of(tx, s.product_id, "ONE_TIME", currency)? {
                 charges.one_time = checked_add(charges.one_time, one_time, "the one-time charges")?;
                 if !one_time.is_zero() {
@@ -600,8 +611,8 @@ fn bill_span(
 /// (module doc), billing from `billed_from`.
 fn recurring_span(s: &Service, period: &Period, billed_from: &str) -> Option<(String, String)> {
     let from = s.start.clone().max(billed_from.to_string());
-    let end = match s.status.as_str() {
-        "ACTIVE" => period.period_end.clone(),
+    let end = match s.status {
+        ResourceStatus::Active => period.period_end.clone(),
         // Ended inside the period: to its end when prorated on cancel, else the whole period.
         _ => match &s.end {
             Some(end) if end.as_str() > billed_from && *end <= period.period_end => {
@@ -630,8 +641,8 @@ const MAX_ADVANCE_PERIODS: usize = 24;
 /// before what was billed in advance is not credited (adjustments are not invoiced).
 fn advance_spans(s: &Service, period: &Period, billed_from: &str, tz: Tz) -> Result<Vec<Span>> {
     let from = s.start.clone().max(billed_from.to_string());
-    let end = match s.status.as_str() {
-        "ACTIVE" => s.known_end.clone(),
+    let end = match s.status {
+        ResourceStatus::Active => s.known_end.clone(),
         _ => match &s.end {
             Some(end) => Some(end.clone()),
             None => return Ok(Vec::new()),

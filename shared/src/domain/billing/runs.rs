@@ -29,8 +29,11 @@
 use super::invoicing::{gather, issue, mark_one_time_billed, Issue, Period, Prices, Window};
 use super::{local_date, local_midnight, next_cycle_day, previous_cycle_day};
 use super::{Due, Ran, BILL_BATCH_RUN, BILL_CYCLE_RUN, INVOICE_DUE};
-use crate::domain::accounts;
-use crate::domain::bill_batches::{self, create_bill_batch, NewBillBatch};
+use crate::domain::accounts::{self, AccountStatus};
+use crate::domain::bill_batches::{
+    self, create_bill_batch, BatchRunStatus, BillBatchStatus, NewBillBatch, RunStepStatus,
+};
+use crate::domain::status::sql_list;
 use crate::money::{canonical, checked_add};
 use crate::time::{from_storage, to_storage};
 use crate::{Error, Result};
@@ -39,9 +42,17 @@ use chrono_tz::Tz;
 use rusqlite::{params, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 /// Account statuses a run bills.
-const BILLED: &str = "'ACTIVE', 'COLLECTION', 'FINAL_BILL'";
+const BILLED: &[&str] = &[
+    AccountStatus::Active.as_str(),
+    AccountStatus::Collection.as_str(),
+    AccountStatus::FinalBill.as_str(),
+];
+
+/// [`BILLED`] as the SQL list its statements name.
+static BILLED_SQL: LazyLock<String> = LazyLock::new(|| sql_list(BILLED));
 
 /// Queues the cycle runs and bill batch runs due in `(from, to]`.
 pub fn enqueue(
@@ -60,10 +71,11 @@ pub fn enqueue(
         }
     }
     // Accounts whose next invoice date is set off their cycle's day run on it.
+    let billed = &*BILLED_SQL;
     let mut dated = tx.prepare(&format!(
         "SELECT DISTINCT next_invoice_date, bill_cycle_id FROM billing_accounts
          WHERE next_invoice_date > ?1 AND next_invoice_date <= ?2
-           AND bill_cycle_id IS NOT NULL AND status IN ({BILLED})"
+           AND bill_cycle_id IS NOT NULL AND status IN ({billed})"
     ))?;
     for row in dated.query_map([&from_s, &to_s], |r| {
         Ok((r.get(0)?, BILL_CYCLE_RUN, r.get(1)?))
@@ -72,10 +84,10 @@ pub fn enqueue(
     }
     let mut batches = tx.prepare(
         "SELECT invoice_date, id FROM bill_batches
-         WHERE invoice_date > ?1 AND invoice_date <= ?2 AND status = 'ACTIVE'
+         WHERE invoice_date > ?1 AND invoice_date <= ?2 AND status = ?3
            AND bill_cycle_id IS NULL",
     )?;
-    for row in batches.query_map([&from_s, &to_s], |r| {
+    for row in batches.query_map(params![&from_s, &to_s, BillBatchStatus::Active], |r| {
         Ok((r.get(0)?, BILL_BATCH_RUN, r.get(1)?))
     })? {
         queue.insert(row?);
@@ -86,7 +98,7 @@ pub fn enqueue(
 /// An account a run bills.
 struct Account {
     id: i64,
-    status: String,
+    status: AccountStatus,
     billed_through: Option<String>,
     cycle_day: Option<u32>,
     /// The account's own payment term (net days); None: the tenant policy's.
@@ -136,9 +148,10 @@ pub fn run_cycle(
     let local = instant.with_timezone(&tz);
     let cycle_day = super::day_in_month(local.date_naive(), day) == Some(local.date_naive())
         && local.num_seconds_from_midnight() == 0;
+    let billed = &*BILLED_SQL;
     let mut stmt = tx.prepare(&format!(
         "SELECT id, status, billed_through, payment_term_days FROM billing_accounts
-         WHERE bill_cycle_id = ?1 AND status IN ({BILLED})
+         WHERE bill_cycle_id = ?1 AND status IN ({billed})
            AND (next_invoice_date <= ?2 OR (next_invoice_date IS NULL AND ?3))
          ORDER BY id"
     ))?;
@@ -196,8 +209,8 @@ pub fn run_batch(
             "SELECT name, bill_batch_type, auto_approve, use_payment_term, invoice_due_date,
                     currency_code, invoice_date
              FROM bill_batches
-             WHERE id = ?1 AND status = 'ACTIVE' AND bill_cycle_id IS NULL",
-            [batch_id],
+             WHERE id = ?1 AND status = ?2 AND bill_cycle_id IS NULL",
+            params![batch_id, BillBatchStatus::Active],
             |r| r.try_into(),
         )
         .optional()?;
@@ -222,13 +235,14 @@ pub fn run_batch(
         "SELECT a.id, a.status, a.billed_through, c.day_of_month, a.payment_term_days
          FROM billing_accounts a
          LEFT JOIN bill_cycles c ON c.id = a.bill_cycle_id
-         WHERE a.status IN ({BILLED}) AND {} ORDER BY a.id",
+         WHERE a.status IN ({billed}) AND {} ORDER BY a.id",
         if members > 0 {
             "a.id IN (SELECT billing_account_id FROM bill_batch_accounts WHERE bill_batch_id = ?1)
              AND ?2 IS NOT NULL"
         } else {
             "a.currency_code = ?2 AND ?1 IS NOT NULL"
-        }
+        },
+        billed = *BILLED_SQL,
     );
     let mut stmt = tx.prepare(&select)?;
     let accounts = stmt
@@ -350,9 +364,9 @@ fn run(
         }
     }
     let (step_status, status, close) = if spec.auto_approve {
-        ("COMPLETE", "CLOSED", Some(at))
+        (RunStepStatus::Complete, BatchRunStatus::Closed, Some(at))
     } else {
-        ("WAITING", "OPEN", None)
+        (RunStepStatus::Waiting, BatchRunStatus::Open, None)
     };
     let error_msg = (!skipped.is_empty()).then(|| skipped.join("; "));
     bill_batches::finish_invoicing(
@@ -503,7 +517,7 @@ fn bill_account(
     crate::domain::bill_batch_membership::add_account(tx, spec.batch_id, account.id)?;
     accounts::set_billed_through(tx, account.id, at)?;
     if cycle {
-        if account.status == "FINAL_BILL" {
+        if account.status == AccountStatus::FinalBill {
             accounts::close_after_final_bill(tx, account.id)?;
             billed.closed = true;
         } else if let Some(day) = account.cycle_day {

@@ -142,12 +142,17 @@ fn a_charge_in_a_closed_period_posts_on_the_first_day_of_the_next_open_one() {
 fn run_statuses_spell_their_listed_names_and_read_back() {
     let names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
     assert_eq!(names, RUN_STATUSES);
-    for status in RunStatus::ALL {
-        assert_eq!(RunStatus::parse("status", status.as_str()).unwrap(), status);
+    for &status in RunStatus::ALL {
+        assert_eq!(
+            RunStatus::parse_field("status", status.as_str()).unwrap(),
+            status
+        );
         let json = serde_json::to_value(status).unwrap();
         assert_eq!(json, status.as_str());
     }
-    let e = RunStatus::parse("status", "DONE").unwrap_err().to_string();
+    let e = RunStatus::parse_field("status", "DONE")
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "status: 'DONE' is not one of NOT_STARTED, RUNNING, ERROR, COMPLETE"

@@ -1,13 +1,14 @@
 //! Adjustment categories: the charge categories of type Adjustment, as Surface B lists them.
 
 use super::{id_text, load_in_order, List, RenderContext};
+use crate::domain::catalog::CategoryStatus;
 use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
 use crate::Result;
 use rusqlite::Connection;
 use serde::Serialize;
 
-/// Statuses of an adjustment category.
-pub const STATUSES: &[&str] = &["ACTIVE", "SUSPENDED", "CANCELED"];
+/// Statuses of an adjustment category ([`CategoryStatus`]'s names).
+pub const STATUSES: &[&str] = CategoryStatus::NAMES;
 
 /// Filter and sort whitelist of adjustment categories.
 pub static FIELDS: &[F] = &[

@@ -106,6 +106,39 @@ pub static SOURCE: ListSource = ListSource {
     id: "s.id",
 };
 
+/// The agreement services as records (`super::records`), as Surface A reads them: each with
+/// the ids of its service's account and product.
+pub static RECORDS: ListSource = ListSource {
+    noun: "agreement service",
+    fields: &[
+        F::new("id", "s.id", K::Integer),
+        F::new("status", "s.status", K::Enum(AGREEMENT_SERVICE_STATUSES)),
+        F::new("start_date", "s.start_date", K::DateTime),
+        F::new("end_date", "s.end_date", K::DateTime),
+        F::new("end_action", "s.end_action", K::Text),
+        F::new("renewed", "s.renewed", K::Bool),
+        F::new(
+            "accumulated_charges_amount",
+            "s.accumulated_charges_amount",
+            K::Decimal,
+        ),
+        F::new("minimum_amount", "s.minimum_amount", K::Decimal),
+        F::new(
+            "minimum_amount_currency_code",
+            "s.minimum_amount_currency_code",
+            K::Text,
+        ),
+        F::new("agreement_period", "s.agreement_period", K::Integer),
+        F::new("agreement_id", "s.agreement_id", K::Integer),
+        F::new("service_id", "s.service_id", K::Integer),
+        F::new("billing_account_id", "sv.billing_account_id", K::Integer),
+        F::new("product_id", "sv.product_id", K::Integer),
+    ],
+    named_filters: &["status", "agreement_id", "billing_account_id"],
+    from: "agreement_services s JOIN services sv ON sv.id = s.service_id",
+    id: "s.id",
+};
+
 /// The agreement service list as Surface B serves it: service_resource_identifier is at most
 /// [`MAX_SRID_CHARS`] characters.
 pub const LIST: List<AgreementService> = List {

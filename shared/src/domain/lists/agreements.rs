@@ -97,7 +97,41 @@ pub static SOURCE: ListSource = ListSource {
         "termination_fee_currency_code",
         "max_termination_fee_currency_code",
     ],
-    from: "agreements g",
+    from: FROM,
+    id: "g.id",
+};
+
+/// The agreements table as every agreement read names it.
+const FROM: &str = "agreements g";
+
+/// The agreements as records (`super::records`), as Surface A reads them: fewer columns
+/// than the list above, and `status` a free-text filter there (no enumeration checked).
+pub static RECORDS: ListSource = ListSource {
+    noun: "agreement",
+    fields: &[
+        F::new("id", "g.id", K::Integer),
+        F::new("name", "g.name", K::Text),
+        F::new("agreement_period", "g.agreement_period", K::Integer),
+        F::new("agreement_period_type", "g.agreement_period_type", K::Text),
+        F::new("status", "g.status", K::Text),
+        F::new("end_action", "g.end_action", K::Text),
+        F::new("valid_from", "g.valid_from", K::DateTime),
+        F::new("valid_to", "g.valid_to", K::DateTime),
+        F::new("minimum_amount", "g.minimum_amount", K::Decimal),
+        F::new(
+            "minimum_amount_currency_type",
+            "g.minimum_amount_currency_type",
+            K::Text,
+        ),
+        F::new("prorate_on_cancel", "g.prorate_on_cancel", K::Bool),
+        F::new(
+            "preserve_service_price",
+            "g.preserve_service_price",
+            K::Bool,
+        ),
+    ],
+    named_filters: &["name", "status"],
+    from: FROM,
     id: "g.id",
 };
 

@@ -4,7 +4,7 @@
 
 use super::{id_text, load_children, load_in_order, named_ref, number, time};
 use super::{AccountRef, IdRef, List, NamedRef, Parent, RenderContext};
-use crate::domain::bill_batches::{BILL_BATCH_STATUSES, BILL_BATCH_TYPES};
+use crate::domain::bill_batches::{BillBatchStatus, BILL_BATCH_STATUSES, BILL_BATCH_TYPES};
 use crate::domain::CURRENCY_CODES;
 use crate::money::Number;
 use crate::query::{FieldKind as K, FieldSpec as F, ListSource};
@@ -62,7 +62,7 @@ pub static SOURCE: ListSource = ListSource {
 };
 
 /// What the bill batch list assumes when the client names no status.
-pub const DEFAULTS: &[(&str, &str)] = &[("status", "ACTIVE")];
+pub const DEFAULTS: &[(&str, &str)] = &[("status", BillBatchStatus::Active.as_str())];
 
 /// Filter and sort whitelist of the billing accounts of a batch.
 pub static ACCOUNT_FIELDS: &[F] = &[

@@ -6,19 +6,31 @@
 //! request, pages through the query engine with the list's source and renders what the
 //! loader answers, so the surface holds no SQL.
 //!
+//! Surface A's entities read [`records`]: a `RECORDS` list source per resource (beside
+//! Surface B's where both read the table: `agreements`, `agreement_services`) whose fields
+//! are the columns a record holds and whose named filters are the entity's query keys;
+//! Surface A maps the record's values to its XML names.
+//!
 //! Reads only: each table is written by its owner (`domain::actions`, `domain::agreements`,
 //! ...), whose enumerations the whitelists take their values from. Invariants: a loader
 //! answers the records of the ids it was given in their order, skipping ids without a row
 //! (so a page keeps the engine's order); a nested collection renders at most
 //! [`MAX_NESTED`] children.
 
+pub mod accounts;
 pub mod actions;
 pub mod adjustment_applications;
 pub mod adjustment_categories;
 pub mod agreement_services;
 pub mod agreements;
 pub mod bill_batches;
+pub mod invoices;
+pub mod notes;
+pub mod payments;
+pub mod products;
+pub mod records;
 pub mod true_ups;
+pub mod usage_events;
 
 use crate::money::{parse_decimal, Number};
 use crate::query::list::MAX_NESTED;
@@ -284,7 +296,17 @@ mod tests {
     /// underscores, so no two fields of one resource may differ only in those.
     #[test]
     fn no_two_fields_of_a_resource_share_a_name_in_the_platform_spelling() {
-        let sources: [&ListSource; 14] = [
+        let sources: [&ListSource; 24] = [
+            &accounts::RECORDS,
+            &accounts::CATEGORY_RECORDS,
+            &agreements::RECORDS,
+            &agreement_services::RECORDS,
+            &invoices::RECORDS,
+            &invoices::LINE_RECORDS,
+            &notes::RECORDS,
+            &payments::RECORDS,
+            &products::RECORDS,
+            &usage_events::RECORDS,
             &actions::SOURCE,
             &adjustment_applications::SOURCE,
             &adjustment_categories::SOURCE,

@@ -4,6 +4,7 @@
 //! period holding the start; each looked up once per call.
 
 use super::{Caches, Erred};
+use crate::domain::agreements::{AgreementServiceStatus, ResourceStatus};
 use crate::domain::usage::{ErredCode, RATEABLE_STATUSES};
 use crate::{Error, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -83,10 +84,10 @@ fn load_services(
     )?;
     let rows = stmt
         .query_map([srid], |r| {
-            let resource_status: String = r.get(0)?;
-            let service_status: String = r.get(1)?;
-            let active =
-                resource_status == "ACTIVE" && RATEABLE_STATUSES.contains(&service_status.as_str());
+            let resource_status: ResourceStatus = r.get(0)?;
+            let service_status: AgreementServiceStatus = r.get(1)?;
+            let active = resource_status == ResourceStatus::Active
+                && RATEABLE_STATUSES.contains(&service_status.as_str());
             Ok((
                 active,
                 ServiceRef {
