@@ -12,7 +12,6 @@ use shared::auth::jwt;
 use shared::config::Config;
 use shared::store::S3Config;
 use shared::web::AppState;
-use std::time::Duration;
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
 
@@ -195,7 +194,7 @@ async fn deletion_tombstones_first_then_removes_every_object() {
     assert!(matches!(status, 401 | 404), "{status} {body}");
     assert_eq!(get(b_read.clone(), &key).await.0, 401);
     // ... and appends nothing.
-    uploads_settled(&[&a_state, &b_state]).await;
+    super::powers::uploads_settled(&[&a_state, &b_state]).await;
     let before = moto.keys("deletion", &format!("sandbox/tenants/{id}/"));
     let w = reqwest::Client::new()
         .post(&b_read)
@@ -208,7 +207,7 @@ async fn deletion_tombstones_first_then_removes_every_object() {
     assert_eq!(w.status(), 401);
     // The refused write left nothing running; what else could still write the tenant's
     // objects (either environment's journal uploads of its earlier requests) has run.
-    uploads_settled(&[&a_state, &b_state]).await;
+    super::powers::uploads_settled(&[&a_state, &b_state]).await;
     let after = moto.keys("deletion", &format!("sandbox/tenants/{id}/"));
     assert_eq!(before, after, "nothing was appended after the deletion");
 
@@ -233,18 +232,6 @@ async fn deletion_tombstones_first_then_removes_every_object() {
         get(format!("{c}/billing/2/bill-batches"), &key).await.0,
         401
     );
-}
-
-/// Waits (at most 30 s) until every journal upload the servers of `states` scheduled has run.
-async fn uploads_settled(states: &[&AppState]) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !states.iter().all(|s| s.powers.journal.uploads_settled()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "journal uploads still scheduled or running after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

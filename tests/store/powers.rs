@@ -43,7 +43,7 @@ async fn serve_with(
 
 /// Waits (at most 30 s) until every journal upload the servers of `states` scheduled has run
 /// (see `Journal::uploads_settled`): what a test then reads in the bucket stays so.
-async fn uploads_settled(states: &[&AppState]) {
+pub(crate) async fn uploads_settled(states: &[&AppState]) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !states.iter().all(|s| s.powers.journal.uploads_settled()) {
         assert!(
