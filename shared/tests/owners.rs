@@ -13,8 +13,9 @@
 //! - a call of the domain's column helpers `insert(tx, "t", ..)` / `update(tx, "t", ..)`
 //!   (`shared/src/domain/mod.rs`), which build their statement from the table argument; a
 //!   table argument that is not a literal is a write of any table;
-//! - the tables named in `fixture_columns_writer!("t", ..)`, the domain's macro that declares
-//!   an owner's writer of a fixture document's columns.
+//! - the tables named in `fixture_columns_writer!("t", ..)` and `run_progress_ops!("t")`,
+//!   the domain's macros that declare an owner's writer of a fixture document's columns and
+//!   a run table's start (their statements are built from the named table).
 //!
 //! A write of any table is allowed only in the modules the page lists as moving rows without
 //! a rule (the column helpers, resetting and restoring a tenant). In `functions/*/src` any
@@ -361,17 +362,20 @@ fn helper_calls(code: &[char], literals: &[&Literal], helpers: Helpers) -> Vec<(
     out
 }
 
-/// The tables an owner names in `fixture_columns_writer!("t", ..)` (the domain's macro that
-/// declares the owner's writer of a fixture document's columns, built on `update`), each
-/// a write of that table at the call's line.
+/// The tables an owner names in the domain's writer macros (`fixture_columns_writer!("t",
+/// ..)`, built on `update`; `run_progress_ops!("t")`, whose UPDATE is put together from
+/// the table), each a write of that table at the call's line.
 fn fixture_writers(code: &[char], literals: &[&Literal]) -> Vec<(usize, String)> {
-    const MACRO: &str = "fixture_columns_writer!";
+    const MACROS: &[&str] = &["fixture_columns_writer!", "run_progress_ops!"];
     let text: String = code.iter().collect();
     let mut out = Vec::new();
-    for (at, _) in text.match_indices(MACRO) {
-        let open = text[..at].chars().count() + MACRO.chars().count();
+    for (at, macro_name) in MACROS
+        .iter()
+        .flat_map(|m| text.match_indices(m).map(move |(at, _)| (at, *m)))
+    {
+        let open = text[..at].chars().count() + macro_name.chars().count();
         if code.get(open) != Some(&'(') {
-            continue; // `macro_rules! fixture_columns_writer {` declares it
+            continue; // `macro_rules! name {` declares it
         }
         let close = (open..code.len())
             .find(|k| code[*k] == ')')

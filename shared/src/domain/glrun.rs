@@ -349,37 +349,7 @@ pub fn create_run(tx: &Transaction<'_>, r: &NewGlRun, next_step_at: Option<&str>
     )
 }
 
-/// A ledger run's status and, while it progresses with the clock, the stored instant of its
-/// next step; None when the run does not exist.
-pub fn run_step(conn: &Connection, id: i64) -> Result<Option<(RunStatus, Option<String>)>> {
-    Ok(conn
-        .prepare_cached("SELECT status, next_step_at FROM gl_runs WHERE id = ?1")?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?)
-}
-
-/// Starts NOT_STARTED run `id` at stored instant `at` (RUNNING, `date_started`);
-/// `next_step_at`: when the clock ends it (None: the caller ends it at once). False when the
-/// run is gone or not NOT_STARTED.
-pub fn start_run(
-    tx: &Transaction<'_>,
-    id: i64,
-    at: &str,
-    next_step_at: Option<&str>,
-) -> Result<bool> {
-    let changed = tx.execute(
-        "UPDATE gl_runs SET status = ?2, date_started = ?3, next_step_at = ?4
-         WHERE id = ?1 AND status = ?5",
-        rusqlite::params![
-            id,
-            RunStatus::Running,
-            at,
-            next_step_at,
-            RunStatus::NotStarted
-        ],
-    )?;
-    Ok(changed > 0)
-}
+super::run_progress_ops!("gl_runs");
 
 /// How a run ended: its status, what it made (journal entries posted, charge info records
 /// collected) and its run errors.

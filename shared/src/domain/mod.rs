@@ -274,6 +274,61 @@ macro_rules! fixture_columns_writer {
 }
 pub(crate) use fixture_columns_writer;
 
+/// Declares a run table's `run_step` and `start_run` for the table it names (its own): the
+/// ledger runs and the collector runs keep the same status and clock columns
+/// (`status`, `date_started`, `next_step_at`; statuses [`glrun::RunStatus`]) and progress
+/// with the clock the same way. `shared/tests/owners.rs` reads the named table as written by
+/// the calling module.
+macro_rules! run_progress_ops {
+    ($table:literal) => {
+        /// A run's status and, while it progresses with the clock, the stored instant of its
+        /// next step; None when the run does not exist.
+        pub fn run_step(
+            conn: &rusqlite::Connection,
+            id: i64,
+        ) -> $crate::Result<Option<($crate::domain::glrun::RunStatus, Option<String>)>> {
+            use rusqlite::OptionalExtension;
+            Ok(conn
+                .prepare_cached(concat!(
+                    "SELECT status, next_step_at FROM ",
+                    $table,
+                    " WHERE id = ?1"
+                ))?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?)
+        }
+
+        /// Starts NOT_STARTED run `id` at stored instant `at` (RUNNING, `date_started`);
+        /// `next_step_at`: when the clock ends it (None: the caller ends it at once). False
+        /// when the run is gone or not NOT_STARTED.
+        pub fn start_run(
+            tx: &rusqlite::Transaction<'_>,
+            id: i64,
+            at: &str,
+            next_step_at: Option<&str>,
+        ) -> $crate::Result<bool> {
+            use $crate::domain::glrun::RunStatus;
+            let changed = tx.execute(
+                concat!(
+                    "UPDATE ",
+                    $table,
+                    " SET status = ?2, date_started = ?3, next_step_at = ?4
+                     WHERE id = ?1 AND status = ?5"
+                ),
+                rusqlite::params![
+                    id,
+                    RunStatus::Running,
+                    at,
+                    next_step_at,
+                    RunStatus::NotStarted
+                ],
+            )?;
+            Ok(changed > 0)
+        }
+    };
+}
+pub(crate) use run_progress_ops;
+
 impl OptionalValue for rusqlite::types::Value {
     fn value(&self) -> Option<&dyn ToSql> {
         Some(self)
