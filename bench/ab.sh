@@ -27,14 +27,17 @@ work="$(mktemp -d)"; pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-start() { # name bin port
+start() { # name bin port: starts the server, its pid kept in $work/name.pid
   "$2" serve --listen "127.0.0.1:$3" --data-dir "$work/$1" --admin-key "adm_ab_bench" \
     >"$work/$1.out" 2>"$work/$1.err" &
-  pids+=($!)
+  echo $! >"$work/$1.pid"
   for _ in $(seq 1 300); do grep -q 'api key:' "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
-  awk '/api key:/ {print $3}' "$work/$1.out"
 }
-a_key="$(start a "$a_bin" "$a_port")"; b_key="$(start b "$b_bin" "$b_port")"
+# Not `key="$(start ...)"`: a command substitution runs start in a subshell, whose pids the
+# cleanup never saw, so both servers outlived the bench (and took CPU from whatever ran next).
+start a "$a_bin" "$a_port"; start b "$b_bin" "$b_port"
+pids=("$(cat "$work/a.pid")" "$(cat "$work/b.pid")")
+a_key="$(awk '/api key:/ {print $3}' "$work/a.out")"; b_key="$(awk '/api key:/ {print $3}' "$work/b.out")"
 [[ -n "$a_key" && -n "$b_key" ]] || { echo "ab: a server printed no api key" >&2; cat "$work"/*.out "$work"/*.err >&2; exit 1; }
 
 run() { # key url lua|- [duration]
