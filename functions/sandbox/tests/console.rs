@@ -60,10 +60,32 @@ struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the session first (`DELETE /session/{id}`: chromedriver closes Chromium), then
+    /// stops chromedriver. Killing chromedriver alone left its Chromium running after every
+    /// test run, orphaned. Synchronous (a drop cannot await), over a plain TCP request, so it
+    /// runs on a panic too.
     fn drop(&mut self) {
+        let _ = end_session(&self.session);
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// `DELETE <session>` (an `http://host:port/session/id` URL) with a 10 s bound; the answer
+/// is read to its end, so chromedriver has closed the browser when this returns.
+fn end_session(session: &str) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    let rest = session.strip_prefix("http://").unwrap_or(session);
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut stream = std::net::TcpStream::connect(host)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    Ok(())
 }
 
 impl Browser {
