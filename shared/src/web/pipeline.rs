@@ -87,8 +87,12 @@ enum Principal {
 ///   another only if `share(b)` places of `G` stay free after it (a share kept for a tenant
 ///   that is not busy, whatever order the busy ones came in).
 /// - A tenant refused (by these rules, because every place is taken, or a body by the body
-///   budget) is *pressing* for [`PRESSING_FOR`] after that refusal: its requests are more than the server gives it,
-///   and it retries.
+///   budget) is *pressing* for [`PRESSING_FOR`] after that refusal: its requests are more than
+///   the server gives it, and it retries. A request (or body) it had in flight while pressing
+///   keeps it pressing for [`PRESSING_FOR`] after that request ends: a tenant is quiet again
+///   only after a second with no refusal and no such request, so an attacker whose retries
+///   are slow (a loaded machine) but whose stalled requests keep the server busy never
+///   turns quiet between them.
 /// - A tenant holding no place takes one of `G` if one is free; when none is, one of `R` if
 ///   it is not pressing. So against any number of tenants that press (an attack keeps more
 ///   requests coming than its share), a quiet tenant (none of its requests refused in the
@@ -117,7 +121,8 @@ pub(crate) struct Admission {
     counts: Mutex<Counts>,
 }
 
-/// How long a refused tenant stays pressing: `Retry-After: 1`, so a tenant that waits as
+/// How long a refused tenant stays pressing after its last refusal, or after the end of the
+/// last request it had in flight while pressing: `Retry-After: 1`, so a tenant that waits as
 /// told before it retries is quiet again, and one that keeps more requests coming (an
 /// attack's many connections) stays pressing.
 const PRESSING_FOR: Duration = Duration::from_secs(1);
@@ -163,6 +168,17 @@ impl Counts {
         self.pressing
             .get(id)
             .is_some_and(|at| now.duration_since(*at) < PRESSING_FOR)
+    }
+
+    /// A request (or body) of tenant `id` taken at `taken` ends at `now`: if the tenant was
+    /// pressing at any moment of its life (pressing when it was taken, or refused since), it
+    /// stays pressing for [`PRESSING_FOR`] from now.
+    fn ended(&mut self, id: &str, taken: Instant, now: Instant) {
+        if let Some(at) = self.pressing.get_mut(id) {
+            if *at + PRESSING_FOR > taken {
+                *at = now.max(*at);
+            }
+        }
     }
 }
 
@@ -216,6 +232,8 @@ enum Pool {
 struct Slot<'a> {
     admission: &'a Admission,
     held: Option<(Principal, Pool)>,
+    /// When the place was taken (see [`Counts::ended`]).
+    taken: Instant,
 }
 
 impl Drop for Slot<'_> {
@@ -231,6 +249,7 @@ impl Drop for Slot<'_> {
             Pool::Reserved => counts.reserved = counts.reserved.saturating_sub(1),
         }
         if let Principal::Tenant(id) = principal {
+            counts.ended(&id, self.taken, Instant::now());
             if let Some(n) = counts.per_tenant.get_mut(&id) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -248,6 +267,8 @@ struct BodySlot<'a> {
     bytes: usize,
     /// Whether its bytes are of the kept ones.
     kept: bool,
+    /// When the place was taken (see [`Counts::ended`]).
+    taken: Instant,
 }
 
 impl Drop for BodySlot<'_> {
@@ -257,6 +278,9 @@ impl Drop for BodySlot<'_> {
             counts.reserved_body_bytes = counts.reserved_body_bytes.saturating_sub(self.bytes);
         } else {
             counts.body_bytes = counts.body_bytes.saturating_sub(self.bytes);
+        }
+        if let Principal::Tenant(id) = &self.principal {
+            counts.ended(id, self.taken, Instant::now());
         }
         if let Some(n) = counts.bodies.get_mut(&self.principal) {
             *n = n.saturating_sub(1);
@@ -302,6 +326,7 @@ impl Admission {
             return Ok(Slot {
                 admission: self,
                 held: None,
+                taken: Instant::now(),
             });
         }
         let mut counts = crate::store::lock(&self.counts);
@@ -366,6 +391,7 @@ impl Admission {
         Ok(Slot {
             admission: self,
             held: Some((principal, pool)),
+            taken: Instant::now(),
         })
     }
 
@@ -420,6 +446,7 @@ impl Admission {
             principal: principal.clone(),
             bytes,
             kept: into_kept,
+            taken: now,
         })
     }
 
@@ -836,6 +863,36 @@ mod tests {
             assert!(counts.pressing.len() <= MAX_PRESSING);
         }
         assert!(counts.pressing(&format!("t{}", 3 * MAX_PRESSING - 1), now));
+    }
+
+    /// A tenant refused while a request of its own was in flight stays pressing until a second
+    /// after that request ends, however long it lasted: an attacker whose retries are slow
+    /// does not turn quiet while its stalled requests hold the server. A request taken after
+    /// the tenant turned quiet does not make it pressing again. Before, the refusal's second
+    /// lapsed during a 3 s stall, and the attacker took a place kept for quiet tenants.
+    #[test]
+    fn a_request_in_flight_while_pressing_keeps_its_tenant_pressing_until_it_ends() {
+        let admission = admission(64);
+        let long_ago = |secs: f64| Instant::now() - Duration::from_secs_f64(secs);
+        // Taken 3 s ago; its tenant was refused 2.5 s ago (lapsed, by the refusal alone).
+        let mut stalled = admission.admit(tenant(0)).expect("a place");
+        stalled.taken = long_ago(3.0);
+        crate::store::lock(&admission.counts).press("t0", long_ago(2.5));
+        assert!(!crate::store::lock(&admission.counts).pressing("t0", Instant::now()));
+        drop(stalled);
+        assert!(crate::store::lock(&admission.counts).pressing("t0", Instant::now()));
+        // Refused 3 s ago, quiet since; a request taken 1.5 s ago ends: still quiet.
+        let mut later = admission.admit(tenant(1)).expect("a place");
+        later.taken = long_ago(1.5);
+        crate::store::lock(&admission.counts).press("t1", long_ago(3.0));
+        drop(later);
+        assert!(!crate::store::lock(&admission.counts).pressing("t1", Instant::now()));
+        // The same for a body arriving.
+        let mut body = admission.receive(&tenant(2), 10).expect("a body place");
+        body.taken = long_ago(3.0);
+        crate::store::lock(&admission.counts).press("t2", long_ago(2.5));
+        drop(body);
+        assert!(crate::store::lock(&admission.counts).pressing("t2", Instant::now()));
     }
 
     /// Tenants that keep more bodies coming than the bytes hold (pressing) fill the shared
