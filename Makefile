@@ -1,7 +1,8 @@
 # The tests, from a fresh machine (the README's test command; .ci/run calls exactly it after its
 # fmt, clippy and unused-dependency gates): tests/setup.sh installs the test tools that are
 # missing (Python, npm, Chromium), then tests/run.sh runs every test of the workspace (what
-# `cargo test --workspace` runs, in two lanes: the S3 store binary beside the rest).
+# `cargo test --workspace` runs, in three lanes: the S3 store binary, which mostly waits, beside
+# two lanes that keep both cores busy).
 #
 #   make test
 #   make flake-hunt RUNS=5      # the test command RUNS times, and the concurrency-heavy

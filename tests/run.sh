@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
-# Every test of the workspace, in two lanes (the second half of `make test`, after
+# Every test of the workspace, in three lanes (the second half of `make test`, after
 # tests/setup.sh): what `cargo test --workspace` runs, in less time on a 2-core machine.
 #
 #   bash tests/run.sh
 #
-# Why two lanes: `cargo test` runs its test binaries one after another, and the longest one,
-# `e2e --test store`, spends half its time waiting (S3 PUTs held past a deadline, a proxy's
-# delay, moto servers starting) while running its moto tests one at a time by design
-# (tests/support/s3.rs, `machine_to_itself`). It uses about one core on average; everything
-# else, run one binary after another, about one core too. So after one build of every test
-# binary:
-#   lane 1: `cargo test --workspace --test store --test foundation` (the store binary, then
-#           the foundation binary, so that the two lanes take about as long: measured, the
-#           store binary 263 s, foundation 78 s, the rest 327 s)
-#   lane 2: every other target: the libraries', binaries' and other test targets' tests, then
+# Why lanes: `cargo test` runs its test binaries one after another. The longest one,
+# `e2e --test store`, mostly waits (S3 PUTs held past a deadline, a proxy's delay, moto's
+# answers) while it runs its moto tests one at a time by design (tests/support/s3.rs,
+# `machine_to_itself`): measured whole, 375 s of wall time for 78 s of CPU. The other test
+# binaries keep about one core busy each. So after one build of every test binary:
+#   lane 1: `cargo test --workspace --test store` (about a fifth of a core)
+#   lane 2: `cargo test --workspace --test foundation --test openapi` (the fair-share matrix and
+#           schemathesis over the three documents: the two longest CPU-bound binaries)
+#   lane 3: every other target: the libraries', binaries' and other test targets' tests, then
 #           the doc tests
-# Cargo holds its build lock only while it builds, so the two run side by side on one target
-# directory. Lane 2's output streams; lane 1's is kept in target/test-lanes/lane1.log and
-# printed when both are done, so the log reads one lane at a time. The exit status is non-zero
-# when either lane failed. Lane 2's test targets are read from `cargo metadata`, so a new test
-# target runs without editing this file. Every invocation selects `--workspace`: features are
-# unified over the selected packages, and a narrower selection (`-p e2e`, `--exclude e2e`)
-# would compile the workspace's crates a second time with other features.
+# so that lanes 2 and 3 keep both cores busy while lane 1 waits. Cargo holds its build lock
+# only while it builds, so the lanes run side by side on one target directory. Lane 3's output
+# streams; lanes 1 and 2 are kept in target/test-lanes/lane1.log and lane2.log and printed
+# when all are done, so the log reads one lane at a time. The exit status is non-zero when any
+# lane failed. Lane 3's test targets are read from `cargo metadata`, so a new test target runs
+# without editing this file. Every invocation selects `--workspace`: features are unified over
+# the selected packages, and a narrower selection (`-p e2e`, `--exclude e2e`) would compile the
+# workspace's crates a second time with other features.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,31 +29,34 @@ cargo test --workspace --no-run || exit 1
 
 out=target/test-lanes
 mkdir -p "$out"
-lane1_log="$out/lane1.log"
 
-# Lane 1's test targets.
-lane1="store foundation"
+# The test targets of lanes 1 and 2.
+lane1="store"
+lane2="foundation openapi"
 
-# Every test target of the workspace except lane 1's, as `--test NAME` arguments.
-other_tests=$(cargo metadata --no-deps --format-version 1 | LANE1="$lane1" python3 -c '
+# Every test target of the workspace except those of lanes 1 and 2, as `--test NAME` arguments.
+other_tests=$(cargo metadata --no-deps --format-version 1 | TAKEN="$lane1 $lane2" python3 -c '
 import json, os, sys
-lane1 = os.environ["LANE1"].split()
+taken = os.environ["TAKEN"].split()
 for package in json.load(sys.stdin)["packages"]:
     for target in package["targets"]:
-        if "test" in target["kind"] and target["name"] not in lane1:
+        if "test" in target["kind"] and target["name"] not in taken:
             print("--test", target["name"])
 ') || exit 1
-# shellcheck disable=SC2086 # the targets are words
-lane1_tests=$(printf -- '--test %s ' $lane1)
 
 started=$(date +%s)
-# In a session of its own (its pid is its process group), so that when this script is
-# interrupted (Ctrl-C, a CI timeout) the whole lane stops with it: cargo, the test binary and
-# the servers it started.
-# shellcheck disable=SC2086 # the targets are words
-setsid cargo test --workspace $lane1_tests --no-fail-fast >"$lane1_log" 2>&1 &
-lane1_pid=$!
-trap 'kill -- "-$lane1_pid" 2>/dev/null; exit 130' INT TERM
+pids=()
+# Each background lane in a session of its own (its pid is its process group), so that when
+# this script is interrupted (Ctrl-C, a CI timeout) the whole lane stops with it: cargo, the
+# test binary and the servers it started.
+start_lane() { # number, targets
+  # shellcheck disable=SC2046 # the targets are words
+  setsid cargo test --workspace $(printf -- '--test %s ' $2) --no-fail-fast >"$out/lane$1.log" 2>&1 &
+  pids+=("$!")
+}
+start_lane 1 "$lane1"
+start_lane 2 "$lane2"
+trap 'for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null; done; exit 130' INT TERM
 
 rest_status=0
 # shellcheck disable=SC2086 # the targets are words
@@ -61,14 +64,20 @@ cargo test --workspace --lib --bins $other_tests --no-fail-fast || rest_status=1
 cargo test --workspace --doc --no-fail-fast || rest_status=1
 rest_took=$(($(date +%s) - started))
 
-wait "$lane1_pid"
-lane1_status=$?
-# The lane's own time: its log was last written when its cargo ended.
-lane1_took=$(($(stat -c %Y "$lane1_log") - started))
+statuses=()
+for i in 0 1; do
+  wait "${pids[$i]}"
+  statuses+=("$?")
+done
+# A lane's own time: its log was last written when its cargo ended.
+took() { echo $(($(stat -c %Y "$out/lane$1.log") - started)); }
 
 echo
-echo "== lane 1: cargo test --workspace $lane1_tests(log: $lane1_log)"
-cat "$lane1_log"
+echo "== lane 1: cargo test --workspace --test store (log: $out/lane1.log)"
+cat "$out/lane1.log"
 echo
-echo "== lanes: $lane1 ${lane1_took}s (exit $lane1_status), the rest ${rest_took}s (exit $rest_status)"
-[ "$lane1_status" -eq 0 ] && [ "$rest_status" -eq 0 ]
+echo "== lane 2: cargo test --workspace --test foundation --test openapi (log: $out/lane2.log)"
+cat "$out/lane2.log"
+echo
+echo "== lanes: $lane1 $(took 1)s (exit ${statuses[0]}), $lane2 $(took 2)s (exit ${statuses[1]}), the rest ${rest_took}s (exit $rest_status)"
+[ "${statuses[0]}" -eq 0 ] && [ "${statuses[1]}" -eq 0 ] && [ "$rest_status" -eq 0 ]
