@@ -483,10 +483,13 @@ pub(super) async fn serve(app: AppState, req: Request, next: Next) -> Response {
     // cancelled with their client (their blocking work stops at the request's deadline).
     let detached = req.headers().contains_key(idempotency::HEADER);
     let owned = path.clone();
-    let work = async move {
+    // Boxed once here: the request's future (every later step's state) is several kilobytes,
+    // and unboxed it was copied whole by each move below (into the keyed task's block, into
+    // the timeout, into axum's box), which a profile of a GET showed as the largest memcpy.
+    let work = Box::pin(async move {
         let work = identify_and_serve(app, surface, &owned, req, next);
         crate::store::request_scope_until(deadline, work).await
-    };
+    });
     let work = async {
         if !detached {
             return work.await;
