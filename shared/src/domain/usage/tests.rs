@@ -431,3 +431,59 @@ fn a_call_is_named_by_a_time_ordered_uuid() {
     assert_eq!(parsed.get_version_num(), 7, "{id}");
     assert_eq!(parsed.to_string(), id, "hyphenated lower-case form");
 }
+
+/// A call's rated events are inserted together, in chunks of 32, 16, 8, 4, 2 and 1 rows:
+/// for calls of every size, each answered id reads back its own event (the ids ascend in the
+/// order of the call), erred events between them take no id, and under FAIL_ON_EXISTING a
+/// pair already live is answered DUPLICATE_EVENT, found by the call's one lookup of its pairs
+/// (chunked the same way), while its neighbours are stored.
+#[test]
+fn events_inserted_together_keep_their_order_ids_and_duplicates_for_every_call_size() {
+    let mut conn = demo_db(tz());
+    let tx = conn.transaction().unwrap();
+    let event = |call: usize, i: usize| {
+        let mut e = json!({"service_resource_identifier": SRID, "usage_uom": "HOUR",
+            "usage_amount": i + 1, "start_time": "2026-02-01T10:00:00-06:00"});
+        if i.is_multiple_of(3) {
+            // Erred: no such resource.
+            e["service_resource_identifier"] = json!("no-such-resource");
+        }
+        if i.is_multiple_of(2) {
+            e["reference_id"] = json!(format!("call-{call}"));
+            e["sequence_id"] = json!(i.to_string());
+        }
+        e
+    };
+    for (call, n) in [1, 2, 3, 7, 31, 33, 49, 50].into_iter().enumerate() {
+        let events: Vec<serde_json::Value> = (0..n).map(|i| event(call, i)).collect();
+        let first = post(&tx, &request("FAIL_ON_EXISTING", json!(events)), tz()).unwrap();
+        let expected_rated = (0..n).filter(|i| !i.is_multiple_of(3)).count();
+        assert_eq!(first.rated_events.len(), expected_rated, "{n} events");
+        let ids: Vec<i64> = first
+            .rated_events
+            .iter()
+            .map(|e| e.id.as_deref().unwrap().parse().unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{n} events: {ids:?}");
+        let stored = fetch_by_ids(&tx, &ids, tz()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&first.rated_events).unwrap(),
+            serde_json::to_string(&stored).unwrap(),
+            "{n} events"
+        );
+        // The same call again: every paired event that was stored is now a live duplicate.
+        let again = post(&tx, &request("FAIL_ON_EXISTING", json!(events)), tz()).unwrap();
+        let duplicates = again
+            .erred_events
+            .iter()
+            .filter(|e| e.code == ErredCode::DuplicateEvent)
+            .count();
+        let paired_and_rated = (0..n).filter(|i| i % 3 != 0 && i % 2 == 0).count();
+        assert_eq!(duplicates, paired_and_rated, "{n} events");
+        assert_eq!(
+            again.rated_events.len(),
+            expected_rated - paired_and_rated,
+            "{n} events"
+        );
+    }
+}

@@ -1,7 +1,16 @@
-//! Storing one checked event: the live event of its pair looked up (OVERWRITE_ON_EXISTING) or
-//! met by the pair index on insert (FAIL_ON_EXISTING), the event rated under its product's
-//! plan, the account's pending total kept within bounds, an overwritten event voided and the
-//! event inserted with its one charge; and the pending charges moved once per call.
+//! Storing the checked events of a call: the live event of each pair looked up
+//! (OVERWRITE_ON_EXISTING, one lookup per event) or the live events of all pairs at once
+//! (FAIL_ON_EXISTING), each event rated under its product's plan, the account's pending total
+//! kept within bounds, an overwritten event voided; then the call's rated events inserted
+//! together, each with its one charge, and the pending charges moved once per call.
+//!
+//! Why the events are inserted together at the end of the call, not one by one: usage_events
+//! is an AUTOINCREMENT table (ids are never handed out again after a restore), and SQLite
+//! reads and writes the table's row of sqlite_sequence on every execution of an INSERT. One
+//! statement of many rows pays that once; an event's id is known once the statement ran
+//! (ids ascend in the order of the rows). Nothing in the call reads an inserted event back
+//! before then: a pair appears at most once per call (`DUPLICATE_IN_REQUEST`), and overwritten
+//! events are voided before the insert, so the pair index never meets the new row.
 
 use super::parse::Parsed;
 use super::services::{resolve_service, service_period};
@@ -9,36 +18,24 @@ use super::{Caches, Erred, StoredEvent};
 use crate::domain::usage::{ChargeCategoryRef, ErredCode, Mode};
 use crate::money::canonical;
 use crate::rating::{self, Attributes, RatingError, Usage};
-use crate::Result;
+use crate::{Error, Result};
+use rusqlite::types::ToSql;
 use rusqlite::{params, CachedStatement, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// The statements posting runs for every event, prepared once per call (the statement
 /// cache would otherwise hash each statement's text for every event).
 pub(super) struct Statements<'t> {
     live_event: CachedStatement<'t>,
-    insert_event: CachedStatement<'t>,
 }
 
 impl<'t> Statements<'t> {
     pub(super) fn prepare(tx: &'t Transaction<'_>) -> Result<Statements<'t>> {
         Ok(Statements {
             live_event: tx.prepare_cached(LIVE_EVENT_SQL)?,
-            // One row per event, its one charge included (migration 0008): the charge is
-            // total_charge, its id the event's.
-            insert_event: tx.prepare_cached(
-                "INSERT INTO usage_events (request_id, service_resource_identifier,
-                    service_resource_id, agreement_service_id, billing_account_id,
-                    service_period_id, start_time, end_time, usage_uom, usage_amount,
-                    reference_id, sequence_id, total_charge, overwrite_counter, voided,
-                    created_at, usage_rule_id, charge_category_id, charge_rate,
-                    charge_usage_uom, charge_usage_amount)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15,
-                    ?16, ?17, ?18, ?19, ?20)",
-            )?,
         })
     }
 
@@ -46,16 +43,235 @@ impl<'t> Statements<'t> {
     fn live_event(&mut self, reference_id: &str, sequence_id: &str) -> Result<Option<LiveEvent>> {
         Ok(self
             .live_event
-            .query_row([reference_id, sequence_id], |r| {
-                Ok(LiveEvent {
-                    id: r.get(0)?,
-                    overwrite_counter: r.get(1)?,
-                    billing_account_id: r.get(2)?,
-                    total_charge: crate::money::from_sql_text(r.get_ref(3)?)?,
-                })
-            })
+            .query_row([reference_id, sequence_id], live_event_of)
             .optional()?)
     }
+}
+
+/// A [`LiveEvent`] from a row whose first four columns are [`LIVE_EVENT_SQL`]'s.
+fn live_event_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveEvent> {
+    Ok(LiveEvent {
+        id: r.get(0)?,
+        overwrite_counter: r.get(1)?,
+        billing_account_id: r.get(2)?,
+        total_charge: crate::money::from_sql_text(r.get_ref(3)?)?,
+    })
+}
+
+/// The rows a statement of the call's inserts or lookups holds at most; a call's rows go in
+/// chunks of these sizes, largest first (50 events: 32 + 16 + 2), so that a handful of
+/// statement texts, each prepared once per connection, serve every number of events.
+const CHUNKS: [usize; 6] = [32, 16, 8, 4, 2, 1];
+
+/// The columns of an event's row, in the order of [`Unstored::bind`].
+const EVENT_COLUMNS: &str = "request_id, service_resource_identifier, service_resource_id,
+    agreement_service_id, billing_account_id, service_period_id, start_time, end_time,
+    usage_uom, usage_amount, reference_id, sequence_id, total_charge, overwrite_counter, voided,
+    created_at, usage_rule_id, charge_category_id, charge_rate, charge_usage_uom,
+    charge_usage_amount";
+
+/// Parameters per event row (`voided` is the literal 0).
+const EVENT_PARAMS: usize = 20;
+
+/// The texts of the insert of `n` rows, one per size of [`CHUNKS`].
+///
+/// `OR FAIL`, not the default ABORT: an ABORT statement of many rows keeps a statement
+/// journal (every page it touches copied first, to undo the rows before a failing one),
+/// which cost a bulk post more than the inserts saved. Nothing is to fail here (the pairs
+/// were looked up, the values checked); if a row did, the call's error rolls its whole
+/// transaction back, the rows before it included. The ids are not returned (`RETURNING`
+/// collects the rows in a table of its own): an AUTOINCREMENT table numbers the rows of one
+/// statement one after another, so they are the `n` ids ending at the last one inserted.
+static INSERT_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+    CHUNKS
+        .iter()
+        .map(|&n| {
+            let row = |i: usize| {
+                let p: Vec<String> = (1..=EVENT_PARAMS)
+                    .map(|k| format!("?{}", i * EVENT_PARAMS + k))
+                    .collect();
+                // voided (0) sits between overwrite_counter (the 14th) and created_at.
+                format!("({}, 0, {})", p[..14].join(", "), p[14..].join(", "))
+            };
+            let rows: Vec<String> = (0..n).map(row).collect();
+            format!(
+                "INSERT OR FAIL INTO usage_events ({EVENT_COLUMNS}) VALUES {}",
+                rows.join(", ")
+            )
+        })
+        .collect()
+});
+
+/// The texts of the lookup of the live events of `n` pairs, one per size of [`CHUNKS`]: each
+/// pair met through the whole key of usage_events_pair, as [`LIVE_EVENT_SQL`] is.
+static LIVE_EVENTS_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+    CHUNKS
+        .iter()
+        .map(|&n| {
+            let pairs: Vec<String> = (0..n)
+                .map(|i| format!("(?{}, ?{})", 2 * i + 1, 2 * i + 2))
+                .collect();
+            format!(
+                "SELECT e.id, e.overwrite_counter, e.billing_account_id, e.total_charge,
+                        e.reference_id, e.sequence_id
+                 FROM (VALUES {}) AS p
+                 JOIN usage_events e ON e.reference_id = p.column1 AND e.sequence_id = p.column2
+                   AND (CASE WHEN e.voided = 0 THEN 0 ELSE e.id END) = 0",
+                pairs.join(", ")
+            )
+        })
+        .collect()
+});
+
+/// Splits `len` items into chunks of the sizes of [`CHUNKS`]: (size index, start) of each.
+fn chunks(len: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, &n) in CHUNKS.iter().enumerate() {
+        while len - start >= n {
+            out.push((i, start));
+            start += n;
+        }
+    }
+    out
+}
+
+/// The live events of the pairs of `events` (FAIL_ON_EXISTING, before any is rated), by pair.
+pub(super) fn live_events(
+    tx: &Transaction<'_>,
+    events: &[&Parsed],
+) -> Result<HashMap<(String, String), LiveEvent>> {
+    let pairs: Vec<(&str, &str)> = events.iter().filter_map(|ev| ev.pair()).collect();
+    let mut live = HashMap::new();
+    for (size, start) in chunks(pairs.len()) {
+        let chunk = &pairs[start..start + CHUNKS[size]];
+        let params: Vec<&dyn ToSql> = chunk
+            .iter()
+            .flat_map(|(r, s)| [r as &dyn ToSql, s as &dyn ToSql])
+            .collect();
+        let mut stmt = tx.prepare_cached(&LIVE_EVENTS_SQL[size])?;
+        let mut rows = stmt.query(params.as_slice())?;
+        while let Some(row) = rows.next()? {
+            live.insert((row.get(4)?, row.get(5)?), live_event_of(row)?);
+        }
+    }
+    Ok(live)
+}
+
+/// A rated event not inserted yet: where its answer is in the call's list, and what its row
+/// holds besides the event and its answer.
+pub(super) struct Unstored<'e> {
+    at: usize,
+    ev: &'e Parsed,
+    service_resource_id: i64,
+    agreement_service_id: i64,
+    billing_account_id: i64,
+}
+
+impl Unstored<'_> {
+    /// The same row, its answer at `at` of the call's list.
+    pub(super) fn at(self, at: usize) -> Self {
+        Unstored { at, ..self }
+    }
+
+    /// Its row's values, in the order of [`EVENT_COLUMNS`] (without `voided`), with its
+    /// charge's decimals rendered into `texts` (total, rate, amount) first.
+    fn bind<'a>(
+        &'a self,
+        stored: &'a StoredEvent,
+        texts: &'a [String; 3],
+        request_id: &'a &'a str,
+        now: &'a &'a str,
+    ) -> [&'a dyn ToSql; EVENT_PARAMS] {
+        let ev = self.ev;
+        [
+            request_id,
+            &ev.srid,
+            &self.service_resource_id,
+            &self.agreement_service_id,
+            &self.billing_account_id,
+            &stored.period_id,
+            &ev.stored_start,
+            match &ev.stored_end {
+                Some(end) => end as &dyn ToSql,
+                None => &ev.stored_start,
+            },
+            &ev.uom,
+            &ev.amount_text,
+            &ev.reference_id,
+            &ev.sequence_id,
+            &texts[0],
+            &stored.overwrite_counter,
+            now,
+            &stored.charge.usage_rule_id,
+            &stored.charge.charge_category_id,
+            &texts[1],
+            &stored.charge.usage_uom,
+            &texts[2],
+        ]
+    }
+}
+
+/// Inserts the call's rated events, in chunks ([`CHUNKS`]), and gives each answer in
+/// `stored` its id.
+pub(super) fn insert_events(
+    tx: &Transaction<'_>,
+    request_id: &str,
+    now: &str,
+    unstored: &[Unstored<'_>],
+    stored: &mut [std::result::Result<StoredEvent, Erred>],
+) -> Result<()> {
+    let answer = |at: usize| match stored.get(at) {
+        Some(Ok(s)) => Ok(s),
+        _ => Err(Error::Internal("a rated event has no stored answer".into())),
+    };
+    // (first row of the chunk, id of that row) of each chunk.
+    let mut firsts: Vec<(usize, i64)> = Vec::new();
+    for (size, start) in chunks(unstored.len()) {
+        let chunk = &unstored[start..start + CHUNKS[size]];
+        let texts: Vec<[String; 3]> = chunk
+            .iter()
+            .map(|u| {
+                let c = &answer(u.at)?.charge;
+                Ok([
+                    canonical(c.charge),
+                    canonical(c.rate),
+                    canonical(c.usage_amount),
+                ])
+            })
+            .collect::<Result<_>>()?;
+        let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * EVENT_PARAMS);
+        for (u, texts) in chunk.iter().zip(&texts) {
+            params.extend(u.bind(answer(u.at)?, texts, &request_id, &now));
+        }
+        let inserted = tx
+            .prepare_cached(&INSERT_SQL[size])?
+            .execute(params.as_slice())?;
+        let last = tx.last_insert_rowid();
+        let first = i64::try_from(chunk.len())
+            .ok()
+            .and_then(|n| last.checked_sub(n - 1))
+            .filter(|_| inserted == chunk.len())
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{inserted} usage events inserted of {}",
+                    chunk.len()
+                ))
+            })?;
+        firsts.push((start, first));
+    }
+    let mut id = 0;
+    let mut next_chunk = firsts.into_iter().peekable();
+    for (k, u) in unstored.iter().enumerate() {
+        if let Some((_, first)) = next_chunk.next_if(|(start, _)| *start == k) {
+            id = first;
+        }
+        if let Some(Ok(s)) = stored.get_mut(u.at) {
+            s.id = id;
+        }
+        id += 1;
+    }
+    Ok(())
 }
 
 /// Why an event with a live pair is refused under FAIL_ON_EXISTING.
@@ -71,66 +287,47 @@ fn duplicate_event(live: &LiveEvent, ev: &Parsed) -> Erred {
     )
 }
 
-/// Whether a storage error is the pair index refusing a second live event of a pair.
-fn is_pair_conflict(e: &rusqlite::Error) -> bool {
-    matches!(
-        e,
-        rusqlite::Error::SqliteFailure(f, _)
-            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-    )
-}
-
-/// Rates one valid event and stores it, answering it as stored (what reading it back by id
-/// would answer: the answer is built from the values just inserted instead of read back);
-/// the inner error is the event's erred reason, the outer one a storage failure that aborts
-/// the call.
+/// Rates one valid event, answering it as it will be stored (what reading it back by id
+/// would answer, its id given by [`insert_events`] at the end of the call) with the row to
+/// insert, or its erred reason; the outer error is a storage failure that aborts the call.
 ///
-/// Under FAIL_ON_EXISTING the pair is not looked up first: the insert itself meets a live
-/// event of the pair in the unique index usage_events_pair (the lookup cost an index probe
-/// per event, and a client rarely resends). A refused insert changes nothing (SQLite undoes
-/// the one statement), and the event is answered DUPLICATE_EVENT as before. An event that
-/// errs for another reason is checked against the live events first, so that a duplicate is
-/// reported as one whatever else is wrong with it, as when the lookup came first.
+/// Under FAIL_ON_EXISTING the live events of the call's pairs were looked up at once
+/// (`live`, from [`live_events`]): an event whose pair is live is answered DUPLICATE_EVENT,
+/// whatever else is wrong with it. Under OVERWRITE_ON_EXISTING the live event of its pair is
+/// looked up here, and voided if the event is rated.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn rate_and_store(
+pub(super) fn rate_and_store<'e>(
     tx: &Transaction<'_>,
     stmts: &mut Statements<'_>,
     caches: &mut Caches,
-    ev: &Parsed,
+    ev: &'e Parsed,
     mode: Mode,
-    request_id: &str,
+    live: &HashMap<(String, String), LiveEvent>,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
-) -> Result<std::result::Result<StoredEvent, Erred>> {
-    let live = match (ev.pair(), mode) {
+) -> Result<std::result::Result<(StoredEvent, Unstored<'e>), Erred>> {
+    let overwritten = match (ev.pair(), mode) {
         (Some((r, s)), Mode::OverwriteOnExisting) => stmts.live_event(r, s)?,
-        _ => None,
-    };
-    let outcome = rate_and_store_found(tx, stmts, caches, ev, live, request_id, now, pending)?;
-    match (outcome, ev.pair(), mode) {
-        (Err(erred), Some((r, s)), Mode::FailOnExisting) => {
-            Ok(Err(match stmts.live_event(r, s)? {
-                Some(l) => duplicate_event(&l, ev),
-                None => erred,
-            }))
+        (Some((r, s)), Mode::FailOnExisting) => {
+            if let Some(l) = live.get(&(r.to_string(), s.to_string())) {
+                return Ok(Err(duplicate_event(l, ev)));
+            }
+            None
         }
-        (outcome, _, _) => Ok(outcome),
-    }
+        (None, _) => None,
+    };
+    rate_and_store_found(tx, caches, ev, overwritten, now, pending)
 }
 
-/// [`rate_and_store`] once the live event of the pair is known (under OVERWRITE_ON_EXISTING)
-/// or left to the insert to find (FAIL_ON_EXISTING, `live` None).
-#[allow(clippy::too_many_arguments)]
-fn rate_and_store_found(
+/// [`rate_and_store`] once the live event the event overwrites (if any) is known.
+fn rate_and_store_found<'e>(
     tx: &Transaction<'_>,
-    stmts: &mut Statements<'_>,
     caches: &mut Caches,
-    ev: &Parsed,
+    ev: &'e Parsed,
     live: Option<LiveEvent>,
-    request_id: &str,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
-) -> Result<std::result::Result<StoredEvent, Erred>> {
+) -> Result<std::result::Result<(StoredEvent, Unstored<'e>), Erred>> {
     let start = &ev.stored_start;
     let service = match resolve_service(tx, caches, &ev.srid, start)? {
         Ok(s) => s,
@@ -204,41 +401,6 @@ fn rate_and_store_found(
         }
         None => 0,
     };
-    let total = canonical(charge.charge);
-    let inserted = stmts.insert_event.execute(params![
-        request_id,
-        ev.srid,
-        service.service_resource_id,
-        service.agreement_service_id,
-        service.billing_account_id,
-        period_id,
-        start,
-        ev.stored_end.as_deref().unwrap_or(start),
-        ev.uom,
-        ev.amount_text,
-        ev.reference_id,
-        ev.sequence_id,
-        total,
-        counter,
-        now,
-        charge.usage_rule_id,
-        charge.charge_category_id,
-        canonical(charge.rate),
-        charge.usage_uom,
-        canonical(charge.usage_amount),
-    ]);
-    match inserted {
-        Ok(_) => {}
-        // FAIL_ON_EXISTING and the pair is live: rate_and_store answers DUPLICATE_EVENT.
-        Err(e) if live.is_none() && is_pair_conflict(&e) => {
-            return Ok(Err((
-                ErredCode::DuplicateEvent,
-                "a live usage event already has this reference_id and sequence_id".into(),
-            )));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    let event_id = tx.last_insert_rowid();
     if let Some(l) = &live {
         if let Some(account) = l.billing_account_id {
             let entry = pending.entry(account).or_default();
@@ -250,13 +412,24 @@ fn rate_and_store_found(
     // Checked above: the sum is within bounds.
     *entry = entry.saturating_add(charge.charge);
     let category = charge_category(tx, caches, charge.charge_category_id)?;
-    Ok(Ok(StoredEvent {
-        id: event_id,
-        period_id,
-        overwrite_counter: counter,
-        charge,
-        category,
-    }))
+    let row = Unstored {
+        at: 0,
+        ev,
+        service_resource_id: service.service_resource_id,
+        agreement_service_id: service.agreement_service_id,
+        billing_account_id: service.billing_account_id,
+    };
+    Ok(Ok((
+        StoredEvent {
+            // Given by insert_events.
+            id: 0,
+            period_id,
+            overwrite_counter: counter,
+            charge,
+            category,
+        },
+        row,
+    )))
 }
 
 /// A charge category as a rated event's charges embed it; loaded once per call.
@@ -294,7 +467,7 @@ fn rating_erred(e: RatingError) -> Erred {
 }
 
 /// The live event holding a (reference_id, sequence_id) pair.
-struct LiveEvent {
+pub(super) struct LiveEvent {
     id: i64,
     overwrite_counter: i64,
     billing_account_id: Option<i64>,
