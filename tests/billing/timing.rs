@@ -14,7 +14,7 @@
 
 use super::lifecycle::{admin, advance, post_bill_batch, post_usage};
 use e2e::legacy::{attr, dec, opt_attr, Legacy};
-use e2e::revenue::{net, Rev};
+use e2e::revenue::{net, with_books, Rev};
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -39,38 +39,32 @@ fn catalogue(policy: Value) -> Value {
     let mut fixed = service(3, 2, 1, 2, "2030-01-16");
     fixed["end_date"] = json!("2030-03-16");
     fixed["end_action"] = json!("END");
-    json!({
-        "policy": policy,
-        "billing_account_categories": [{"id": 1, "name": "Customers", "type": "CUSTOMER",
-            "description": "Customers", "status": "BA_CATEGORY_ACTIVE"}],
-        "bill_cycles": [{"id": 1, "name": "Monthly on the 1st", "day_of_month": 1}],
-        "billing_accounts": [account(1), account(2)],
-        "products": [{"id": 1, "name": "Seat", "sku": "SEAT"},
-                     {"id": 2, "name": "Storage", "sku": "STORAGE"}],
-        "product_prices": [{"id": 1, "product_id": 1, "product_price_type": "RECURRING",
-            "price_type": "FLAT", "amount": 31}],
-        "charge_categories": [{"id": 1, "name": "Storage", "charge_category_type": "Usage",
-            "priority": 10}],
-        "usage_rules": [{"id": 1, "product_id": 2, "position": 1, "name": "Gigabytes",
-            "charge_category_id": 1, "uom": "GIGABYTE", "rate_kind": "TIERED",
-            "rate": {"tiers": [{"up_to": 1000, "rate": 0.10}, {"up_to": null, "rate": 0.02}]}}],
-        "agreements": [
-            {"id": 1, "name": "Yearly", "agreement_period": 12, "status": "ACTIVE",
-             "end_action": "RENEW", "prorate_on_cancel": true, "product_ids": [1, 2]},
-            {"id": 2, "name": "Fixed term", "agreement_period": 2, "status": "ACTIVE",
-             "end_action": "END", "prorate_on_cancel": true, "product_ids": [1]}],
-        "services": [service(1, 1, 1, 1, "2029-12-01"), service(2, 1, 1, 1, "2030-01-16"), fixed,
-            service(4, 1, 2, 1, "2029-12-01"), service(5, 2, 2, 1, "2029-12-01")],
-        "charts_of_accounts": [{"id": 1, "name": "Chart"}],
-        "rule_sets": [{"id": 1, "name": "Rules"}],
-        "run_modes": [{"id": 1, "name": "Actuals", "run_type": "ACTUALS"}],
-        "ledgers": [{"id": 1, "name": "Books", "status": "ACTIVE", "convert_currency": "NONE",
-            "chart_of_account_id": 1, "rule_set_id": 1, "run_mode_actuals_id": 1,
-            "billing_account_category_ids": [1], "create_zero_amount_entries": false,
-            "timezone_name": "UTC"}],
-        "calendar_years": [{"ledger_id": 1, "generate_periods": true, "name": "FY2030",
-            "start_date": "2030-01-01", "end_date": "2030-12-31"}]
-    })
+    with_books(
+        json!({
+            "policy": policy,
+            "billing_account_categories": [{"id": 1, "name": "Customers", "type": "CUSTOMER",
+                "description": "Customers", "status": "BA_CATEGORY_ACTIVE"}],
+            "bill_cycles": [{"id": 1, "name": "Monthly on the 1st", "day_of_month": 1}],
+            "billing_accounts": [account(1), account(2)],
+            "products": [{"id": 1, "name": "Seat", "sku": "SEAT"},
+                         {"id": 2, "name": "Storage", "sku": "STORAGE"}],
+            "product_prices": [{"id": 1, "product_id": 1, "product_price_type": "RECURRING",
+                "price_type": "FLAT", "amount": 31}],
+            "charge_categories": [{"id": 1, "name": "Storage", "charge_category_type": "Usage",
+                "priority": 10}],
+            "usage_rules": [{"id": 1, "product_id": 2, "position": 1, "name": "Gigabytes",
+                "charge_category_id": 1, "uom": "GIGABYTE", "rate_kind": "TIERED",
+                "rate": {"tiers": [{"up_to": 1000, "rate": 0.10}, {"up_to": null, "rate": 0.02}]}}],
+            "agreements": [
+                {"id": 1, "name": "Yearly", "agreement_period": 12, "status": "ACTIVE",
+                 "end_action": "RENEW", "prorate_on_cancel": true, "product_ids": [1, 2]},
+                {"id": 2, "name": "Fixed term", "agreement_period": 2, "status": "ACTIVE",
+                 "end_action": "END", "prorate_on_cancel": true, "product_ids": [1]}],
+            "services": [service(1, 1, 1, 1, "2029-12-01"), service(2, 1, 1, 1, "2030-01-16"), fixed,
+                service(4, 1, 2, 1, "2029-12-01"), service(5, 2, 2, 1, "2029-12-01")]
+        }),
+        &[2030],
+    )
 }
 
 async fn tenant(name: &str, policy: Value) -> Legacy {

@@ -11,58 +11,52 @@
 //! ledger itself.
 
 use e2e::legacy::{attr, dec, Legacy};
-use e2e::revenue::{net, Rev};
+use e2e::revenue::{net, with_books, Rev};
 use e2e::TestServer;
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 fn catalogue() -> Value {
-    json!({
-        "billing_account_categories": [{"id": 1, "name": "Customers", "type": "CUSTOMER",
-            "description": "Customers", "status": "BA_CATEGORY_ACTIVE"}],
-        "bill_cycles": [{"id": 1, "name": "On the 1st", "day_of_month": 1},
-                        {"id": 2, "name": "On the 15th", "day_of_month": 15}],
-        "billing_accounts": [
-            {"id": 1, "account_num": "ACC-1", "name": "Pays automatically",
-             "billing_account_category_id": 1, "bill_cycle_id": 1, "bill_type": "EMAIL",
-             "automatic_recurring_payment": true, "start_date": "2029-12-01",
-             "currency_code": "USD"},
-            {"id": 2, "account_num": "ACC-2", "name": "Pays by hand",
-             "billing_account_category_id": 1, "bill_cycle_id": 2, "bill_type": "EMAIL",
-             "automatic_recurring_payment": false, "start_date": "2029-12-01",
-             "currency_code": "USD"}],
-        "products": [{"id": 1, "name": "Compute", "sku": "COMPUTE"}],
-        "product_prices": [
-            {"id": 1, "product_id": 1, "product_price_type": "RECURRING", "price_type": "FLAT",
-             "amount": 31.0},
-            {"id": 2, "product_id": 1, "product_price_type": "ONE_TIME", "price_type": "FLAT",
-             "amount": 12.5}],
-        "charge_categories": [{"id": 1, "name": "Compute Usage",
-            "charge_category_type": "Usage", "priority": 10}],
-        "usage_rules": [{"id": 1, "product_id": 1, "position": 1, "name": "Hours",
-            "charge_category_id": 1, "uom": "HOUR", "rate_kind": "FLAT",
-            "rate": {"rate": 0.25}}],
-        "agreements": [{"id": 1, "name": "Yearly", "agreement_period": 12, "status": "ACTIVE",
-            "end_action": "RENEW", "prorate_on_cancel": true, "product_ids": [1],
-            "valid_from": "2029-01-01", "valid_to": "2031-12-31"}],
-        "services": [
-            {"id": 1, "billing_account_id": 1, "product_id": 1, "agreement_id": 1,
-             "start_date": "2030-01-10", "end_action": "RENEW",
-             "resources": [{"identifier": "c-1"}]},
-            {"id": 2, "billing_account_id": 2, "product_id": 1, "agreement_id": 1,
-             "start_date": "2030-01-05", "end_action": "RENEW",
-             "resources": [{"identifier": "c-2"}]}],
-        "charts_of_accounts": [{"id": 1, "name": "Chart"}],
-        "rule_sets": [{"id": 1, "name": "Rules"}],
-        "run_modes": [{"id": 1, "name": "Actuals", "run_type": "ACTUALS"}],
-        "ledgers": [{"id": 1, "name": "Books", "status": "ACTIVE", "convert_currency": "NONE",
-            "chart_of_account_id": 1, "rule_set_id": 1, "run_mode_actuals_id": 1,
-            "billing_account_category_ids": [1], "create_zero_amount_entries": false,
-            "timezone_name": "UTC"}],
-        "calendar_years": [{"ledger_id": 1, "generate_periods": true, "name": "FY2030",
-            "start_date": "2030-01-01", "end_date": "2030-12-31"}]
-    })
+    with_books(
+        json!({
+            "billing_account_categories": [{"id": 1, "name": "Customers", "type": "CUSTOMER",
+                "description": "Customers", "status": "BA_CATEGORY_ACTIVE"}],
+            "bill_cycles": [{"id": 1, "name": "On the 1st", "day_of_month": 1},
+                            {"id": 2, "name": "On the 15th", "day_of_month": 15}],
+            "billing_accounts": [
+                {"id": 1, "account_num": "ACC-1", "name": "Pays automatically",
+                 "billing_account_category_id": 1, "bill_cycle_id": 1, "bill_type": "EMAIL",
+                 "automatic_recurring_payment": true, "start_date": "2029-12-01",
+                 "currency_code": "USD"},
+                {"id": 2, "account_num": "ACC-2", "name": "Pays by hand",
+                 "billing_account_category_id": 1, "bill_cycle_id": 2, "bill_type": "EMAIL",
+                 "automatic_recurring_payment": false, "start_date": "2029-12-01",
+                 "currency_code": "USD"}],
+            "products": [{"id": 1, "name": "Compute", "sku": "COMPUTE"}],
+            "product_prices": [
+                {"id": 1, "product_id": 1, "product_price_type": "RECURRING", "price_type": "FLAT",
+                 "amount": 31.0},
+                {"id": 2, "product_id": 1, "product_price_type": "ONE_TIME", "price_type": "FLAT",
+                 "amount": 12.5}],
+            "charge_categories": [{"id": 1, "name": "Compute Usage",
+                "charge_category_type": "Usage", "priority": 10}],
+            "usage_rules": [{"id": 1, "product_id": 1, "position": 1, "name": "Hours",
+                "charge_category_id": 1, "uom": "HOUR", "rate_kind": "FLAT",
+                "rate": {"rate": 0.25}}],
+            "agreements": [{"id": 1, "name": "Yearly", "agreement_period": 12, "status": "ACTIVE",
+                "end_action": "RENEW", "prorate_on_cancel": true, "product_ids": [1],
+                "valid_from": "2029-01-01", "valid_to": "2031-12-31"}],
+            "services": [
+                {"id": 1, "billing_account_id": 1, "product_id": 1, "agreement_id": 1,
+                 "start_date": "2030-01-10", "end_action": "RENEW",
+                 "resources": [{"identifier": "c-1"}]},
+                {"id": 2, "billing_account_id": 2, "product_id": 1, "agreement_id": 1,
+                 "start_date": "2030-01-05", "end_action": "RENEW",
+                 "resources": [{"identifier": "c-2"}]}]
+        }),
+        &[2030],
+    )
 }
 
 /// A tenant on the catalogue, its clock frozen on January 2nd, 2030 (UTC).

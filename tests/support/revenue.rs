@@ -245,3 +245,31 @@ pub fn net(nets: &BTreeMap<String, Decimal>, prefix: &str) -> Decimal {
         .map(|(_, v)| *v)
         .sum()
 }
+
+/// `document` (a fixture document, a JSON object) with books to post to: one chart of
+/// accounts, rule set and actuals run mode, and one ACTIVE ledger "Books" (id 1, UTC, over
+/// billing account category 1, no zero-amount entries) with a calendar year of generated
+/// periods for each of `years`. The fixture parts the books tests share.
+pub fn with_books(mut document: Value, years: &[i32]) -> Value {
+    let calendar_years: Vec<Value> = years
+        .iter()
+        .map(|y| {
+            serde_json::json!({"ledger_id": 1, "generate_periods": true, "name": format!("FY{y}"),
+                "start_date": format!("{y}-01-01"), "end_date": format!("{y}-12-31")})
+        })
+        .collect();
+    let books = serde_json::json!({
+        "charts_of_accounts": [{"id": 1, "name": "Chart"}],
+        "rule_sets": [{"id": 1, "name": "Rules"}],
+        "run_modes": [{"id": 1, "name": "Actuals", "run_type": "ACTUALS"}],
+        "ledgers": [{"id": 1, "name": "Books", "status": "ACTIVE", "convert_currency": "NONE",
+            "chart_of_account_id": 1, "rule_set_id": 1, "run_mode_actuals_id": 1,
+            "billing_account_category_ids": [1], "create_zero_amount_entries": false,
+            "timezone_name": "UTC"}],
+        "calendar_years": calendar_years,
+    });
+    if let (Some(document), Value::Object(books)) = (document.as_object_mut(), books) {
+        document.extend(books);
+    }
+    document
+}
