@@ -81,7 +81,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
 
 /// The AUTOINCREMENT tables whose rows of `sqlite_sequence` stand first, in this order.
 /// SQLite finds a table's sequence by scanning `sqlite_sequence` from its first row on every
-/// execution of an INSERT; posting usage inserts one row per event (migration 0019).
+/// execution of an INSERT; posting usage runs a few multi-row INSERTs per call, the most
+/// frequent inserts of a tenant (migration 0019).
 const SEQUENCES_FIRST: &[&str] = &["usage_events"];
 
 /// Opens (creating if needed) a connection with the store's pragmas and collation.

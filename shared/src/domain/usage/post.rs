@@ -21,11 +21,11 @@ pub(super) use parse::parse_event;
 use parse::Parsed;
 use services::ServiceRef;
 #[cfg(test)]
-pub(super) use store::LIVE_EVENT_SQL;
-use store::{insert_events, live_events, rate_and_store, Statements};
+pub(super) use store::LIVE_EVENTS_SQL;
+use store::{insert_events, live_events, rate_and_store};
 
 use super::rate_plan::RatePlans;
-use super::{BulkOutcome, BulkRequest, ChargeCategoryRef, ErredCode, Mode};
+use super::{BulkOutcome, BulkRequest, ChargeCategoryRef, ErredCode};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
@@ -141,35 +141,22 @@ fn process(
     }
     let now = crate::time::to_storage(crate::time::now_for(tx)?);
     let mut caches = Caches::default();
-    let mut stmts = Statements::prepare(tx)?;
-    let live = match req.mode {
-        Mode::FailOnExisting => {
-            let valid: Vec<&Parsed> = events.0.iter().filter_map(|e| e.as_ref().ok()).collect();
-            live_events(tx, &valid)?
-        }
-        Mode::OverwriteOnExisting => HashMap::new(),
-    };
+    let valid: Vec<&Parsed> = events.0.iter().filter_map(|e| e.as_ref().ok()).collect();
+    let live = live_events(tx, &valid)?;
     let mut pending: HashMap<i64, Decimal> = HashMap::new();
     let mut stored = Vec::with_capacity(events.0.len());
     let mut unstored = Vec::with_capacity(events.0.len());
     for checked in &events.0 {
         stored.push(match checked {
-            Ok(ev) => match rate_and_store(
-                tx,
-                &mut stmts,
-                &mut caches,
-                ev,
-                req.mode,
-                &live,
-                &now,
-                &mut pending,
-            )? {
-                Ok((answer, row)) => {
-                    unstored.push(row.at(stored.len()));
-                    Ok(answer)
+            Ok(ev) => {
+                match rate_and_store(tx, &mut caches, ev, req.mode, &live, &now, &mut pending)? {
+                    Ok((answer, row)) => {
+                        unstored.push(row.at(stored.len()));
+                        Ok(answer)
+                    }
+                    Err(erred) => Err(erred),
                 }
-                Err(erred) => Err(erred),
-            },
+            }
             Err(e) => Err(e.clone()),
         });
     }

@@ -274,11 +274,10 @@ fn the_database_keeps_one_live_event_per_pair_and_posting_finds_it_through_the_i
                 ('r', 's', 't', 't', 'HOUR', '1', 'ref-2', '0', 't')",
     )
     .unwrap();
+    // The lookup of one pair (the last of the chunk sizes).
+    let one_pair = super::post::LIVE_EVENTS_SQL.last().unwrap();
     let plan: String = tx
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN {}",
-            super::post::LIVE_EVENT_SQL
-        ))
+        .prepare(&format!("EXPLAIN QUERY PLAN {one_pair}"))
         .unwrap()
         .query_map(["ref-1", "1"], |r| r.get::<_, String>(3))
         .unwrap()

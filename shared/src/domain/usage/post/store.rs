@@ -1,8 +1,8 @@
-//! Storing the checked events of a call: the live event of each pair looked up
-//! (OVERWRITE_ON_EXISTING, one lookup per event) or the live events of all pairs at once
-//! (FAIL_ON_EXISTING), each event rated under its product's plan, the account's pending total
-//! kept within bounds, an overwritten event voided; then the call's rated events inserted
-//! together, each with its one charge, and the pending charges moved once per call.
+//! Storing the checked events of a call: the live events of all its pairs looked up at once,
+//! each event rated under its product's plan (a live pair answered DUPLICATE_EVENT under
+//! FAIL_ON_EXISTING), the account's pending total kept within bounds, an overwritten event
+//! voided (OVERWRITE_ON_EXISTING); then the call's rated events inserted together, each with
+//! its one charge, and the pending charges moved once per call.
 //!
 //! Why the events are inserted together at the end of the call, not one by one: usage_events
 //! is an AUTOINCREMENT table (ids are never handed out again after a restore), and SQLite
@@ -20,35 +20,13 @@ use crate::money::canonical;
 use crate::rating::{self, Attributes, RatingError, Usage};
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
-use rusqlite::{params, CachedStatement, OptionalExtension, Transaction};
+use rusqlite::{params, Transaction};
 use rust_decimal::Decimal;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-/// The statements posting runs for every event, prepared once per call (the statement
-/// cache would otherwise hash each statement's text for every event).
-pub(super) struct Statements<'t> {
-    live_event: CachedStatement<'t>,
-}
-
-impl<'t> Statements<'t> {
-    pub(super) fn prepare(tx: &'t Transaction<'_>) -> Result<Statements<'t>> {
-        Ok(Statements {
-            live_event: tx.prepare_cached(LIVE_EVENT_SQL)?,
-        })
-    }
-
-    /// The live event of a pair.
-    fn live_event(&mut self, reference_id: &str, sequence_id: &str) -> Result<Option<LiveEvent>> {
-        Ok(self
-            .live_event
-            .query_row([reference_id, sequence_id], live_event_of)
-            .optional()?)
-    }
-}
-
-/// A [`LiveEvent`] from a row whose first four columns are [`LIVE_EVENT_SQL`]'s.
+/// A [`LiveEvent`] from a row whose first four columns are [`LIVE_EVENTS_SQL`]'s.
 fn live_event_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveEvent> {
     Ok(LiveEvent {
         id: r.get(0)?,
@@ -103,8 +81,9 @@ static INSERT_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
 });
 
 /// The texts of the lookup of the live events of `n` pairs, one per size of [`CHUNKS`]: each
-/// pair met through the whole key of usage_events_pair, as [`LIVE_EVENT_SQL`] is.
-static LIVE_EVENTS_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+/// pair met through the whole key of usage_events_pair (its third key is the CASE of
+/// migration 0007, written the same so that SQLite looks the event up through it).
+pub(in crate::domain::usage) static LIVE_EVENTS_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
     CHUNKS
         .iter()
         .map(|&n| {
@@ -136,13 +115,17 @@ fn chunks(len: usize) -> Vec<(usize, usize)> {
     out
 }
 
-/// The live events of the pairs of `events` (FAIL_ON_EXISTING, before any is rated), by pair.
-pub(super) fn live_events(
-    tx: &Transaction<'_>,
-    events: &[&Parsed],
-) -> Result<HashMap<(String, String), LiveEvent>> {
+/// The live events of a call's pairs: by reference_id, then sequence_id (looked up with the
+/// event's own texts, no key made per event).
+pub(super) type LiveByPair = HashMap<String, HashMap<String, LiveEvent>>;
+
+/// The live events of the pairs of `events`, looked up once per call before any is rated.
+/// Each pair appears at most once per call (`DUPLICATE_IN_REQUEST`), so an event's live event
+/// is the same whether looked up now or when it is rated: voiding an earlier event of the call
+/// (OVERWRITE_ON_EXISTING) only ever touches that event's own pair.
+pub(super) fn live_events(tx: &Transaction<'_>, events: &[&Parsed]) -> Result<LiveByPair> {
     let pairs: Vec<(&str, &str)> = events.iter().filter_map(|ev| ev.pair()).collect();
-    let mut live = HashMap::new();
+    let mut live = LiveByPair::new();
     for (size, start) in chunks(pairs.len()) {
         let chunk = &pairs[start..start + CHUNKS[size]];
         let params: Vec<&dyn ToSql> = chunk
@@ -152,7 +135,9 @@ pub(super) fn live_events(
         let mut stmt = tx.prepare_cached(&LIVE_EVENTS_SQL[size])?;
         let mut rows = stmt.query(params.as_slice())?;
         while let Some(row) = rows.next()? {
-            live.insert((row.get(4)?, row.get(5)?), live_event_of(row)?);
+            live.entry(row.get(4)?)
+                .or_default()
+                .insert(row.get(5)?, live_event_of(row)?);
         }
     }
     Ok(live)
@@ -221,32 +206,34 @@ pub(super) fn insert_events(
     unstored: &[Unstored<'_>],
     stored: &mut [std::result::Result<StoredEvent, Erred>],
 ) -> Result<()> {
-    let answer = |at: usize| match stored.get(at) {
-        Some(Ok(s)) => Ok(s),
-        _ => Err(Error::Internal("a rated event has no stored answer".into())),
-    };
-    // (first row of the chunk, id of that row) of each chunk.
-    let mut firsts: Vec<(usize, i64)> = Vec::new();
     for (size, start) in chunks(unstored.len()) {
         let chunk = &unstored[start..start + CHUNKS[size]];
-        let texts: Vec<[String; 3]> = chunk
-            .iter()
-            .map(|u| {
-                let c = &answer(u.at)?.charge;
-                Ok([
-                    canonical(c.charge),
-                    canonical(c.rate),
-                    canonical(c.usage_amount),
-                ])
-            })
-            .collect::<Result<_>>()?;
-        let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * EVENT_PARAMS);
-        for (u, texts) in chunk.iter().zip(&texts) {
-            params.extend(u.bind(answer(u.at)?, texts, &request_id, &now));
-        }
-        let inserted = tx
-            .prepare_cached(&INSERT_SQL[size])?
-            .execute(params.as_slice())?;
+        let inserted = {
+            let answers = chunk
+                .iter()
+                .map(|u| match stored.get(u.at) {
+                    Some(Ok(s)) => Ok(s),
+                    _ => Err(Error::Internal("a rated event has no stored answer".into())),
+                })
+                .collect::<Result<Vec<&StoredEvent>>>()?;
+            let texts: Vec<[String; 3]> = answers
+                .iter()
+                .map(|a| {
+                    let c = &a.charge;
+                    [
+                        canonical(c.charge),
+                        canonical(c.rate),
+                        canonical(c.usage_amount),
+                    ]
+                })
+                .collect();
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * EVENT_PARAMS);
+            for ((u, answer), texts) in chunk.iter().zip(&answers).zip(&texts) {
+                params.extend(u.bind(answer, texts, &request_id, &now));
+            }
+            tx.prepare_cached(&INSERT_SQL[size])?
+                .execute(params.as_slice())?
+        };
         let last = tx.last_insert_rowid();
         let first = i64::try_from(chunk.len())
             .ok()
@@ -258,18 +245,11 @@ pub(super) fn insert_events(
                     chunk.len()
                 ))
             })?;
-        firsts.push((start, first));
-    }
-    let mut id = 0;
-    let mut next_chunk = firsts.into_iter().peekable();
-    for (k, u) in unstored.iter().enumerate() {
-        if let Some((_, first)) = next_chunk.next_if(|(start, _)| *start == k) {
-            id = first;
+        for (id, u) in (first..).zip(chunk) {
+            if let Some(Ok(s)) = stored.get_mut(u.at) {
+                s.id = id;
+            }
         }
-        if let Some(Ok(s)) = stored.get_mut(u.at) {
-            s.id = id;
-        }
-        id += 1;
     }
     Ok(())
 }
@@ -291,30 +271,26 @@ fn duplicate_event(live: &LiveEvent, ev: &Parsed) -> Erred {
 /// would answer, its id given by [`insert_events`] at the end of the call) with the row to
 /// insert, or its erred reason; the outer error is a storage failure that aborts the call.
 ///
-/// Under FAIL_ON_EXISTING the live events of the call's pairs were looked up at once
-/// (`live`, from [`live_events`]): an event whose pair is live is answered DUPLICATE_EVENT,
-/// whatever else is wrong with it. Under OVERWRITE_ON_EXISTING the live event of its pair is
-/// looked up here, and voided if the event is rated.
-#[allow(clippy::too_many_arguments)]
+/// The live event of its pair comes from the call's one lookup (`live`, from
+/// [`live_events`]): under FAIL_ON_EXISTING an event whose pair is live is answered
+/// DUPLICATE_EVENT, whatever else is wrong with it; under OVERWRITE_ON_EXISTING that event is
+/// voided if this one is rated.
 pub(super) fn rate_and_store<'e>(
     tx: &Transaction<'_>,
-    stmts: &mut Statements<'_>,
     caches: &mut Caches,
     ev: &'e Parsed,
     mode: Mode,
-    live: &HashMap<(String, String), LiveEvent>,
+    live: &LiveByPair,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
 ) -> Result<std::result::Result<(StoredEvent, Unstored<'e>), Erred>> {
-    let overwritten = match (ev.pair(), mode) {
-        (Some((r, s)), Mode::OverwriteOnExisting) => stmts.live_event(r, s)?,
-        (Some((r, s)), Mode::FailOnExisting) => {
-            if let Some(l) = live.get(&(r.to_string(), s.to_string())) {
-                return Ok(Err(duplicate_event(l, ev)));
-            }
-            None
-        }
-        (None, _) => None,
+    let found = ev
+        .pair()
+        .and_then(|(r, s)| live.get(r).and_then(|by_sequence| by_sequence.get(s)));
+    let overwritten = match (found, mode) {
+        (Some(l), Mode::FailOnExisting) => return Ok(Err(duplicate_event(l, ev))),
+        (found, Mode::OverwriteOnExisting) => found,
+        (None, Mode::FailOnExisting) => None,
     };
     rate_and_store_found(tx, caches, ev, overwritten, now, pending)
 }
@@ -324,7 +300,7 @@ fn rate_and_store_found<'e>(
     tx: &Transaction<'_>,
     caches: &mut Caches,
     ev: &'e Parsed,
-    live: Option<LiveEvent>,
+    live: Option<&LiveEvent>,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
 ) -> Result<std::result::Result<(StoredEvent, Unstored<'e>), Erred>> {
@@ -372,7 +348,7 @@ fn rate_and_store_found<'e>(
         .get(&service.billing_account_id)
         .copied()
         .unwrap_or_default();
-    let replaced = match &live {
+    let replaced = match live {
         Some(l) if l.billing_account_id == Some(service.billing_account_id) => l.total_charge,
         _ => Decimal::ZERO,
     };
@@ -393,7 +369,7 @@ fn rate_and_store_found<'e>(
         )));
     }
 
-    let counter = match &live {
+    let counter = match live {
         Some(l) => {
             tx.prepare_cached("UPDATE usage_events SET voided = 1, voided_at = ?1 WHERE id = ?2")?
                 .execute(params![now, l.id])?;
@@ -401,7 +377,7 @@ fn rate_and_store_found<'e>(
         }
         None => 0,
     };
-    if let Some(l) = &live {
+    if let Some(l) = live {
         if let Some(account) = l.billing_account_id {
             let entry = pending.entry(account).or_default();
             // Within bounds: both are totals of accepted charges.
@@ -473,10 +449,3 @@ pub(super) struct LiveEvent {
     billing_account_id: Option<i64>,
     total_charge: Decimal,
 }
-
-/// The live event of a pair. The CASE is usage_events_pair's third key (migration 0007),
-/// written the same so that SQLite looks the event up through the whole index key.
-pub(in crate::domain::usage) const LIVE_EVENT_SQL: &str =
-    "SELECT id, overwrite_counter, billing_account_id, total_charge FROM usage_events
-     WHERE reference_id = ?1 AND sequence_id = ?2
-       AND (CASE WHEN voided = 0 THEN 0 ELSE id END) = 0";
