@@ -192,11 +192,13 @@ pub fn check_traffic(doc: &Document, report: &FuzzReport) -> TrafficReport {
     }
 }
 
-/// Runs schemathesis once more when a run failed on an error of the tool itself and on no
-/// check: such a run says nothing about the server. Seen with two workers on Python 3.11.7:
-/// hypothesis describes lambdas by parsing their source with `ast`, which is not thread-safe
-/// there ("SystemError: AST constructor recursion depth mismatch"), hence one worker too. A
-/// failed check is never retried.
+/// Runs `st run <base><served_at>` against `<base>` plus the document's first base path, with
+/// `headers` and the conformance checks, in a temporary directory, with at most `max_examples`
+/// cases per operation and phase; the run records its traffic (a VCR cassette, kept in the
+/// report's `work` directory). One worker: with two, hypothesis (which describes lambdas by
+/// parsing their source with `ast`, not thread-safe on Python 3.11.7) failed a run on an error
+/// of the tool itself ("SystemError: AST constructor recursion depth mismatch"). A failed run
+/// is never retried: a tool error is a red run to fix at its cause.
 pub fn schemathesis(
     base: &str,
     doc: &Document,
@@ -206,31 +208,6 @@ pub fn schemathesis(
     crate::require_tool("schemathesis and openapi-core (Python)", || {
         crate::runs("st", &["--version"]) && crate::runs("python3", &["-c", "import openapi_core"])
     });
-    let first = schemathesis_once(base, doc, headers, max_examples);
-    let tool_error_only = !first.passed
-        && first.output.contains("= ERRORS =")
-        && !first.output.contains("= FAILURES =")
-        && first.output.contains("Runtime Error");
-    if tool_error_only {
-        println!(
-            "schemathesis {}: tool error only, running once more",
-            doc.file
-        );
-        return schemathesis_once(base, doc, headers, max_examples);
-    }
-    first
-}
-
-/// Runs `st run <base><served_at>` against `<base>` plus the document's first base path, with
-/// `headers` and the conformance checks, in a temporary directory, with at most `max_examples`
-/// cases per operation and phase; the run records its traffic (a VCR cassette, kept in the
-/// report's `work` directory).
-fn schemathesis_once(
-    base: &str,
-    doc: &Document,
-    headers: &[String],
-    max_examples: u32,
-) -> FuzzReport {
     let work = tempfile::tempdir().expect("temp dir");
     let seed = std::env::var("OPENAPI_FUZZ_SEED").unwrap_or_else(|_| "20261126".into());
     let mut cmd = std::process::Command::new("st");
