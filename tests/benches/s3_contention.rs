@@ -66,6 +66,10 @@ fn main() {
         let _ = bucket.put_if_absent(&format!("probe/put-{i}"), b"{}".to_vec());
     });
     gate.latency(None);
+    let proxy_ms = time(&|i| {
+        let _ = bucket.get(&format!("probe/missing-{i}"));
+    });
+    println!("one GET through the proxy without latency: {proxy_ms:.1} ms");
     let straight = shared::store::s3::Bucket::connect(direct.clone()).expect("client");
     let direct_ms = time(&|i| {
         let _ = straight.get(&format!("probe/missing-{i}"));
