@@ -82,4 +82,8 @@ pub enum Mutation {
     /// A group's entry leaves out the changes of its members after the first, which are
     /// still answered as applied.
     DropGroupMember,
+    /// A write that lost a race runs again on its stale copy, without catching up: it loses
+    /// every race after that and answers "nothing was applied" at its deadline. Safe, but
+    /// no contended write ever lands (what only the simulation's liveness check catches).
+    NoCatchUpAfterLostRace,
 }

@@ -196,7 +196,9 @@ impl Replica {
                     )),
                 );
             }
-            if stale {
+            let no_catch_up = lost > 0
+                && self.bucket.mutation_in_tests() == Some(s3::Mutation::NoCatchUpAfterLostRace);
+            if stale && !no_catch_up {
                 if let Err(e) = s3::with_deadline(settle_from, || self.catch_up(conn)) {
                     return Group::refused(&fixed, &e);
                 }

@@ -15,7 +15,10 @@
 //!   first answer; a keyed restore answered as applied is never run again;
 //! - forks hold their checkpoint's rows; a deleted fork is not found anywhere;
 //! - after the quiet period every environment, and a new one cold-started from the bucket,
-//!   reads the same rows, which match the model, and holds the same idempotency keys.
+//!   reads the same rows, which match the model, and holds the same idempotency keys;
+//! - liveness: then a write from each of them in turn, each on a copy the one before made
+//!   stale, is acknowledged (the invariants above allow "nothing was applied" at any time,
+//!   so a protocol whose losers never land would otherwise pass).
 //!
 //! It lives in the shared crate's unit tests rather than in the e2e crate because the
 //! deliberately wrong protocol it must catch ([`Mutation`]) is compiled in only under

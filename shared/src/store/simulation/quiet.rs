@@ -2,7 +2,7 @@
 //! lost), then every environment and a new one must read the same rows and hold the same
 //! idempotency keys, matching the model (see the parent module).
 
-use super::{model, rows, Sim, ENVS};
+use super::{insert, model, outcome, rows, Sim, ENVS};
 use crate::store::memory::Faults;
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -75,7 +75,43 @@ impl Sim {
                 ));
             }
         }
-        Ok(())
+        self.every_environment_writes()
+    }
+
+    /// Liveness, once the faults are over: a write from every environment in turn is
+    /// acknowledged, though each starts on a copy the write before it made stale (its PUT
+    /// finds the slot taken, it catches up and takes the next). The invariants above let a
+    /// write answer "nothing was applied", so a protocol whose losers never catch up (every
+    /// contended write refused at its deadline) would keep them all; it fails here.
+    fn every_environment_writes(&mut self) -> std::result::Result<(), String> {
+        let tenant = self.tenant.id.clone();
+        for env in 0..=ENVS {
+            let name = format!("live{env}");
+            let (row, tenant) = (name.clone(), tenant.clone());
+            let answer = self
+                .on(env, false, move |s| {
+                    s.tenant_db(&tenant)?
+                        .write_blocking(move |tx| insert(tx, &row))
+                })?
+                .ok_or("a crash in the quiet period")?;
+            let o = outcome(Some(answer.clone()), |id| *id);
+            self.log
+                .push(format!("env {env}: quiet write {name} -> {o:?}"));
+            self.model.wrote(&name, o);
+            if let Err(e) = answer {
+                return Err(format!(
+                    "env {env}: a write after the quiet period was not acknowledged: {e}"
+                ));
+            }
+        }
+        let tenant = self.tenant.id.clone();
+        let rows = self
+            .on(0, false, |s| s.tenant_db(&tenant)?.read_blocking(rows))?
+            .ok_or("a crash in the quiet period")?
+            .map_err(|e| format!("env 0 cannot read after the quiet writes: {e}"))?;
+        self.model
+            .check(&rows, &mut self.ids)
+            .map_err(|e| format!("after the quiet writes, env 0: {e}"))
     }
 
     fn check_fork_quiet(&mut self, env: usize, f: usize) -> std::result::Result<(), String> {

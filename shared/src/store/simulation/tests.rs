@@ -189,6 +189,14 @@ fn a_group_acknowledged_before_its_put_lands_is_caught() {
     caught(Mutation::AckGroupBeforePut);
 }
 
+/// Liveness: a write that lost a race catches up before it runs again. One that does not
+/// loses every race after it and is refused at its deadline, which the safety invariants
+/// allow; the quiet period's writes from every environment must land.
+#[test]
+fn a_loser_that_never_catches_up_is_caught() {
+    caught(Mutation::NoCatchUpAfterLostRace);
+}
+
 /// Group commit: every member answered as applied is in the group's entry.
 #[test]
 fn a_group_entry_missing_one_of_its_members_is_caught() {
