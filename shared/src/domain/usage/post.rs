@@ -151,7 +151,7 @@ fn process(
             Ok(ev) => {
                 match rate_and_store(tx, &mut caches, ev, req.mode, &live, &now, &mut pending)? {
                     Ok((answer, row)) => {
-                        unstored.push(row.at(stored.len()));
+                        unstored.push((stored.len(), row));
                         Ok(answer)
                     }
                     Err(erred) => Err(erred),

@@ -104,7 +104,6 @@ impl Sim {
                 ));
             }
         }
-        let tenant = self.tenant.id.clone();
         let rows = self
             .on(0, false, |s| s.tenant_db(&tenant)?.read_blocking(rows))?
             .ok_or("a crash in the quiet period")?

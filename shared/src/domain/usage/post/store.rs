@@ -143,10 +143,8 @@ pub(super) fn live_events(tx: &Transaction<'_>, events: &[&Parsed]) -> Result<Li
     Ok(live)
 }
 
-/// A rated event not inserted yet: where its answer is in the call's list, and what its row
-/// holds besides the event and its answer.
+/// A rated event not inserted yet: what its row holds besides the event and its answer.
 pub(super) struct Unstored<'e> {
-    at: usize,
     ev: &'e Parsed,
     service_resource_id: i64,
     agreement_service_id: i64,
@@ -154,11 +152,6 @@ pub(super) struct Unstored<'e> {
 }
 
 impl Unstored<'_> {
-    /// The same row, its answer at `at` of the call's list.
-    pub(super) fn at(self, at: usize) -> Self {
-        Unstored { at, ..self }
-    }
-
     /// Its row's values, in the order of [`EVENT_COLUMNS`] (without `voided`), with its
     /// charge's decimals rendered into `texts` (total, rate, amount) first.
     fn bind<'a>(
@@ -198,12 +191,12 @@ impl Unstored<'_> {
 }
 
 /// Inserts the call's rated events, in chunks ([`CHUNKS`]), and gives each answer in
-/// `stored` its id.
+/// `stored` its id: `unstored` pairs each row with the place of its answer in `stored`.
 pub(super) fn insert_events(
     tx: &Transaction<'_>,
     request_id: &str,
     now: &str,
-    unstored: &[Unstored<'_>],
+    unstored: &[(usize, Unstored<'_>)],
     stored: &mut [std::result::Result<StoredEvent, Erred>],
 ) -> Result<()> {
     for (size, start) in chunks(unstored.len()) {
@@ -211,7 +204,7 @@ pub(super) fn insert_events(
         let inserted = {
             let answers = chunk
                 .iter()
-                .map(|u| match stored.get(u.at) {
+                .map(|(at, _)| match stored.get(*at) {
                     Some(Ok(s)) => Ok(s),
                     _ => Err(Error::Internal("a rated event has no stored answer".into())),
                 })
@@ -228,7 +221,7 @@ pub(super) fn insert_events(
                 })
                 .collect();
             let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * EVENT_PARAMS);
-            for ((u, answer), texts) in chunk.iter().zip(&answers).zip(&texts) {
+            for (((_, u), answer), texts) in chunk.iter().zip(&answers).zip(&texts) {
                 params.extend(u.bind(answer, texts, &request_id, &now));
             }
             tx.prepare_cached(&INSERT_SQL[size])?
@@ -245,8 +238,8 @@ pub(super) fn insert_events(
                     chunk.len()
                 ))
             })?;
-        for (id, u) in (first..).zip(chunk) {
-            if let Some(Ok(s)) = stored.get_mut(u.at) {
+        for (id, (at, _)) in (first..).zip(chunk) {
+            if let Some(Ok(s)) = stored.get_mut(*at) {
                 s.id = id;
             }
         }
@@ -389,7 +382,6 @@ fn rate_and_store_found<'e>(
     *entry = entry.saturating_add(charge.charge);
     let category = charge_category(tx, caches, charge.charge_category_id)?;
     let row = Unstored {
-        at: 0,
         ev,
         service_resource_id: service.service_resource_id,
         agreement_service_id: service.agreement_service_id,
