@@ -140,8 +140,10 @@ struct Counts {
     tenants: usize,
     reserved: usize,
     per_tenant: HashMap<String, usize>,
-    /// When each pressing tenant was last refused.
-    pressing: HashMap<String, Instant>,
+    /// Each pressing tenant: when it was last refused, and how many of its requests and
+    /// bodies in flight were taken while it was pressing or have seen it refused since (see
+    /// [`Counts::pressing`]).
+    pressing: HashMap<String, Pressing>,
     /// Bodies arriving, per principal, and the bytes they reserve, of the shared bytes and
     /// of the kept ones.
     bodies: HashMap<Principal, usize>,
@@ -149,34 +151,85 @@ struct Counts {
     reserved_body_bytes: usize,
 }
 
+/// A pressing tenant's state (see [`Counts::pressing`]).
+#[derive(Debug, Clone, Copy)]
+struct Pressing {
+    /// Its last refusal.
+    refused: Instant,
+    /// Pressing at least until then: [`PRESSING_FOR`] after its last refusal, or after the
+    /// end of its last request or body that counted in `in_flight`.
+    until: Instant,
+    /// Its requests and bodies in flight that were taken while it was pressing, or that have
+    /// seen it refused since.
+    in_flight: usize,
+}
+
+impl Pressing {
+    fn now(&self, now: Instant) -> bool {
+        self.in_flight > 0 || now < self.until
+    }
+}
+
 impl Counts {
     fn press(&mut self, id: &str, now: Instant) {
         if self.pressing.len() >= MAX_PRESSING && !self.pressing.contains_key(id) {
-            self.pressing
-                .retain(|_, at| now.duration_since(*at) < PRESSING_FOR);
+            self.pressing.retain(|_, p| p.now(now));
             if self.pressing.len() >= MAX_PRESSING {
-                let mut ages: Vec<Instant> = self.pressing.values().copied().collect();
+                let mut ages: Vec<Instant> = self.pressing.values().map(|p| p.refused).collect();
                 ages.sort_unstable();
                 let median = ages[ages.len() / 2];
-                self.pressing.retain(|_, at| *at > median);
+                self.pressing.retain(|_, p| p.refused > median);
             }
         }
-        self.pressing.insert(id.to_string(), now);
+        // Every request and body of the tenant in flight now has seen it refused.
+        let in_flight = self.per_tenant.get(id).copied().unwrap_or(0)
+            + self
+                .bodies
+                .get(&Principal::Tenant(id.to_string()))
+                .copied()
+                .unwrap_or(0);
+        let until = self
+            .pressing
+            .get(id)
+            .map_or(now, |p| p.until)
+            .max(now + PRESSING_FOR);
+        self.pressing.insert(
+            id.to_string(),
+            Pressing {
+                refused: now,
+                until,
+                in_flight,
+            },
+        );
     }
 
+    /// Whether tenant `id` is pressing: refused within [`PRESSING_FOR`], or holding a request
+    /// or body in flight that was taken while it was pressing or has seen it refused since
+    /// (then until [`PRESSING_FOR`] after the last of those ends: [`Counts::ended`]).
     fn pressing(&self, id: &str, now: Instant) -> bool {
-        self.pressing
-            .get(id)
-            .is_some_and(|at| now.duration_since(*at) < PRESSING_FOR)
+        self.pressing.get(id).is_some_and(|p| p.now(now))
+    }
+
+    /// A request or body of tenant `id` is taken at `now`: whether the tenant is pressing,
+    /// which then keeps it pressing while the request or body is in flight.
+    fn taken(&mut self, id: &str, now: Instant) -> bool {
+        match self.pressing.get_mut(id) {
+            Some(p) if p.now(now) => {
+                p.in_flight += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A request (or body) of tenant `id` taken at `taken` ends at `now`: if the tenant was
-    /// pressing at any moment of its life (pressing when it was taken, or refused since), it
+    /// pressing at any moment of its life (`pressing_when_taken`, or refused since), it
     /// stays pressing for [`PRESSING_FOR`] from now.
-    fn ended(&mut self, id: &str, taken: Instant, now: Instant) {
-        if let Some(at) = self.pressing.get_mut(id) {
-            if *at + PRESSING_FOR > taken {
-                *at = now.max(*at);
+    fn ended(&mut self, id: &str, taken: Instant, pressing_when_taken: bool, now: Instant) {
+        if let Some(p) = self.pressing.get_mut(id) {
+            if pressing_when_taken || p.refused >= taken {
+                p.in_flight = p.in_flight.saturating_sub(1);
+                p.until = p.until.max(now + PRESSING_FOR);
             }
         }
     }
@@ -206,11 +259,7 @@ impl AppState {
         Load {
             tenant_places: counts.tenants,
             kept_places: counts.reserved,
-            pressing: counts
-                .pressing
-                .values()
-                .filter(|at| now.duration_since(**at) < PRESSING_FOR)
-                .count(),
+            pressing: counts.pressing.values().filter(|p| p.now(now)).count(),
             body_bytes: counts.body_bytes,
             kept_body_bytes: counts.reserved_body_bytes,
         }
@@ -232,8 +281,10 @@ enum Pool {
 struct Slot<'a> {
     admission: &'a Admission,
     held: Option<(Principal, Pool)>,
-    /// When the place was taken (see [`Counts::ended`]).
+    /// When the place was taken, and whether its tenant was pressing then (see
+    /// [`Counts::ended`]).
     taken: Instant,
+    pressing: bool,
 }
 
 impl Drop for Slot<'_> {
@@ -249,7 +300,7 @@ impl Drop for Slot<'_> {
             Pool::Reserved => counts.reserved = counts.reserved.saturating_sub(1),
         }
         if let Principal::Tenant(id) = principal {
-            counts.ended(&id, self.taken, Instant::now());
+            counts.ended(&id, self.taken, self.pressing, Instant::now());
             if let Some(n) = counts.per_tenant.get_mut(&id) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -267,8 +318,10 @@ struct BodySlot<'a> {
     bytes: usize,
     /// Whether its bytes are of the kept ones.
     kept: bool,
-    /// When the place was taken (see [`Counts::ended`]).
+    /// When the place was taken, and whether its tenant was pressing then (see
+    /// [`Counts::ended`]).
     taken: Instant,
+    pressing: bool,
 }
 
 impl Drop for BodySlot<'_> {
@@ -280,7 +333,7 @@ impl Drop for BodySlot<'_> {
             counts.body_bytes = counts.body_bytes.saturating_sub(self.bytes);
         }
         if let Principal::Tenant(id) = &self.principal {
-            counts.ended(id, self.taken, Instant::now());
+            counts.ended(id, self.taken, self.pressing, Instant::now());
         }
         if let Some(n) = counts.bodies.get_mut(&self.principal) {
             *n = n.saturating_sub(1);
@@ -327,9 +380,11 @@ impl Admission {
                 admission: self,
                 held: None,
                 taken: Instant::now(),
+                pressing: false,
             });
         }
         let mut counts = crate::store::lock(&self.counts);
+        let mut pressing = false;
         let pool = match &principal {
             Principal::Admin if counts.admin >= self.admin => {
                 return Err(format!(
@@ -385,6 +440,7 @@ impl Admission {
                     ));
                 };
                 *counts.per_tenant.entry(id.clone()).or_insert(0) += 1;
+                pressing = counts.taken(id, now);
                 pool
             }
         };
@@ -392,6 +448,7 @@ impl Admission {
             admission: self,
             held: Some((principal, pool)),
             taken: Instant::now(),
+            pressing,
         })
     }
 
@@ -441,12 +498,17 @@ impl Admission {
             counts.body_bytes = shared;
         }
         *counts.bodies.entry(principal.clone()).or_insert(0) += 1;
+        let pressing = match principal {
+            Principal::Tenant(id) => counts.taken(id, now),
+            _ => false,
+        };
         Ok(BodySlot {
             admission: self,
             principal: principal.clone(),
             bytes,
             kept: into_kept,
             taken: now,
+            pressing,
         })
     }
 
@@ -870,32 +932,54 @@ mod tests {
 
     /// A tenant refused while a request of its own was in flight stays pressing until a second
     /// after that request ends, however long it lasted: an attacker whose retries are slow
-    /// does not turn quiet while its stalled requests hold the server. A request taken after
-    /// the tenant turned quiet does not make it pressing again. Before, the refusal's second
+    /// does not turn quiet while its stalled requests hold the server, neither while they are
+    /// in flight nor in the second after they end. A request taken after the tenant turned
+    /// quiet does not make it pressing again. Before, the refusal's second
     /// lapsed during a 3 s stall, and the attacker took a place kept for quiet tenants.
     #[test]
     fn a_request_in_flight_while_pressing_keeps_its_tenant_pressing_until_it_ends() {
         let admission = admission(64);
         let long_ago = |secs: f64| Instant::now() - Duration::from_secs_f64(secs);
-        // Taken 3 s ago; its tenant was refused 2.5 s ago (lapsed, by the refusal alone).
+        // Taken 3 s ago; its tenant was refused 2.5 s ago (lapsed, by the refusal alone):
+        // pressing while the request is in flight, and for a second after it ends.
         let mut stalled = admission.admit(tenant(0)).expect("a place");
         stalled.taken = long_ago(3.0);
         crate::store::lock(&admission.counts).press("t0", long_ago(2.5));
-        assert!(!crate::store::lock(&admission.counts).pressing("t0", Instant::now()));
+        assert!(crate::store::lock(&admission.counts).pressing("t0", Instant::now()));
         drop(stalled);
         assert!(crate::store::lock(&admission.counts).pressing("t0", Instant::now()));
-        // Refused 3 s ago, quiet since; a request taken 1.5 s ago ends: still quiet.
+        // Refused 3 s ago, quiet since; a request taken 1.5 s ago (not pressing then) ends:
+        // still quiet.
+        crate::store::lock(&admission.counts).press("t1", long_ago(3.0));
         let mut later = admission.admit(tenant(1)).expect("a place");
         later.taken = long_ago(1.5);
-        crate::store::lock(&admission.counts).press("t1", long_ago(3.0));
+        assert!(!crate::store::lock(&admission.counts).pressing("t1", Instant::now()));
         drop(later);
         assert!(!crate::store::lock(&admission.counts).pressing("t1", Instant::now()));
         // The same for a body arriving.
         let mut body = admission.receive(&tenant(2), 10).expect("a body place");
         body.taken = long_ago(3.0);
         crate::store::lock(&admission.counts).press("t2", long_ago(2.5));
+        assert!(crate::store::lock(&admission.counts).pressing("t2", Instant::now()));
         drop(body);
         assert!(crate::store::lock(&admission.counts).pressing("t2", Instant::now()));
+        // Taken while pressing (refused just now), it keeps the tenant pressing in flight
+        // after the refusal's second has lapsed, then a second after it ends.
+        crate::store::lock(&admission.counts).press("t3", long_ago(0.5));
+        let mut during = admission.admit(tenant(3)).expect("a place");
+        during.taken = long_ago(0.4);
+        assert!(during.pressing);
+        {
+            let mut counts = crate::store::lock(&admission.counts);
+            let p = counts.pressing.get_mut("t3").expect("pressing");
+            // The refusal's second lapsed.
+            p.until = long_ago(0.1);
+            assert!(counts.pressing("t3", Instant::now()), "in flight");
+        }
+        drop(during);
+        assert!(crate::store::lock(&admission.counts).pressing("t3", Instant::now()));
+        let counts = crate::store::lock(&admission.counts);
+        assert_eq!(counts.pressing.get("t3").map(|p| p.in_flight), Some(0));
     }
 
     /// Tenants that keep more bodies coming than the bytes hold (pressing) fill the shared
