@@ -12,6 +12,12 @@
 //! with the reason in a comment above (clients/rust/Cargo.toml does so).
 //!
 //! On failure it names the manifest, the dependency and the files it searched.
+//!
+//! Second rule, of the same kind (what a build compiles for nothing): a target whose
+//! manifest says `test = false` holds no test. `cargo test` builds every library and binary a
+//! second time, as a test harness, unless its manifest switches that off; the workspace's
+//! targets without a unit test do (about 40 s of a CI build's CPU), and this test keeps one
+//! from hiding a test added later, which `cargo test` would never build nor run.
 
 #![allow(
     clippy::unwrap_used,
@@ -180,6 +186,126 @@ fn every_declared_dependency_is_used() {
         "unused dependencies (remove them; or, when only generated code names one, list it in \
          [package.metadata.cargo-machete] ignored, with the reason):\n{}",
         unused.join("\n")
+    );
+}
+
+/// A `[lib]` or `[[bin]]` table of a manifest, as far as this test reads it.
+struct Target {
+    lib: bool,
+    path: Option<String>,
+    test: bool,
+}
+
+impl Target {
+    /// Its root file, relative to the package (cargo's default when `path` is absent).
+    fn root(&self) -> String {
+        self.path.clone().unwrap_or_else(|| {
+            if self.lib {
+                "src/lib.rs"
+            } else {
+                "src/main.rs"
+            }
+            .to_string()
+        })
+    }
+}
+
+/// The root files of a manifest's `[lib]` and `[[bin]]` targets that say `test = false`.
+fn untested_targets(manifest: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut current: Option<Target> = None;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            targets.extend(current.take());
+            if line == "[lib]" || line == "[[bin]]" {
+                current = Some(Target {
+                    lib: line == "[lib]",
+                    path: None,
+                    test: true,
+                });
+            }
+            continue;
+        }
+        let (Some(target), Some((key, value))) = (current.as_mut(), line.split_once('=')) else {
+            continue;
+        };
+        match key.trim() {
+            "path" => target.path = Some(value.trim().trim_matches('"').to_string()),
+            "test" => target.test = value.trim() != "false",
+            _ => {}
+        }
+    }
+    targets.extend(current);
+    targets
+        .iter()
+        .filter(|t| !t.test)
+        .map(Target::root)
+        .collect()
+}
+
+/// The files of the module tree rooted at `root`: the root and, recursively, each file a
+/// `mod name;` declaration (not an inline `mod name { .. }`) loads.
+fn module_tree(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(file) = todo.pop() {
+        let code = scan::code_only(&std::fs::read_to_string(&file).unwrap());
+        let tokens = scan::tokens(&code);
+        for pair in tokens.windows(3) {
+            if pair[0].0 == "mod" && pair[2].0 == ";" {
+                let dir = scan::module_dir(&file);
+                let name = &pair[1].0;
+                let flat = dir.join(format!("{name}.rs"));
+                todo.push(if flat.exists() {
+                    flat
+                } else {
+                    dir.join(name).join("mod.rs")
+                });
+            }
+        }
+        files.push(file);
+    }
+    files
+}
+
+#[test]
+fn a_target_built_without_its_test_harness_holds_no_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut hidden = Vec::new();
+    let mut checked = 0;
+    for member in members(root) {
+        let manifest = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
+        for target in untested_targets(&manifest) {
+            for file in module_tree(&member.join(&target)) {
+                checked += 1;
+                let code = scan::code_only(&std::fs::read_to_string(&file).unwrap());
+                for mark in [
+                    "#[test]",
+                    "#[cfg(test)]",
+                    "::test]",
+                    "::test(",
+                    "#[test_case",
+                ] {
+                    if code.contains(mark) {
+                        hidden.push(format!(
+                            "{} has `{mark}`, but its target ({} of {}) is built with test = false",
+                            file.display(),
+                            target,
+                            member.join("Cargo.toml").display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 10,
+        "files of test = false targets checked: {checked}"
+    );
+    assert!(
+        hidden.is_empty(),
+        "tests cargo test would never build nor run (remove `test = false` from the target):\n{}",
+        hidden.join("\n")
     );
 }
 

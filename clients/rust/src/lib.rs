@@ -114,21 +114,3 @@ impl<'de> Deserialize<'de> for Decimal {
         raw.get().parse().map_err(serde::de::Error::custom)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals_keep_their_digits_both_ways() {
-        // 20 significant digits: an f64 keeps about 16.
-        let text = r#"{"a":12345678901234.567891}"#;
-        #[derive(Serialize, Deserialize)]
-        struct A {
-            a: Decimal,
-        }
-        let a: A = serde_json::from_str(text).expect("parse");
-        assert_eq!(a.a.to_string(), "12345678901234.567891");
-        assert_eq!(serde_json::to_string(&a).expect("write"), text);
-    }
-}

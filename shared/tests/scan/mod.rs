@@ -82,7 +82,7 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 pub fn module_dir(file: &Path) -> PathBuf {
     let dir = file.parent().unwrap().to_path_buf();
     match file.file_stem().unwrap().to_str().unwrap() {
-        "mod" | "lib" => dir,
+        "mod" | "lib" | "main" => dir,
         stem => dir.join(stem),
     }
 }
