@@ -9,12 +9,13 @@
 # answers) while it runs its moto tests one at a time by design (tests/support/s3.rs,
 # `machine_to_itself`): measured whole, 375 s of wall time for 78 s of CPU. The other test
 # binaries keep about one core busy each. So after one build of every test binary:
-#   lane 1: `cargo test --workspace --test store` (about a fifth of a core)
+#   lane 1: `cargo test --workspace --test store`, but for the tests that start no S3 server
+#           (about a fifth of a core)
 #   lane 2: `cargo test --workspace --test foundation --test openapi` (the fair-share matrix and
-#           schemathesis over the three documents: the two longest CPU-bound binaries)
+#           schemathesis over the three documents: the two longest CPU-bound binaries), then
+#           the store binary's tests that start no S3 server (`store_local` below)
 #   lane 3: every other target: the libraries', binaries' and other test targets' tests, then
-#           the doc tests, then the store binary's tests that start no S3 server
-#           (`store_local` below; lane 1 skips them)
+#           the doc tests
 # so that lanes 2 and 3 keep both cores busy while lane 1 waits. Cargo holds its build lock
 # only while it builds, so the lanes run side by side on one target directory. Lane 3's output
 # streams; lanes 1 and 2 are kept in target/test-lanes/lane1.log and lane2.log and printed
@@ -35,10 +36,10 @@ mkdir -p "$out"
 lane1="store"
 lane2="foundation openapi"
 # The store binary's tests that start no S3 server (sixteen threads and processes opening one
-# data dir, a request's deadline, the registry's schema): lane 3 runs them after its own
-# targets, and lane 1 skips them. Lane 1 is the longest (its moto tests wait, one at a time);
-# these 29 s of it move to lane 3, which ended some 60 s earlier. Each name is a module of
-# tests/store/ (a filter of libtest: `name::` matches the module's tests).
+# data dir, a request's deadline, the registry's schema): lane 2 runs them after its own
+# targets, and lane 1 skips them. Lane 1 was the longest (its moto tests wait, one at a time);
+# these 29 s of it move to lane 2, which ended first. Each name is a module of tests/store/ (a
+# filter of libtest: `name::` matches the module's tests).
 store_local="open_race:: deadlines:: registry_schema::"
 
 # Every test target of the workspace except those of lanes 1 and 2, as `--test NAME` arguments.
@@ -56,22 +57,23 @@ pids=()
 # Each background lane in a session of its own (its pid is its process group), so that when
 # this script is interrupted (Ctrl-C, a CI timeout) the whole lane stops with it: cargo, the
 # test binary and the servers it started.
-start_lane() { # number, targets, [libtest arguments]
-  # shellcheck disable=SC2046,SC2086 # the targets and arguments are words
-  setsid cargo test --workspace $(printf -- '--test %s ' $2) --no-fail-fast -- ${3:-} >"$out/lane$1.log" 2>&1 &
+start_lane() { # number, shell commands (exit status: the lane's)
+  setsid bash -c "$2" >"$out/lane$1.log" 2>&1 &
   pids+=("$!")
 }
-# shellcheck disable=SC2046,SC2086 # the filters are words
-start_lane 1 "$lane1" "$(printf -- '--skip %s ' $store_local)"
-start_lane 2 "$lane2"
+# shellcheck disable=SC2046,SC2086 # the targets and filters are words
+start_lane 1 "cargo test --workspace $(printf -- '--test %s ' $lane1) --no-fail-fast -- $(printf -- '--skip %s ' $store_local)"
+# shellcheck disable=SC2046,SC2086 # the targets are words
+start_lane 2 "status=0
+cargo test --workspace $(printf -- '--test %s ' $lane2) --no-fail-fast || status=1
+cargo test --workspace --test store --no-fail-fast -- $store_local || status=1
+exit \$status"
 trap 'for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null; done; exit 130' INT TERM
 
 rest_status=0
 # shellcheck disable=SC2086 # the targets are words
 cargo test --workspace --lib --bins $other_tests --no-fail-fast || rest_status=1
 cargo test --workspace --doc --no-fail-fast || rest_status=1
-# shellcheck disable=SC2086 # the filters are words
-cargo test --workspace --test store --no-fail-fast -- $store_local || rest_status=1
 rest_took=$(($(date +%s) - started))
 
 statuses=()
@@ -83,10 +85,10 @@ done
 took() { echo $(($(stat -c %Y "$out/lane$1.log") - started)); }
 
 echo
-echo "== lane 1: cargo test --workspace --test store (log: $out/lane1.log)"
+echo "== lane 1: cargo test --workspace --test store, but for $store_local (log: $out/lane1.log)"
 cat "$out/lane1.log"
 echo
-echo "== lane 2: cargo test --workspace --test foundation --test openapi (log: $out/lane2.log)"
+echo "== lane 2: cargo test --workspace --test foundation --test openapi, then the store's $store_local (log: $out/lane2.log)"
 cat "$out/lane2.log"
 echo
 echo "== lanes: $lane1 $(took 1)s (exit ${statuses[0]}), $lane2 $(took 2)s (exit ${statuses[1]}), the rest ${rest_took}s (exit $rest_status)"
