@@ -208,16 +208,22 @@ pub fn until_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> Result<T
 /// new database gets the newest schema at once instead ([`NewSchema`]).
 pub fn migrate(conn: &mut Connection) -> Result<()> {
     static NEW: OnceLock<Option<NewSchema>> = OnceLock::new();
-    let new = NEW.get_or_init(|| match NewSchema::of(MIGRATIONS) {
-        Ok(schema) => Some(schema),
-        Err(e) => {
-            tracing::warn!(error = %e, "no schema for new tenant databases; every new one is migrated step by step");
-            None
-        }
-    });
-    if let Some(new) = new {
-        if new.create_in(conn)? {
-            return Ok(());
+    // Only a database at version 0 may be new: any other (a cold start's restored snapshot,
+    // a cached file) is not worth building the schema for, which migrates a database in
+    // memory step by step. `create_in` checks again inside its transaction.
+    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version == 0 {
+        let new = NEW.get_or_init(|| match NewSchema::of(MIGRATIONS) {
+            Ok(schema) => Some(schema),
+            Err(e) => {
+                tracing::warn!(error = %e, "no schema for new tenant databases; every new one is migrated step by step");
+                None
+            }
+        });
+        if let Some(new) = new {
+            if new.create_in(conn)? {
+                return Ok(());
+            }
         }
     }
     migrate_with(conn, MIGRATIONS)
@@ -253,12 +259,12 @@ impl NewSchema {
         configure(&conn)?;
         migrate_with(&mut conn, migrations)?;
         let mut statements = Vec::new();
+        let mut of_kind = conn.prepare(
+            "SELECT sql FROM sqlite_master WHERE type = ?1 AND sql IS NOT NULL
+                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
+        )?;
         for kind in ["table", "index", "view", "trigger"] {
-            let mut stmt = conn.prepare(
-                "SELECT sql FROM sqlite_master WHERE type = ?1 AND sql IS NOT NULL
-                     AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
-            )?;
-            let sqls = stmt
+            let sqls = of_kind
                 .query_map([kind], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             statements.extend(sqls);
