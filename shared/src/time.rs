@@ -110,6 +110,19 @@ fn parse_unbounded(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
     None
 }
 
+/// The stored form of a wall-clock time in `tz`, exactly as [`parse_date_or_datetime`] reads
+/// the same time written without an offset (the stored instant of
+/// `to_storage(parse_date_or_datetime("YYYY-MM-DDTHH:MM:SS", tz))`), without writing and
+/// parsing text: `None` when the time or its UTC instant lies outside years
+/// [`MIN_YEAR`]..=[`MAX_YEAR`]. Generated dates (a service's 36 monthly periods) take it.
+pub fn local_to_storage(t: NaiveDateTime, tz: Tz) -> Option<String> {
+    within_years(t.date())
+        .then(|| local_to_utc(t, tz))
+        .flatten()
+        .filter(|u| within_years(u.date_naive()))
+        .map(to_storage)
+}
+
 /// Local wall-clock time in `tz` to UTC; in a DST gap the later instant is taken.
 fn local_to_utc(t: NaiveDateTime, tz: Tz) -> Option<DateTime<Utc>> {
     tz.from_local_datetime(&t)

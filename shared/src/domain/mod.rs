@@ -187,10 +187,12 @@ pub(crate) fn insert(
         .collect::<Vec<_>>()
         .join(", ");
     let values: Vec<&dyn ToSql> = cols.iter().map(|(_, v)| *v).collect();
-    tx.execute(
-        &format!("INSERT INTO \"{table}\" ({names}) VALUES ({marks})"),
-        values.as_slice(),
-    )?;
+    // Cached: a seed or a run inserts many rows of one shape, and SQLite would otherwise
+    // parse the statement again for every row.
+    tx.prepare_cached(&format!(
+        "INSERT INTO \"{table}\" ({names}) VALUES ({marks})"
+    ))?
+    .execute(values.as_slice())?;
     Ok(tx.last_insert_rowid())
 }
 
