@@ -23,8 +23,23 @@ missing() {
 }
 
 command -v python3 >/dev/null 2>&1 || missing "python3 (with pip)"
-say "python tools (tests/requirements.txt)"
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r tests/requirements.txt
+# pip takes about 5 s to find every pin satisfied; pkg_resources checks the same pins, their
+# extras and everything they require in about 1 s, so pip runs only when that check fails
+# (or when pkg_resources itself is absent).
+pins_satisfied() {
+  python3 -W ignore - tests/requirements.txt >/dev/null 2>&1 <<'PY'
+import sys
+import pkg_resources
+lines = (line.split("#")[0].strip() for line in open(sys.argv[1], encoding="utf-8"))
+pkg_resources.require([line for line in lines if line])
+PY
+}
+if pins_satisfied; then
+  say "python tools (tests/requirements.txt): installed"
+else
+  say "python tools (tests/requirements.txt)"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r tests/requirements.txt
+fi
 
 command -v npm >/dev/null 2>&1 || missing "npm (Node.js)"
 npm_tools=$(grep -v '^#' tests/clients/npm-tools.txt | grep -v '^[[:space:]]*$' || true)
