@@ -184,4 +184,42 @@ mod tests {
         assert_eq!(to_storage(t), "2024-03-01T08:00:00.000Z");
         assert!(parse_date_or_datetime("yesterday", tz).is_none());
     }
+
+    /// `local_to_storage` is the text round trip it replaced (a service's periods): the same
+    /// stored instant, or none, for every midnight of a DST change (a gap in Chicago at 02:00,
+    /// in Santiago at midnight itself), ordinary days, zones east and west, and the years'
+    /// edges.
+    #[test]
+    fn local_to_storage_is_the_written_time_parsed() {
+        let zones = [
+            "America/Chicago",
+            "America/Santiago",
+            "Asia/Tokyo",
+            "Pacific/Kiritimati",
+            "UTC",
+        ];
+        let days = [
+            (1, 1, 1),
+            (2024, 3, 10),
+            (2024, 9, 8),
+            (2024, 11, 3),
+            (2025, 1, 31),
+            (9999, 12, 1),
+            (9999, 12, 31),
+        ];
+        for zone in zones {
+            let tz = parse_tz(zone).unwrap();
+            for (y, m, d) in days {
+                for (h, min) in [(0, 0), (2, 30), (23, 59)] {
+                    let t = NaiveDate::from_ymd_opt(y, m, d)
+                        .unwrap()
+                        .and_hms_opt(h, min, 0)
+                        .unwrap();
+                    let written = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+                    let parsed = parse_date_or_datetime(&written, tz).map(to_storage);
+                    assert_eq!(local_to_storage(t, tz), parsed, "{zone} {written}");
+                }
+            }
+        }
+    }
 }
