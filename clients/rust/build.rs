@@ -26,7 +26,10 @@ use std::path::Path;
 const DOCUMENTS: [&str; 3] = ["billing", "revenue", "admin"];
 
 fn main() {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi");
+    // Read when the script runs, not when it is compiled: a compiled build script can be
+    // reused from a target directory built at another checkout's path.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let docs = Path::new(&manifest_dir).join("../../docs/openapi");
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     for name in DOCUMENTS {
         let path = docs.join(format!("{name}-3.0.json"));
