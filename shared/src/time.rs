@@ -96,18 +96,22 @@ fn parse_unbounded(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
         return within_years(t.date_naive()).then(|| t.with_timezone(&Utc));
     }
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return within_years(d)
-            .then(|| local_to_utc(d.and_hms_opt(0, 0, 0)?, tz))
-            .flatten();
+        return wall_clock_to_utc(d.and_hms_opt(0, 0, 0)?, tz);
     }
     for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
-            return within_years(t.date())
-                .then(|| local_to_utc(t, tz))
-                .flatten();
+            return wall_clock_to_utc(t, tz);
         }
     }
     None
+}
+
+/// A wall-clock time in `tz` as an instant, when its day is within the years (the instant's
+/// own day is checked by the callers): how a date or a date-time without offset is read.
+fn wall_clock_to_utc(t: NaiveDateTime, tz: Tz) -> Option<DateTime<Utc>> {
+    within_years(t.date())
+        .then(|| local_to_utc(t, tz))
+        .flatten()
 }
 
 /// The stored form of a wall-clock time in `tz`, exactly as [`parse_date_or_datetime`] reads
@@ -116,9 +120,7 @@ fn parse_unbounded(s: &str, tz: Tz) -> Option<DateTime<Utc>> {
 /// parsing text: `None` when the time or its UTC instant lies outside years
 /// [`MIN_YEAR`]..=[`MAX_YEAR`]. Generated dates (a service's 36 monthly periods) take it.
 pub fn local_to_storage(t: NaiveDateTime, tz: Tz) -> Option<String> {
-    within_years(t.date())
-        .then(|| local_to_utc(t, tz))
-        .flatten()
+    wall_clock_to_utc(t, tz)
         .filter(|u| within_years(u.date_naive()))
         .map(to_storage)
 }

@@ -202,9 +202,6 @@ fn create_service_periods(
     else {
         return Err(Error::Internal("cannot anchor service periods".into()));
     };
-    let mut insert_period = tx.prepare_cached(
-        "INSERT INTO service_periods (service_id, start_date, end_date) VALUES (?1, ?2, ?3)",
-    )?;
     for i in 0..SERVICE_PERIOD_MONTHS {
         let from = first.checked_add_months(Months::new(i));
         let to = first.checked_add_months(Months::new(i + 1));
@@ -224,8 +221,15 @@ fn create_service_periods(
                 crate::time::MAX_YEAR
             )));
         };
-        // One cached statement, no text check: the dates are made here, not submitted.
-        insert_period.execute(rusqlite::params![service_id, from, to])?;
+        insert(
+            tx,
+            "service_periods",
+            &[
+                ("service_id", &service_id),
+                ("start_date", &from),
+                ("end_date", &to),
+            ],
+        )?;
     }
     Ok(())
 }
