@@ -671,3 +671,70 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
     .await;
     assert_eq!(v["erred_events"][0]["code"], "INVALID_FIELD", "{v}");
 }
+
+/// Posting keeps the rating catalogue across calls while its rows are unchanged
+/// (`usage/post/catalogue.rs`): a change of any row it was loaded from shows in the next
+/// call, whether another write made it or the posting write itself, before it posts.
+#[tokio::test]
+async fn a_kept_catalogue_shows_every_change_of_its_rows() {
+    let s = TestServer::start().await;
+    let t = s.create_tenant("acme", "demo").await;
+    let db = s.state.store.tenant_db(&t.id).unwrap();
+    let at = "2026-02-01T10:00:00-06:00";
+    let one = || json!([ev("srv-compute-0001", "HOUR", json!(2), at)]);
+    let rated = |v: &Value| v["rated_events"][0]["event_charges"][0].clone();
+
+    let first = rated(&bulk(&s, &t, "FAIL_ON_EXISTING", one()).await);
+    let rule: i64 = first["usage_rule"]["id"].as_str().unwrap().parse().unwrap();
+    // Loaded by the first call, kept for the second: the same charge, another event.
+    let without_id = |mut c: Value| {
+        c["id"] = Value::Null;
+        c
+    };
+    let second = rated(&bulk(&s, &t, "FAIL_ON_EXISTING", one()).await);
+    assert_ne!(second["id"], first["id"]);
+    assert_eq!(without_id(second), without_id(first.clone()));
+
+    let set_rate = |rate: u32| {
+        format!("UPDATE usage_rules SET rate_kind = 'FLAT', rate = '{{\"rate\": {rate}}}' WHERE id = {rule}")
+    };
+    // Another write changes the rule: the next call rates with the new rate.
+    let sql = set_rate(7);
+    db.write(move |tx| Ok(tx.execute(&sql, [])?)).await.unwrap();
+    let seven = rated(&bulk(&s, &t, "FAIL_ON_EXISTING", one()).await);
+    assert_eq!(dec(&seven["rate"]), d("7"), "{seven}");
+    assert_eq!(dec(&seven["charge"]), dec(&seven["usage_amount"]) * d("7"));
+
+    // The posting write changes it itself before it posts: the call sees its own change.
+    let sql = set_rate(9);
+    let tz = shared::time::parse_tz("America/Chicago").unwrap();
+    let req: shared::domain::usage::BulkRequest =
+        serde_json::from_value(json!({"mode": "FAIL_ON_EXISTING", "usage_events": one()})).unwrap();
+    let nine = db
+        .write(move |tx| {
+            tx.execute(&sql, [])?;
+            Ok(serde_json::to_value(shared::domain::usage::post(
+                tx, &req, tz,
+            )?)?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(dec(&rated(&nine)["rate"]), d("9"), "{nine}");
+
+    // The service ends before the event: the next call errs it.
+    db.write(|tx| {
+        Ok(tx.execute(
+            "UPDATE agreement_services SET end_date = '2026-01-01T06:00:00.000Z'
+             WHERE service_id = (SELECT service_id FROM service_resources
+                                 WHERE identifier = 'srv-compute-0001')",
+            [],
+        )?)
+    })
+    .await
+    .unwrap();
+    let ended = bulk(&s, &t, "FAIL_ON_EXISTING", one()).await;
+    assert_eq!(
+        ended["erred_events"][0]["code"], "AFTER_SERVICE_END",
+        "{ended}"
+    );
+}

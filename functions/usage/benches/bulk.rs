@@ -10,7 +10,9 @@
 //! the router's and the domain's rates over it say how near posting comes to storage.
 //!
 //! Run: `cargo bench -p usage --bench bulk` (env BENCH_CALLS sets the calls per measurement,
-//! default 200 = 10,000 events). Prints events/second of each and the ratios.
+//! default 200 = 10,000 events). Prints events/second of each and the ratios. To profile one
+//! path alone, `BENCH_ONLY=router|domain|storage` runs only that one (after the same warm-up)
+//! and prints its rate.
 
 #![allow(
     clippy::unwrap_used,
@@ -254,6 +256,22 @@ fn main() {
     raw_inserts(&dir.path().join("raw.db"), 2);
 
     storage_limit(&db, 2, 3_000_000);
+
+    if let Ok(only) = std::env::var("BENCH_ONLY") {
+        let mut rates = Vec::new();
+        for round in 0..ROUNDS {
+            let offset = 30_000_000 + round * calls;
+            let took = match only.as_str() {
+                "router" => runtime.block_on(through_router(&app, &creds.api_key, calls, offset)),
+                "domain" => through_domain(&db, tz, calls, offset),
+                "storage" => storage_limit(&db, calls, offset),
+                other => panic!("BENCH_ONLY={other}: use router, domain or storage"),
+            };
+            rates.push(rate(events_per_round, took));
+        }
+        println!("{only} alone: {:>10.0} events/s", median(rates));
+        return;
+    }
 
     let (mut http, mut domain, mut raw, mut storage) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -23,6 +23,12 @@
 //!   so the same invariant holds. A trigger on a table also turns off SQLite's truncate
 //!   optimisation, so a `DELETE` without `WHERE` (a reset) is seen row by row too. A write
 //!   that rolls back may set the flag: it only retires the entries early.
+//! - The rating catalogue ([`MemoScope::Catalogue`], the rows posting usage reads to rate an
+//!   event: [`CATALOGUE_COLUMNS`]) is watched the same way, under a third counter, so the
+//!   catalogue a posting call loaded serves the next calls until one of those rows changes.
+//!   Posting reads it *inside* its write ([`write_memo`]): the writer lock is held there, so
+//!   no other write can move the counter; a write that has changed a watched row itself (the
+//!   flag is set) gets no entry, since the entry does not show its own uncommitted change.
 //!
 //! Group commit (S3 mode): [`Database::write_grouped`] queues a write; the first write that
 //! finds nobody leading takes the writer and the writes queued by then (at most
@@ -56,7 +62,22 @@ const MAX_MEMO_ENTRIES: usize = 512;
 /// Tables whose rows [`MemoScope::Watched`] entries may depend on (see the module doc).
 const WATCHED_TABLES: &[&str] = &["sandbox_faults"];
 
-/// The SQL function the watch triggers call (see the module doc).
+/// What [`MemoScope::Catalogue`] entries may depend on: each table posting reads to rate an
+/// event (`domain::usage::post::catalogue`), with the columns whose update retires them
+/// (`None`: any; a row inserted or deleted always does). billing_accounts is read for its
+/// currency only: its pending charges move with every post and must not retire the entries.
+const CATALOGUE_COLUMNS: &[(&str, Option<&str>)] = &[
+    ("service_resources", None),
+    ("services", None),
+    ("agreement_services", None),
+    ("billing_accounts", Some("id, currency_code")),
+    ("service_periods", None),
+    ("usage_rules", None),
+    ("lookup_table_rows", None),
+    ("charge_categories", None),
+];
+
+/// The SQL function the watch triggers call with their scope's number (see the module doc).
 const WATCH_FUNCTION: &str = "sbx_watched_table_changed";
 
 /// What a memo entry depends on (see the module doc).
@@ -66,6 +87,74 @@ pub enum MemoScope {
     Data,
     /// The [`WATCHED_TABLES`] alone: retired by a write that changed one of their rows.
     Watched,
+    /// The rating catalogue ([`CATALOGUE_COLUMNS`]): retired by a write that changed one of
+    /// its rows.
+    Catalogue,
+}
+
+impl MemoScope {
+    fn index(self) -> usize {
+        match self {
+            MemoScope::Data => 0,
+            MemoScope::Watched => 1,
+            MemoScope::Catalogue => 2,
+        }
+    }
+}
+
+/// A memo scope's state: its counter, its memo, and (scopes other than `Data`) the flag the
+/// watch triggers set.
+#[derive(Default)]
+struct Scoped {
+    version: AtomicU64,
+    touched: Arc<AtomicBool>,
+    memo: Mutex<Memo>,
+}
+
+thread_local! {
+    /// The database whose local-mode write closure runs on this thread (see [`write_memo`]).
+    static WRITING: std::cell::RefCell<Option<Database>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Inside a write's closure: the entry of `scope` kept under `key`, made by `make` when
+/// there is none for the scope's current version. `None` when no entry can be trusted: in S3
+/// mode (see the module doc), outside a write, or once the running write has changed a row
+/// the scope depends on. The caller holds the writer, so the version cannot move while it
+/// uses the entry; an entry holding interior state (a cache filled as it goes) must only be
+/// filled from the writer's own transaction, which sees exactly that version.
+pub fn write_memo<T: Any + Send + Sync>(
+    scope: MemoScope,
+    key: &str,
+    make: impl FnOnce() -> T,
+) -> Option<Arc<T>> {
+    let db = WRITING.with(|w| w.borrow().clone())?;
+    let state = db.scoped(scope);
+    if state.touched.load(Ordering::SeqCst) {
+        return None;
+    }
+    let version = db.scoped_version(scope)?;
+    if let Some(hit) = db.recall_scoped::<T>(scope, key) {
+        return Some(hit);
+    }
+    let made = Arc::new(make());
+    db.remember_scoped(scope, version, key.to_string(), made.clone());
+    Some(made)
+}
+
+/// Marks `db` as the database whose write runs on this thread until dropped.
+struct Writing(Option<Database>);
+
+impl Writing {
+    fn begin(db: &Database) -> Writing {
+        Writing(WRITING.with(|w| w.replace(Some(db.clone()))))
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        WRITING.with(|w| *w.borrow_mut() = before);
+    }
 }
 
 /// A local or replicated SQLite database. Cloning shares it.
@@ -79,14 +168,11 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     replica: Option<Replica>,
-    /// Bumped after every write and catch-up (see the module doc).
-    version: AtomicU64,
-    memo: Mutex<Memo>,
-    /// Bumped after a write or catch-up that changed a row of the [`WATCHED_TABLES`].
-    watched_version: AtomicU64,
-    /// Set by the watch triggers during a write; cleared where the versions are bumped.
-    watched_touched: Arc<AtomicBool>,
-    watched_memo: Mutex<Memo>,
+    /// By [`MemoScope::index`]: each scope's counter, bumped after every write and catch-up
+    /// (`Data`) or after one that changed a row the scope watches (the others, whose flag
+    /// the watch triggers set during a write and which is cleared where the counters are
+    /// bumped); and its memo (see the module doc).
+    scopes: [Scoped; 3],
     /// Writes waiting to share the next log entry, and whether one of them leads (S3 mode;
     /// see [`Database::write_grouped`]).
     group: Mutex<Queue>,
@@ -121,7 +207,7 @@ impl Database {
         let mut writer = sqlite::open(path)?;
         prepare(&mut writer)?;
         sqlite::interrupt_at_deadlines(&writer);
-        let watched_touched = Arc::new(AtomicBool::new(false));
+        let scopes: [Scoped; 3] = Default::default();
         if let Some(r) = &replica {
             capture::install(&writer)?;
             r.catch_up(&mut writer)?;
@@ -130,7 +216,7 @@ impl Database {
             // WAL hook, so it comes first.
             writer.pragma_update(None, "wal_autocheckpoint", 0)?;
             writer.wal_hook(Some(wal::record_pages));
-            watch_tables(&writer, &watched_touched)?;
+            watch_tables(&writer, &scopes)?;
         }
         Ok(Database {
             inner: Arc::new(Inner {
@@ -138,11 +224,7 @@ impl Database {
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
                 replica,
-                version: AtomicU64::new(0),
-                memo: Mutex::new(Memo::default()),
-                watched_version: AtomicU64::new(0),
-                watched_touched,
-                watched_memo: Mutex::new(Memo::default()),
+                scopes,
                 group: Mutex::new(Queue::default()),
                 group_done: Condvar::new(),
                 checkpointing: AtomicBool::new(false),
@@ -174,7 +256,10 @@ impl Database {
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 let before = tx.total_changes();
-                let out = sqlite::until_deadline(deadline, || f(&tx))?;
+                let writing = Writing::begin(self);
+                let out = sqlite::until_deadline(deadline, || f(&tx));
+                drop(writing);
+                let out = out?;
                 if tx.total_changes() != before {
                     // Local mode has no log; the header still counts the writes that changed
                     // something, so that a checkpoint can name the version it was taken at.
@@ -469,10 +554,18 @@ impl Database {
 
     /// Marks a change of the database's content: memo entries made before are retired.
     fn bump(&self) {
-        if self.inner.watched_touched.swap(false, Ordering::SeqCst) {
-            self.inner.watched_version.fetch_add(1, Ordering::SeqCst);
+        for scope in &self.inner.scopes[1..] {
+            if scope.touched.swap(false, Ordering::SeqCst) {
+                scope.version.fetch_add(1, Ordering::SeqCst);
+            }
         }
-        self.inner.version.fetch_add(1, Ordering::SeqCst);
+        self.scoped(MemoScope::Data)
+            .version
+            .fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn scoped(&self, scope: MemoScope) -> &Scoped {
+        &self.inner.scopes[scope.index()]
     }
 
     /// The version a memo entry made now would be valid for: `Some` in local mode only (see
@@ -483,10 +576,7 @@ impl Database {
 
     /// [`Database::memo_version`] for entries of `scope`.
     pub fn scoped_version(&self, scope: MemoScope) -> Option<u64> {
-        let counter = match scope {
-            MemoScope::Data => &self.inner.version,
-            MemoScope::Watched => &self.inner.watched_version,
-        };
+        let counter = &self.scoped(scope).version;
         self.inner
             .replica
             .is_none()
@@ -494,10 +584,7 @@ impl Database {
     }
 
     fn memo_of(&self, scope: MemoScope) -> &Mutex<Memo> {
-        match scope {
-            MemoScope::Data => &self.inner.memo,
-            MemoScope::Watched => &self.inner.watched_memo,
-        }
+        &self.scoped(scope).memo
     }
 
     /// The answer remembered under `key` at the current version, if any (never blocks on I/O:
@@ -681,28 +768,49 @@ impl Database {
 
 /// A PASSIVE checkpoint: copies what it can of the WAL into the database file without
 /// waiting for readers or the writer.
-/// Installs the watch triggers on the [`WATCHED_TABLES`] the database has (a tenant's; the
-/// registry has none): each changed row calls [`WATCH_FUNCTION`], which sets `touched`.
-fn watch_tables(writer: &Connection, touched: &Arc<AtomicBool>) -> Result<()> {
-    let flag = touched.clone();
+/// Installs the watch triggers on the tables of [`WATCHED_TABLES`] and [`CATALOGUE_COLUMNS`]
+/// the database has (a tenant's; the registry has none): each changed row calls
+/// [`WATCH_FUNCTION`] with its scope's number, which sets that scope's flag.
+fn watch_tables(writer: &Connection, scopes: &[Scoped; 3]) -> Result<()> {
+    let flags: Vec<Arc<AtomicBool>> = scopes.iter().map(|s| s.touched.clone()).collect();
     writer.create_scalar_function(
         WATCH_FUNCTION,
-        0,
+        1,
         rusqlite::functions::FunctionFlags::SQLITE_UTF8,
-        move |_| {
-            flag.store(true, Ordering::SeqCst);
+        move |ctx| {
+            let scope: usize = ctx.get(0)?;
+            if let Some(flag) = flags.get(scope) {
+                flag.store(true, Ordering::SeqCst);
+            }
             Ok(0)
         },
     )?;
-    for table in sqlite::user_tables(writer)? {
-        if !WATCHED_TABLES.contains(&table.as_str()) {
+    let watched = WATCHED_TABLES
+        .iter()
+        .map(|t| (MemoScope::Watched, *t, None))
+        .chain(
+            CATALOGUE_COLUMNS
+                .iter()
+                .map(|(t, columns)| (MemoScope::Catalogue, *t, *columns)),
+        );
+    let tables = sqlite::user_tables(writer)?;
+    for (scope, table, columns) in watched {
+        if !tables.iter().any(|t| t == table) {
             continue;
         }
-        for event in ["INSERT", "UPDATE", "DELETE"] {
+        let update = match columns {
+            Some(columns) => format!("UPDATE OF {columns}"),
+            None => "UPDATE".to_string(),
+        };
+        for (kind, event) in [
+            ("insert", "INSERT"),
+            ("update", &update),
+            ("delete", "DELETE"),
+        ] {
+            let n = scope.index();
             writer.execute_batch(&format!(
-                "CREATE TEMP TRIGGER IF NOT EXISTS sbx_watch_{kind}_{table}
-                 AFTER {event} ON main.{table} BEGIN SELECT {WATCH_FUNCTION}(); END;",
-                kind = event.to_lowercase()
+                "CREATE TEMP TRIGGER IF NOT EXISTS sbx_watch{n}_{kind}_{table}
+                 AFTER {event} ON main.{table} BEGIN SELECT {WATCH_FUNCTION}({n}); END;"
             ))?;
         }
     }

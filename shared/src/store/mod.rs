@@ -35,7 +35,7 @@ pub mod idempotency;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub mod object_store;
-pub use database::MemoScope;
+pub use database::{write_memo, MemoScope};
 pub mod registry;
 pub mod replica;
 mod request;

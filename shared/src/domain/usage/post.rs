@@ -10,6 +10,7 @@
 //! it, and `post/answer.rs` renders the call's answer from what was stored.
 
 mod answer;
+mod catalogue;
 mod parse;
 mod services;
 mod store;
@@ -17,22 +18,19 @@ mod store;
 use crate::domain::accounts::add_to_pending_charges;
 pub use answer::Stored;
 use answer::StoredEvent;
+use catalogue::Catalogue;
 pub(super) use parse::parse_event;
 use parse::Parsed;
-use services::ServiceRef;
 #[cfg(test)]
 pub(super) use store::LIVE_EVENTS_SQL;
 use store::{insert_events, live_events, rate_and_store};
 
-use super::rate_plan::RatePlans;
-use super::{BulkOutcome, BulkRequest, ChargeCategoryRef, ErredCode};
+use super::{BulkOutcome, BulkRequest, ErredCode};
 use crate::{Error, Result};
 use chrono_tz::Tz;
 use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
-use std::sync::Arc;
 
 /// Posts a bulk call: rates and stores every event that can be rated. Run it inside
 /// [`crate::store::TenantDb::write`]; a re-run is harmless (the request id is new each time).
@@ -114,18 +112,12 @@ pub fn simulate_checked(
 type Erred = (ErredCode, String);
 
 /// What one call has looked up already.
-#[derive(Default)]
-struct Caches {
-    /// Shared, so that an event takes its service without copying its texts.
-    services: HashMap<String, std::result::Result<Vec<Rc<ServiceRef>>, Erred>>,
-    plans: RatePlans,
-    /// The billing period holding a start (stored text) per service, or none.
-    periods: HashMap<(i64, String), Option<i64>>,
+struct Caches<'c> {
+    /// The rating catalogue: kept across calls while it is unchanged (`post/catalogue.rs`).
+    catalogue: &'c mut Catalogue,
     /// Stored pending charges per billing account: they change only at the end of the call
     /// ([`add_to_pending_charges`]), so one read per account serves every event.
     pending_totals: HashMap<i64, Decimal>,
-    /// Charge categories by id, as a rated event's charges embed them.
-    categories: HashMap<i64, Arc<ChargeCategoryRef>>,
 }
 
 fn process(
@@ -140,7 +132,12 @@ fn process(
         ));
     }
     let now = crate::time::to_storage(crate::time::now_for(tx)?);
-    let mut caches = Caches::default();
+    let catalogue = catalogue::for_this_write();
+    let mut catalogue = catalogue::lock_for_call(&catalogue);
+    let mut caches = Caches {
+        catalogue: &mut catalogue,
+        pending_totals: HashMap::new(),
+    };
     let valid: Vec<&Parsed> = events.0.iter().filter_map(|e| e.as_ref().ok()).collect();
     let live = live_events(tx, &valid)?;
     let mut pending: HashMap<i64, Decimal> = HashMap::new();

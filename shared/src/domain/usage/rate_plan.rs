@@ -1,8 +1,9 @@
 //! A product's rate plan as [`crate::rating`] applies it: its usage rules in plan order,
 //! each with its condition and parsed rate (a rule whose definition no longer parses keeps
 //! the error, which rating reports as RULE_MISCONFIGURED), TABLE rates with their lookup
-//! rows. Plans and lookup tables load once per bulk call, so a FORMULA rule's expression is
-//! lexed, parsed and checked once per call, then only evaluated per event.
+//! rows. Plans and lookup tables load once into posting's catalogue, kept across calls while
+//! their rows are unchanged, so a FORMULA rule's expression is lexed, parsed and checked once,
+//! then only evaluated per event.
 
 use crate::rating::{self, Condition, LookupRow, Rate, Rule};
 use crate::Result;
@@ -11,7 +12,8 @@ use rusqlite::Transaction;
 use rust_decimal::Decimal;
 use std::collections::HashMap;
 
-/// The rate plans and lookup tables one bulk call has loaded.
+/// The rate plans and lookup tables posting has loaded (kept across calls in the
+/// catalogue, `post/catalogue.rs`).
 #[derive(Default)]
 pub(super) struct RatePlans {
     plans: HashMap<i64, Vec<Rule>>,
@@ -19,6 +21,13 @@ pub(super) struct RatePlans {
 }
 
 impl RatePlans {
+    /// How many rules and lookup rows it holds.
+    pub(super) fn entries(&self) -> usize {
+        let rules: usize = self.plans.values().map(Vec::len).sum();
+        let rows: usize = self.tables.values().map(Vec::len).sum();
+        rules + rows
+    }
+
     /// The rate plan of a product, loaded on first use.
     pub(super) fn get<'c>(
         &'c mut self,

@@ -132,3 +132,55 @@ fn a_watched_answer_outlives_writes_to_other_tables_only() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_catalogue_entry_is_kept_across_writes_until_a_catalogue_row_changes() {
+    let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let db = Database::open(
+        &dir.join("t.db"),
+        |c| {
+            Ok(c.execute_batch(
+                "CREATE TABLE t (x INTEGER);
+                 CREATE TABLE billing_accounts (id INTEGER PRIMARY KEY, currency_code TEXT,
+                     pending TEXT);
+                 INSERT INTO billing_accounts VALUES (1, 'USD', '0');",
+            )?)
+        },
+        None,
+    )
+    .expect("open");
+    let catalogue = MemoScope::Catalogue;
+    assert!(
+        write_memo(catalogue, "c", || 0_u8).is_none(),
+        "outside a write there is none"
+    );
+    // The entry a write got, as a pointer: the same one again means it was kept.
+    let entry = |sql: &'static str| {
+        db.write(move |tx| {
+            tx.execute_batch(sql)?;
+            Ok(write_memo(catalogue, "c", || 0_u8).map(|e| Arc::as_ptr(&e) as usize))
+        })
+        .expect("write")
+    };
+    let first = entry("").expect("an entry in local mode");
+    assert_eq!(
+        entry("INSERT INTO t VALUES (1)"),
+        Some(first),
+        "other tables"
+    );
+    assert_eq!(
+        entry("UPDATE billing_accounts SET pending = '5' WHERE id = 1"),
+        Some(first),
+        "an account's pending charges are not the catalogue"
+    );
+    assert_eq!(
+        entry("UPDATE billing_accounts SET currency_code = 'EUR' WHERE id = 1"),
+        None,
+        "the write that changed a catalogue row gets none"
+    );
+    let second = entry("").expect("a new entry");
+    assert_ne!(second, first, "the change retired the old entry");
+    assert_eq!(entry(""), Some(second));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,14 +1,16 @@
 //! Which agreement service and billing period an event rates against: the rateable
 //! agreement services carrying its SRID (latest start first), the one holding its start
 //! (or why none does: before its start, after its end, inactive, unknown), and the billing
-//! period holding the start; each looked up once per call.
+//! period holding the start; each loaded into the call's [`Catalogue`] on first use.
 
-use super::{Caches, Erred};
+use super::catalogue::Catalogue;
+use super::Erred;
 use crate::domain::agreements::{AgreementServiceStatus, ResourceStatus};
 use crate::domain::usage::{ErredCode, RATEABLE_STATUSES};
 use crate::{Error, Result};
-use rusqlite::{params, OptionalExtension, Transaction};
-use std::rc::Rc;
+use rusqlite::Transaction;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 /// The service an SRID rates against.
 pub(super) struct ServiceRef {
@@ -25,21 +27,21 @@ pub(super) struct ServiceRef {
 /// The agreement service an event of `srid` starting at `start` rates against.
 pub(super) fn resolve_service(
     tx: &Transaction<'_>,
-    caches: &mut Caches,
+    catalogue: &mut Catalogue,
     srid: &str,
     at: &str,
-) -> Result<std::result::Result<Rc<ServiceRef>, Erred>> {
-    if !caches.services.contains_key(srid) {
+) -> Result<std::result::Result<Arc<ServiceRef>, Erred>> {
+    if !catalogue.services.contains_key(srid) {
         let found = load_services(tx, srid)?;
-        caches.services.insert(srid.to_string(), found);
+        catalogue.services.insert(srid.to_string(), found);
     }
-    let candidates = match caches.services.get(srid) {
+    let candidates = match catalogue.services.get(srid) {
         Some(Ok(c)) => c,
         Some(Err(e)) => return Ok(Err(e.clone())),
         None => return Err(Error::Internal("service cache lost an entry".into())),
     };
     let holds =
-        |s: &Rc<ServiceRef>| s.start.as_str() <= at && s.end.as_deref().is_none_or(|e| at < e);
+        |s: &Arc<ServiceRef>| s.start.as_str() <= at && s.end.as_deref().is_none_or(|e| at < e);
     if let Some(s) = candidates.iter().find(|s| holds(s)) {
         return Ok(Ok(s.clone()));
     }
@@ -71,7 +73,7 @@ pub(super) fn resolve_service(
 fn load_services(
     tx: &Transaction<'_>,
     srid: &str,
-) -> Result<std::result::Result<Vec<Rc<ServiceRef>>, Erred>> {
+) -> Result<std::result::Result<Vec<Arc<ServiceRef>>, Erred>> {
     let mut stmt = tx.prepare_cached(
         "SELECT sr.status, a.status, s.id, a.id, sr.id, s.billing_account_id, s.product_id,
                 ba.currency_code, a.start_date, a.end_date
@@ -109,10 +111,10 @@ fn load_services(
             format!("no service carries the service_resource_identifier '{srid}'"),
         )));
     }
-    let active: Vec<Rc<ServiceRef>> = rows
+    let active: Vec<Arc<ServiceRef>> = rows
         .into_iter()
         .filter(|(a, _)| *a)
-        .map(|(_, s)| Rc::new(s))
+        .map(|(_, s)| Arc::new(s))
         .collect();
     if active.is_empty() {
         return Ok(Err((
@@ -127,26 +129,33 @@ fn load_services(
 }
 
 /// The billing period of a service holding `at` (stored text): the latest starting at or
-/// before `at` that ends after it. One indexed lookup (service_periods_service) per service
-/// and start, remembered for the call: a service may have years of periods, and a call
-/// rarely needs more than a few of them.
+/// before `at` that ends after it (of periods starting together, the last made), as
+/// `SELECT id FROM service_periods WHERE service_id = ? AND start_date <= at AND at <
+/// end_date ORDER BY start_date DESC LIMIT 1` would find it. A service's periods load
+/// once into the catalogue (one indexed range of service_periods_service), then every start
+/// is a binary search.
 pub(super) fn service_period(
     tx: &Transaction<'_>,
-    caches: &mut Caches,
+    catalogue: &mut Catalogue,
     service_id: i64,
     at: &str,
 ) -> Result<Option<i64>> {
-    if let Some(found) = caches.periods.get(&(service_id, at.to_string())) {
-        return Ok(*found);
-    }
-    let found = tx
-        .prepare_cached(
-            "SELECT id FROM service_periods
-             WHERE service_id = ?1 AND start_date <= ?2 AND ?2 < end_date
-             ORDER BY start_date DESC LIMIT 1",
-        )?
-        .query_row(params![service_id, at], |r| r.get(0))
-        .optional()?;
-    caches.periods.insert((service_id, at.to_string()), found);
-    Ok(found)
+    let periods = match catalogue.periods.entry(service_id) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(
+            tx.prepare_cached(
+                "SELECT id, start_date, end_date FROM service_periods
+                 WHERE service_id = ?1 ORDER BY start_date, id",
+            )?
+            .query_map([service_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<(i64, String, String)>>>()?,
+        ),
+    };
+    // Those starting at or before `at`, then the latest of them that ends after it.
+    let starting = periods.partition_point(|(_, start, _)| start.as_str() <= at);
+    Ok(periods[..starting]
+        .iter()
+        .rev()
+        .find(|(_, _, end)| at < end.as_str())
+        .map(|(id, _, _)| *id))
 }

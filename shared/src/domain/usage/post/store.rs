@@ -12,6 +12,7 @@
 //! before then: a pair appears at most once per call (`DUPLICATE_IN_REQUEST`), and overwritten
 //! events are voided before the insert, so the pair index never meets the new row.
 
+use super::catalogue::Catalogue;
 use super::parse::Parsed;
 use super::services::{resolve_service, service_period};
 use super::{Caches, Erred, StoredEvent};
@@ -270,7 +271,7 @@ fn duplicate_event(live: &LiveEvent, ev: &Parsed) -> Erred {
 /// voided if this one is rated.
 pub(super) fn rate_and_store<'e>(
     tx: &Transaction<'_>,
-    caches: &mut Caches,
+    caches: &mut Caches<'_>,
     ev: &'e Parsed,
     mode: Mode,
     live: &LiveByPair,
@@ -291,18 +292,18 @@ pub(super) fn rate_and_store<'e>(
 /// [`rate_and_store`] once the live event the event overwrites (if any) is known.
 fn rate_and_store_found<'e>(
     tx: &Transaction<'_>,
-    caches: &mut Caches,
+    caches: &mut Caches<'_>,
     ev: &'e Parsed,
     live: Option<&LiveEvent>,
     now: &str,
     pending: &mut HashMap<i64, Decimal>,
 ) -> Result<std::result::Result<(StoredEvent, Unstored<'e>), Erred>> {
     let start = &ev.stored_start;
-    let service = match resolve_service(tx, caches, &ev.srid, start)? {
+    let service = match resolve_service(tx, caches.catalogue, &ev.srid, start)? {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
     };
-    let Some(period_id) = service_period(tx, caches, service.service_id, start)? else {
+    let Some(period_id) = service_period(tx, caches.catalogue, service.service_id, start)? else {
         return Ok(Err((
             ErredCode::NoServicePeriod,
             format!(
@@ -311,7 +312,7 @@ fn rate_and_store_found<'e>(
             ),
         )));
     };
-    let plan = caches.plans.get(tx, service.product_id)?;
+    let plan = caches.catalogue.plans.get(tx, service.product_id)?;
     let usage = Usage {
         uom: &ev.uom,
         amount: ev.amount,
@@ -380,7 +381,7 @@ fn rate_and_store_found<'e>(
     let entry = pending.entry(service.billing_account_id).or_default();
     // Checked above: the sum is within bounds.
     *entry = entry.saturating_add(charge.charge);
-    let category = charge_category(tx, caches, charge.charge_category_id)?;
+    let category = charge_category(tx, caches.catalogue, charge.charge_category_id)?;
     let row = Unstored {
         ev,
         service_resource_id: service.service_resource_id,
@@ -400,13 +401,13 @@ fn rate_and_store_found<'e>(
     )))
 }
 
-/// A charge category as a rated event's charges embed it; loaded once per call.
+/// A charge category as a rated event's charges embed it; loaded into the catalogue once.
 fn charge_category(
     tx: &Transaction<'_>,
-    caches: &mut Caches,
+    catalogue: &mut Catalogue,
     id: i64,
 ) -> Result<Arc<ChargeCategoryRef>> {
-    if let Some(c) = caches.categories.get(&id) {
+    if let Some(c) = catalogue.categories.get(&id) {
         return Ok(c.clone());
     }
     let found = Arc::new(
@@ -421,7 +422,7 @@ fn charge_category(
             })
         })?,
     );
-    caches.categories.insert(id, found.clone());
+    catalogue.categories.insert(id, found.clone());
     Ok(found)
 }
 
