@@ -44,10 +44,22 @@ pub fn from_storage(s: &str) -> Option<DateTime<Utc>> {
 /// as Chicago's -05:50:36, which RFC 3339 cannot write: rounded, the text would name another
 /// instant). Every rendered text is thus accepted back by [`parse_date_or_datetime`].
 pub fn render(stored: &str, tz: Tz) -> String {
+    match from_storage(stored) {
+        Some(t) => render_instant(t, tz),
+        None => stored.to_string(),
+    }
+}
+
+/// What [`render`] answers for the stored text of `t` (`render(&to_storage(t), tz)`), without
+/// writing and parsing that text: `t` is cut to the milliseconds storage keeps.
+pub fn render_as_stored(t: DateTime<Utc>, tz: Tz) -> String {
+    use chrono::SubsecRound;
+    render_instant(t.trunc_subsecs(3), tz)
+}
+
+/// [`render`] of an instant already parsed.
+fn render_instant(t: DateTime<Utc>, tz: Tz) -> String {
     use chrono::Offset;
-    let Some(t) = from_storage(stored) else {
-        return stored.to_string();
-    };
     let local = t.with_timezone(&tz);
     let whole_minutes = local.offset().fix().local_minus_utc() % 60 == 0;
     if whole_minutes && within_years(local.date_naive()) {
@@ -191,6 +203,39 @@ mod tests {
     /// stored instant, or none, for every midnight of a DST change (a gap in Chicago at 02:00,
     /// in Santiago at midnight itself), ordinary days, zones east and west, and the years'
     /// edges.
+    #[test]
+    fn render_as_stored_is_the_stored_text_rendered() {
+        let submitted = [
+            "2026-02-01T10:00:00-06:00",
+            "2026-02-01T10:00:00.123456789-06:00",
+            "2026-02-01T10:00:00.9999+05:45",
+            "2016-12-31T23:59:60.5Z",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999999Z",
+            "1850-06-01T12:00:00Z",
+            "2026-02-01",
+            "2024-03-10T02:30",
+        ];
+        for zone in [
+            "America/Chicago",
+            "Asia/Kathmandu",
+            "Pacific/Kiritimati",
+            "UTC",
+        ] {
+            let tz = parse_tz(zone).unwrap();
+            for text in submitted {
+                let Some(t) = parse_date_or_datetime(text, tz) else {
+                    continue;
+                };
+                assert_eq!(
+                    render_as_stored(t, tz),
+                    render(&to_storage(t), tz),
+                    "{zone} {text}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn local_to_storage_is_the_written_time_parsed() {
         let zones = [

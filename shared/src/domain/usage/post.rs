@@ -57,20 +57,29 @@ pub struct CheckedEvents(Vec<std::result::Result<Parsed, Erred>>);
 /// layer runs it before the write, without holding the tenant's writer.
 pub fn check_events(req: &BulkRequest, tz: Tz) -> Result<CheckedEvents> {
     req.check()?;
-    let mut seen: HashSet<(String, String)> = HashSet::new();
-    let mut events = Vec::with_capacity(req.usage_events.len());
-    for raw in &req.usage_events {
-        events.push(parse_event(raw, tz).and_then(|ev| {
-            if let Some((r, s)) = ev.pair() {
-                if !seen.insert((r.to_string(), s.to_string())) {
-                    return Err((
-                        ErredCode::DuplicateInRequest,
-                        format!("an earlier event of this call has reference_id '{r}' and sequence_id '{s}'"),
-                    ));
-                }
-            }
-            Ok(ev)
-        }));
+    let mut events: Vec<_> = req
+        .usage_events
+        .iter()
+        .map(|raw| parse_event(raw, tz))
+        .collect();
+    // The pairs an earlier event of the call has: found first (borrowing the events' own
+    // texts), then erred.
+    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(events.len());
+    let repeated: Vec<(usize, String)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, ev)| {
+            let (r, s) = ev.as_ref().ok()?.pair()?;
+            (!seen.insert((r, s))).then(|| {
+                let message = format!(
+                    "an earlier event of this call has reference_id '{r}' and sequence_id '{s}'"
+                );
+                (i, message)
+            })
+        })
+        .collect();
+    for (i, message) in repeated {
+        events[i] = Err((ErredCode::DuplicateInRequest, message));
     }
     Ok(CheckedEvents(events))
 }

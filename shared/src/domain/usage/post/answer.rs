@@ -76,9 +76,10 @@ impl StoredEvent {
             Some(_) => self.id.to_string(),
             None => format!("-{n}"),
         };
-        let start_time = crate::time::render(&ev.stored_start, tz);
+        // From the parsed instants, as their stored texts would render.
+        let start_time = crate::time::render_as_stored(ev.start, tz);
         let end_time = match &ev.stored_end {
-            Some(end) => crate::time::render(end, tz),
+            Some(_) => crate::time::render_as_stored(ev.end, tz),
             None => start_time.clone(),
         };
         RatedEvent {

@@ -15,6 +15,8 @@ use serde_json::value::RawValue;
 #[derive(Debug)]
 pub(in crate::domain::usage) struct Parsed {
     pub(in crate::domain::usage) start: DateTime<Utc>,
+    /// The end, `start` when none was given.
+    pub(super) end: DateTime<Utc>,
     /// `start` as stored, and the end when it differs (made here, before the write).
     pub(super) stored_start: String,
     pub(super) stored_end: Option<String>,
@@ -205,6 +207,7 @@ pub(in crate::domain::usage) fn parse_event(
         stored_end: (end != start).then(|| crate::time::to_storage(end)),
         amount_text: canonical(amount),
         start,
+        end,
         srid,
         uom,
         amount,
