@@ -22,9 +22,45 @@ pub fn now_for(conn: &rusqlite::Connection) -> crate::Result<DateTime<Utc>> {
     test_clock::now_for(conn)
 }
 
-/// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// The stored form of an instant: `YYYY-MM-DDTHH:MM:SS.mmmZ` (chrono's RFC 3339 with
+/// milliseconds, cut, not rounded).
+///
+/// Written digit by digit for the instants of years 1 to 9999 outside leap seconds, which is
+/// every instant stored from a client (posting writes two per event, and chrono's formatter
+/// took 7% of checking a bulk call); the rest go through chrono. A test compares the two.
 pub fn to_storage(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    use chrono::{Datelike, Timelike};
+    let (year, nanos) = (t.year(), t.nanosecond());
+    if !(MIN_YEAR..=MAX_YEAR).contains(&year) || nanos >= 1_000_000_000 {
+        return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+    }
+    let mut out = [0_u8; 24];
+    let mut put = |at: usize, value: u32, width: usize| {
+        let mut v = value;
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, year.unsigned_abs(), 4);
+    put(5, t.month(), 2);
+    put(8, t.day(), 2);
+    put(11, t.hour(), 2);
+    put(14, t.minute(), 2);
+    put(17, t.second(), 2);
+    put(20, nanos / 1_000_000, 3);
+    for (at, c) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+    ] {
+        out[at] = c;
+    }
+    out[23] = b'Z';
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 /// Parses a stored instant (any RFC 3339 form is accepted).
@@ -203,6 +239,31 @@ mod tests {
     /// stored instant, or none, for every midnight of a DST change (a gap in Chicago at 02:00,
     /// in Santiago at midnight itself), ordinary days, zones east and west, and the years'
     /// edges.
+    #[test]
+    fn to_storage_writes_what_chrono_writes() {
+        let chrono = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut instants: Vec<DateTime<Utc>> = [
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999999999Z",
+            "2016-12-31T23:59:60.5Z",
+            "2026-02-01T16:00:00.000999Z",
+            "1970-01-01T00:00:00Z",
+        ]
+        .iter()
+        .map(|t| DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc))
+        .collect();
+        // Spread over the years and beyond them (chrono's own form there), at odd fractions.
+        let mut seconds: i64 = -62_200_000_000;
+        while seconds < 253_500_000_000 {
+            let nanos = (seconds.unsigned_abs() % 1_000_000_000) as u32;
+            instants.push(DateTime::from_timestamp(seconds, nanos).unwrap());
+            seconds += 97_777_777;
+        }
+        for t in instants {
+            assert_eq!(to_storage(t), chrono(t), "{t:?}");
+        }
+    }
+
     #[test]
     fn render_as_stored_is_the_stored_text_rendered() {
         let submitted = [
