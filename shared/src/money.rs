@@ -37,33 +37,42 @@ pub fn parse_decimal(text: &str) -> Option<Decimal> {
 /// per event, and rust_decimal's `Display` divides the 96-bit mantissa digit by digit (5% of
 /// a bulk call's server time). A test compares the two on random decimals.
 pub fn canonical(d: Decimal) -> String {
+    let mut out = String::new();
+    push_canonical(&mut out, d);
+    out
+}
+
+/// [`canonical`], appended to `out`: posting writes a call's decimals into one buffer.
+pub fn push_canonical(out: &mut String, d: Decimal) {
+    use std::fmt::Write;
     let d = d.normalize();
     let magnitude = d.mantissa().unsigned_abs();
     if magnitude == 0 {
-        return "0".to_string();
+        out.push('0');
+        return;
     }
-    let digits = match u64::try_from(magnitude) {
-        Ok(small) => small.to_string(),
-        Err(_) => magnitude.to_string(),
-    };
-    let scale = d.scale() as usize;
-    let mut out = String::with_capacity(digits.len() + scale + 3);
     if d.is_sign_negative() {
         out.push('-');
     }
+    let start = out.len();
+    // Writing into a String cannot fail.
+    let _ = match u64::try_from(magnitude) {
+        Ok(small) => write!(out, "{small}"),
+        Err(_) => write!(out, "{magnitude}"),
+    };
+    let digits = out.len() - start;
+    let scale = d.scale() as usize;
     if scale == 0 {
-        out.push_str(&digits);
-    } else if digits.len() > scale {
-        let (whole, fraction) = digits.split_at(digits.len() - scale);
-        out.push_str(whole);
-        out.push('.');
-        out.push_str(fraction);
-    } else {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', scale - digits.len()));
-        out.push_str(&digits);
+        return;
     }
-    out
+    if digits > scale {
+        out.insert(out.len() - scale, '.');
+    } else {
+        let leading: String = std::iter::once("0.")
+            .chain(std::iter::repeat_n("0", scale - digits))
+            .collect();
+        out.insert_str(start, &leading);
+    }
 }
 
 /// Serializes a decimal as a JSON number with its exact digits (`serialize_with`).

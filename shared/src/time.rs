@@ -60,7 +60,8 @@ pub fn to_storage(t: DateTime<Utc>) -> String {
         out[at] = c;
     }
     out[23] = b'Z';
-    out.iter().map(|&b| char::from(b)).collect()
+    // ASCII digits and separators only.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Parses a stored instant (any RFC 3339 form is accepted).

@@ -253,7 +253,9 @@ pub struct EventCharge {
     /// The rule that produced it.
     pub usage_rule: IdRef,
     /// The rule's charge category.
-    pub charge_category: ChargeCategoryRef,
+    // Shared: a call's events embed a few categories many times.
+    #[schema(value_type = ChargeCategoryRef)]
+    pub charge_category: std::sync::Arc<ChargeCategoryRef>,
     /// The rule's unit.
     #[schema(schema_with = crate::domain::enum_schemas::usage_uom)]
     pub usage_uom: String,

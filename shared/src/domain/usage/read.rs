@@ -76,11 +76,11 @@ fn attach_charges(conn: &Connection, events: &mut [RatedEvent]) -> Result<()> {
                 usage_rule: IdRef {
                     id: r.get::<_, i64>(4)?.to_string(),
                 },
-                charge_category: ChargeCategoryRef {
+                charge_category: std::sync::Arc::new(ChargeCategoryRef {
                     charge_category_type: r.get(5)?,
                     id: r.get::<_, i64>(6)?.to_string(),
                     name: r.get(7)?,
-                },
+                }),
                 usage_uom: r.get(8)?,
                 usage_amount: crate::money::from_sql_text(r.get_ref(9)?)?,
             },

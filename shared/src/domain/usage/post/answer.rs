@@ -101,7 +101,7 @@ impl StoredEvent {
                 usage_rule: IdRef {
                     id: self.charge.usage_rule_id.to_string(),
                 },
-                charge_category: (*self.category).clone(),
+                charge_category: self.category,
                 usage_uom: self.charge.usage_uom,
                 usage_amount: self.charge.usage_amount,
             }],

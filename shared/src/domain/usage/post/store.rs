@@ -17,7 +17,7 @@ use super::parse::Parsed;
 use super::services::{resolve_service, service_period};
 use super::{Caches, Erred, StoredEvent};
 use crate::domain::usage::{ChargeCategoryRef, ErredCode, Mode};
-use crate::money::canonical;
+use crate::money::{canonical, push_canonical};
 use crate::rating::{self, Attributes, RatingError, Usage};
 use crate::{Error, Result};
 use rusqlite::types::ToSql;
@@ -158,7 +158,7 @@ impl Unstored<'_> {
     fn bind<'a>(
         &'a self,
         stored: &'a StoredEvent,
-        texts: &'a [String; 3],
+        texts: &'a [&'a str],
         request_id: &'a &'a str,
         now: &'a &'a str,
     ) -> [&'a dyn ToSql; EVENT_PARAMS] {
@@ -210,19 +210,27 @@ pub(super) fn insert_events(
                     _ => Err(Error::Internal("a rated event has no stored answer".into())),
                 })
                 .collect::<Result<Vec<&StoredEvent>>>()?;
-            let texts: Vec<[String; 3]> = answers
+            // The charges' decimals as stored (total, rate, amount per row), written into one
+            // buffer, then borrowed by the statement's parameters.
+            let mut buffer = String::with_capacity(chunk.len() * 24);
+            let mut ends = Vec::with_capacity(chunk.len() * 3);
+            for c in answers.iter().map(|a| &a.charge) {
+                for d in [c.charge, c.rate, c.usage_amount] {
+                    push_canonical(&mut buffer, d);
+                    ends.push(buffer.len());
+                }
+            }
+            let mut start = 0;
+            let texts: Vec<&str> = ends
                 .iter()
-                .map(|a| {
-                    let c = &a.charge;
-                    [
-                        canonical(c.charge),
-                        canonical(c.rate),
-                        canonical(c.usage_amount),
-                    ]
+                .map(|&end| {
+                    let text = buffer.get(start..end).unwrap_or_default();
+                    start = end;
+                    text
                 })
                 .collect();
             let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * EVENT_PARAMS);
-            for (((_, u), answer), texts) in chunk.iter().zip(&answers).zip(&texts) {
+            for (((_, u), answer), texts) in chunk.iter().zip(&answers).zip(texts.chunks(3)) {
                 params.extend(u.bind(answer, texts, &request_id, &now));
             }
             tx.prepare_cached(&INSERT_SQL[size])?
