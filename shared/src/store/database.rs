@@ -766,8 +766,6 @@ impl Database {
     }
 }
 
-/// A PASSIVE checkpoint: copies what it can of the WAL into the database file without
-/// waiting for readers or the writer.
 /// Installs the watch triggers on the tables of [`WATCHED_TABLES`] and [`CATALOGUE_COLUMNS`]
 /// the database has (a tenant's; the registry has none): each changed row calls
 /// [`WATCH_FUNCTION`] with its scope's number, which sets that scope's flag.

@@ -11,6 +11,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{request::Parts, StatusCode};
 use serde::de::DeserializeOwned;
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The tenant the pipeline identified for this request, if any.
@@ -87,11 +88,12 @@ where
 pub const MAX_JSON_DEPTH: usize = 64;
 
 /// An open array or object of the document [`check_json`] scans.
-enum Frame {
+enum Frame<'a> {
     Array,
     Object {
-        /// The member names read so far (unescaped).
-        names: HashSet<String>,
+        /// The member names read so far (unescaped; borrowed from the body when written
+        /// without escapes, as nearly all are).
+        names: HashSet<Cow<'a, str>>,
         /// Whether the next string is a member name (after `{` or `,`).
         expect_name: bool,
         /// The byte range of the last member name, quotes included, for messages.
@@ -100,11 +102,19 @@ enum Frame {
 }
 
 /// A JSON string (quotes included) as text: unescaped when it can be, else as written.
-fn json_text(quoted: &[u8]) -> String {
-    serde_json::from_slice::<String>(quoted).unwrap_or_else(|_| {
-        let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(&[]);
-        String::from_utf8_lossy(inner).into_owned()
-    })
+/// Borrowed when it holds no escape and is UTF-8 (its text is then what is between the
+/// quotes).
+fn json_text(quoted: &[u8]) -> Cow<'_, str> {
+    let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(&[]);
+    if !inner.contains(&b'\\') {
+        if let Ok(text) = std::str::from_utf8(inner) {
+            return Cow::Borrowed(text);
+        }
+    }
+    Cow::Owned(
+        serde_json::from_slice::<String>(quoted)
+            .unwrap_or_else(|_| String::from_utf8_lossy(inner).into_owned()),
+    )
 }
 
 /// A member name as messages show it: at most 64 characters.
@@ -207,7 +217,7 @@ fn check_json(bytes: &[u8], max: usize) -> Result<(), String> {
 }
 
 /// The refusal of a lone surrogate escape, naming the innermost member it is in.
-fn lone_surrogate(bytes: &[u8], stack: &[Frame], unit: u32) -> String {
+fn lone_surrogate(bytes: &[u8], stack: &[Frame<'_>], unit: u32) -> String {
     let member = stack.iter().rev().find_map(|f| match f {
         Frame::Object {
             last: Some((s, e)),
