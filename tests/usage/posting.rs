@@ -674,7 +674,8 @@ async fn amounts_beyond_18_integer_digits_are_erred_never_500() {
 
 /// Posting keeps the rating catalogue across calls while its rows are unchanged
 /// (`usage/post/catalogue.rs`): a change of any row it was loaded from shows in the next
-/// call, whether another write made it or the posting write itself, before it posts.
+/// call, whether another write made it, the posting write itself before it posts, or a
+/// restore.
 #[tokio::test]
 async fn a_kept_catalogue_shows_every_change_of_its_rows() {
     let s = TestServer::start().await;
@@ -686,6 +687,7 @@ async fn a_kept_catalogue_shows_every_change_of_its_rows() {
 
     let first = rated(&bulk(&s, &t, "FAIL_ON_EXISTING", one()).await);
     let rule: i64 = first["usage_rule"]["id"].as_str().unwrap().parse().unwrap();
+    s.state.store.create_checkpoint(&t.id, "rated").unwrap();
     // Loaded by the first call, kept for the second: the same charge, another event.
     let without_id = |mut c: Value| {
         c["id"] = Value::Null;
@@ -720,6 +722,11 @@ async fn a_kept_catalogue_shows_every_change_of_its_rows() {
         .await
         .unwrap();
     assert_eq!(dec(&rated(&nine)["rate"]), d("9"), "{nine}");
+
+    // A restore replaces every row: the next call rates as at the checkpoint.
+    s.state.store.restore_checkpoint(&t.id, "rated").unwrap();
+    let restored = rated(&bulk(&s, &t, "FAIL_ON_EXISTING", one()).await);
+    assert_eq!(restored["rate"], first["rate"], "{restored}");
 
     // The service ends before the event: the next call errs it.
     db.write(|tx| {
