@@ -139,6 +139,14 @@ const POSTED_COLUMNS: &str = "request_id, service_resource_identifier, service_r
     created_at, usage_rule_id, charge_category_id, charge_rate, charge_usage_uom,
     charge_usage_amount";
 
+/// The head of the storage limits' inserts, as posting's (`INSERT OR FAIL`, the columns in
+/// its order).
+const INSERT_INTO: &str = "INSERT OR FAIL INTO usage_events (request_id,
+    service_resource_identifier, service_resource_id, agreement_service_id, billing_account_id,
+    service_period_id, start_time, end_time, usage_uom, usage_amount, reference_id, sequence_id,
+    total_charge, overwrite_counter, voided, created_at, usage_rule_id, charge_category_id,
+    charge_rate, charge_usage_uom, charge_usage_amount) VALUES";
+
 /// Posting's insert of `rows` event rows in one statement (`usage/post/store.rs`,
 /// `INSERT_SQL`): twenty numbered parameters per row.
 fn posting_insert_sql(rows: usize) -> String {
@@ -147,15 +155,7 @@ fn posting_insert_sql(rows: usize) -> String {
         format!("({}, 0, {})", p[..14].join(", "), p[14..].join(", "))
     };
     let rows: Vec<String> = (0..rows).map(row).collect();
-    format!(
-        "INSERT OR FAIL INTO usage_events (request_id, service_resource_identifier,
-            service_resource_id, agreement_service_id, billing_account_id, service_period_id,
-            start_time, end_time, usage_uom, usage_amount, reference_id, sequence_id,
-            total_charge, overwrite_counter, voided, created_at, usage_rule_id,
-            charge_category_id, charge_rate, charge_usage_uom, charge_usage_amount)
-         VALUES {}",
-        rows.join(", ")
-    )
+    format!("{INSERT_INTO} {}", rows.join(", "))
 }
 
 /// Stores `calls` × 50 events as posting stores them: the rows of the first posted call
@@ -216,15 +216,7 @@ fn storage_insert_sql(rows: usize) -> String {
     let row = "(?, 'srv-compute-0001', ?, ?, ?, ?, '2026-02-01T16:00:00.000Z',
         '2026-02-01T16:00:00.000Z', 'MINUTE', '90', ?, ?, '1.5', 0, 0,
         '2026-02-01T16:00:00.000Z', ?, ?, '1', 'MINUTE', '90')";
-    format!(
-        "INSERT OR FAIL INTO usage_events (request_id, service_resource_identifier,
-            service_resource_id, agreement_service_id, billing_account_id, service_period_id,
-            start_time, end_time, usage_uom, usage_amount, reference_id, sequence_id,
-            total_charge, overwrite_counter, voided, created_at, usage_rule_id,
-            charge_category_id, charge_rate, charge_usage_uom, charge_usage_amount)
-         VALUES {}",
-        vec![row; rows].join(", ")
-    )
+    format!("{INSERT_INTO} {}", vec![row; rows].join(", "))
 }
 
 /// The earlier storage limit (see the module doc): `calls` × 50 copies of one row, 50 per

@@ -52,16 +52,18 @@ fn a_wal_past_the_threshold_is_checkpointed_off_the_write_path() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn every_write_retires_what_the_memo_kept() {
+/// A local database in a new scratch directory with `schema`, for the memo's tests.
+fn memo_test_database(schema: &str) -> (std::path::PathBuf, Database) {
     let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let db = Database::open(
-        &dir.join("t.db"),
-        |c| Ok(c.execute_batch("CREATE TABLE t (x INTEGER)")?),
-        None,
-    )
-    .expect("open");
+    let db =
+        Database::open(&dir.join("t.db"), |c| Ok(c.execute_batch(schema)?), None).expect("open");
+    (dir, db)
+}
+
+#[test]
+fn every_write_retires_what_the_memo_kept() {
+    let (dir, db) = memo_test_database("CREATE TABLE t (x INTEGER)");
     let v = db.memo_version().expect("local mode");
     db.remember(v, "k".into(), Arc::new(1_i64));
     assert_eq!(db.recall::<i64>("k").as_deref(), Some(&1));
@@ -84,18 +86,8 @@ fn every_write_retires_what_the_memo_kept() {
 
 #[test]
 fn a_watched_answer_outlives_writes_to_other_tables_only() {
-    let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let db = Database::open(
-        &dir.join("t.db"),
-        |c| {
-            Ok(c.execute_batch(
-                "CREATE TABLE t (x INTEGER); CREATE TABLE sandbox_faults (x INTEGER);",
-            )?)
-        },
-        None,
-    )
-    .expect("open");
+    let (dir, db) =
+        memo_test_database("CREATE TABLE t (x INTEGER); CREATE TABLE sandbox_faults (x INTEGER);");
     let watched = MemoScope::Watched;
     let keep = |value: i64| {
         let v = db.scoped_version(watched).expect("local mode");
@@ -135,21 +127,11 @@ fn a_watched_answer_outlives_writes_to_other_tables_only() {
 
 #[test]
 fn a_catalogue_entry_is_kept_across_writes_until_a_catalogue_row_changes() {
-    let dir = std::env::temp_dir().join(format!("memo-test-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let db = Database::open(
-        &dir.join("t.db"),
-        |c| {
-            Ok(c.execute_batch(
-                "CREATE TABLE t (x INTEGER);
-                 CREATE TABLE billing_accounts (id INTEGER PRIMARY KEY, currency_code TEXT,
-                     pending TEXT);
-                 INSERT INTO billing_accounts VALUES (1, 'USD', '0');",
-            )?)
-        },
-        None,
-    )
-    .expect("open");
+    let (dir, db) = memo_test_database(
+        "CREATE TABLE t (x INTEGER);
+         CREATE TABLE billing_accounts (id INTEGER PRIMARY KEY, currency_code TEXT, pending TEXT);
+         INSERT INTO billing_accounts VALUES (1, 'USD', '0');",
+    );
     let catalogue = MemoScope::Catalogue;
     assert!(
         write_memo(catalogue, "c", || 0_u8).is_none(),
