@@ -29,6 +29,7 @@ pub mod domain;
 pub mod error;
 pub mod fixtures;
 pub mod json_schema;
+pub mod json_text;
 pub mod money;
 pub mod names;
 pub mod query;

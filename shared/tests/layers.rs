@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("leaf: the error type", &["error"]),
     (
         "leaf: values (amounts, names, instants and the tenant clock's reading; JSON Schema pieces)",
-        &["money", "names", "time", "json_schema"],
+        &["money", "names", "time", "json_schema", "json_text"],
     ),
     ("leaf: credentials and tokens", &["auth"]),
     ("store (tenant databases, registry, S3)", &["store"]),

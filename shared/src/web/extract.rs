@@ -101,20 +101,19 @@ enum Frame<'a> {
     },
 }
 
-/// A JSON string (quotes included) as text: unescaped when it can be, else as written.
-/// Borrowed when it holds no escape and is UTF-8 (its text is then what is between the
-/// quotes).
+/// A JSON string (quotes included) as text ([`crate::json_text::string_text`]): unescaped
+/// when it can be, else as written (the parser, after the rules, says what is wrong with it).
 fn json_text(quoted: &[u8]) -> Cow<'_, str> {
-    let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(&[]);
-    if !inner.contains(&b'\\') {
-        if let Ok(text) = std::str::from_utf8(inner) {
-            return Cow::Borrowed(text);
+    match std::str::from_utf8(quoted)
+        .ok()
+        .and_then(crate::json_text::string_text)
+    {
+        Some(text) => text,
+        None => {
+            let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(&[]);
+            String::from_utf8_lossy(inner)
         }
     }
-    Cow::Owned(
-        serde_json::from_slice::<String>(quoted)
-            .unwrap_or_else(|_| String::from_utf8_lossy(inner).into_owned()),
-    )
 }
 
 /// A member name as messages show it: at most 64 characters.

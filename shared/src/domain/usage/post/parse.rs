@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use serde_json::value::RawValue;
-use std::borrow::Cow;
 
 /// A validated event.
 #[derive(Debug)]
@@ -118,19 +117,6 @@ impl<'a> EventFields<'a> {
     }
 }
 
-/// The text of a JSON string value: borrowed from the request when it holds no escape (a
-/// valid JSON string without a backslash is its text between the quotes), decoded otherwise;
-/// `None` when the value is not a string.
-fn json_str(v: &RawValue) -> Option<Cow<'_, str>> {
-    let text = v.get();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.contains('\\') {
-        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
-    } else {
-        Some(Cow::Borrowed(inner))
-    }
-}
-
 /// Validates one submitted event.
 pub(in crate::domain::usage) fn parse_event<'r>(
     raw: &'r RawValue,
@@ -153,7 +139,8 @@ pub(in crate::domain::usage) fn parse_event<'r>(
         present(name).ok_or_else(|| (ErredCode::MissingField, format!("{name} is required")))
     };
     let string = |name: &str, v: &'r RawValue| {
-        json_str(v).ok_or_else(|| invalid(format!("{name} must be a string, found {}", v.get())))
+        crate::json_text::string_text(v.get())
+            .ok_or_else(|| invalid(format!("{name} must be a string, found {}", v.get())))
     };
     // The text rule of every surface (`domain::check_text`): what XML 1.0 cannot carry is
     // refused here, as an erred event, like any other bad field.
@@ -227,31 +214,4 @@ pub(in crate::domain::usage) fn parse_event<'r>(
         reference_id,
         sequence_id,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_str_borrows_plain_strings_and_decodes_escaped_ones() {
-        let raw = |t: &str| RawValue::from_string(t.to_string()).unwrap();
-        let plain = raw(r#""srv-compute-0001""#);
-        assert!(matches!(
-            json_str(&plain),
-            Some(Cow::Borrowed("srv-compute-0001"))
-        ));
-        for (text, decoded) in [
-            (r#""a\"b""#, "a\"b"),
-            (r#""\u00e9t\u00e9""#, "été"),
-            (r#""tab\there""#, "tab\there"),
-            (r#""back\\slash""#, "back\\slash"),
-            (r#""""#, ""),
-        ] {
-            assert_eq!(json_str(&raw(text)).as_deref(), Some(decoded), "{text}");
-        }
-        for not_a_string in ["12", "null", "true", "[\"a\"]", "{\"a\": \"b\"}"] {
-            assert_eq!(json_str(&raw(not_a_string)), None, "{not_a_string}");
-        }
-    }
 }
