@@ -30,8 +30,15 @@ async fn invoices(s: &TestServer, id: &str) -> i64 {
 
 /// Waits (at most `within`) until a write transaction is open on the SQLite database at
 /// `file`: a connection of the test's own cannot take the write lock at once (`BEGIN
-/// IMMEDIATE` answers busy). When it can, it gives the lock back at once.
-fn wait_until_writing(file: &std::path::Path, within: Duration) {
+/// IMMEDIATE` answers busy). When it can, it gives the lock back at once. Fails at once, saying
+/// so, once `answered` is set: the request it waits for ended without its write having been
+/// seen, so the test's premise did not hold (it used to wait 30 s, then fail without a reason;
+/// seen once in a CI run under load, 2026-11-29).
+fn wait_until_writing(
+    file: &std::path::Path,
+    within: Duration,
+    answered: &std::sync::atomic::AtomicBool,
+) {
     let conn = rusqlite::Connection::open(file).expect("open the tenant's file");
     conn.busy_timeout(Duration::ZERO).expect("no busy wait");
     let deadline = Instant::now() + within;
@@ -41,6 +48,13 @@ fn wait_until_writing(file: &std::path::Path, within: Duration) {
             Err(e) => panic!("probing the write lock: {e}"),
             Ok(()) => {}
         }
+        assert!(
+            !answered.load(std::sync::atomic::Ordering::SeqCst),
+            "the advance was answered before its write transaction was seen on {}: it was cut \
+             off by the {TIMEOUT_MS} ms timeout before it began writing (its undo image comes \
+             first), or it wrote while this probe did not run",
+            file.display()
+        );
         assert!(
             Instant::now() < deadline,
             "no write transaction opened on {} within {within:?}",
@@ -87,8 +101,10 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     let invoices_before = invoices(&s, &id).await;
 
     let sent = Instant::now();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let advance = {
         let (client, url) = (s.client.clone(), s.url(&format!("{clock}/advance")));
+        let answered = answered.clone();
         tokio::spawn(async move {
             let began = Instant::now();
             let r = client
@@ -98,6 +114,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
                 .send()
                 .await
                 .expect("advance");
+            answered.store(true, std::sync::atomic::Ordering::SeqCst);
             let status = r.status().as_u16();
             (status, r.text().await.unwrap_or_default(), began.elapsed())
         })
@@ -111,9 +128,11 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
         .data_dir()
         .join("tenants")
         .join(format!("{id}.db"));
-    tokio::task::spawn_blocking(move || wait_until_writing(&file, Duration::from_secs(30)))
-        .await
-        .expect("join");
+    tokio::task::spawn_blocking(move || {
+        wait_until_writing(&file, Duration::from_secs(30), &answered)
+    })
+    .await
+    .expect("join");
     tokio::time::sleep_until((sent + Duration::from_millis(150)).into()).await;
     let began = Instant::now();
     let r = s
