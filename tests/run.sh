@@ -39,13 +39,8 @@ lane2="foundation openapi"
 # data dir, a request's deadline, the registry's schema): lane 2 runs them after its own
 # targets, and lane 1 skips them. Lane 1 was the longest (its moto tests wait, one at a time);
 # these 29 s of it move to lane 2, which ended first. Each name is a module of tests/store/ (a
-# filter of libtest: `name::` matches the module's tests). `deadlines::` runs after the
-# others, alone: it times a write against a 500 ms request timeout, and beside open_race's
-# sixteen processes (and the other lanes) its clock advance was cut off before it began
-# writing, three runs in a row (2026-11-29).
+# filter of libtest: `name::` matches the module's tests).
 store_local="open_race:: deadlines:: registry_schema::"
-store_local_first="open_race:: registry_schema::"
-store_local_alone="deadlines::"
 
 # Every test target of the workspace except those of lanes 1 and 2, as `--test NAME` arguments.
 other_tests=$(cargo metadata --no-deps --format-version 1 | TAKEN="$lane1 $lane2" python3 -c '
@@ -71,8 +66,7 @@ start_lane 1 "cargo test --workspace $(printf -- '--test %s ' $lane1) --no-fail-
 # shellcheck disable=SC2046,SC2086 # the targets are words
 start_lane 2 "status=0
 cargo test --workspace $(printf -- '--test %s ' $lane2) --no-fail-fast || status=1
-cargo test --workspace --test store --no-fail-fast -- $store_local_first || status=1
-cargo test --workspace --test store --no-fail-fast -- $store_local_alone || status=1
+cargo test --workspace --test store --no-fail-fast -- $store_local || status=1
 exit \$status"
 trap 'for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null; done; exit 130' INT TERM
 

@@ -10,6 +10,11 @@
 //! write's own "nothing was applied". Before: the advance ran on to its end with the writer lock
 //! (the second write waited past its timeout: 503), and the advance was committed after its
 //! client had been told it was cut off.
+//!
+//! The data directory is in memory (`e2e::ram_tempdir`): the advance first writes its undo
+//! image, synced to the disk, and beside other processes' flushes that sync alone took the
+//! whole 500 ms, so the advance was cut off before it began writing (the test failed three CI
+//! runs in a row that way, 2026-11-29; reproduced with `dd ... conv=fsync` loops beside it).
 
 use e2e::{TestServer, ADMIN_KEY};
 use serde_json::{json, Value};
@@ -66,7 +71,8 @@ fn wait_until_writing(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rolls_back() {
-    let dir = tempfile::tempdir().expect("dir");
+    // In memory: the rule is about the writer, not the disk (see `ram_tempdir`).
+    let dir = e2e::ram_tempdir();
     let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
     config.request_timeout_ms = TIMEOUT_MS;
     let state = AppState::new(config).expect("state");
@@ -120,8 +126,10 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
         })
     };
     // Sent once the advance holds the tenant's writer (its write transaction is open), so it
-    // queues behind it; and not before 150 ms after the advance was sent, so that its own
-    // timeout ends well after the advance's (pacing, not ordering).
+    // queues behind it; and not before 250 ms after the advance was sent, so that its own
+    // timeout ends 250 ms after the advance's: time for the cut-off, the rollback and its own
+    // write (about 20 ms idle; 76 ms measured beside open_race's sixteen processes and four
+    // `dd` loops, with 150 ms there it had 150 ms). Pacing, not ordering.
     let file = s
         .state
         .store
@@ -133,7 +141,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     })
     .await
     .expect("join");
-    tokio::time::sleep_until((sent + Duration::from_millis(150)).into()).await;
+    tokio::time::sleep_until((sent + Duration::from_millis(250)).into()).await;
     let began = Instant::now();
     let r = s
         .client
