@@ -6,7 +6,8 @@
 #
 #   make test
 #   make flake-hunt RUNS=5      # the test command RUNS times, and the concurrency-heavy
-#                               # binaries on one core; a report of every failure by test name
+#                               # binaries on one core and beside syncing writers; a report
+#                               # of every failure by test name
 test:
 	bash tests/setup.sh
 	bash tests/run.sh

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The flake hunt: runs the whole test command RUNS times (default 3), then the
 # concurrency-heavy test binaries PINNED times each (default 2) pinned to one core (taskset),
-# where a test that orders events by timing breaks first, and reports every failure by run,
-# test binary and test name. Exit 0 only when nothing failed.
+# where a test that orders events by timing breaks first, then DISK times each (default 1)
+# beside two loops that write and sync 300 MB files, where a test that times a synced write
+# breaks first; it reports every failure by run, test binary and test name. Exit 0 only when
+# nothing failed.
 #
-#   bash tests/flake-hunt.sh [RUNS] [PINNED]      # or: make flake-hunt RUNS=5
+#   bash tests/flake-hunt.sh [RUNS] [PINNED] [DISK]    # or: make flake-hunt RUNS=5
 #
 # Logs and the report go to target/flake-hunt/ (report.txt). A failure is a defect to fix at
 # its cause (docs/testing.md), never a test to retry.
@@ -12,6 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 pinned=${2:-2}
+disk=${3:-1}
 out=target/flake-hunt
 mkdir -p "$out"
 report="$out/report.txt"
@@ -71,6 +74,30 @@ for i in $(seq 1 "$pinned"); do
     status=$?
     record "pinned to one core, round $i: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
   done
+done
+
+# The same binaries beside two writers that sync 300 MB at a time (the disk of a CI host
+# shared with other jobs): a test that counts a sync against a deadline breaks here (the
+# request-deadline test did, its undo image's sync taking the whole 500 ms, until its data
+# moved to memory). Each writer is a session of its own, stopped with its children at the end.
+loads=()
+stop_loads() { for pid in "${loads[@]}"; do kill -- "-$pid" 2>/dev/null; done; loads=(); rm -f "$out"/disk-load-*; }
+trap stop_loads EXIT
+for i in $(seq 1 "$disk"); do
+  for n in 1 2; do
+    setsid bash -c "while :; do dd if=/dev/zero of='$out/disk-load-$n' bs=1M count=300 conv=fsync status=none; done" &
+    loads+=("$!")
+  done
+  for args in "${heavy[@]}"; do
+    name=$(echo "$args" | tr -s ' -' '_')
+    log="$out/disk-$i$name.log"
+    start=$(date +%s)
+    # shellcheck disable=SC2086 # the arguments are words
+    cargo test $args --no-fail-fast >"$log" 2>&1
+    status=$?
+    record "beside two syncing writers, round $i: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
+  done
+  stop_loads
 done
 
 echo "flake hunt: $total_failures failures (report: $report)" | tee -a "$report"
