@@ -1,5 +1,6 @@
-//! One SQLite database as the store uses it: a writer connection behind a lock, a small pool
-//! of read connections, and, in S3 mode, a [`Replica`] that makes S3 the source of truth.
+//! One SQLite database as the store uses it: a writer connection behind a lock ([`writer`]:
+//! a wait for it ends at a deadline without polling), a small pool of read connections, and,
+//! in S3 mode, a [`Replica`] that makes S3 the source of truth.
 //! Tenant databases and the registry are both built on it, so both replicate the same way.
 //!
 //! Memo: answers derived from the database can be kept per *version*, a counter
@@ -50,7 +51,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Most idle read connections kept per database.
@@ -165,7 +166,7 @@ pub(crate) struct Database {
 
 struct Inner {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: Writer,
     readers: Mutex<Vec<Connection>>,
     replica: Option<Replica>,
     /// By [`MemoScope::index`]: each scope's counter, bumped after every write and catch-up
@@ -221,7 +222,7 @@ impl Database {
         Ok(Database {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
-                writer: Mutex::new(writer),
+                writer: Writer::new(writer),
                 readers: Mutex::new(Vec::new()),
                 replica,
                 scopes,
@@ -532,7 +533,7 @@ impl Database {
             // checks ([`Replica::current_since`]).
             let began = Instant::now();
             while !replica.current_since(began)? {
-                let applied = replica.apply_probed(&mut lock(&self.inner.writer));
+                let applied = replica.apply_probed(&mut self.inner.writer.lock());
                 self.bump();
                 applied?;
             }
@@ -643,7 +644,7 @@ impl Database {
         };
         let copy = self.inner.path.with_extension("snapshot");
         let copied = (|| -> Result<u64> {
-            let conn = lock(&self.inner.writer);
+            let conn = self.inner.writer.lock();
             replica::remove_database_files(&copy)?;
             let target = copy.to_str().ok_or_else(|| {
                 Error::Internal(format!("cache path {} is not UTF-8", copy.display()))
@@ -740,10 +741,10 @@ impl Database {
 
     /// The writer connection, waited for until `deadline`, or for as long as it takes
     /// without one.
-    fn writer_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, Connection>> {
+    fn writer_until(&self, deadline: Option<Instant>) -> Result<WriterGuard<'_>> {
         match deadline {
-            None => Ok(lock(&self.inner.writer)),
-            Some(deadline) => lock_until(&self.inner.writer, deadline).ok_or_else(busy),
+            None => Ok(self.inner.writer.lock()),
+            Some(deadline) => self.inner.writer.lock_until(deadline).ok_or_else(busy),
         }
     }
 
@@ -755,7 +756,7 @@ impl Database {
     /// Appends this database's tombstone to its S3 log (no-op without a replica).
     pub fn tombstone(&self) -> Result<()> {
         match &self.inner.replica {
-            Some(replica) => replica.write_tombstone(&mut lock(&self.inner.writer)),
+            Some(replica) => replica.write_tombstone(&mut self.inner.writer.lock()),
             None => Ok(()),
         }
     }
@@ -813,25 +814,6 @@ fn watch_tables(writer: &Connection, scopes: &[Scoped; 3]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Locks `m`, waiting at most until `deadline` (`None` then). Polls: std's mutex has no timed
-/// lock, and a write waits at most a few milliseconds longer than necessary.
-fn lock_until<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
-    let mut pause = Duration::from_micros(200);
-    loop {
-        match m.try_lock() {
-            Ok(guard) => return Some(guard),
-            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => {}
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(5));
-    }
 }
 
 /// Most writes one log entry holds (see [`Database::write_grouped`]): bounds the entry,
@@ -893,6 +875,8 @@ fn busy() -> Error {
 }
 
 mod wal;
+mod writer;
+use writer::{Writer, WriterGuard};
 
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,9 @@ fn a_wal_past_the_threshold_is_checkpointed_off_the_write_path() {
     .expect("open");
     let autocheckpoint = |db: &Database| -> i64 {
         // the writer's own automatic checkpoint is off
-        lock(&db.inner.writer)
+        db.inner
+            .writer
+            .lock()
             .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
             .expect("pragma")
     };
