@@ -128,8 +128,8 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     // Sent once the advance holds the tenant's writer (its write transaction is open), so it
     // queues behind it; and not before 250 ms after the advance was sent, so that its own
     // timeout ends 250 ms after the advance's: time for the cut-off, the rollback and its own
-    // write (about 20 ms idle; 76 ms measured beside open_race's sixteen processes and four
-    // `dd` loops, with 150 ms there it had 150 ms). Pacing, not ordering.
+    // write (about 20 ms idle, 76 ms beside open_race's sixteen processes and four `dd`
+    // loops; the 150 ms used before left 150 ms for it). Pacing, not ordering.
     let file = s
         .state
         .store
