@@ -11,10 +11,13 @@
 //! (the second write waited past its timeout: 503), and the advance was committed after its
 //! client had been told it was cut off.
 //!
-//! The data directory is in memory (`e2e::ram_tempdir`): the advance first writes its undo
-//! image, synced to the disk, and beside other processes' flushes that sync alone took the
-//! whole 500 ms, so the advance was cut off before it began writing (the test failed three CI
-//! runs in a row that way, 2026-11-29; reproduced with `dd ... conv=fsync` loops beside it).
+//! The advance first writes its undo image (about 35 ms idle, synced to the disk), and the
+//! test needs it to begin writing within the 500 ms: it failed four CI runs when that image
+//! outlasted the timeout. Two causes, each reproduced: other processes' disk flushes (beside
+//! four `dd ... conv=fsync` loops the sync alone took the 500 ms: 5 failures in 6), so the data
+//! directory is in memory (`e2e::ram_tempdir`); and open_race's sixteen openers, run beside it
+//! in the same binary and lane (a warm CI with the data in memory failed so, 2026-11-29), so
+//! it holds the binary's `machine_to_itself` lock as they do.
 
 use e2e::{TestServer, ADMIN_KEY};
 use serde_json::{json, Value};
@@ -70,7 +73,15 @@ fn wait_until_writing(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the lock keeps other tests of the binary (threads of their own) out for the whole \
+              test; no task of this runtime takes it"
+)]
 async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rolls_back() {
+    // The machine to itself: beside open_race's sixteen openers (same binary, same lane)
+    // the advance's undo image, some 35 ms of CPU, outlasted the 500 ms timeout.
+    let _alone = e2e::s3::machine_to_itself();
     // In memory: the rule is about the writer, not the disk (see `ram_tempdir`).
     let dir = e2e::ram_tempdir();
     let mut config = Config::new(dir.path(), Some(ADMIN_KEY.to_string()));
