@@ -42,7 +42,9 @@ pub fn canonical(d: Decimal) -> String {
     out
 }
 
-/// [`canonical`], appended to `out`: posting writes a call's decimals into one buffer.
+/// [`canonical`], appended to `out`: posting writes a call's decimals into one buffer. The
+/// digits are counted first, so a decimal below 1 gets its `0.` and leading zeros before its
+/// digits, with no text made and moved aside.
 pub fn push_canonical(out: &mut String, d: Decimal) {
     use std::fmt::Write;
     let d = d.normalize();
@@ -54,24 +56,19 @@ pub fn push_canonical(out: &mut String, d: Decimal) {
     if d.is_sign_negative() {
         out.push('-');
     }
-    let start = out.len();
+    let digits = magnitude.ilog10() as usize + 1;
+    let scale = d.scale() as usize;
+    if scale >= digits {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', scale - digits));
+    }
     // Writing into a String cannot fail.
     let _ = match u64::try_from(magnitude) {
         Ok(small) => write!(out, "{small}"),
         Err(_) => write!(out, "{magnitude}"),
     };
-    let digits = out.len() - start;
-    let scale = d.scale() as usize;
-    if scale == 0 {
-        return;
-    }
-    if digits > scale {
+    if 0 < scale && scale < digits {
         out.insert(out.len() - scale, '.');
-    } else {
-        let leading: String = std::iter::once("0.")
-            .chain(std::iter::repeat_n("0", scale - digits))
-            .collect();
-        out.insert_str(start, &leading);
     }
 }
 
