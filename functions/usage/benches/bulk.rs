@@ -5,9 +5,10 @@
 //!
 //! A fourth line is the storage limit of the real schema: the rows a posting call stores (the
 //! event with its one charge, migration 0008, with the tenant schema's indexes), inserted 50
-//! events per write transaction through the store's own write path, with posting's statements
-//! (the same chunks of rows per statement, the same twenty values bound per row), and no
-//! parsing, lookups or rating. The rows are copies of those of a posted call, each with its
+//! events per write transaction through the store's own write path, with posting's own
+//! statements (`shared::domain::usage::insert_statement` and `event_columns`: the same chunks
+//! of rows per statement, the same twenty values bound per row), and no parsing, lookups or
+//! rating. The rows are copies of those of a posted call, each with its
 //! own services, accounts and periods (five kinds of events, as the posting lines): storing
 //! them touches the same places of the indexes that posting's do. No posting can beat it:
 //! the router's and the domain's rates over it say how near posting comes to storage.
@@ -131,32 +132,18 @@ fn through_domain(
 /// (`usage/post/store.rs`: sizes 32, 16, 8, 4, 2, 1, largest first).
 const STORAGE_CHUNKS: [usize; 3] = [32, 16, 2];
 
-/// The columns posting binds per event row, in the order of its insert (`voided`, the
-/// literal 0, sits between the 14th and the 15th).
-const POSTED_COLUMNS: &str = "request_id, service_resource_identifier, service_resource_id,
-    agreement_service_id, billing_account_id, service_period_id, start_time, end_time,
-    usage_uom, usage_amount, reference_id, sequence_id, total_charge, overwrite_counter,
-    created_at, usage_rule_id, charge_category_id, charge_rate, charge_usage_uom,
-    charge_usage_amount";
-
-/// The head of the storage limits' inserts, as posting's (`INSERT OR FAIL`, the columns in
-/// its order).
-const INSERT_INTO: &str = "INSERT OR FAIL INTO usage_events (request_id,
-    service_resource_identifier, service_resource_id, agreement_service_id, billing_account_id,
-    service_period_id, start_time, end_time, usage_uom, usage_amount, reference_id, sequence_id,
-    total_charge, overwrite_counter, voided, created_at, usage_rule_id, charge_category_id,
-    charge_rate, charge_usage_uom, charge_usage_amount) VALUES";
-
-/// Posting's insert of `rows` event rows in one statement (`usage/post/store.rs`,
-/// `INSERT_SQL`): twenty numbered parameters per row.
-fn posting_insert_sql(rows: usize) -> String {
-    let row = |i: usize| {
-        let p: Vec<String> = (1..=20).map(|k| format!("?{}", i * 20 + k)).collect();
-        format!("({}, 0, {})", p[..14].join(", "), p[14..].join(", "))
-    };
-    let rows: Vec<String> = (0..rows).map(row).collect();
-    format!("{INSERT_INTO} {}", rows.join(", "))
+/// The head of the earlier storage limit's insert: posting's columns
+/// (`shared::domain::usage::event_columns`), `INSERT OR FAIL` as posting's.
+fn insert_into() -> String {
+    format!(
+        "INSERT OR FAIL INTO usage_events ({}) VALUES",
+        shared::domain::usage::event_columns()
+    )
 }
+
+/// Where `voided` sits among posting's columns: the one column it does not bind (the literal
+/// 0 in its statements).
+const VOIDED: usize = 14;
 
 /// Stores `calls` × 50 events as posting stores them: the rows of the first posted call
 /// copied, each call with its own request id and reference ids, in posting's statements (see
@@ -164,20 +151,32 @@ fn posting_insert_sql(rows: usize) -> String {
 /// the elapsed time.
 fn storage_limit(db: &shared::store::TenantDb, calls: usize, offset: usize) -> Duration {
     assert_eq!(STORAGE_CHUNKS.iter().sum::<usize>(), EVENTS_PER_CALL);
-    let sql = format!("SELECT {POSTED_COLUMNS} FROM usage_events ORDER BY id LIMIT 50");
+    let columns = shared::domain::usage::event_columns();
+    let sql = format!("SELECT {columns} FROM usage_events ORDER BY id LIMIT 50");
+    // Each row's values as posting binds them: every column but `voided`.
     let rows: Vec<Vec<rusqlite::types::Value>> = db
         .write_blocking(|tx| {
             let mut stmt = tx.prepare(&sql)?;
+            let count = stmt.column_count();
             let rows = stmt
-                .query_map([], |r| (0..20).map(|i| r.get(i)).collect())?
+                .query_map([], |r| {
+                    (0..count)
+                        .filter(|&i| i != VOIDED)
+                        .map(|i| r.get(i))
+                        .collect()
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(rows)
         })
         .expect("the rows of a posted call");
     assert_eq!(rows.len(), EVENTS_PER_CALL);
-    let texts: Vec<String> = STORAGE_CHUNKS
+    assert_eq!(
+        columns.split(',').nth(VOIDED).map(str::trim),
+        Some("voided")
+    );
+    let texts: Vec<&str> = STORAGE_CHUNKS
         .iter()
-        .map(|&n| posting_insert_sql(n))
+        .map(|&n| shared::domain::usage::insert_statement(n).expect("one of posting's chunk sizes"))
         .collect();
     // Made before the clock starts, as posting holds its texts before it binds them.
     let ids: Vec<(rusqlite::types::Value, rusqlite::types::Value)> = (0..calls)
@@ -186,12 +185,13 @@ fn storage_limit(db: &shared::store::TenantDb, calls: usize, offset: usize) -> D
             (id.clone().into(), format!("storage-{id}").into())
         })
         .collect();
+    let row_len = rows[0].len();
     let started = Instant::now();
     for (request_id, reference_id) in &ids {
         db.write_blocking(|tx| {
             let mut row = rows.iter();
             for (text, &n) in texts.iter().zip(&STORAGE_CHUNKS) {
-                let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(n * 20);
+                let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(n * row_len);
                 for values in row.by_ref().take(n) {
                     for (i, value) in values.iter().enumerate() {
                         params.push(match i {
@@ -216,7 +216,7 @@ fn storage_insert_sql(rows: usize) -> String {
     let row = "(?, 'srv-compute-0001', ?, ?, ?, ?, '2026-02-01T16:00:00.000Z',
         '2026-02-01T16:00:00.000Z', 'MINUTE', '90', ?, ?, '1.5', 0, 0,
         '2026-02-01T16:00:00.000Z', ?, ?, '1', 'MINUTE', '90')";
-    format!("{INSERT_INTO} {}", vec![row; rows].join(", "))
+    format!("{} {}", insert_into(), vec![row; rows].join(", "))
 }
 
 /// The earlier storage limit (see the module doc): `calls` × 50 copies of one row, 50 per

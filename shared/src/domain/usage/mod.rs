@@ -29,6 +29,8 @@ mod tests;
 pub use post::{
     check_events, post, post_checked, simulate, simulate_checked, CheckedEvents, Stored,
 };
+#[cfg(feature = "test-support")]
+pub use post::{event_columns, insert_statement};
 pub use read::{
     fetch_by_ids, get, list, require_narrowing, EVENT_FIELDS_WHITELIST, EVENT_LIST,
     NARROWING_PARAMETERS,

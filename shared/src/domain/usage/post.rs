@@ -23,6 +23,8 @@ pub(super) use parse::parse_event;
 use parse::Parsed;
 #[cfg(test)]
 pub(super) use store::LIVE_EVENTS_SQL;
+#[cfg(feature = "test-support")]
+pub use store::{event_columns, insert_statement};
 use store::{insert_events, live_events, rate_and_store};
 
 use super::{BulkOutcome, BulkRequest, ErredCode};

@@ -81,6 +81,22 @@ static INSERT_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
         .collect()
 });
 
+/// The columns of an event's row as posting inserts them ([`EVENT_COLUMNS`]; `voided` is
+/// the one not bound), for the bulk bench's storage limit (`functions/usage/benches/bulk.rs`),
+/// which stores a posted call's rows again with posting's own statements.
+#[cfg(feature = "test-support")]
+pub fn event_columns() -> &'static str {
+    EVENT_COLUMNS
+}
+
+/// Posting's insert of `rows` event rows ([`INSERT_SQL`]), for the same bench: `None` for a
+/// number of rows that is not one of its chunk sizes ([`CHUNKS`]).
+#[cfg(feature = "test-support")]
+pub fn insert_statement(rows: usize) -> Option<&'static str> {
+    let at = CHUNKS.iter().position(|&n| n == rows)?;
+    INSERT_SQL.get(at).map(String::as_str)
+}
+
 /// The texts of the lookup of the live events of `n` pairs, one per size of [`CHUNKS`]: each
 /// pair met through the whole key of usage_events_pair (its third key is the CASE of
 /// migration 0007, written the same so that SQLite looks the event up through it).
