@@ -64,16 +64,23 @@ done
 # Each with --workspace, as tests/run.sh: features unify over the whole workspace, so the
 # pinned runs reuse the test build instead of compiling the crates again with fewer features.
 heavy=("--workspace --test store" "--workspace --test foundation" "--workspace --lib")
-for i in $(seq 1 "$pinned"); do
+# One round of the heavy binaries: each run once, its command prefixed by the words after the
+# first two (none, or taskset), its log $out/<log prefix><binary>.log.
+heavy_round() { # label, log prefix, command prefix...
+  local label=$1 prefix=$2 args name log start status
+  shift 2
   for args in "${heavy[@]}"; do
     name=$(echo "$args" | tr -s ' -' '_')
-    log="$out/pinned-$i$name.log"
+    log="$out/$prefix$name.log"
     start=$(date +%s)
     # shellcheck disable=SC2086 # the arguments are words
-    taskset -c 0 cargo test $args --no-fail-fast >"$log" 2>&1
+    "$@" cargo test $args --no-fail-fast >"$log" 2>&1
     status=$?
-    record "pinned to one core, round $i: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
+    record "$label: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
   done
+}
+for i in $(seq 1 "$pinned"); do
+  heavy_round "pinned to one core, round $i" "pinned-$i" taskset -c 0
 done
 
 # The same binaries beside two writers that sync 300 MB at a time (the disk of a CI host
@@ -88,15 +95,7 @@ for i in $(seq 1 "$disk"); do
     setsid bash -c "while :; do dd if=/dev/zero of='$out/disk-load-$n' bs=1M count=300 conv=fsync status=none; done" &
     loads+=("$!")
   done
-  for args in "${heavy[@]}"; do
-    name=$(echo "$args" | tr -s ' -' '_')
-    log="$out/disk-$i$name.log"
-    start=$(date +%s)
-    # shellcheck disable=SC2086 # the arguments are words
-    cargo test $args --no-fail-fast >"$log" 2>&1
-    status=$?
-    record "beside two syncing writers, round $i: cargo test $args" "$log" $(($(date +%s) - start)) "$status"
-  done
+  heavy_round "beside two syncing writers, round $i" "disk-$i"
   stop_loads
 done
 
