@@ -351,7 +351,11 @@ async fn settled(
 /// A keyed write whose client gave up (a timeout at 0.25 s) still
 /// records its answer, and a retry with the key gets it. The keyed clock advance is the slow
 /// write (four months of bill runs for 1,000 accounts, seconds); the keyed bill batch is sent
-/// once the advance's client has given up, so it queues behind the advance for the writer.
+/// once the advance's client has given up and the advance holds the tenant's writer (its
+/// write transaction seen open), so it queues behind the advance. The flake hunt's disk phase
+/// failed it once when it was sent on the client's timeout alone: beside two loops syncing
+/// 300 MB files, the advance's undo image (synced as it is written) outlasted the 250 ms, and
+/// the batch took the writer first and answered in time.
 /// Before: both were applied after their clients had gone, their answers never recorded, and
 /// every retry was 409 "applied, but its answer was not recorded" for 24 hours.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,6 +383,14 @@ async fn a_keyed_write_whose_client_timed_out_answers_its_retry() {
         gave_up.is_none(),
         "the advance answered in time: {gave_up:?}"
     );
+    let file = e2e::tenant_file(&s.state, &t.id);
+    tokio::task::spawn_blocking(move || {
+        // Its client has gone, so nothing tells when it ends: a write never seen fails after
+        // the 60 s (the advance takes seconds).
+        e2e::wait_until_writing(&file, Duration::from_secs(60), "the advance", || false)
+    })
+    .await
+    .expect("join");
     let batches = "/billing/2/bill-batches";
     let batch =
         json!({"bill_batch_type": "adhoc", "name": "gone", "invoice_date": "2026-12-01T12:00:00Z"});

@@ -36,42 +36,6 @@ async fn invoices(s: &TestServer, id: &str) -> i64 {
         .expect("count")
 }
 
-/// Waits (at most `within`) until a write transaction is open on the SQLite database at
-/// `file`: a connection of the test's own cannot take the write lock at once (`BEGIN
-/// IMMEDIATE` answers busy). When it can, it gives the lock back at once. Fails at once, saying
-/// so, once `answered` is set: the request it waits for ended without its write having been
-/// seen, so the test's premise did not hold (it used to wait 30 s, then fail without a reason;
-/// seen once in a CI run under load, 2026-11-29).
-fn wait_until_writing(
-    file: &std::path::Path,
-    within: Duration,
-    answered: &std::sync::atomic::AtomicBool,
-) {
-    let conn = rusqlite::Connection::open(file).expect("open the tenant's file");
-    conn.busy_timeout(Duration::ZERO).expect("no busy wait");
-    let deadline = Instant::now() + within;
-    loop {
-        match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => return,
-            Err(e) => panic!("probing the write lock: {e}"),
-            Ok(()) => {}
-        }
-        assert!(
-            !answered.load(std::sync::atomic::Ordering::SeqCst),
-            "the advance was answered before its write transaction was seen on {}: it was cut \
-             off by the {TIMEOUT_MS} ms timeout before it began writing (its undo image comes \
-             first), or it wrote while this probe did not run",
-            file.display()
-        );
-        assert!(
-            Instant::now() < deadline,
-            "no write transaction opened on {} within {within:?}",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(
     clippy::await_holding_lock,
@@ -141,14 +105,15 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     // timeout ends 250 ms after the advance's: time for the cut-off, the rollback and its own
     // write (about 20 ms idle, 76 ms beside open_race's sixteen processes and four `dd`
     // loops; the 150 ms used before left 150 ms for it). Pacing, not ordering.
-    let file = s
-        .state
-        .store
-        .data_dir()
-        .join("tenants")
-        .join(format!("{id}.db"));
+    let file = e2e::tenant_file(&s.state, &id);
     tokio::task::spawn_blocking(move || {
-        wait_until_writing(&file, Duration::from_secs(30), &answered)
+        // Answered first: it was cut off by the timeout before it began writing (its undo
+        // image comes first), or it wrote while the probe did not run (seen once in a CI
+        // run under load, 2026-11-29; before, the test waited 30 s and failed without a reason).
+        let what = format!("the advance (cut off at {TIMEOUT_MS} ms)");
+        e2e::wait_until_writing(&file, Duration::from_secs(30), &what, || {
+            answered.load(std::sync::atomic::Ordering::SeqCst)
+        })
     })
     .await
     .expect("join");

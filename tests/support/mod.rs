@@ -84,6 +84,54 @@ pub fn ram_tempdir() -> tempfile::TempDir {
 /// WAL take about 15 MB.
 pub const RAM_DIR_ROOM: u64 = 256 << 20;
 
+/// The SQLite file of tenant `id` in a local-mode server's data dir.
+pub fn tenant_file(state: &AppState, id: &str) -> std::path::PathBuf {
+    state
+        .store
+        .data_dir()
+        .join("tenants")
+        .join(format!("{id}.db"))
+}
+
+/// Waits (blocking, at most `within`) until a write transaction is open on the SQLite
+/// database at `file`: a connection of the test's own cannot take the write lock at once
+/// (`BEGIN IMMEDIATE` answers busy); when it can, it gives the lock back at once. The signal
+/// that a slow request (`what`) now holds the tenant's writer, so that a request sent next
+/// queues behind it, however long the slow one took to get there (a clock advance first
+/// writes its undo image, synced to the disk: 35 ms idle, hundreds of milliseconds beside
+/// another process's flushes). Fails at once, saying so, when `ended()` answers true before
+/// the write was seen: the slow request ended without its write transaction having been
+/// seen, so the caller's premise does not hold.
+pub fn wait_until_writing(
+    file: &std::path::Path,
+    within: std::time::Duration,
+    what: &str,
+    ended: impl Fn() -> bool,
+) {
+    let conn = rusqlite::Connection::open(file).expect("open the tenant's file");
+    conn.busy_timeout(std::time::Duration::ZERO)
+        .expect("no busy wait");
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => return,
+            Err(e) => panic!("probing the write lock: {e}"),
+            Ok(()) => {}
+        }
+        assert!(
+            !ended(),
+            "{what} ended before its write transaction was seen on {}",
+            file.display()
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no write transaction of {what} opened on {} within {within:?}",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// Serves the whole sandbox (`sandbox::app`) over `state` on an ephemeral loopback port, in
 /// the background; answers its base URL.
 pub async fn listen(state: AppState) -> String {
