@@ -137,7 +137,7 @@ pub fn install(conn: &Connection) -> Result<()> {
 /// Forgets captured changes (at the start and the end of each replicated transaction).
 pub fn clear(conn: &Connection) -> Result<()> {
     // Cached, as the read of `seq` below: every write runs these, and parsing them each time
-    // was a measurable part of a bulk post's time under the writer.
+    // was about 0.5% of the local server's profile under bulk posting, all under the writer.
     conn.prepare_cached("DELETE FROM temp.sbx_changes")?
         .execute([])?;
     Ok(())
