@@ -22,7 +22,9 @@
 //! default 200 = 10,000 events; BENCH_ROUNDS the measurements of each line, default 3, the
 //! lines taking turns). Prints the median events/second of each and the ratios. To profile one
 //! path alone, `BENCH_ONLY=router|domain|storage` runs only that one (after the same warm-up)
-//! and prints its rate.
+//! and prints its rate. `BENCH_DROP_INDEX=<index>` drops that index of the tenant's
+//! database after the warm-up (SQL after the name runs too: `a; DROP INDEX b` drops two), to
+//! measure what an index costs posting: a question for the bench only, never a setting.
 
 #![allow(
     clippy::unwrap_used,
@@ -340,6 +342,10 @@ fn main() {
     storage_limit(&db, 2, 3_000_000);
     one_row_copied(&db, 2, 4_000_000);
 
+    if let Ok(index) = std::env::var("BENCH_DROP_INDEX") {
+        db.write_blocking(|tx| Ok(tx.execute_batch(&format!("DROP INDEX {index}"))?))
+            .expect("drop index");
+    }
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         let mut rates = Vec::new();
         for round in 0..rounds {
