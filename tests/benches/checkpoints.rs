@@ -111,7 +111,7 @@ fn local(size_mb: usize) -> Vec<Row> {
         .create_tenant("golden", "UTC")
         .expect("tenant");
     fill_reasons(&store, &t.id, size_mb);
-    let db_file = dir.path().join("tenants").join(format!("{}.db", t.id));
+    let db_file = store.tenant_path(&t.id);
     let expected = rows(&store, &t.id);
     let cp_dir = dir
         .path()

@@ -384,7 +384,7 @@ async fn a_keyed_write_whose_client_timed_out_answers_its_retry() {
         gave_up.is_none(),
         "the advance answered in time: {gave_up:?}"
     );
-    let file = e2e::tenant_file(&s.state, &t.id);
+    let file = s.state.store.tenant_path(&t.id);
     tokio::task::spawn_blocking(move || {
         // Its client has gone, so nothing tells when it ends: a write never seen fails after
         // the 60 s (the advance takes seconds).

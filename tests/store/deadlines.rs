@@ -105,7 +105,7 @@ async fn a_write_cut_off_by_the_request_timeout_stops_holding_the_writer_and_rol
     // timeout ends 250 ms after the advance's: time for the cut-off, the rollback and its own
     // write (about 20 ms idle, 76 ms beside open_race's sixteen processes and four `dd`
     // loops; the 150 ms used before left 150 ms for it). Pacing, not ordering.
-    let file = e2e::tenant_file(&s.state, &id);
+    let file = s.state.store.tenant_path(&id);
     tokio::task::spawn_blocking(move || {
         // Answered first: it was cut off by the timeout before it began writing (its undo
         // image comes first), or it wrote while the probe did not run (seen once in a CI

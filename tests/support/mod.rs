@@ -84,15 +84,6 @@ pub fn ram_tempdir() -> tempfile::TempDir {
 /// WAL take about 15 MB.
 pub const RAM_DIR_ROOM: u64 = 256 << 20;
 
-/// The SQLite file of tenant `id` in a local-mode server's data dir.
-pub fn tenant_file(state: &AppState, id: &str) -> std::path::PathBuf {
-    state
-        .store
-        .data_dir()
-        .join("tenants")
-        .join(format!("{id}.db"))
-}
-
 /// Waits (blocking, at most `within`) until a write transaction is open on the SQLite
 /// database at `file`: a connection of the test's own cannot take the write lock at once
 /// (`BEGIN IMMEDIATE` answers busy); when it can, it gives the lock back at once. The signal

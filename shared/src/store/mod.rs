@@ -204,7 +204,9 @@ impl Store {
         &self.inner.data_dir
     }
 
-    fn tenant_path(&self, tenant_id: &str) -> PathBuf {
+    /// The SQLite file of tenant `tenant_id` (in S3 mode, its cached copy). Tests probe it
+    /// (`e2e::wait_until_writing`) and benches weigh it; only the store opens it.
+    pub fn tenant_path(&self, tenant_id: &str) -> PathBuf {
         self.inner
             .files_dir
             .join("tenants")
