@@ -26,22 +26,10 @@ connections="${CONNECTIONS:-4}"; calls="${CALLS:-get bulk}"; a_port="${A_PORT:-1
 for tool in wrk curl; do
   command -v "$tool" >/dev/null || { echo "ab: $tool is required (apt-get install $tool)" >&2; exit 2; }
 done
-work="$(mktemp -d)"; pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-start() { # name bin port: starts the server, its pid kept in $work/name.pid
-  "$2" serve --listen "127.0.0.1:$3" --data-dir "$work/$1" --admin-key "adm_ab_bench" \
-    >"$work/$1.out" 2>"$work/$1.err" &
-  echo $! >"$work/$1.pid"
-  for _ in $(seq 1 300); do grep -q 'api key:' "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
-}
-# Not `key="$(start ...)"`: a command substitution runs start in a subshell, whose pids the
-# cleanup never saw, so both servers outlived the bench (and took CPU from whatever ran next).
-start a "$a_bin" "$a_port"; start b "$b_bin" "$b_port"
-pids=("$(cat "$work/a.pid")" "$(cat "$work/b.pid")")
-a_key="$(awk '/api key:/ {print $3}' "$work/a.out")"; b_key="$(awk '/api key:/ {print $3}' "$work/b.out")"
-[[ -n "$a_key" && -n "$b_key" ]] || { echo "ab: a server printed no api key" >&2; cat "$work"/*.out "$work"/*.err >&2; exit 1; }
+bench=ab
+source "$here/lib.sh"
+start_sandbox a "$a_bin" "$a_port"; start_sandbox b "$b_bin" "$b_port"
+a_key="$(sandbox_key a)"; b_key="$(sandbox_key b)"
 
 run() { # key url lua|- [duration]
   local out d="${4:-$duration}"

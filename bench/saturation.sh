@@ -19,8 +19,6 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/.." && pwd)"
-profile="${PROFILE:-release}"
 duration="${DURATION:-8}"
 warmup="${WARMUP:-3s}"
 port="${PORT:-18083}"
@@ -30,25 +28,13 @@ for tool in wrk curl /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "saturation: $tool is required" >&2; exit 2; }
 done
 
-work="$(mktemp -d)"
-pid=
-cleanup() { [[ -n "$pid" ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-if [[ -z "${SANDBOX_BIN:-}" ]]; then
-  echo "building the sandbox ($profile profile, nice -n 15)..." >&2
-  (cd "$repo" && nice -n 15 cargo build --quiet --profile "$profile" -p sandbox)
-  dir="$profile"; [[ "$profile" == dev ]] && dir=debug
-  SANDBOX_BIN="${CARGO_TARGET_DIR:-$repo/target}/$dir/sandbox"
-fi
-
-"$SANDBOX_BIN" serve --listen "127.0.0.1:$port" --data-dir "$work/data" \
-  --admin-key "adm_saturation_bench" >"$work/out" 2>"$work/err" &
-pid=$!
-for _ in $(seq 1 300); do grep -q 'api key:' "$work/out" 2>/dev/null && break; sleep 0.1; done
-key="$(awk '/api key:/ {print $3}' "$work/out")"
-[[ -n "$key" ]] || { echo "saturation: no api key in the sandbox banner" >&2; cat "$work/err" >&2; exit 1; }
-export BENCH_API_KEY="$key"
+bench=saturation
+source "$here/lib.sh"
+sandbox_binary
+start_sandbox sandbox "$SANDBOX_BIN" "$port"
+pid="${pids[0]}"
+BENCH_API_KEY="$(sandbox_key sandbox)"
+export BENCH_API_KEY
 url="http://127.0.0.1:$port/billing/2/usage-events/bulk"
 wrk -t1 -c4 -d"$warmup" -s "$here/peer/sandbox-post.lua" "$url" >/dev/null
 

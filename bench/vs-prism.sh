@@ -21,8 +21,6 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/.." && pwd)"
-profile="${PROFILE:-release}"
 duration="${DURATION:-8s}"
 warmup="${WARMUP:-2s}"
 rounds="${ROUNDS:-3}"
@@ -36,22 +34,11 @@ for tool in wrk curl node npm; do
   command -v "$tool" >/dev/null || { echo "vs-prism: $tool is required (wrk: apt-get install wrk)" >&2; exit 2; }
 done
 
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench=vs-prism
+source "$here/lib.sh"
 
 # 1. The sandbox binary.
-if [[ -z "${SANDBOX_BIN:-}" ]]; then
-  echo "building the sandbox ($profile profile, nice -n 15)..." >&2
-  (cd "$repo" && nice -n 15 cargo build --quiet --profile "$profile" -p sandbox)
-  dir="$profile"; [[ "$profile" == dev ]] && dir=debug
-  SANDBOX_BIN="${CARGO_TARGET_DIR:-$repo/target}/$dir/sandbox"
-fi
+sandbox_binary
 
 # 2. Prism, installed once into a scratch folder.
 prism="$prism_dir/node_modules/.bin/prism"
@@ -71,14 +58,10 @@ wait_for() { # url [header]
 }
 
 # 3. Both servers.
-"$SANDBOX_BIN" serve --listen "127.0.0.1:$sandbox_port" --data-dir "$work/data" \
-  --admin-key "adm_vs_prism_bench" >"$work/sandbox.out" 2>"$work/sandbox.err" &
-pids+=($!)
 "$prism" mock -p "$prism_port" "$here/peer/billing-v2-min.yaml" >"$work/prism.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 300); do grep -q 'api key:' "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-key="$(awk '/api key:/ {print $3}' "$work/sandbox.out")"
-[[ -n "$key" ]] || { echo "vs-prism: no api key in the sandbox banner" >&2; cat "$work/sandbox.out" "$work/sandbox.err" >&2; exit 1; }
+start_sandbox sandbox "$SANDBOX_BIN" "$sandbox_port"
+key="$(sandbox_key sandbox)"
 export BENCH_API_KEY="$key"
 sb="http://127.0.0.1:$sandbox_port/billing/2"
 pr="http://127.0.0.1:$prism_port"
