@@ -154,6 +154,10 @@ const VOIDED: usize = 14;
 fn storage_limit(db: &shared::store::TenantDb, calls: usize, offset: usize) -> Duration {
     assert_eq!(STORAGE_CHUNKS.iter().sum::<usize>(), EVENTS_PER_CALL);
     let columns = shared::domain::usage::event_columns();
+    assert_eq!(
+        columns.split(',').nth(VOIDED).map(str::trim),
+        Some("voided")
+    );
     let sql = format!("SELECT {columns} FROM usage_events ORDER BY id LIMIT 50");
     // Each row's values as posting binds them: every column but `voided`.
     let rows: Vec<Vec<rusqlite::types::Value>> = db
@@ -172,10 +176,6 @@ fn storage_limit(db: &shared::store::TenantDb, calls: usize, offset: usize) -> D
         })
         .expect("the rows of a posted call");
     assert_eq!(rows.len(), EVENTS_PER_CALL);
-    assert_eq!(
-        columns.split(',').nth(VOIDED).map(str::trim),
-        Some("voided")
-    );
     let texts: Vec<&str> = STORAGE_CHUNKS
         .iter()
         .map(|&n| shared::domain::usage::insert_statement(n).expect("one of posting's chunk sizes"))
